@@ -1,0 +1,11 @@
+//! Sans-IO cores of rtlan (DESIGN.md §2).
+//!
+//! Everything here is a pure state machine: it takes input (a frame, a request, a timer tick) and the
+//! current time as an argument and returns what to do. Nothing reads a clock, opens a socket or
+//! sleeps; the Linux shells (`rtlan-linux`), the simulator and the unit tests drive the same code.
+
+pub mod switch;
+pub mod time;
+pub mod units;
+
+pub use time::Instant;

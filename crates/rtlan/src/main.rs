@@ -1,0 +1,2 @@
+//! `rtlan`: the one binary.
+fn main() {}
