@@ -1,0 +1,313 @@
+//! A running lab (DESIGN.md §5): built by [`Lab::up`], found again by [`Lab::open`], entered with
+//! [`Lab::exec`], removed by [`Lab::down`] — or on drop, unless [`Lab::keep`] was called.
+
+mod up;
+
+use std::ffi::OsStr;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::cmd::CmdError;
+use crate::down::{DownError, DownReport};
+use crate::state::{self, LabState, NodeState};
+use crate::switches::SwitchError;
+use crate::topology::Topology;
+
+/// Something went wrong building, opening or using a lab.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// The lab name is not `[a-z0-9]{1,10}`.
+    #[error("bad lab name `{0}`: lab names are 1 to 10 lowercase letters or digits")]
+    InvalidName(String),
+    /// A lab of that name (state directory or namespaces) exists.
+    #[error("lab `{0}` already exists; run `rtlan lab down --name {0}`")]
+    AlreadyExists(String),
+    /// No lab of that name is running (no `state.json`).
+    #[error("lab `{name}` is not running (no {})", path.display())]
+    NotFound {
+        /// The lab.
+        name: String,
+        /// The state file looked for.
+        path: PathBuf,
+    },
+    /// `state.json` could not be parsed.
+    #[error("{}: {source}", path.display())]
+    BadState {
+        /// The state file.
+        path: PathBuf,
+        /// The parse error.
+        source: serde_json::Error,
+    },
+    /// A file or directory operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The operating-system error.
+        source: std::io::Error,
+    },
+    /// A setup command failed.
+    #[error(transparent)]
+    Command(#[from] CmdError),
+    /// The topology has rtlan switches but the rtlan executable is missing.
+    #[error("rtlan executable {} not found (needed to run the topology's rtlan switches)", .0.display())]
+    RtlanExe(PathBuf),
+    /// An rtlan switch did not come up.
+    #[error("switch `{switch}`: {source}")]
+    Switch {
+        /// The switch.
+        switch: String,
+        /// Why.
+        source: SwitchError,
+    },
+    /// Interfaces did not become operationally up in time.
+    #[error("{netns}: interfaces {interfaces} did not come up within 5 s")]
+    NotOperational {
+        /// The namespace.
+        netns: String,
+        /// The interfaces still down.
+        interfaces: String,
+    },
+    /// A termination signal arrived during `up`; what was built has been removed.
+    #[error("interrupted by a signal; the partly built lab was removed")]
+    Interrupted,
+    /// The node is not in this lab.
+    #[error("lab `{lab}` has no node `{node}`")]
+    UnknownNode {
+        /// The lab.
+        lab: String,
+        /// The node asked for.
+        node: String,
+    },
+    /// The node exists but is not of the kind the call needs.
+    #[error("`{node}` is not {expected}")]
+    WrongKind {
+        /// The node.
+        node: String,
+        /// What was needed ("a host", "a switch").
+        expected: &'static str,
+    },
+    /// The node has no such interface.
+    #[error("`{node}` has no interface `{ifname}`")]
+    UnknownInterface {
+        /// The node.
+        node: String,
+        /// The interface asked for.
+        ifname: String,
+    },
+    /// `exec` was given no command.
+    #[error("no command given to run in `{0}`")]
+    EmptyCommand(String),
+    /// Removing the lab failed.
+    #[error(transparent)]
+    Down(#[from] DownError),
+}
+
+/// How to build a lab.
+#[derive(Debug, Clone)]
+pub struct LabOptions {
+    /// The rtlan executable (`std::env::current_exe()` in the binary,
+    /// `env!("CARGO_BIN_EXE_rtlan")` in its tests); only used for rtlan switches.
+    pub rtlan_exe: PathBuf,
+    /// How long a switch may take until its control socket accepts a connection.
+    pub switch_timeout: Duration,
+}
+
+impl LabOptions {
+    /// Options with the given rtlan executable and a 10 s switch start-up timeout.
+    pub fn new(rtlan_exe: impl Into<PathBuf>) -> LabOptions {
+        LabOptions {
+            rtlan_exe: rtlan_exe.into(),
+            switch_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A running lab. Dropping it tears the lab down (like [`Lab::down`], errors printed to stderr)
+/// unless it came from [`Lab::open`] or [`Lab::keep`] was called.
+#[derive(Debug)]
+pub struct Lab {
+    state: LabState,
+    armed: bool,
+}
+
+impl Lab {
+    /// Builds `topology` as lab `name` (see docs/lab.md for every step). Refuses if a lab of that
+    /// name exists. On failure everything already created is removed before the error returns.
+    pub fn up(topology: &Topology, name: &str, options: &LabOptions) -> Result<Lab, LabError> {
+        let state = up::up(topology, name, options)?;
+        Ok(Lab { state, armed: true })
+    }
+
+    /// Opens the running lab `name` from its `state.json` (for `rtlan lab exec`). The returned
+    /// value does not tear the lab down when dropped.
+    pub fn open(name: &str) -> Result<Lab, LabError> {
+        if !crate::valid_lab_name(name) {
+            return Err(LabError::InvalidName(name.to_string()));
+        }
+        let path = state::state_file(&state::state_dir(name));
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LabError::NotFound {
+                    name: name.to_string(),
+                    path,
+                })
+            }
+            Err(source) => {
+                return Err(LabError::Io {
+                    what: format!("reading {}", path.display()),
+                    source,
+                })
+            }
+        };
+        let state = serde_json::from_str(&text).map_err(|source| LabError::BadState {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Lab {
+            state,
+            armed: false,
+        })
+    }
+
+    /// The lab's name.
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// The lab's state directory (`/run/rtlan/labs/<name>`).
+    pub fn state_dir(&self) -> &Path {
+        &self.state.state_dir
+    }
+
+    /// The topology the lab was built from.
+    pub fn topology(&self) -> &Topology {
+        &self.state.topology
+    }
+
+    fn node(&self, node: &str) -> Result<&NodeState, LabError> {
+        self.state
+            .nodes
+            .iter()
+            .find(|n| n.name == node)
+            .ok_or_else(|| LabError::UnknownNode {
+                lab: self.state.name.clone(),
+                node: node.to_string(),
+            })
+    }
+
+    /// The namespace of `node` (`rtl-<lab>-<node>`).
+    pub fn netns(&self, node: &str) -> Result<&str, LabError> {
+        Ok(&self.node(node)?.netns)
+    }
+
+    /// A command running `args` inside `node`'s namespace: `ip netns exec NS args…`.
+    pub fn exec<S: AsRef<OsStr>>(&self, node: &str, args: &[S]) -> Result<Command, LabError> {
+        let netns = self.netns(node)?;
+        if args.is_empty() {
+            return Err(LabError::EmptyCommand(node.to_string()));
+        }
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", netns]).args(args);
+        Ok(cmd)
+    }
+
+    /// A host's IPv4 address.
+    pub fn host_ip(&self, node: &str) -> Result<Ipv4Addr, LabError> {
+        self.host_cidr(node).map(|(ip, _)| ip)
+    }
+
+    /// A host's IPv4 address and prefix length.
+    pub fn host_cidr(&self, node: &str) -> Result<(Ipv4Addr, u8), LabError> {
+        self.node(node)?.ip.ok_or_else(|| LabError::WrongKind {
+            node: node.to_string(),
+            expected: "a host",
+        })
+    }
+
+    /// The MAC address of interface `ifname` (`eth0`, `p0`, …) of `node`.
+    pub fn mac(&self, node: &str, ifname: &str) -> Result<[u8; 6], LabError> {
+        let n = self.node(node)?;
+        let unknown = || LabError::UnknownInterface {
+            node: node.to_string(),
+            ifname: ifname.to_string(),
+        };
+        let iface = n
+            .interfaces
+            .iter()
+            .find(|i| i.ifname == ifname)
+            .ok_or_else(unknown)?;
+        // `up` read these from `ip -j link`; a hand-edited state.json may not parse.
+        state::parse_mac(&iface.mac).ok_or_else(unknown)
+    }
+
+    /// The names of the hosts, in file order.
+    pub fn hosts(&self) -> Vec<&str> {
+        self.state
+            .topology
+            .hosts
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect()
+    }
+
+    /// The names of the switches, in file order.
+    pub fn switches(&self) -> Vec<&str> {
+        let t = &self.state.topology;
+        t.switches.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// The control socket of an rtlan switch; `None` for hosts, bridges and unknown names.
+    pub fn switch_socket(&self, switch: &str) -> Option<PathBuf> {
+        self.node(switch).ok()?.socket.clone()
+    }
+
+    /// The PID of an rtlan switch process; `None` for hosts, bridges and unknown names.
+    pub fn switch_pid(&self, switch: &str) -> Option<u32> {
+        self.node(switch).ok()?.pid
+    }
+
+    /// The log file (stdout and stderr) of an rtlan switch.
+    pub fn switch_log(&self, switch: &str) -> Option<PathBuf> {
+        self.node(switch).ok()?.log.clone()
+    }
+
+    /// A switch's ports as `(ifname, peer node)` in port order, so that port index `i` of the
+    /// switch's forwarding table is the `i`-th entry.
+    pub fn switch_ports(&self, switch: &str) -> Result<Vec<(String, String)>, LabError> {
+        if self.state.topology.switch(switch).is_none() {
+            self.node(switch)?;
+            return Err(LabError::WrongKind {
+                node: switch.to_string(),
+                expected: "a switch",
+            });
+        }
+        Ok(self.state.topology.switch_ports(switch))
+    }
+
+    /// Removes the lab (see [`crate::down`]) and reports what was removed.
+    pub fn down(mut self) -> Result<DownReport, LabError> {
+        self.armed = false;
+        Ok(crate::down::down(&self.state.name)?)
+    }
+
+    /// Leaves the lab running when this value is dropped (`rtlan lab up`), and stops signal
+    /// clean-up from removing it. Also the way tests simulate a crash.
+    pub fn keep(mut self) {
+        self.armed = false;
+        crate::registry::unregister(&self.state.name);
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if self.armed {
+            if let Err(e) = crate::down::down(&self.state.name) {
+                eprintln!("rtlan: tearing down lab `{}`: {e}", self.state.name);
+            }
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! Building a lab, step by step (docs/lab.md "What `up` does"): namespaces, veth pairs created
+//! directly inside them, offloads off, bridges, addresses, `tbf` link emulation, interfaces up,
+//! `state.json`, then the rtlan switches. Any failure rolls everything back.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::{LabError, LabOptions};
+use crate::cmd::{self, CmdError};
+use crate::shaping::TbfParams;
+use crate::state::{self, IfaceState, LabState, NodeState, STATE_VERSION};
+use crate::switches::{self, Launch, SwitchError};
+use crate::topology::{SwitchKind, Topology, HOST_IFNAME};
+use crate::{netns_name, registry};
+
+/// The bridge interface of a `linux-bridge` switch.
+const BRIDGE_IFNAME: &str = "br0";
+/// How long interfaces may take to become operationally up.
+const OPER_UP_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(super) fn up(
+    topology: &Topology,
+    name: &str,
+    options: &LabOptions,
+) -> Result<LabState, LabError> {
+    if !crate::valid_lab_name(name) {
+        return Err(LabError::InvalidName(name.to_string()));
+    }
+    let has_rtlan = topology
+        .switches
+        .iter()
+        .any(|s| matches!(s.kind, SwitchKind::Rtlan(_)));
+    if has_rtlan && !options.rtlan_exe.is_file() {
+        return Err(LabError::RtlanExe(options.rtlan_exe.clone()));
+    }
+    let _guard = registry::lifecycle();
+    check_abort()?;
+    let dir = state::state_dir(name);
+    let prefix = netns_name(name, "");
+    if dir.exists() || cmd::list_netns()?.iter().any(|n| n.starts_with(&prefix)) {
+        return Err(LabError::AlreadyExists(name.to_string()));
+    }
+    let labs = Path::new(crate::LABS_DIR);
+    std::fs::create_dir_all(labs).map_err(|source| LabError::Io {
+        what: format!("creating {}", labs.display()),
+        source,
+    })?;
+    // `create_dir` (not `_all`) fails if another process created it meanwhile: the lab is ours.
+    match std::fs::create_dir(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(LabError::AlreadyExists(name.to_string()))
+        }
+        Err(source) => {
+            return Err(LabError::Io {
+                what: format!("creating {}", dir.display()),
+                source,
+            })
+        }
+    }
+    registry::register(name);
+    match build(topology, name, &dir, options) {
+        Ok(state) => Ok(state),
+        Err(e) => {
+            tracing::warn!(error = %e, lab = name, "lab up failed; rolling back");
+            if let Err(down) = crate::down::down_locked(name) {
+                eprintln!("rtlan: rolling back lab `{name}`: {down}");
+            }
+            Err(e)
+        }
+    }
+}
+
+fn check_abort() -> Result<(), LabError> {
+    if registry::shutting_down() {
+        Err(LabError::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether `node` gets a `tbf` on its link interfaces: hosts and kernel bridges do; rtlan
+/// switches pace their own output.
+fn shaped_by_qdisc(topology: &Topology, node: &str) -> bool {
+    match topology.switch(node) {
+        Some(s) => s.kind == SwitchKind::LinuxBridge,
+        None => true,
+    }
+}
+
+fn build(
+    topology: &Topology,
+    name: &str,
+    dir: &Path,
+    options: &LabOptions,
+) -> Result<LabState, LabError> {
+    let ns: HashMap<&str, String> = topology
+        .node_names()
+        .map(|n| (n, netns_name(name, n)))
+        .collect();
+    // `ns` holds every node and links only name nodes (the topology was validated).
+    let ns_of = |node: &str| ns[node].as_str();
+    let ipv6_sysctl = Path::new("/proc/sys/net/ipv6").exists();
+
+    for node in topology.node_names() {
+        check_abort()?;
+        let netns = ns_of(node);
+        cmd::ip(&["netns", "add", netns])?;
+        if !topology.ipv6 && ipv6_sysctl {
+            // Before any interface exists, so that none gets an IPv6 link-local address and
+            // none sends router solicitations, MLD reports or DAD probes into measurements.
+            cmd::in_netns(
+                netns,
+                "sysctl",
+                &[
+                    "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ],
+            )?;
+        }
+        cmd::ip(&["-n", netns, "link", "set", "lo", "up"])?;
+    }
+
+    for link in &topology.links {
+        check_abort()?;
+        let [a, b] = &link.ends;
+        cmd::ip(&[
+            "link",
+            "add",
+            "name",
+            &a.ifname,
+            "netns",
+            ns_of(&a.node),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &b.ifname,
+            "netns",
+            ns_of(&b.node),
+        ])?;
+        if !topology.offloads {
+            for end in [a, b] {
+                cmd::in_netns(
+                    ns_of(&end.node),
+                    "ethtool",
+                    &[
+                        "-K",
+                        &end.ifname,
+                        "tx",
+                        "off",
+                        "tso",
+                        "off",
+                        "gso",
+                        "off",
+                        "gro",
+                        "off",
+                    ],
+                )?;
+            }
+        }
+    }
+
+    for s in &topology.switches {
+        if s.kind != SwitchKind::LinuxBridge {
+            continue;
+        }
+        check_abort()?;
+        let netns = ns_of(&s.name);
+        cmd::ip(&[
+            "-n",
+            netns,
+            "link",
+            "add",
+            BRIDGE_IFNAME,
+            "type",
+            "bridge",
+            "stp_state",
+            "0",
+            "forward_delay",
+            "0",
+        ])?;
+        for (ifname, _) in topology.switch_ports(&s.name) {
+            cmd::ip(&["-n", netns, "link", "set", &ifname, "master", BRIDGE_IFNAME])?;
+        }
+        cmd::ip(&["-n", netns, "link", "set", BRIDGE_IFNAME, "up"])?;
+    }
+
+    for h in &topology.hosts {
+        let cidr = format!("{}/{}", h.ip, h.prefix_len);
+        cmd::ip(&[
+            "-n",
+            ns_of(&h.name),
+            "addr",
+            "add",
+            &cidr,
+            "dev",
+            HOST_IFNAME,
+        ])?;
+    }
+
+    let mut use_stab = true;
+    let mut qdiscs: HashMap<(String, String), String> = HashMap::new();
+    for link in &topology.links {
+        let Some(rate) = link.rate_bps else { continue };
+        check_abort()?;
+        for end in &link.ends {
+            if shaped_by_qdisc(topology, &end.node) {
+                let q = add_tbf(ns_of(&end.node), &end.ifname, rate, &mut use_stab)?;
+                qdiscs.insert((end.node.clone(), end.ifname.clone()), q);
+            }
+        }
+    }
+
+    for link in &topology.links {
+        for end in &link.ends {
+            cmd::ip(&["-n", ns_of(&end.node), "link", "set", &end.ifname, "up"])?;
+        }
+    }
+
+    // The kernel attaches an interface's qdisc and sets it operationally up from a work item
+    // that may run up to a second later; until then every frame sent on it is dropped. Wait for
+    // it, so the first ping after `up` does not lose its ARP request.
+    let deadline = Instant::now() + OPER_UP_TIMEOUT;
+    let mut links_of = HashMap::new();
+    for node in topology.node_names() {
+        let mut want: Vec<String> = topology
+            .interfaces(node)
+            .into_iter()
+            .map(|(own, _, _)| own.ifname.clone())
+            .collect();
+        if topology.switch(node).map(|s| &s.kind) == Some(&SwitchKind::LinuxBridge) {
+            want.push(BRIDGE_IFNAME.to_string());
+        }
+        links_of.insert(node, wait_oper_up(ns_of(node), &want, deadline)?);
+    }
+
+    let mut nodes = Vec::new();
+    for node in topology.node_names() {
+        let netns = ns_of(node).to_string();
+        let macs = &links_of[node];
+        let interfaces = topology
+            .interfaces(node)
+            .into_iter()
+            .map(|(own, peer, rate_bps)| IfaceState {
+                ifname: own.ifname.clone(),
+                mac: macs
+                    .get(&own.ifname)
+                    .map(|l| l.mac.clone())
+                    .unwrap_or_default(),
+                peer_node: peer.node.clone(),
+                peer_ifname: peer.ifname.clone(),
+                rate_bps,
+                qdisc: qdiscs.get(&(node.to_string(), own.ifname.clone())).cloned(),
+            })
+            .collect();
+        let role = match topology.switch(node).map(|s| &s.kind) {
+            None => "host",
+            Some(SwitchKind::Rtlan(_)) => "rtlan",
+            Some(SwitchKind::LinuxBridge) => "linux-bridge",
+        };
+        nodes.push(NodeState {
+            name: node.to_string(),
+            netns,
+            role: role.to_string(),
+            ip: topology.host(node).map(|h| (h.ip, h.prefix_len)),
+            interfaces,
+            pid: None,
+            socket: None,
+            config: None,
+            log: None,
+        });
+    }
+    let mut state = LabState {
+        version: STATE_VERSION,
+        name: name.to_string(),
+        state_dir: dir.to_path_buf(),
+        topology: topology.clone(),
+        nodes,
+    };
+    write_state(&state)?;
+
+    for s in &topology.switches {
+        let SwitchKind::Rtlan(opts) = &s.kind else {
+            continue;
+        };
+        check_abort()?;
+        let switch_err = |source| LabError::Switch {
+            switch: s.name.clone(),
+            source,
+        };
+        let config = dir.join(format!("{}.toml", s.name));
+        let socket = dir.join(format!("{}.sock", s.name));
+        let log = dir.join(format!("{}.log", s.name));
+        let text = switches::render_config(topology, &s.name, opts, &socket).map_err(switch_err)?;
+        switches::write_config(&config, &text).map_err(switch_err)?;
+        let launch = Launch {
+            exe: &options.rtlan_exe,
+            netns: ns_of(&s.name),
+            config: &config,
+            log: &log,
+            socket: &socket,
+            timeout: options.switch_timeout,
+        };
+        let started = switches::start(&launch, registry::shutting_down);
+        if let Ok(pid) = started {
+            registry::add_child(name, pid);
+        }
+        let pid = match started {
+            Ok(pid) => pid,
+            Err(SwitchError::Interrupted) => return Err(LabError::Interrupted),
+            Err(e) => return Err(switch_err(e)),
+        };
+        if let Some(n) = state.nodes.iter_mut().find(|n| n.name == s.name) {
+            n.pid = Some(pid);
+            n.socket = Some(socket);
+            n.config = Some(config);
+            n.log = Some(log);
+        }
+        write_state(&state)?;
+    }
+    tracing::info!(lab = name, nodes = state.nodes.len(), "lab up");
+    Ok(state)
+}
+
+/// Adds the link-rate `tbf` on `ifname` and returns the qdisc spec used. Falls back to plain
+/// `tbf` (once, for the whole lab) if the kernel refuses the size table.
+fn add_tbf(netns: &str, ifname: &str, rate: u64, use_stab: &mut bool) -> Result<String, LabError> {
+    let params = TbfParams::for_rate(rate);
+    let run = |stab: bool| -> Result<String, CmdError> {
+        let spec = params.tc_args(stab);
+        let mut args = vec!["-n", netns, "qdisc", "add", "dev", ifname, "root"];
+        args.extend(spec.iter().map(String::as_str));
+        cmd::run("tc", &args)?;
+        Ok(spec.join(" "))
+    };
+    if *use_stab {
+        match run(true) {
+            Ok(spec) => return Ok(spec),
+            Err(e @ CmdError::Failed { .. }) => {
+                tracing::warn!(error = %e, "tc refused the size table; links are shaped \
+                    without Ethernet framing overhead");
+                eprintln!("rtlan: warning: {e}; shaping without framing overhead (docs/lab.md)");
+                *use_stab = false;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(run(false)?)
+}
+
+/// What `ip -j link show` says about one interface.
+struct LinkInfo {
+    mac: String,
+    operstate: String,
+}
+
+/// Interface name → MAC address and operational state in `netns`, from `ip -j link show`.
+fn read_links(netns: &str) -> Result<HashMap<String, LinkInfo>, LabError> {
+    let text = cmd::ip(&["-j", "-n", netns, "link", "show"])?;
+    let links: Vec<serde_json::Value> =
+        serde_json::from_str(&text).map_err(|source| LabError::BadState {
+            path: format!("<output of ip -j -n {netns} link show>").into(),
+            source,
+        })?;
+    Ok(links
+        .iter()
+        .filter_map(|l| {
+            let field = |k: &str| l.get(k).and_then(|v| v.as_str()).map(str::to_string);
+            let info = LinkInfo {
+                mac: field("address")?,
+                operstate: field("operstate").unwrap_or_default(),
+            };
+            Some((field("ifname")?, info))
+        })
+        .collect())
+}
+
+/// Polls `netns` until every interface in `want` is operationally up; returns the last listing.
+fn wait_oper_up(
+    netns: &str,
+    want: &[String],
+    deadline: Instant,
+) -> Result<HashMap<String, LinkInfo>, LabError> {
+    loop {
+        let links = read_links(netns)?;
+        let down: Vec<&str> = want
+            .iter()
+            .filter(|i| links.get(*i).is_none_or(|l| l.operstate != "UP"))
+            .map(String::as_str)
+            .collect();
+        if down.is_empty() {
+            return Ok(links);
+        }
+        check_abort()?;
+        if Instant::now() >= deadline {
+            return Err(LabError::NotOperational {
+                netns: netns.to_string(),
+                interfaces: down.join(", "),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn write_state(state: &LabState) -> Result<(), LabError> {
+    let path = state::state_file(&state.state_dir);
+    let io = |source| LabError::Io {
+        what: format!("writing {}", path.display()),
+        source,
+    };
+    // serde_json cannot fail on this tree of strings, numbers and options.
+    let text = serde_json::to_string_pretty(state).map_err(|e| io(std::io::Error::other(e)))?;
+    // Write then rename, so a reader never sees half a file.
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, &path).map_err(io)
+}

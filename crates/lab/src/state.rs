@@ -1,0 +1,109 @@
+//! `state.json`: what a running lab consists of (topology, namespaces, interfaces with their MACs,
+//! host IPs, switch PIDs and files), so that `rtlan lab exec` and tests can find their way around
+//! a lab another process built. `down` never needs it: it works from namespace names alone.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::topology::Topology;
+
+/// Version of the `state.json` layout.
+pub(crate) const STATE_VERSION: u32 = 1;
+
+/// The whole of `state.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct LabState {
+    /// Layout version ([`STATE_VERSION`]).
+    pub(crate) version: u32,
+    /// Lab name.
+    pub(crate) name: String,
+    /// `/run/rtlan/labs/<name>`.
+    pub(crate) state_dir: PathBuf,
+    /// The topology the lab was built from.
+    pub(crate) topology: Topology,
+    /// One entry per node, hosts first.
+    pub(crate) nodes: Vec<NodeState>,
+}
+
+/// One node of a running lab.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct NodeState {
+    /// Node name.
+    pub(crate) name: String,
+    /// Its namespace, `rtl-<lab>-<node>`.
+    pub(crate) netns: String,
+    /// `host`, `rtlan` or `linux-bridge`.
+    pub(crate) role: String,
+    /// A host's address and prefix length.
+    pub(crate) ip: Option<(Ipv4Addr, u8)>,
+    /// The node's link interfaces, in port order.
+    pub(crate) interfaces: Vec<IfaceState>,
+    /// PID of an rtlan switch process.
+    pub(crate) pid: Option<u32>,
+    /// Control socket of an rtlan switch.
+    pub(crate) socket: Option<PathBuf>,
+    /// Config file of an rtlan switch.
+    pub(crate) config: Option<PathBuf>,
+    /// Log file of an rtlan switch.
+    pub(crate) log: Option<PathBuf>,
+}
+
+/// One link interface of a node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct IfaceState {
+    /// Interface name in the node's namespace.
+    pub(crate) ifname: String,
+    /// Its MAC address, `aa:bb:cc:dd:ee:ff`.
+    pub(crate) mac: String,
+    /// The node at the other end.
+    pub(crate) peer_node: String,
+    /// The interface at the other end.
+    pub(crate) peer_ifname: String,
+    /// Emulated line rate, bit/s.
+    pub(crate) rate_bps: Option<u64>,
+    /// The egress qdisc the lab installed on it, as passed to `tc`, if any.
+    pub(crate) qdisc: Option<String>,
+}
+
+/// The state directory of lab `name`.
+pub(crate) fn state_dir(name: &str) -> PathBuf {
+    Path::new(crate::LABS_DIR).join(name)
+}
+
+/// The path of `state.json` in `dir`.
+pub(crate) fn state_file(dir: &Path) -> PathBuf {
+    dir.join("state.json")
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff`.
+pub(crate) fn parse_mac(text: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut parts = text.split(':');
+    for byte in &mut out {
+        let p = parts.next()?;
+        if p.len() != 2 {
+            return None;
+        }
+        *byte = u8::from_str_radix(p, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macs() {
+        assert_eq!(
+            parse_mac("02:aB:00:10:ff:7e"),
+            Some([0x02, 0xab, 0x00, 0x10, 0xff, 0x7e])
+        );
+        assert_eq!(parse_mac("02:ab:00:10:ff"), None);
+        assert_eq!(parse_mac("02:ab:00:10:ff:7e:01"), None);
+        assert_eq!(parse_mac("02:ab:00:10:ff:7"), None);
+        assert_eq!(parse_mac("02:ab:00:10:ff:zz"), None);
+    }
+}

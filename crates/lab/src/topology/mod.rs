@@ -1,0 +1,385 @@
+//! Topology files (docs/lab.md): hosts, switches and the links between them, read from TOML and
+//! validated so that every mistake is reported with its line and column.
+//!
+//! [`Topology`] is the resolved form: names checked, IP addresses assigned, every link end given
+//! its interface name (`eth0` on hosts, `p0, p1, …` on switches in file order) and rate in bit/s.
+
+mod parse;
+#[cfg(test)]
+mod tests;
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::Duration;
+
+use rtlan_core::switch::UnknownUnicast;
+use rtlan_core::units::UnitError;
+use serde::{Deserialize, Serialize};
+
+/// The interface name of a host's single link.
+pub const HOST_IFNAME: &str = "eth0";
+
+/// Where in a topology file something is: `origin:line:column` (both 1-based, column in
+/// characters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file name (or other origin name) given to [`Topology::from_str`].
+    pub origin: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, counted in characters.
+    pub column: usize,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.origin, self.line, self.column)
+    }
+}
+
+/// A topology file that could not be read or is not valid. All variants but [`Read`] start their
+/// message with `file:line:column:`.
+///
+/// [`Read`]: TopologyError::Read
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The path as given.
+        path: String,
+        /// The operating-system error.
+        source: std::io::Error,
+    },
+    /// TOML syntax error, unknown field, missing field or a value of the wrong type.
+    #[error("{at}: {message}")]
+    Syntax {
+        /// Where.
+        at: Location,
+        /// The TOML parser's message.
+        message: String,
+    },
+    /// A node name does not match `[a-z][a-z0-9]{0,7}`.
+    #[error("{at}: bad name `{name}`: node names are a lowercase letter then up to 7 lowercase letters or digits")]
+    BadName {
+        /// Where.
+        at: Location,
+        /// The name as written.
+        name: String,
+    },
+    /// Two nodes (hosts or switches) have the same name.
+    #[error("{at}: duplicate name `{name}` (first defined at line {first_line})")]
+    DuplicateName {
+        /// Where the second definition is.
+        at: Location,
+        /// The name.
+        name: String,
+        /// Line of the first definition.
+        first_line: usize,
+    },
+    /// The file defines no host and no switch.
+    #[error("{at}: the topology defines no hosts or switches")]
+    Empty {
+        /// Where (the start of the file).
+        at: Location,
+    },
+    /// A switch `kind` that is neither `rtlan` nor `linux-bridge`.
+    #[error("{at}: unknown switch kind `{kind}` (expected \"rtlan\" or \"linux-bridge\")")]
+    UnknownKind {
+        /// Where.
+        at: Location,
+        /// The kind as written.
+        kind: String,
+    },
+    /// An option that only applies to `rtlan` switches was given to a `linux-bridge` switch.
+    #[error("{at}: `{option}` only applies to switches of kind \"rtlan\"")]
+    OptionNotForKind {
+        /// Where.
+        at: Location,
+        /// The option.
+        option: &'static str,
+    },
+    /// A switch option has a value that is not allowed.
+    #[error("{at}: bad `{option}`: {reason}")]
+    BadOption {
+        /// Where.
+        at: Location,
+        /// The option.
+        option: &'static str,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// An IP address (with optional `/prefix`) that cannot be used.
+    #[error("{at}: bad IP address `{text}`: {reason}")]
+    BadIp {
+        /// Where.
+        at: Location,
+        /// The text as written.
+        text: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// Two nodes were given the same IP address.
+    #[error("{at}: IP address {ip} is already used by `{other}`")]
+    DuplicateIp {
+        /// Where the second use is.
+        at: Location,
+        /// The address.
+        ip: Ipv4Addr,
+        /// The node that has it first.
+        other: String,
+    },
+    /// A link rate `parse_rate` does not accept.
+    #[error("{at}: bad rate: {source}")]
+    BadRate {
+        /// Where.
+        at: Location,
+        /// Why.
+        source: UnitError,
+    },
+    /// A link's `ends` does not have exactly two names.
+    #[error("{at}: a link has exactly two ends, found {count}")]
+    EndCount {
+        /// Where.
+        at: Location,
+        /// How many ends were listed.
+        count: usize,
+    },
+    /// A link end names no host or switch.
+    #[error("{at}: link end \"{name}\" is not a host or switch")]
+    UnknownEnd {
+        /// Where.
+        at: Location,
+        /// The name as written.
+        name: String,
+    },
+    /// A link connects a node to itself.
+    #[error("{at}: link connects `{name}` to itself")]
+    SelfLink {
+        /// Where.
+        at: Location,
+        /// The node.
+        name: String,
+    },
+    /// A host appears in a second link (a host has exactly one link in this version).
+    #[error(
+        "{at}: host `{name}` already has a link (line {first_line}); a host has exactly one link"
+    )]
+    HostHasTwoLinks {
+        /// Where the second link is.
+        at: Location,
+        /// The host.
+        name: String,
+        /// Line of its first link.
+        first_line: usize,
+    },
+    /// A link would close a loop; with no spanning tree yet, loops flood forever.
+    #[error("{at}: link {a}–{b} closes a loop (they are already connected); loops are refused because neither switch kind runs a spanning tree here")]
+    Loop {
+        /// Where.
+        at: Location,
+        /// One end.
+        a: String,
+        /// The other end.
+        b: String,
+    },
+    /// A host has no link.
+    #[error("{at}: host `{name}` has no link")]
+    HostWithoutLink {
+        /// Where the host is defined.
+        at: Location,
+        /// The host.
+        name: String,
+    },
+    /// A switch has no link.
+    #[error("{at}: switch `{name}` has no link")]
+    SwitchWithoutLink {
+        /// Where the switch is defined.
+        at: Location,
+        /// The switch.
+        name: String,
+    },
+    /// More hosts need an automatic address than 198.18.0.0/16 has left.
+    #[error("{at}: no free address left in 198.18.0.0/16 for `{name}`")]
+    AddressesExhausted {
+        /// Where the node is defined.
+        at: Location,
+        /// The node.
+        name: String,
+    },
+}
+
+impl TopologyError {
+    /// Where the problem is, if it is inside the file.
+    pub fn location(&self) -> Option<&Location> {
+        use TopologyError as E;
+        match self {
+            E::Read { .. } => None,
+            E::Syntax { at, .. }
+            | E::BadName { at, .. }
+            | E::DuplicateName { at, .. }
+            | E::Empty { at }
+            | E::UnknownKind { at, .. }
+            | E::OptionNotForKind { at, .. }
+            | E::BadOption { at, .. }
+            | E::BadIp { at, .. }
+            | E::DuplicateIp { at, .. }
+            | E::BadRate { at, .. }
+            | E::EndCount { at, .. }
+            | E::UnknownEnd { at, .. }
+            | E::SelfLink { at, .. }
+            | E::HostHasTwoLinks { at, .. }
+            | E::Loop { at, .. }
+            | E::HostWithoutLink { at, .. }
+            | E::SwitchWithoutLink { at, .. }
+            | E::AddressesExhausted { at, .. } => Some(at),
+        }
+    }
+}
+
+/// A validated topology.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Topology {
+    /// Name the topology was read from (the file path as given), used in messages.
+    pub origin: String,
+    /// Leave checksum/segmentation offloads on (`[lab] offloads`, default false).
+    pub offloads: bool,
+    /// Keep IPv6 enabled in the namespaces (`[lab] ipv6`, default false).
+    pub ipv6: bool,
+    /// Hosts, in file order.
+    pub hosts: Vec<Host>,
+    /// Switches, in file order.
+    pub switches: Vec<Switch>,
+    /// Links, in file order.
+    pub links: Vec<Link>,
+}
+
+/// A host: a namespace with one interface `eth0` running the ordinary Linux stack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Host {
+    /// Node name.
+    pub name: String,
+    /// IPv4 address of `eth0`.
+    pub ip: Ipv4Addr,
+    /// Prefix length of that address (16 unless given).
+    pub prefix_len: u8,
+}
+
+/// A switch node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Switch {
+    /// Node name.
+    pub name: String,
+    /// What runs in the switch's namespace.
+    pub kind: SwitchKind,
+}
+
+/// What kind of switch a switch node is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum SwitchKind {
+    /// The rtlan user-space switch (`rtlan switch --config …`).
+    Rtlan(RtlanSwitch),
+    /// A kernel bridge `br0` (STP off, forward delay 0): the baseline.
+    LinuxBridge,
+}
+
+/// Options of an `rtlan` switch, written to its config file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtlanSwitch {
+    /// Management IP (answered by the switch's ARP responder).
+    pub mgmt_ip: Ipv4Addr,
+    /// Prefix length of the management IP.
+    pub mgmt_prefix_len: u8,
+    /// Unknown-unicast policy; `None` = the switch's default.
+    pub unknown_unicast: Option<UnknownUnicast>,
+    /// Cycle time; `None` = the switch's default.
+    pub cycle_time: Option<Duration>,
+    /// Non-real-time queue bound per port; `None` = the switch's default.
+    pub nrt_queue_bytes: Option<u64>,
+    /// CPU to pin the switch's data plane to; `None` = not pinned.
+    pub cpu: Option<u32>,
+}
+
+/// A link (veth pair) between two nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    /// The two ends, in the order written.
+    pub ends: [LinkEnd; 2],
+    /// Emulated line rate in bit/s; `None` = unlimited.
+    pub rate_bps: Option<u64>,
+}
+
+/// One end of a link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkEnd {
+    /// Node name.
+    pub node: String,
+    /// Interface name in that node's namespace (`eth0` on hosts, `pN` on switches).
+    pub ifname: String,
+}
+
+impl Topology {
+    /// Reads and validates a topology file; error messages start with the path as given.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Topology, TopologyError> {
+        let path = path.as_ref();
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+            path: origin.clone(),
+            source,
+        })?;
+        Topology::from_str(&text, &origin)
+    }
+
+    /// Validates topology `text`; `origin` names it in error messages (usually the file name).
+    #[allow(clippy::should_implement_trait)] // takes an origin name, unlike FromStr
+    pub fn from_str(text: &str, origin: &str) -> Result<Topology, TopologyError> {
+        parse::parse(text, origin)
+    }
+
+    /// The host named `name`.
+    pub fn host(&self, name: &str) -> Option<&Host> {
+        self.hosts.iter().find(|h| h.name == name)
+    }
+
+    /// The switch named `name`.
+    pub fn switch(&self, name: &str) -> Option<&Switch> {
+        self.switches.iter().find(|s| s.name == name)
+    }
+
+    /// Whether a host or switch is called `name`.
+    pub fn has_node(&self, name: &str) -> bool {
+        self.host(name).is_some() || self.switch(name).is_some()
+    }
+
+    /// All node names: hosts first, then switches, each in file order.
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
+        self.hosts
+            .iter()
+            .map(|h| h.name.as_str())
+            .chain(self.switches.iter().map(|s| s.name.as_str()))
+    }
+
+    /// The interfaces of `node` with their link: `(own end, peer end, rate)`, in port order.
+    pub fn interfaces(&self, node: &str) -> Vec<(&LinkEnd, &LinkEnd, Option<u64>)> {
+        let mut out = Vec::new();
+        for link in &self.links {
+            let [a, b] = &link.ends;
+            if a.node == node {
+                out.push((a, b, link.rate_bps));
+            }
+            if b.node == node {
+                out.push((b, a, link.rate_bps));
+            }
+        }
+        out
+    }
+
+    /// A switch's ports as `(ifname, peer node)`, in port order (`p0, p1, …`).
+    pub fn switch_ports(&self, switch: &str) -> Vec<(String, String)> {
+        self.interfaces(switch)
+            .into_iter()
+            .map(|(own, peer, _)| (own.ifname.clone(), peer.node.clone()))
+            .collect()
+    }
+}

@@ -1,0 +1,540 @@
+//! From TOML text to a validated [`Topology`]: serde reads the raw tables with their spans
+//! (`toml::Spanned`), then the checks below turn spans into `line:column` for every error.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::Ipv4Addr;
+use std::ops::Range;
+
+use rtlan_core::switch::UnknownUnicast;
+use rtlan_core::units::{parse_duration, parse_rate};
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{
+    Host, Link, LinkEnd, Location, RtlanSwitch, Switch, SwitchKind, Topology, TopologyError,
+    HOST_IFNAME,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    lab: Option<RawLab>,
+    #[serde(default)]
+    host: Vec<RawHost>,
+    #[serde(default)]
+    switch: Vec<RawSwitch>,
+    #[serde(default)]
+    link: Vec<RawLink>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLab {
+    offloads: Option<bool>,
+    ipv6: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHost {
+    name: Spanned<String>,
+    ip: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSwitch {
+    name: Spanned<String>,
+    kind: Option<Spanned<String>>,
+    unknown_unicast: Option<Spanned<String>>,
+    mgmt_ip: Option<Spanned<String>>,
+    cycle_time: Option<Spanned<String>>,
+    nrt_queue_bytes: Option<Spanned<u64>>,
+    cpu: Option<Spanned<u32>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    ends: Spanned<Vec<Spanned<String>>>,
+    rate: Option<Spanned<String>>,
+}
+
+/// Turns byte spans into [`Location`]s.
+struct Locator<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+impl Locator<'_> {
+    fn at(&self, span: &Range<usize>) -> Location {
+        let offset = span.start.min(self.text.len());
+        // Spans from the TOML parser fall on character boundaries; if one did not, walk back.
+        let mut start = offset;
+        while !self.text.is_char_boundary(start) {
+            start -= 1;
+        }
+        let before = &self.text[..start];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = before[line_start..].chars().count() + 1;
+        Location {
+            origin: self.origin.to_string(),
+            line,
+            column,
+        }
+    }
+
+    fn line(&self, span: &Range<usize>) -> usize {
+        self.at(span).line
+    }
+}
+
+fn valid_node_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    (1..=8).contains(&b.len())
+        && b[0].is_ascii_lowercase()
+        && b[1..]
+            .iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+}
+
+/// Parses `a.b.c.d` or `a.b.c.d/len` (default /16) and refuses addresses a host cannot have.
+pub(super) fn parse_cidr(text: &str) -> Result<(Ipv4Addr, u8), String> {
+    let (addr, len) = match text.split_once('/') {
+        Some((a, l)) => {
+            let len: u8 = l
+                .parse()
+                .map_err(|_| format!("prefix length `{l}` is not a number"))?;
+            (a, len)
+        }
+        None => (text, 16),
+    };
+    let ip: Ipv4Addr = addr
+        .parse()
+        .map_err(|_| "not an IPv4 address (a.b.c.d or a.b.c.d/len)".to_string())?;
+    if !(1..=32).contains(&len) {
+        return Err(format!("prefix length {len} is not in 1..=32"));
+    }
+    if ip.is_unspecified() || ip.is_loopback() || ip.is_multicast() || ip.is_broadcast() {
+        return Err("not a unicast address".to_string());
+    }
+    if len <= 30 {
+        let host_bits = u32::from(ip) & (u32::MAX >> len);
+        if host_bits == 0 {
+            return Err(format!("it is the network address of /{len}"));
+        }
+        if host_bits == u32::MAX >> len {
+            return Err(format!("it is the broadcast address of /{len}"));
+        }
+    }
+    Ok((ip, len))
+}
+
+/// The `n`-th (0-based) automatic host address: 198.18.0.1 … 198.18.0.254, 198.18.1.1, … stopping
+/// before 198.18.255.0/24, which is kept for switch management addresses.
+fn auto_host_ip(n: usize) -> Option<Ipv4Addr> {
+    let third = n / 254;
+    let fourth = n % 254 + 1;
+    (third < 255).then(|| Ipv4Addr::new(198, 18, third as u8, fourth as u8))
+}
+
+/// The `n`-th (0-based) automatic management address: 198.18.255.1 … 198.18.255.254.
+fn auto_mgmt_ip(n: usize) -> Option<Ipv4Addr> {
+    (n < 254).then(|| Ipv4Addr::new(198, 18, 255, (n + 1) as u8))
+}
+
+/// An IP address being assigned: explicit ones are checked first, then automatic ones fill the
+/// gaps.
+struct IpPlan {
+    used: HashMap<Ipv4Addr, String>,
+}
+
+impl IpPlan {
+    fn claim(&mut self, ip: Ipv4Addr, node: &str, at: Location) -> Result<(), TopologyError> {
+        if let Some(other) = self.used.get(&ip) {
+            return Err(TopologyError::DuplicateIp {
+                at,
+                ip,
+                other: other.clone(),
+            });
+        }
+        self.used.insert(ip, node.to_string());
+        Ok(())
+    }
+
+    fn next_free(
+        &mut self,
+        gen: fn(usize) -> Option<Ipv4Addr>,
+        cursor: &mut usize,
+    ) -> Option<Ipv4Addr> {
+        loop {
+            let ip = gen(*cursor)?;
+            *cursor += 1;
+            if !self.used.contains_key(&ip) {
+                return Some(ip);
+            }
+        }
+    }
+}
+
+pub(super) fn parse(text: &str, origin: &str) -> Result<Topology, TopologyError> {
+    let loc = Locator { text, origin };
+    let raw: RawFile = toml::from_str(text).map_err(|e| TopologyError::Syntax {
+        at: loc.at(&e.span().unwrap_or(0..0)),
+        message: e.message().trim().to_string(),
+    })?;
+    if raw.host.is_empty() && raw.switch.is_empty() {
+        return Err(TopologyError::Empty {
+            at: loc.at(&(0..0)),
+        });
+    }
+
+    // Names: valid and unique across hosts and switches.
+    let mut defined: BTreeMap<String, Range<usize>> = BTreeMap::new();
+    let names = raw
+        .host
+        .iter()
+        .map(|h| &h.name)
+        .chain(raw.switch.iter().map(|s| &s.name));
+    for name in names {
+        if !valid_node_name(name.get_ref()) {
+            return Err(TopologyError::BadName {
+                at: loc.at(&name.span()),
+                name: name.get_ref().clone(),
+            });
+        }
+        if let Some(first) = defined.get(name.get_ref()) {
+            return Err(TopologyError::DuplicateName {
+                at: loc.at(&name.span()),
+                name: name.get_ref().clone(),
+                first_line: loc.line(first),
+            });
+        }
+        defined.insert(name.get_ref().clone(), name.span());
+    }
+
+    // Explicit addresses are claimed in file order, so a duplicate is reported at its second use.
+    let mut explicit = Vec::new();
+    let mut switches = Vec::with_capacity(raw.switch.len());
+    let mut mgmt_pending = Vec::new();
+    for (i, s) in raw.switch.iter().enumerate() {
+        let (switch, needs_auto_ip) = resolve_switch(s, &loc, &mut explicit)?;
+        if needs_auto_ip {
+            mgmt_pending.push(i);
+        }
+        switches.push(switch);
+    }
+    let mut hosts = Vec::with_capacity(raw.host.len());
+    let mut host_pending = Vec::new();
+    for (i, h) in raw.host.iter().enumerate() {
+        let (ip, prefix_len) = match &h.ip {
+            Some(text) => {
+                let (ip, len) =
+                    parse_cidr(text.get_ref()).map_err(|reason| TopologyError::BadIp {
+                        at: loc.at(&text.span()),
+                        text: text.get_ref().clone(),
+                        reason,
+                    })?;
+                explicit.push((text.span(), ip, h.name.get_ref().clone()));
+                (ip, len)
+            }
+            None => {
+                host_pending.push(i);
+                (Ipv4Addr::UNSPECIFIED, 16)
+            }
+        };
+        hosts.push(Host {
+            name: h.name.get_ref().clone(),
+            ip,
+            prefix_len,
+        });
+    }
+    let mut plan = IpPlan {
+        used: HashMap::new(),
+    };
+    explicit.sort_by_key(|(span, _, _)| span.start);
+    for (span, ip, node) in explicit {
+        plan.claim(ip, &node, loc.at(&span))?;
+    }
+    let mut cursor = 0;
+    for i in mgmt_pending {
+        let ip = plan.next_free(auto_mgmt_ip, &mut cursor).ok_or_else(|| {
+            TopologyError::AddressesExhausted {
+                at: loc.at(&raw.switch[i].name.span()),
+                name: switches[i].name.clone(),
+            }
+        })?;
+        plan.claim(ip, &switches[i].name, loc.at(&raw.switch[i].name.span()))?;
+        if let SwitchKind::Rtlan(opts) = &mut switches[i].kind {
+            opts.mgmt_ip = ip;
+        }
+    }
+    let mut cursor = 0;
+    for i in host_pending {
+        let ip = plan.next_free(auto_host_ip, &mut cursor).ok_or_else(|| {
+            TopologyError::AddressesExhausted {
+                at: loc.at(&raw.host[i].name.span()),
+                name: hosts[i].name.clone(),
+            }
+        })?;
+        plan.claim(ip, &hosts[i].name, loc.at(&raw.host[i].name.span()))?;
+        hosts[i].ip = ip;
+    }
+
+    let links = resolve_links(&raw, &loc, &defined)?;
+    Ok(Topology {
+        origin: origin.to_string(),
+        offloads: raw.lab.as_ref().and_then(|l| l.offloads).unwrap_or(false),
+        ipv6: raw.lab.as_ref().and_then(|l| l.ipv6).unwrap_or(false),
+        hosts,
+        switches,
+        links,
+    })
+}
+
+/// Resolves one `[[switch]]`; the bool says whether it still needs an automatic management IP.
+fn resolve_switch(
+    s: &RawSwitch,
+    loc: &Locator<'_>,
+    explicit: &mut Vec<(Range<usize>, Ipv4Addr, String)>,
+) -> Result<(Switch, bool), TopologyError> {
+    let name = s.name.get_ref().clone();
+    let is_rtlan = match &s.kind {
+        None => true,
+        Some(k) => match k.get_ref().as_str() {
+            "rtlan" => true,
+            "linux-bridge" => false,
+            other => {
+                return Err(TopologyError::UnknownKind {
+                    at: loc.at(&k.span()),
+                    kind: other.to_string(),
+                })
+            }
+        },
+    };
+    if !is_rtlan {
+        let rtlan_only = [
+            (
+                "unknown_unicast",
+                s.unknown_unicast.as_ref().map(|v| v.span()),
+            ),
+            ("mgmt_ip", s.mgmt_ip.as_ref().map(|v| v.span())),
+            ("cycle_time", s.cycle_time.as_ref().map(|v| v.span())),
+            (
+                "nrt_queue_bytes",
+                s.nrt_queue_bytes.as_ref().map(|v| v.span()),
+            ),
+            ("cpu", s.cpu.as_ref().map(|v| v.span())),
+        ];
+        if let Some((option, Some(span))) = rtlan_only.into_iter().find(|(_, sp)| sp.is_some()) {
+            return Err(TopologyError::OptionNotForKind {
+                at: loc.at(&span),
+                option,
+            });
+        }
+        return Ok((
+            Switch {
+                name,
+                kind: SwitchKind::LinuxBridge,
+            },
+            false,
+        ));
+    }
+    let unknown_unicast = match &s.unknown_unicast {
+        None => None,
+        Some(v) => Some(match v.get_ref().as_str() {
+            "arp-probe" => UnknownUnicast::ArpProbe,
+            "flood" => UnknownUnicast::Flood,
+            other => {
+                return Err(TopologyError::BadOption {
+                    at: loc.at(&v.span()),
+                    option: "unknown_unicast",
+                    reason: format!("`{other}` (expected \"arp-probe\" or \"flood\")"),
+                })
+            }
+        }),
+    };
+    let cycle_time = match &s.cycle_time {
+        None => None,
+        Some(v) => {
+            let d = parse_duration(v.get_ref()).map_err(|e| TopologyError::BadOption {
+                at: loc.at(&v.span()),
+                option: "cycle_time",
+                reason: e.to_string(),
+            })?;
+            if d.is_zero() {
+                return Err(TopologyError::BadOption {
+                    at: loc.at(&v.span()),
+                    option: "cycle_time",
+                    reason: "must be greater than zero".to_string(),
+                });
+            }
+            Some(d)
+        }
+    };
+    let nrt_queue_bytes = match &s.nrt_queue_bytes {
+        Some(v) if *v.get_ref() == 0 => {
+            return Err(TopologyError::BadOption {
+                at: loc.at(&v.span()),
+                option: "nrt_queue_bytes",
+                reason: "must be greater than zero".to_string(),
+            })
+        }
+        v => v.as_ref().map(|v| *v.get_ref()),
+    };
+    let (mgmt_ip, mgmt_prefix_len, auto) = match &s.mgmt_ip {
+        Some(text) => {
+            let (ip, len) = parse_cidr(text.get_ref()).map_err(|reason| TopologyError::BadIp {
+                at: loc.at(&text.span()),
+                text: text.get_ref().clone(),
+                reason,
+            })?;
+            explicit.push((text.span(), ip, name.clone()));
+            (ip, len, false)
+        }
+        None => (Ipv4Addr::UNSPECIFIED, 16, true),
+    };
+    Ok((
+        Switch {
+            name,
+            kind: SwitchKind::Rtlan(RtlanSwitch {
+                mgmt_ip,
+                mgmt_prefix_len,
+                unknown_unicast,
+                cycle_time,
+                nrt_queue_bytes,
+                cpu: s.cpu.as_ref().map(|v| *v.get_ref()),
+            }),
+        },
+        auto,
+    ))
+}
+
+/// Union-find over node names, to refuse loops.
+struct Components {
+    parent: HashMap<String, String>,
+}
+
+impl Components {
+    fn root(&mut self, node: &str) -> String {
+        let mut cur = node.to_string();
+        while let Some(p) = self.parent.get(&cur) {
+            if *p == cur {
+                break;
+            }
+            cur = p.clone();
+        }
+        cur
+    }
+
+    /// Joins the components of `a` and `b`; false if they were already joined.
+    fn join(&mut self, a: &str, b: &str) -> bool {
+        let (ra, rb) = (self.root(a), self.root(b));
+        if ra == rb {
+            return false;
+        }
+        self.parent.insert(ra, rb);
+        true
+    }
+}
+
+fn resolve_links(
+    raw: &RawFile,
+    loc: &Locator<'_>,
+    defined: &BTreeMap<String, Range<usize>>,
+) -> Result<Vec<Link>, TopologyError> {
+    let is_host = |n: &str| raw.host.iter().any(|h| h.name.get_ref() == n);
+    let mut host_link: HashMap<String, Range<usize>> = HashMap::new();
+    let mut next_port: HashMap<String, usize> = HashMap::new();
+    let mut components = Components {
+        parent: HashMap::new(),
+    };
+    let mut links = Vec::with_capacity(raw.link.len());
+    for l in &raw.link {
+        let ends = l.ends.get_ref();
+        if ends.len() != 2 {
+            return Err(TopologyError::EndCount {
+                at: loc.at(&l.ends.span()),
+                count: ends.len(),
+            });
+        }
+        for end in ends {
+            if !defined.contains_key(end.get_ref()) {
+                return Err(TopologyError::UnknownEnd {
+                    at: loc.at(&end.span()),
+                    name: end.get_ref().clone(),
+                });
+            }
+        }
+        let (a, b) = (ends[0].get_ref(), ends[1].get_ref());
+        if a == b {
+            return Err(TopologyError::SelfLink {
+                at: loc.at(&l.ends.span()),
+                name: a.clone(),
+            });
+        }
+        for end in ends {
+            if is_host(end.get_ref()) {
+                if let Some(first) = host_link.get(end.get_ref()) {
+                    return Err(TopologyError::HostHasTwoLinks {
+                        at: loc.at(&end.span()),
+                        name: end.get_ref().clone(),
+                        first_line: loc.line(first),
+                    });
+                }
+                host_link.insert(end.get_ref().clone(), end.span());
+            }
+        }
+        if !components.join(a, b) {
+            return Err(TopologyError::Loop {
+                at: loc.at(&l.ends.span()),
+                a: a.clone(),
+                b: b.clone(),
+            });
+        }
+        let rate_bps = match &l.rate {
+            None => None,
+            Some(r) => Some(
+                parse_rate(r.get_ref()).map_err(|source| TopologyError::BadRate {
+                    at: loc.at(&r.span()),
+                    source,
+                })?,
+            ),
+        };
+        let mut end_of = |node: &str| {
+            let ifname = if is_host(node) {
+                HOST_IFNAME.to_string()
+            } else {
+                let n = next_port.entry(node.to_string()).or_insert(0);
+                *n += 1;
+                format!("p{}", *n - 1)
+            };
+            LinkEnd {
+                node: node.to_string(),
+                ifname,
+            }
+        };
+        links.push(Link {
+            ends: [end_of(a), end_of(b)],
+            rate_bps,
+        });
+    }
+    for h in &raw.host {
+        if !host_link.contains_key(h.name.get_ref()) {
+            return Err(TopologyError::HostWithoutLink {
+                at: loc.at(&h.name.span()),
+                name: h.name.get_ref().clone(),
+            });
+        }
+    }
+    for s in &raw.switch {
+        if !next_port.contains_key(s.name.get_ref()) {
+            return Err(TopologyError::SwitchWithoutLink {
+                at: loc.at(&s.name.span()),
+                name: s.name.get_ref().clone(),
+            });
+        }
+    }
+    Ok(links)
+}

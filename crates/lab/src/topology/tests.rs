@@ -1,0 +1,404 @@
+//! Topology parsing: good files resolve as documented, every error names its line and column.
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use super::parse::parse_cidr;
+use super::*;
+
+fn ok(text: &str) -> Topology {
+    match Topology::from_str(text, "t.toml") {
+        Ok(t) => t,
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+}
+
+/// Parses `text`, expects an error, and checks its `line:column` and a piece of its message.
+fn err_at(text: &str, line: usize, column: usize, needle: &str) -> TopologyError {
+    let e = match Topology::from_str(text, "t.toml") {
+        Ok(_) => panic!("expected an error containing {needle:?}"),
+        Err(e) => e,
+    };
+    let msg = e.to_string();
+    let prefix = format!("t.toml:{line}:{column}: ");
+    assert!(
+        msg.starts_with(&prefix),
+        "want prefix {prefix:?}, got {msg:?}"
+    );
+    assert!(msg.contains(needle), "want {needle:?} in {msg:?}");
+    let at = e.location().expect("parse errors carry a location");
+    assert_eq!((at.line, at.column), (line, column));
+    e
+}
+
+const DEFAULT: &str = r#"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+ip = "198.18.0.1/24"
+[[host]]
+name = "c"
+[[switch]]
+name = "s1"
+[[link]]
+ends = ["a", "s1"]
+rate = "100mbit"
+[[link]]
+ends = ["s1", "b"]
+[[link]]
+ends = ["c", "s1"]
+rate = "10mbit"
+"#;
+
+#[test]
+fn resolves_ports_ips_and_rates() {
+    let t = ok(DEFAULT);
+    assert!(!t.offloads);
+    assert!(!t.ipv6);
+    // b took 198.18.0.1 explicitly (with /24), so the automatic addresses skip it.
+    assert_eq!(t.host("a").unwrap().ip, Ipv4Addr::new(198, 18, 0, 2));
+    assert_eq!(t.host("a").unwrap().prefix_len, 16);
+    assert_eq!(t.host("b").unwrap().ip, Ipv4Addr::new(198, 18, 0, 1));
+    assert_eq!(t.host("b").unwrap().prefix_len, 24);
+    assert_eq!(t.host("c").unwrap().ip, Ipv4Addr::new(198, 18, 0, 3));
+    let s1 = t.switch("s1").unwrap();
+    let SwitchKind::Rtlan(opts) = &s1.kind else {
+        panic!("default kind is rtlan")
+    };
+    assert_eq!(opts.mgmt_ip, Ipv4Addr::new(198, 18, 255, 1));
+    assert_eq!(opts.unknown_unicast, None);
+    // Ports in link order, whichever side the switch is written on.
+    assert_eq!(
+        t.switch_ports("s1"),
+        [("p0", "a"), ("p1", "b"), ("p2", "c")].map(|(i, p)| (i.to_string(), p.to_string()))
+    );
+    assert_eq!(t.links[0].rate_bps, Some(100_000_000));
+    assert_eq!(t.links[1].rate_bps, None);
+    assert_eq!(t.links[2].ends[0].ifname, "eth0");
+    assert_eq!(t.links[2].ends[1].ifname, "p2");
+    assert_eq!(t.node_names().collect::<Vec<_>>(), ["a", "b", "c", "s1"]);
+}
+
+#[test]
+fn rtlan_options_and_lab_table() {
+    let t = ok(r#"
+[lab]
+offloads = true
+ipv6 = true
+[[host]]
+name = "h1"
+[[switch]]
+name = "sw"
+kind = "rtlan"
+unknown_unicast = "flood"
+mgmt_ip = "10.0.0.1/8"
+cycle_time = "5ms"
+nrt_queue_bytes = 30000
+cpu = 1
+[[switch]]
+name = "br"
+kind = "linux-bridge"
+[[link]]
+ends = ["h1", "sw"]
+[[link]]
+ends = ["sw", "br"]
+"#);
+    assert!(t.offloads && t.ipv6);
+    let SwitchKind::Rtlan(o) = &t.switch("sw").unwrap().kind else {
+        panic!("rtlan")
+    };
+    assert_eq!(o.unknown_unicast, Some(UnknownUnicast::Flood));
+    assert_eq!(
+        (o.mgmt_ip, o.mgmt_prefix_len),
+        (Ipv4Addr::new(10, 0, 0, 1), 8)
+    );
+    assert_eq!(o.cycle_time, Some(Duration::from_millis(5)));
+    assert_eq!(o.nrt_queue_bytes, Some(30000));
+    assert_eq!(o.cpu, Some(1));
+    assert_eq!(t.switch("br").unwrap().kind, SwitchKind::LinuxBridge);
+    assert_eq!(t.switch_ports("br"), [("p0".to_string(), "sw".to_string())]);
+    assert_eq!(
+        t.switch_ports("sw")[1],
+        ("p1".to_string(), "br".to_string())
+    );
+}
+
+#[test]
+fn auto_ips_skip_explicit_ones_and_mgmt_range() {
+    let t = ok(r#"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+ip = "198.18.255.1"
+[[switch]]
+name = "s1"
+[[switch]]
+name = "s2"
+mgmt_ip = "198.18.0.1"
+[[link]]
+ends = ["a", "s1"]
+[[link]]
+ends = ["b", "s1"]
+[[link]]
+ends = ["s1", "s2"]
+"#);
+    assert_eq!(t.host("a").unwrap().ip, Ipv4Addr::new(198, 18, 0, 2));
+    let SwitchKind::Rtlan(o) = &t.switch("s1").unwrap().kind else {
+        panic!("rtlan")
+    };
+    assert_eq!(o.mgmt_ip, Ipv4Addr::new(198, 18, 255, 2));
+}
+
+#[test]
+fn host_to_host_link_is_allowed() {
+    let t = ok("[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n");
+    assert_eq!(t.interfaces("a")[0].1.node, "b");
+    assert_eq!(t.interfaces("b")[0].0.ifname, "eth0");
+}
+
+#[test]
+fn cidr_rules() {
+    assert_eq!(
+        parse_cidr("198.18.0.7"),
+        Ok((Ipv4Addr::new(198, 18, 0, 7), 16))
+    );
+    assert_eq!(
+        parse_cidr("10.1.2.3/31"),
+        Ok((Ipv4Addr::new(10, 1, 2, 3), 31))
+    );
+    assert!(parse_cidr("198.18.0.0/16").unwrap_err().contains("network"));
+    assert!(parse_cidr("198.18.255.255")
+        .unwrap_err()
+        .contains("broadcast"));
+    assert!(parse_cidr("198.18.0.1/33").is_err());
+    assert!(parse_cidr("198.18.0.1/x").is_err());
+    assert!(parse_cidr("127.0.0.1/8").is_err());
+    assert!(parse_cidr("224.0.0.1/4").is_err());
+    assert!(parse_cidr("198.18.0").is_err());
+}
+
+#[test]
+fn syntax_error_has_position() {
+    err_at("[[host]]\nname = \"a\nx", 2, 10, "invalid basic string");
+}
+
+#[test]
+fn unknown_field_points_at_key() {
+    let e = err_at(
+        "[[host]]\nname = \"a\"\ncolour = \"red\"\n",
+        3,
+        1,
+        "unknown field `colour`",
+    );
+    assert!(matches!(e, TopologyError::Syntax { .. }));
+    err_at("[lab]\nofloads = true\n", 2, 1, "unknown field `ofloads`");
+    err_at("[[hosts]]\nname = \"a\"\n", 1, 3, "unknown field `hosts`");
+}
+
+#[test]
+fn wrong_type_and_missing_field() {
+    err_at("[[host]]\nname = 7\n", 2, 8, "");
+    err_at(
+        "[[host]]\nip = \"198.18.0.1\"\n",
+        1,
+        1,
+        "missing field `name`",
+    );
+    err_at(
+        "[[switch]]\nname = \"s\"\nnrt_queue_bytes = -1\n",
+        3,
+        19,
+        "",
+    );
+}
+
+#[test]
+fn empty_file() {
+    err_at("# nothing\n", 1, 1, "no hosts or switches");
+}
+
+#[test]
+fn bad_and_duplicate_names() {
+    err_at("[[host]]\nname = \"Alpha\"\n", 2, 8, "bad name `Alpha`");
+    err_at("[[host]]\nname = \"abcdefghi\"\n", 2, 8, "bad name");
+    err_at("[[host]]\nname = \"1a\"\n", 2, 8, "bad name");
+    err_at("[[host]]\nname = \"\"\n", 2, 8, "bad name");
+    err_at(
+        "[[host]]\nname = \"a\"\n[[switch]]\nname = \"a\"\n",
+        4,
+        8,
+        "duplicate name `a` (first defined at line 2)",
+    );
+}
+
+#[test]
+fn bad_kind_and_options() {
+    err_at(
+        "[[switch]]\nname = \"s\"\nkind = \"hub\"\n",
+        3,
+        8,
+        "unknown switch kind `hub`",
+    );
+    err_at(
+        "[[switch]]\nname = \"s\"\nkind = \"linux-bridge\"\ncycle_time = \"1ms\"\n",
+        4,
+        14,
+        "`cycle_time` only applies",
+    );
+    err_at(
+        "[[switch]]\nname = \"s\"\nunknown_unicast = \"drop\"\n",
+        3,
+        19,
+        "bad `unknown_unicast`",
+    );
+    err_at(
+        "[[switch]]\nname = \"s\"\ncycle_time = \"10\"\n",
+        3,
+        14,
+        "bad `cycle_time`",
+    );
+    err_at(
+        "[[switch]]\nname = \"s\"\ncycle_time = \"0ms\"\n",
+        3,
+        14,
+        "greater than zero",
+    );
+    err_at(
+        "[[switch]]\nname = \"s\"\nnrt_queue_bytes = 0\n",
+        3,
+        19,
+        "greater than zero",
+    );
+}
+
+#[test]
+fn bad_and_duplicate_ips() {
+    err_at(
+        "[[host]]\nname = \"a\"\nip = \"300.1.1.1\"\n",
+        3,
+        6,
+        "bad IP address `300.1.1.1`",
+    );
+    err_at(
+        "[[switch]]\nname = \"s\"\nmgmt_ip = \"198.18.0.0\"\n",
+        3,
+        11,
+        "network address",
+    );
+    err_at(
+        "[[host]]\nname = \"a\"\nip = \"198.18.0.9\"\n[[host]]\nname = \"b\"\nip = \"198.18.0.9/24\"\n",
+        6,
+        6,
+        "IP address 198.18.0.9 is already used by `a`",
+    );
+    err_at(
+        "[[host]]\nname = \"a\"\nip = \"198.18.0.9\"\n[[switch]]\nname = \"s\"\nmgmt_ip = \"198.18.0.9\"\n",
+        6,
+        11,
+        "already used by `a`",
+    );
+}
+
+const TWO: &str = "[[host]]\nname = \"a\"\n[[switch]]\nname = \"s1\"\n[[switch]]\nname = \"s2\"\n";
+
+#[test]
+fn link_errors() {
+    let t = |links: &str| format!("{TWO}{links}");
+    err_at(
+        &t("[[link]]\nends = [\"a\", \"s9\"]\n"),
+        8,
+        14,
+        "link end \"s9\" is not a host or switch",
+    );
+    err_at(
+        &t("[[link]]\nends = [\"a\"]\n"),
+        8,
+        8,
+        "exactly two ends, found 1",
+    );
+    err_at(
+        &t("[[link]]\nends = [\"a\", \"s1\", \"s2\"]\n"),
+        8,
+        8,
+        "found 3",
+    );
+    err_at(&t("[[link]]\nends = [\"s1\", \"s1\"]\n"), 8, 8, "to itself");
+    err_at(
+        &t("[[link]]\nends = [\"a\", \"s1\"]\nrate = \"fast\"\n"),
+        9,
+        8,
+        "bad rate",
+    );
+    err_at(
+        &t("[[link]]\nends = [\"a\", \"s1\"]\n[[link]]\nends = [\"s2\", \"a\"]\n"),
+        10,
+        15,
+        "host `a` already has a link (line 8)",
+    );
+    err_at(
+        &t("[[link]]\nends = [\"a\", \"s1\"]\n[[link]]\nends = [\"s1\", \"s2\"]\n[[link]]\nends = [\"s2\", \"s1\"]\n"),
+        12,
+        8,
+        "closes a loop",
+    );
+}
+
+#[test]
+fn nodes_without_links() {
+    err_at(
+        &format!("{TWO}[[link]]\nends = [\"s1\", \"s2\"]\n"),
+        2,
+        8,
+        "host `a` has no link",
+    );
+    err_at(
+        &format!("{TWO}[[link]]\nends = [\"s1\", \"a\"]\n"),
+        6,
+        8,
+        "switch `s2` has no link",
+    );
+}
+
+#[test]
+fn column_counts_characters_not_bytes() {
+    // "é" is two bytes: the stray `x` is character 12 of line 2 but byte 13.
+    err_at("[[host]]\nname = \"é\" x\n", 2, 12, "");
+}
+
+#[test]
+fn from_file_reports_missing_file_and_uses_path_as_origin() {
+    let e = Topology::from_file("/nonexistent/x.toml").unwrap_err();
+    assert!(matches!(e, TopologyError::Read { .. }));
+    assert!(e.to_string().starts_with("/nonexistent/x.toml: "));
+    let dir = std::env::temp_dir().join(format!("rtlan-lab-topo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(&path, "[[host]]\nname = \"a\"\n").unwrap();
+    let e = Topology::from_file(&path).unwrap_err();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}:2:8: ", path.display())),
+        "{e}"
+    );
+}
+
+#[test]
+fn shipped_topologies_parse() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../topologies");
+    let default = Topology::from_file(format!("{dir}/default.toml")).unwrap();
+    assert_eq!(default.hosts.len(), 3);
+    assert_eq!(default.switches.len(), 1);
+    assert!(default
+        .links
+        .iter()
+        .all(|l| l.rate_bps == Some(100_000_000)));
+    let chain = Topology::from_file(format!("{dir}/chain.toml")).unwrap();
+    assert_eq!(chain.switch_ports("s2").len(), 2);
+    assert!(chain
+        .switch_ports("s1")
+        .iter()
+        .any(|(_, peer)| peer == "s2"));
+}
