@@ -1,0 +1,423 @@
+//! The switch daemon's configuration file (TOML; documented in `docs/switch.md`).
+//!
+//! Parsed in two steps: serde reads a raw form that keeps the source span of every value
+//! (`toml::Spanned`), then validation turns it into [`Config`], so that every error — syntax,
+//! unknown key, bad unit, duplicate port — names the line it is on.
+
+use std::net::Ipv4Addr;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rtlan_core::switch::{
+    PortConfig, SwitchConfig, UnknownUnicast, MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
+};
+use rtlan_core::units::{format_rate, parse_duration, parse_rate};
+use rtlan_wire::ethernet::Address;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The system error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A syntax error or a bad value, at a place in the file.
+    #[error("line {line}, column {column}: {message}")]
+    Invalid {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (in characters).
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The file has no `[[port]]` table.
+    #[error("the configuration has no [[port]] tables; a switch needs at least one port")]
+    NoPorts,
+}
+
+/// One switch port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortSpec {
+    /// The interface to open.
+    pub ifname: String,
+    /// Line rate output is paced at, in bits per second; `None` = unpaced.
+    pub rate_bps: Option<u64>,
+}
+
+/// The switch daemon's configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Name used in logs.
+    pub name: String,
+    /// Management IP the switch answers ARP for.
+    pub mgmt_ip: Option<Ipv4Addr>,
+    /// The switch's own MAC; `None` = the first port's MAC.
+    pub mac: Option<Address>,
+    /// Unknown-unicast policy.
+    pub unknown_unicast: UnknownUnicast,
+    /// Scheduling cycle time.
+    pub cycle_time: Duration,
+    /// Learning-table ageing time.
+    pub ageing_time: Duration,
+    /// Frames held while their destination is probed.
+    pub pending_capacity: usize,
+    /// How long a held frame waits for its destination.
+    pub pending_timeout: Duration,
+    /// Non-real-time queue bound per port in bytes; `None` = the core's default.
+    pub nrt_queue_bytes: Option<usize>,
+    /// Path of the Unix control socket; `None` = no control socket.
+    pub control_socket: Option<PathBuf>,
+    /// CPU to pin the data-plane thread to.
+    pub cpu: Option<usize>,
+    /// Spin instead of sleeping in `epoll_wait` (benchmarks only).
+    pub busy_poll: bool,
+    /// Send with `PACKET_QDISC_BYPASS` (skips `tc` qdiscs on the ports).
+    pub qdisc_bypass: bool,
+    /// Slots per RX and per TX ring of each port.
+    pub ring_frames: usize,
+    /// The ports, in `PortId` order.
+    pub ports: Vec<PortSpec>,
+}
+
+/// Default [`Config::cycle_time`] (EtheReal: 10 ms).
+pub const DEFAULT_CYCLE_TIME: Duration = Duration::from_millis(10);
+/// Default [`Config::ageing_time`].
+pub const DEFAULT_AGEING_TIME: Duration = Duration::from_secs(300);
+/// Default [`Config::pending_capacity`].
+pub const DEFAULT_PENDING_CAPACITY: usize = 256;
+/// Default [`Config::pending_timeout`].
+pub const DEFAULT_PENDING_TIMEOUT: Duration = Duration::from_millis(200);
+/// Default [`Config::ring_frames`].
+pub const DEFAULT_RING_FRAMES: usize = 2048;
+/// Largest accepted [`Config::ring_frames`].
+pub const MAX_RING_FRAMES: usize = 1 << 16;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    name: Option<String>,
+    mgmt_ip: Option<Spanned<String>>,
+    mac: Option<Spanned<String>>,
+    unknown_unicast: Option<UnknownUnicast>,
+    cycle_time: Option<Spanned<String>>,
+    ageing_time: Option<Spanned<String>>,
+    pending_capacity: Option<Spanned<usize>>,
+    pending_timeout: Option<Spanned<String>>,
+    nrt_queue_bytes: Option<Spanned<usize>>,
+    control_socket: Option<PathBuf>,
+    cpu: Option<usize>,
+    busy_poll: Option<bool>,
+    qdisc_bypass: Option<bool>,
+    ring_frames: Option<Spanned<usize>>,
+    #[serde(default)]
+    port: Vec<RawPort>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPort {
+    ifname: Spanned<String>,
+    rate: Option<Spanned<String>>,
+}
+
+/// 1-based line and column of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+struct Source<'a>(&'a str);
+
+impl Source<'_> {
+    fn error(&self, span: Range<usize>, message: impl Into<String>) -> ConfigError {
+        let (line, column) = line_column(self.0, span.start);
+        ConfigError::Invalid {
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
+    fn duration(
+        &self,
+        value: Option<Spanned<String>>,
+        key: &str,
+        default: Duration,
+    ) -> Result<Duration, ConfigError> {
+        let Some(v) = value else { return Ok(default) };
+        match parse_duration(v.get_ref()) {
+            Ok(d) if !d.is_zero() => Ok(d),
+            Ok(_) => Err(self.error(v.span(), format!("{key} must be greater than zero"))),
+            Err(e) => Err(self.error(v.span(), format!("{key}: {e}"))),
+        }
+    }
+
+    fn bounded(&self, value: &Spanned<usize>, key: &str, max: usize) -> Result<usize, ConfigError> {
+        match *value.get_ref() {
+            0 => Err(self.error(value.span(), format!("{key} must be greater than zero"))),
+            n if n > max => Err(self.error(value.span(), format!("{key} must be at most {max}"))),
+            n => Ok(n),
+        }
+    }
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff` (or with `-` separators).
+pub fn parse_mac(text: &str) -> Option<Address> {
+    let mut mac = [0u8; 6];
+    let mut parts = text.trim().split([':', '-']);
+    for byte in &mut mac {
+        let part = parts.next()?;
+        if part.is_empty() || part.len() > 2 {
+            return None;
+        }
+        *byte = u8::from_str_radix(part, 16).ok()?;
+    }
+    parts.next().is_none().then_some(Address(mac))
+}
+
+impl Config {
+    /// Parses and validates a configuration file's text.
+    pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
+        let src = Source(text);
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((1, 1), |s| line_column(text, s.start));
+            ConfigError::Invalid {
+                line,
+                column,
+                message: e.message().to_string(),
+            }
+        })?;
+
+        let mgmt_ip = match raw.mgmt_ip {
+            None => None,
+            Some(v) => Some(v.get_ref().parse::<Ipv4Addr>().map_err(|_| {
+                src.error(
+                    v.span(),
+                    format!("mgmt_ip: `{}` is not an IPv4 address", v.get_ref()),
+                )
+            })?),
+        };
+        let mac = match raw.mac {
+            None => None,
+            Some(v) => match parse_mac(v.get_ref()) {
+                Some(m) if m.is_unicast() => Some(m),
+                Some(_) => {
+                    return Err(
+                        src.error(v.span(), "mac: must be a unicast address (group bit clear)")
+                    )
+                }
+                None => {
+                    return Err(src.error(
+                        v.span(),
+                        format!(
+                            "mac: `{}` is not a MAC address like 02:00:00:00:00:01",
+                            v.get_ref()
+                        ),
+                    ))
+                }
+            },
+        };
+        let cycle_time = src.duration(raw.cycle_time, "cycle_time", DEFAULT_CYCLE_TIME)?;
+        let ageing_time = src.duration(raw.ageing_time, "ageing_time", DEFAULT_AGEING_TIME)?;
+        let pending_timeout = src.duration(
+            raw.pending_timeout,
+            "pending_timeout",
+            DEFAULT_PENDING_TIMEOUT,
+        )?;
+        let pending_capacity = match &raw.pending_capacity {
+            None => DEFAULT_PENDING_CAPACITY,
+            Some(v) => src.bounded(v, "pending_capacity", MAX_PENDING_CAPACITY)?,
+        };
+        let nrt_queue_bytes = match &raw.nrt_queue_bytes {
+            None => None,
+            Some(v) => Some(src.bounded(v, "nrt_queue_bytes", MAX_NRT_QUEUE_BYTES)?),
+        };
+        let ring_frames = match &raw.ring_frames {
+            None => DEFAULT_RING_FRAMES,
+            Some(v) => src.bounded(v, "ring_frames", MAX_RING_FRAMES)?,
+        };
+
+        if raw.port.is_empty() {
+            return Err(ConfigError::NoPorts);
+        }
+        if raw.port.len() > usize::from(u16::MAX) {
+            let span = raw.port[usize::from(u16::MAX)].ifname.span();
+            return Err(src.error(span, "a switch has at most 65535 ports"));
+        }
+        let mut ports: Vec<PortSpec> = Vec::with_capacity(raw.port.len());
+        for p in raw.port {
+            let ifname = p.ifname.get_ref();
+            if ifname.is_empty()
+                || ifname.len() >= libc::IFNAMSIZ
+                || ifname.contains(['/', ' ', '\0'])
+            {
+                return Err(src.error(
+                    p.ifname.span(),
+                    format!("`{ifname}` is not a valid interface name"),
+                ));
+            }
+            if ports.iter().any(|q| &q.ifname == ifname) {
+                return Err(src.error(
+                    p.ifname.span(),
+                    format!("interface `{ifname}` is listed twice"),
+                ));
+            }
+            let rate_bps = match p.rate {
+                None => None,
+                Some(r) => Some(
+                    parse_rate(r.get_ref())
+                        .map_err(|e| src.error(r.span(), format!("rate: {e}")))?,
+                ),
+            };
+            ports.push(PortSpec {
+                ifname: ifname.clone(),
+                rate_bps,
+            });
+        }
+
+        Ok(Config {
+            name: raw.name.unwrap_or_else(|| "switch".to_string()),
+            mgmt_ip,
+            mac,
+            unknown_unicast: raw.unknown_unicast.unwrap_or_default(),
+            cycle_time,
+            ageing_time,
+            pending_capacity,
+            pending_timeout,
+            nrt_queue_bytes,
+            control_socket: raw.control_socket,
+            cpu: raw.cpu,
+            busy_poll: raw.busy_poll.unwrap_or(false),
+            qdisc_bypass: raw.qdisc_bypass.unwrap_or(false),
+            ring_frames,
+            ports,
+        })
+    }
+
+    /// Reads and parses a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::from_toml_str(&text)
+    }
+
+    /// The core's configuration, given the MAC address of each port's interface (in port order).
+    pub fn switch_config(&self, port_macs: &[Address]) -> SwitchConfig {
+        let ports: Vec<PortConfig> = self
+            .ports
+            .iter()
+            .zip(port_macs)
+            .map(|(p, &mac)| PortConfig {
+                name: p.ifname.clone(),
+                mac,
+                rate_bps: p.rate_bps,
+            })
+            .collect();
+        SwitchConfig {
+            mac: self
+                .mac
+                .or_else(|| port_macs.first().copied())
+                .unwrap_or_default(),
+            mgmt_ip: self.mgmt_ip,
+            ports,
+            unknown_unicast: self.unknown_unicast,
+            cycle_time: self.cycle_time,
+            ageing_time: self.ageing_time,
+            nrt_queue_bytes: self.nrt_queue_bytes,
+            pending_capacity: self.pending_capacity,
+            pending_timeout: self.pending_timeout,
+        }
+    }
+}
+
+/// Formats a duration the way [`parse_duration`] reads it, in the largest exact unit.
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    for (div, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
+        if ns >= div && ns.is_multiple_of(div) {
+            return format!("{}{unit}", ns / div);
+        }
+    }
+    format!("{ns}ns")
+}
+
+#[derive(serde::Serialize)]
+struct PortView<'a> {
+    ifname: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate: Option<String>,
+}
+
+#[derive(serde::Serialize)]
+struct ConfigView<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mgmt_ip: Option<Ipv4Addr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mac: Option<String>,
+    unknown_unicast: UnknownUnicast,
+    cycle_time: String,
+    ageing_time: String,
+    pending_capacity: usize,
+    pending_timeout: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nrt_queue_bytes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    control_socket: Option<&'a Path>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu: Option<usize>,
+    busy_poll: bool,
+    qdisc_bypass: bool,
+    ring_frames: usize,
+    port: Vec<PortView<'a>>,
+}
+
+/// Serializes in the file's own spelling (units as text), so the output is a valid config file.
+impl serde::Serialize for Config {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ConfigView {
+            name: &self.name,
+            mgmt_ip: self.mgmt_ip,
+            mac: self.mac.map(|m| m.to_string()),
+            unknown_unicast: self.unknown_unicast,
+            cycle_time: format_duration(self.cycle_time),
+            ageing_time: format_duration(self.ageing_time),
+            pending_capacity: self.pending_capacity,
+            pending_timeout: format_duration(self.pending_timeout),
+            nrt_queue_bytes: self.nrt_queue_bytes,
+            control_socket: self.control_socket.as_deref(),
+            cpu: self.cpu,
+            busy_poll: self.busy_poll,
+            qdisc_bypass: self.qdisc_bypass,
+            ring_frames: self.ring_frames,
+            port: self
+                .ports
+                .iter()
+                .map(|p| PortView {
+                    ifname: &p.ifname,
+                    rate: p.rate_bps.map(format_rate),
+                })
+                .collect(),
+        }
+        .serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

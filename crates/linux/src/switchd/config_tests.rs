@@ -1,0 +1,197 @@
+//! Tests of the configuration parser: defaults, every key, and errors that name their line.
+
+use super::*;
+
+const FULL: &str = r#"
+name = "s1"
+mgmt_ip = "198.18.255.1"
+mac = "02:00:00:00:00:fe"
+unknown_unicast = "flood"
+cycle_time = "5ms"
+ageing_time = "60s"
+pending_capacity = 32
+pending_timeout = "150ms"
+nrt_queue_bytes = 262144
+control_socket = "/run/rtlan/s1.sock"
+cpu = 1
+busy_poll = true
+qdisc_bypass = true
+ring_frames = 512
+
+[[port]]
+ifname = "p0"
+rate = "100mbit"
+
+[[port]]
+ifname = "p1"
+"#;
+
+fn invalid_line(text: &str) -> (usize, String) {
+    match Config::from_toml_str(text) {
+        Err(ConfigError::Invalid { line, message, .. }) => (line, message),
+        other => panic!("expected a located error, got {other:?}"),
+    }
+}
+
+#[test]
+fn full_config_parses_every_key() {
+    let c = Config::from_toml_str(FULL).expect("valid");
+    assert_eq!(c.name, "s1");
+    assert_eq!(c.mgmt_ip, Some(Ipv4Addr::new(198, 18, 255, 1)));
+    assert_eq!(c.mac, Some(Address([2, 0, 0, 0, 0, 0xfe])));
+    assert_eq!(c.unknown_unicast, UnknownUnicast::Flood);
+    assert_eq!(c.cycle_time, Duration::from_millis(5));
+    assert_eq!(c.ageing_time, Duration::from_secs(60));
+    assert_eq!(c.pending_capacity, 32);
+    assert_eq!(c.pending_timeout, Duration::from_millis(150));
+    assert_eq!(c.nrt_queue_bytes, Some(262_144));
+    assert_eq!(
+        c.control_socket.as_deref(),
+        Some(Path::new("/run/rtlan/s1.sock"))
+    );
+    assert_eq!(c.cpu, Some(1));
+    assert!(c.busy_poll);
+    assert!(c.qdisc_bypass);
+    assert_eq!(c.ring_frames, 512);
+    assert_eq!(
+        c.ports,
+        vec![
+            PortSpec {
+                ifname: "p0".into(),
+                rate_bps: Some(100_000_000)
+            },
+            PortSpec {
+                ifname: "p1".into(),
+                rate_bps: None
+            },
+        ]
+    );
+}
+
+#[test]
+fn minimal_config_takes_defaults() {
+    let c = Config::from_toml_str("[[port]]\nifname = \"a\"\n").expect("valid");
+    assert_eq!(c.name, "switch");
+    assert_eq!(c.mgmt_ip, None);
+    assert_eq!(c.mac, None);
+    assert_eq!(c.unknown_unicast, UnknownUnicast::ArpProbe);
+    assert_eq!(c.cycle_time, DEFAULT_CYCLE_TIME);
+    assert_eq!(c.ageing_time, Duration::from_secs(300));
+    assert_eq!(c.pending_capacity, 256);
+    assert_eq!(c.pending_timeout, Duration::from_millis(200));
+    assert_eq!(c.nrt_queue_bytes, None);
+    assert_eq!(c.control_socket, None);
+    assert!(!c.busy_poll);
+    assert!(!c.qdisc_bypass);
+    assert_eq!(c.ring_frames, DEFAULT_RING_FRAMES);
+}
+
+#[test]
+fn serialized_config_parses_back_to_the_same() {
+    let c = Config::from_toml_str(FULL).expect("valid");
+    let text = toml::to_string(&c).expect("serializable");
+    assert_eq!(Config::from_toml_str(&text).expect("round trip"), c);
+}
+
+#[test]
+fn switch_config_takes_port_macs_and_defaults_the_switch_mac() {
+    let mut c = Config::from_toml_str(FULL).expect("valid");
+    let macs = [Address([2, 0, 0, 0, 0, 1]), Address([2, 0, 0, 0, 0, 2])];
+    let sc = c.switch_config(&macs);
+    assert_eq!(sc.mac, Address([2, 0, 0, 0, 0, 0xfe]));
+    assert_eq!(sc.ports.len(), 2);
+    assert_eq!(sc.ports[1].mac, macs[1]);
+    assert_eq!(sc.ports[0].name, "p0");
+    assert_eq!(sc.ports[0].rate_bps, Some(100_000_000));
+    assert_eq!(sc.cycle_time, Duration::from_millis(5));
+    c.mac = None;
+    assert_eq!(c.switch_config(&macs).mac, macs[0]);
+}
+
+#[test]
+fn syntax_error_names_its_line() {
+    let (line, _) = invalid_line("name = \"s1\"\ncycle_time = \n[[port]]\nifname = \"a\"\n");
+    assert_eq!(line, 2);
+}
+
+#[test]
+fn unknown_key_names_its_line() {
+    let (line, msg) =
+        invalid_line("name = \"s1\"\n\ncylce_time = \"10ms\"\n[[port]]\nifname = \"a\"\n");
+    assert_eq!(line, 3);
+    assert!(msg.contains("cylce_time"), "{msg}");
+    let (line, _) = invalid_line("[[port]]\nifname = \"a\"\nspeed = \"1gbit\"\n");
+    assert_eq!(line, 3);
+}
+
+#[test]
+fn bad_values_name_their_line() {
+    let base = "[[port]]\nifname = \"a\"\n";
+    let cases = [
+        ("cycle_time = \"10 parsecs\"\n", "cycle_time"),
+        ("cycle_time = \"0ms\"\n", "cycle_time"),
+        ("ageing_time = \"fast\"\n", "ageing_time"),
+        ("mgmt_ip = \"198.18.300.1\"\n", "mgmt_ip"),
+        ("mac = \"02:00:00:00:00\"\n", "mac"),
+        ("mac = \"01:00:5e:00:00:01\"\n", "unicast"),
+        ("unknown_unicast = \"drop\"\n", "drop"),
+        ("pending_capacity = 0\n", "pending_capacity"),
+        ("pending_capacity = -3\n", ""),
+        ("ring_frames = 0\n", "ring_frames"),
+        ("ring_frames = 100000\n", "at most"),
+        ("pending_capacity = 1000000\n", "at most"),
+        ("nrt_queue_bytes = 0\n", "nrt_queue_bytes"),
+    ];
+    for (bad, needle) in cases {
+        let text = format!("name = \"x\"\n{bad}{base}");
+        let (line, msg) = invalid_line(&text);
+        assert_eq!(line, 2, "{bad}: {msg}");
+        assert!(msg.contains(needle), "{bad}: {msg}");
+    }
+}
+
+#[test]
+fn port_errors_name_their_line() {
+    let (line, msg) = invalid_line("[[port]]\nifname = \"a\"\n[[port]]\nifname = \"a\"\n");
+    assert_eq!(line, 4);
+    assert!(msg.contains("twice"), "{msg}");
+    let (line, msg) = invalid_line("[[port]]\nifname = \"a\"\nrate = \"100furlongs\"\n");
+    assert_eq!(line, 3);
+    assert!(msg.contains("rate"), "{msg}");
+    let (line, _) = invalid_line("[[port]]\nifname = \"much-too-long-ifname\"\n");
+    assert_eq!(line, 2);
+    let (line, _) = invalid_line("[[port]]\nrate = \"1gbit\"\n");
+    assert_eq!(line, 1, "missing ifname is reported at its table");
+}
+
+#[test]
+fn no_ports_is_an_error() {
+    assert!(matches!(
+        Config::from_toml_str("name = \"s1\"\n"),
+        Err(ConfigError::NoPorts)
+    ));
+}
+
+#[test]
+fn load_reports_missing_file() {
+    assert!(matches!(
+        Config::load(Path::new("/nonexistent/rtlan.toml")),
+        Err(ConfigError::Read { .. })
+    ));
+}
+
+#[test]
+fn mac_and_duration_text() {
+    assert_eq!(
+        parse_mac("02-0A-ff-00-00-01"),
+        Some(Address([2, 10, 255, 0, 0, 1]))
+    );
+    assert_eq!(parse_mac("02:00:00:00:00:01:07"), None);
+    assert_eq!(parse_mac("02:00:00:00:00:1g"), None);
+    assert_eq!(parse_mac("002:00:00:00:00:01"), None);
+    assert_eq!(format_duration(Duration::from_millis(10)), "10ms");
+    assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
+    assert_eq!(format_duration(Duration::from_secs(300)), "300s");
+    assert_eq!(format_duration(Duration::from_nanos(1_001)), "1001ns");
+    assert_eq!(line_column("ab\ncd\nef", 4), (2, 2));
+}
