@@ -73,6 +73,9 @@ mod tests {
         assert_eq!((t - Duration::from_nanos(50)).as_nanos(), 0);
         assert_eq!(t - Instant::from_nanos(20), Duration::ZERO);
         assert_eq!(Instant::from_nanos(25) - t, Duration::from_nanos(15));
-        assert_eq!((Instant::from_nanos(u64::MAX) + Duration::from_secs(1)).as_nanos(), u64::MAX);
+        assert_eq!(
+            (Instant::from_nanos(u64::MAX) + Duration::from_secs(1)).as_nanos(),
+            u64::MAX
+        );
     }
 }

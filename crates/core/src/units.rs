@@ -124,14 +124,22 @@ mod tests {
         assert_eq!(parse_rate("12500kbps"), Ok(100_000_000));
         assert_eq!(parse_rate(" 64000 "), Ok(64_000));
         assert!(matches!(parse_rate("fast"), Err(UnitError::NoNumber(_))));
-        assert!(matches!(parse_rate("10furlong"), Err(UnitError::UnknownUnit { .. })));
+        assert!(matches!(
+            parse_rate("10furlong"),
+            Err(UnitError::UnknownUnit { .. })
+        ));
         assert!(matches!(parse_rate("0mbit"), Err(UnitError::OutOfRange(_))));
     }
 
     #[test]
     fn rate_format_round_trips() {
         for bps in [1, 999, 64_000, 1_500_000, 100_000_000, 2_500_000_000] {
-            assert_eq!(parse_rate(&format_rate(bps)), Ok(bps), "{}", format_rate(bps));
+            assert_eq!(
+                parse_rate(&format_rate(bps)),
+                Ok(bps),
+                "{}",
+                format_rate(bps)
+            );
         }
     }
 

@@ -1,9 +1,12 @@
 //! The learning switch core: EtheReal §3.3 (destination classes, output queueing, non-real-time
 //! queue sized at twice rate × cycle time) and §3.4 (backward learning, ARP probing from 0.0.0.0,
-//! the switch's internal ARP cache).
+//! the switch's internal ARP cache), with output pacing on virtual time (DESIGN.md §7).
 //!
-//! STUB: the public surface below is the contract the Linux shell codes against; the bodies are
-//! being written. Driver call order (see [`Switch`]).
+//! The core is sans-IO: every call takes `now`, nothing reads a clock or touches a socket. See
+//! [`Switch`] for the order in which a driver calls it. Submodules, by concern:
+//! `learning` (the learning table), `arp_cache` (the internal ARP cache), `queue` (per-port
+//! non-real-time FIFOs in preallocated storage), `pacer` (line-rate pacing), `pending` (frames held
+//! while their destination is probed), `ingress` (what happens to a received frame).
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -11,6 +14,46 @@ use std::time::Duration;
 use rtlan_wire::ethernet::Address;
 
 use crate::time::Instant;
+
+mod arp_cache;
+mod ingress;
+mod learning;
+mod pacer;
+mod pending;
+mod queue;
+#[cfg(test)]
+mod tests;
+
+pub use arp_cache::ARP_CACHE_CAPACITY;
+pub use learning::FDB_CAPACITY;
+pub use pacer::{
+    tx_time, wire_bits, MIN_FRAME_BYTES, PACING_CATCHUP, PACING_LATE_THRESHOLD, WIRE_OVERHEAD_BYTES,
+};
+
+use arp_cache::ArpCache;
+use learning::Fdb;
+use pacer::Pacer;
+use pending::Pending;
+use queue::FrameQueue;
+
+/// Longest frame (without FCS) the switch accepts; longer ones are counted as malformed.
+pub const MAX_FRAME_LEN: usize = 2048;
+
+/// Smallest default non-real-time queue bound of a paced port, in bytes.
+pub const MIN_NRT_QUEUE_BYTES: usize = 64 * 1024;
+
+/// Default non-real-time queue bound of an unpaced port, in bytes.
+pub const UNPACED_NRT_QUEUE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Largest non-real-time queue bound a port may have, in bytes (storage is allocated up front).
+pub const MAX_NRT_QUEUE_BYTES: usize = 256 * 1024 * 1024;
+
+/// Largest `pending_capacity` (each held frame has a preallocated [`MAX_FRAME_LEN`] slot).
+pub const MAX_PENDING_CAPACITY: usize = 65_536;
+
+/// How often [`Switch::handle_timeout`] sweeps aged entries out of the learning table and the ARP
+/// cache. (Lookups treat an aged entry as absent at once; the sweep only frees memory.)
+pub const AGEING_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Index of a switch port, `0..config.ports.len()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -75,9 +118,23 @@ pub struct PortStats {
     pub tx_bytes: u64,
     /// Frames dropped because the port's non-real-time queue was full.
     pub drop_queue_full: u64,
+    /// Frames accepted into the port's non-real-time queue (forwarded, flooded copies, ARP probes
+    /// and replies). Always `tx_frames + drop_tx_buffer + frames still queued`.
+    pub tx_queued: u64,
+    /// Frames discarded at transmit because the driver's buffer was shorter than the frame.
+    pub drop_tx_buffer: u64,
+    /// Largest lateness of a send, in ns: how long after the frame became due (line free and
+    /// frame queued) [`Switch::poll_transmit`] handed it out.
+    pub pacing_late_max_ns: u64,
+    /// Sends later than [`PACING_LATE_THRESHOLD`] (50 µs).
+    pub pacing_late_sends: u64,
 }
 
 /// Switch-wide counters.
+///
+/// Every frame received on a valid port ends up in exactly one of: `drop_malformed`,
+/// `drop_to_switch`, `to_switch_arp`, `drop_same_port`, `drop_pending_full`,
+/// `drop_pending_timeout`, `flooded`, `forwarded`, or is still held ([`Switch::pending_len`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SwitchStats {
     /// Per-port counters, indexed by port.
@@ -94,10 +151,28 @@ pub struct SwitchStats {
     pub drop_pending_timeout: u64,
     /// Frames flooded.
     pub flooded: u64,
-    /// ARP probes (sender IP 0.0.0.0) sent.
+    /// ARP probes (sender IP 0.0.0.0) sent: one per probed IP address, each going out of every
+    /// port but the one the held frame came in on.
     pub arp_probes_sent: u64,
     /// ARP replies the switch sent for its management IP.
     pub arp_replies_sent: u64,
+    /// Frames handed to [`Switch::handle_frame`] with a port id out of range (not counted anywhere
+    /// else).
+    pub drop_bad_port: u64,
+    /// Unicast frames handed to one output queue, directly or after being held (a full queue then
+    /// drops them and counts `drop_queue_full`).
+    pub forwarded: u64,
+    /// ARP frames consumed by the switch: addressed to one of its MACs, or requests for its
+    /// management IP.
+    pub to_switch_arp: u64,
+    /// Frames put on hold while their destination was probed.
+    pub held: u64,
+    /// Held frames released to their destination once it was learnt.
+    pub released: u64,
+    /// Stations not learnt because the learning table was full ([`FDB_CAPACITY`]).
+    pub fdb_full: u64,
+    /// ARP mappings not cached because the cache was full ([`ARP_CACHE_CAPACITY`]).
+    pub arp_cache_full: u64,
 }
 
 /// A learning-table entry, for reporting.
@@ -126,6 +201,56 @@ pub enum ConfigError {
     /// No ports, or more than `u16::MAX`.
     #[error("a switch needs between 1 and 65535 ports, got {0}")]
     PortCount(usize),
+    /// A paced port with a rate of zero.
+    #[error("port {0}: a paced port needs a rate above 0 bit/s")]
+    ZeroRate(String),
+    /// A port's non-real-time queue bound exceeds [`MAX_NRT_QUEUE_BYTES`].
+    #[error("port {port}: non-real-time queue of {bytes} bytes exceeds the {max}-byte limit")]
+    QueueTooLarge {
+        /// The port's name.
+        port: String,
+        /// The bound asked for (or computed from rate × cycle time).
+        bytes: u128,
+        /// [`MAX_NRT_QUEUE_BYTES`].
+        max: usize,
+    },
+    /// `pending_capacity` exceeds [`MAX_PENDING_CAPACITY`].
+    #[error("pending capacity {0} exceeds the limit of {MAX_PENDING_CAPACITY} frames")]
+    PendingTooLarge(usize),
+}
+
+/// One port's output state.
+#[derive(Debug)]
+struct Port {
+    queue: FrameQueue,
+    /// `None` for an unpaced port.
+    pacer: Option<Pacer>,
+}
+
+impl Port {
+    /// When the head frame may go out, if any frame is queued.
+    fn ready_at(&self) -> Option<Instant> {
+        let (_, enqueued) = self.queue.front()?;
+        Some(match &self.pacer {
+            Some(pacer) => pacer.ready_at(enqueued),
+            None => enqueued,
+        })
+    }
+}
+
+/// The non-real-time queue bound of `port` (EtheReal §3.3: twice the output link bandwidth times
+/// the cycle time), before the [`MAX_NRT_QUEUE_BYTES`] check.
+fn queue_bound(config: &SwitchConfig, port: &PortConfig) -> u128 {
+    if let Some(bytes) = config.nrt_queue_bytes {
+        return bytes as u128;
+    }
+    match port.rate_bps {
+        None => UNPACED_NRT_QUEUE_BYTES as u128,
+        Some(rate) => {
+            let bytes = 2 * u128::from(rate) * config.cycle_time.as_nanos() / 8_000_000_000;
+            bytes.max(MIN_NRT_QUEUE_BYTES as u128)
+        }
+    }
 }
 
 /// The learning switch.
@@ -134,62 +259,221 @@ pub enum ConfigError {
 /// 1. [`Switch::handle_frame`] for each received frame (in batches),
 /// 2. [`Switch::poll_transmit`] per port until it returns `None`,
 /// 3. [`Switch::handle_timeout`] when the time from [`Switch::poll_timeout`] has come,
+///
 /// then sleep until the next receive or `poll_timeout`.
+///
+/// `poll_timeout` may return a time already past: then a port has a frame ready or a timer is
+/// due, and the driver should poll the ports and call `handle_timeout` before sleeping (a driver
+/// that never calls `handle_timeout` keeps being told the ageing sweep is due). `handle_timeout`
+/// is cheap and may be called at any time.
 #[derive(Debug)]
 pub struct Switch {
-    _private: (),
+    config: SwitchConfig,
+    ports: Vec<Port>,
+    fdb: Fdb,
+    arp: ArpCache,
+    pending: Pending,
+    stats: SwitchStats,
+    next_ageing: Instant,
 }
 
 impl Switch {
     /// Builds a switch; allocates all queues and buffers up front.
     pub fn new(config: SwitchConfig, now: Instant) -> Result<Self, ConfigError> {
-        let _ = (config, now);
-        todo!("switch core being written")
-    }
-
-    /// Processes one frame received on `port`.
-    pub fn handle_frame(&mut self, now: Instant, port: PortId, frame: &[u8]) {
-        let _ = (now, port, frame);
-        todo!()
+        let count = config.ports.len();
+        if count == 0 || count > usize::from(u16::MAX) {
+            return Err(ConfigError::PortCount(count));
+        }
+        if config.pending_capacity > MAX_PENDING_CAPACITY {
+            return Err(ConfigError::PendingTooLarge(config.pending_capacity));
+        }
+        let mut ports = Vec::with_capacity(count);
+        for port in &config.ports {
+            if port.rate_bps == Some(0) {
+                return Err(ConfigError::ZeroRate(port.name.clone()));
+            }
+            let bound = queue_bound(&config, port);
+            let bound = usize::try_from(bound)
+                .ok()
+                .filter(|b| *b <= MAX_NRT_QUEUE_BYTES)
+                .ok_or_else(|| ConfigError::QueueTooLarge {
+                    port: port.name.clone(),
+                    bytes: bound,
+                    max: MAX_NRT_QUEUE_BYTES,
+                })?;
+            ports.push(Port {
+                queue: FrameQueue::new(bound),
+                pacer: port.rate_bps.map(Pacer::new),
+            });
+        }
+        let own = std::iter::once(config.mac).chain(config.ports.iter().map(|p| p.mac));
+        Ok(Switch {
+            fdb: Fdb::new(own, config.ageing_time),
+            arp: ArpCache::new(config.ageing_time),
+            pending: Pending::new(config.pending_capacity, config.pending_timeout),
+            stats: SwitchStats {
+                ports: vec![PortStats::default(); count],
+                ..SwitchStats::default()
+            },
+            ports,
+            next_ageing: now + AGEING_CHECK_INTERVAL,
+            config,
+        })
     }
 
     /// Copies the next frame due on `port` at `now` into `buf` and returns its length, or `None`
     /// if the port's queue is empty or its pacer says the line is still busy.
+    ///
+    /// `buf` should hold [`MAX_FRAME_LEN`] bytes: a frame longer than `buf` is discarded (counted
+    /// in [`PortStats::drop_tx_buffer`]) and the next one is tried.
     pub fn poll_transmit(&mut self, now: Instant, port: PortId, buf: &mut [u8]) -> Option<usize> {
-        let _ = (now, port, buf);
-        todo!()
+        let index = usize::from(port.0);
+        let out = self.ports.get_mut(index)?;
+        let stats = self.stats.ports.get_mut(index)?;
+        loop {
+            let (len, enqueued) = out.queue.front()?;
+            let ready = match &out.pacer {
+                Some(pacer) => pacer.ready_at(enqueued),
+                None => enqueued,
+            };
+            if ready > now {
+                return None;
+            }
+            if buf.len() < len {
+                out.queue.pop_into(&mut []);
+                stats.drop_tx_buffer += 1;
+                continue;
+            }
+            if let Some(pacer) = &mut out.pacer {
+                pacer.on_send(now, enqueued, len);
+            }
+            out.queue.pop_into(buf);
+            stats.tx_frames += 1;
+            stats.tx_bytes += len as u64;
+            let late = now.saturating_duration_since(ready);
+            let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+            stats.pacing_late_max_ns = stats.pacing_late_max_ns.max(late_ns);
+            if late > PACING_LATE_THRESHOLD {
+                stats.pacing_late_sends += 1;
+            }
+            return Some(len);
+        }
     }
 
     /// The earliest time at which [`Switch::poll_transmit`] or [`Switch::handle_timeout`] has
     /// work, if any.
+    ///
+    /// A time at or before the current time means a port has a frame ready now. Costs one check
+    /// per port.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        todo!()
+        let mut next = self.next_ageing;
+        if let Some(expiry) = self.pending.next_expiry() {
+            next = next.min(expiry);
+        }
+        for port in &self.ports {
+            if let Some(ready) = port.ready_at() {
+                next = next.min(ready);
+            }
+        }
+        Some(next)
     }
 
     /// Runs timers due at `now`: pending-frame expiry, learning-table ageing.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let _ = now;
-        todo!()
+        self.stats.drop_pending_timeout += self.pending.expire(now);
+        if now >= self.next_ageing {
+            self.fdb.age(now);
+            self.arp.age(now);
+            self.pending.forget_old_probes(now);
+            self.next_ageing = now + AGEING_CHECK_INTERVAL;
+        }
     }
 
     /// Counters.
     pub fn stats(&self) -> &SwitchStats {
-        todo!()
+        &self.stats
     }
 
-    /// The learning table.
+    /// The learning table at `now` (without the switch's own addresses), sorted by MAC.
     pub fn fdb(&self, now: Instant) -> Vec<FdbEntry> {
-        let _ = now;
-        todo!()
+        let mut stations: Vec<_> = self.fdb.stations(now).collect();
+        stations.sort_unstable_by_key(|(mac, _, _)| *mac);
+        stations
+            .into_iter()
+            .map(|(mac, port, age)| FdbEntry {
+                mac: mac.to_string(),
+                port: port.0,
+                age_ns: u64::try_from(age.as_nanos()).unwrap_or(u64::MAX),
+            })
+            .collect()
     }
 
-    /// The internal ARP cache.
+    /// The internal ARP cache, sorted by IP address.
     pub fn arp_cache(&self) -> Vec<ArpEntry> {
-        todo!()
+        let mut entries: Vec<_> = self.arp.iter().collect();
+        entries.sort_unstable_by_key(|(ip, _)| *ip);
+        entries
+            .into_iter()
+            .map(|(ip, mac)| ArpEntry {
+                ip,
+                mac: mac.to_string(),
+            })
+            .collect()
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &SwitchConfig {
-        todo!()
+        &self.config
+    }
+
+    /// Number of ports.
+    pub fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// The MAC the internal ARP cache maps `ip` to (EtheReal §3.4: used to route connection setup
+    /// by the receiver's IP address).
+    pub fn arp_lookup(&self, ip: Ipv4Addr) -> Option<Address> {
+        self.arp.get(ip)
+    }
+
+    /// The port the learning table sends frames for `mac` to at `now`, if it is a learnt station.
+    pub fn lookup(&self, mac: Address, now: Instant) -> Option<PortId> {
+        match self.fdb.lookup(&mac, now) {
+            learning::Lookup::Port(port) => Some(port),
+            learning::Lookup::Local | learning::Lookup::Unknown => None,
+        }
+    }
+
+    /// Frames currently held while their destination is probed.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Frames waiting in `port`'s non-real-time queue (0 for an unknown port).
+    pub fn queue_len(&self, port: PortId) -> usize {
+        self.ports
+            .get(usize::from(port.0))
+            .map_or(0, |p| p.queue.len())
+    }
+
+    /// Bytes charged against `port`'s non-real-time queue bound (frames count at least 60 bytes).
+    pub fn queue_bytes(&self, port: PortId) -> usize {
+        self.ports
+            .get(usize::from(port.0))
+            .map_or(0, |p| p.queue.charged_bytes())
+    }
+
+    /// `port`'s non-real-time queue bound in bytes, if the port exists.
+    pub fn queue_bound(&self, port: PortId) -> Option<usize> {
+        self.ports.get(usize::from(port.0)).map(|p| p.queue.bound())
+    }
+
+    /// When `port`'s line is booked until by frames already sent (`None` if unpaced or unknown).
+    pub fn busy_until(&self, port: PortId) -> Option<Instant> {
+        self.ports
+            .get(usize::from(port.0))
+            .and_then(|p| p.pacer.as_ref())
+            .map(Pacer::busy_until)
     }
 }

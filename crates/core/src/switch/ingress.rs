@@ -1,0 +1,293 @@
+//! What happens to a received frame: EtheReal §3.3's destination classes and §3.4's backward
+//! learning, ARP snooping and ARP probing for unknown destinations.
+//!
+//! Order of work per frame: count it; reject malformed frames (shorter than an Ethernet header,
+//! longer than [`MAX_FRAME_LEN`], truncated VLAN tags, multicast source); learn the source (which
+//! may release frames held for it); snoop ARP; then classify the destination:
+//! broadcast/multicast → flood; one of the switch's MACs → ARP consumed, anything else discarded;
+//! a learnt station → its port's non-real-time queue; unknown → hold and probe (IPv4) or flood.
+
+use std::net::Ipv4Addr;
+
+use rtlan_wire::arp;
+use rtlan_wire::ethernet::{Address, EtherType, Frame};
+use rtlan_wire::ipv4;
+
+use super::learning::{Learnt, Lookup};
+use super::queue::MIN_CHARGE;
+use super::{Port, PortId, PortStats, Switch, UnknownUnicast, MAX_FRAME_LEN};
+use crate::time::Instant;
+
+/// Copies `frame` into `port`'s queue, counting the outcome.
+fn enqueue(port: &mut Port, stats: &mut PortStats, frame: &[u8], now: Instant) {
+    if port.queue.push(frame, now) {
+        stats.tx_queued += 1;
+    } else {
+        stats.drop_queue_full += 1;
+    }
+}
+
+/// The destination IP of an IPv4 packet, if `payload` holds a valid IPv4 header.
+fn ipv4_dst(payload: &[u8]) -> Option<Ipv4Addr> {
+    ipv4::Packet::new_checked(payload)
+        .ok()
+        .map(|packet| packet.dst_addr())
+}
+
+/// Whether an ARP probe for `ip` could draw an answer from one host.
+fn probeable(ip: Ipv4Addr) -> bool {
+    !(ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast())
+}
+
+impl Switch {
+    /// Processes one frame received on `port`.
+    pub fn handle_frame(&mut self, now: Instant, port: PortId, frame: &[u8]) {
+        let ingress = usize::from(port.0);
+        let Some(stats) = self.stats.ports.get_mut(ingress) else {
+            self.stats.drop_bad_port += 1;
+            return;
+        };
+        stats.rx_frames += 1;
+        stats.rx_bytes += frame.len() as u64;
+        if frame.len() > MAX_FRAME_LEN {
+            self.stats.drop_malformed += 1;
+            return;
+        }
+        let Ok(eth) = Frame::new_checked(frame) else {
+            self.stats.drop_malformed += 1;
+            return;
+        };
+        let src = eth.src_addr();
+        if src.is_multicast() {
+            self.stats.drop_malformed += 1;
+            return;
+        }
+        let dst = eth.dst_addr();
+        let ethertype = eth.inner_ethertype();
+
+        match self.fdb.learn(src, port, now) {
+            Learnt::Refreshed | Learnt::Own => {}
+            learnt @ (Learnt::Created | Learnt::Moved | Learnt::Full) => {
+                if learnt == Learnt::Full {
+                    self.stats.fdb_full += 1;
+                }
+                if self.pending.len() > 0 {
+                    self.release_pending(src, port, now);
+                }
+            }
+        }
+
+        let arp = if ethertype == EtherType::Arp {
+            self.snoop_arp(now, eth.payload())
+        } else {
+            None
+        };
+
+        if dst.is_multicast() {
+            if let Some(request) = arp {
+                if self.answer_mgmt_request(now, port, src, &request) {
+                    self.stats.to_switch_arp += 1;
+                    return;
+                }
+            }
+            self.flood(now, port, frame);
+            return;
+        }
+
+        match self.fdb.lookup(&dst, now) {
+            Lookup::Port(out) if out == port => self.stats.drop_same_port += 1,
+            Lookup::Port(out) => {
+                let index = usize::from(out.0);
+                // Learnt ports come from `handle_frame`'s checked `port`, so `index` is in range.
+                if let (Some(out), Some(stats)) =
+                    (self.ports.get_mut(index), self.stats.ports.get_mut(index))
+                {
+                    enqueue(out, stats, frame, now);
+                }
+                self.stats.forwarded += 1;
+            }
+            Lookup::Local => {
+                // EtheReal §3.3: to the switch, only ARP goes up; everything else is discarded.
+                if ethertype == EtherType::Arp {
+                    if let Some(request) = arp {
+                        self.answer_mgmt_request(now, port, src, &request);
+                    }
+                    self.stats.to_switch_arp += 1;
+                } else {
+                    self.stats.drop_to_switch += 1;
+                }
+            }
+            Lookup::Unknown => {
+                let probe_ip = match self.config.unknown_unicast {
+                    UnknownUnicast::Flood => None,
+                    UnknownUnicast::ArpProbe if ethertype == EtherType::Ipv4 => {
+                        ipv4_dst(eth.payload()).filter(|ip| probeable(*ip))
+                    }
+                    UnknownUnicast::ArpProbe => None,
+                };
+                match probe_ip {
+                    Some(ip) => self.hold_and_probe(now, port, dst, ip, frame),
+                    None => self.flood(now, port, frame),
+                }
+            }
+        }
+    }
+
+    /// Copies `frame` into every port's queue but `ingress`'s.
+    fn flood(&mut self, now: Instant, ingress: PortId, frame: &[u8]) {
+        let skip = usize::from(ingress.0);
+        for (index, (out, stats)) in self
+            .ports
+            .iter_mut()
+            .zip(self.stats.ports.iter_mut())
+            .enumerate()
+        {
+            if index != skip {
+                enqueue(out, stats, frame, now);
+            }
+        }
+        self.stats.flooded += 1;
+    }
+
+    /// Hands frames held for `dst` to `port`, where `dst` was just learnt.
+    fn release_pending(&mut self, dst: Address, port: PortId, now: Instant) {
+        let Switch {
+            ports,
+            pending,
+            stats,
+            ..
+        } = self;
+        let index = usize::from(port.0);
+        pending.release(dst, now, |frame, ingress, expired| {
+            if expired {
+                stats.drop_pending_timeout += 1;
+            } else if ingress == port {
+                stats.drop_same_port += 1;
+            } else {
+                if let (Some(out), Some(port_stats)) =
+                    (ports.get_mut(index), stats.ports.get_mut(index))
+                {
+                    enqueue(out, port_stats, frame, now);
+                }
+                stats.forwarded += 1;
+                stats.released += 1;
+            }
+        });
+    }
+
+    /// Holds `frame` (to the unknown `dst`, carrying an IPv4 packet for `ip`) and, unless a probe
+    /// for `ip` is outstanding, probes for `ip` out of every port but `ingress` (EtheReal §3.4).
+    fn hold_and_probe(
+        &mut self,
+        now: Instant,
+        ingress: PortId,
+        dst: Address,
+        ip: Ipv4Addr,
+        frame: &[u8],
+    ) {
+        if self.pending.hold(frame, dst, ingress, now) {
+            self.stats.held += 1;
+        } else {
+            self.stats.drop_pending_full += 1;
+        }
+        if self.pending.probe_outstanding(ip, now) {
+            return;
+        }
+        self.pending.record_probe(ip, now);
+        self.stats.arp_probes_sent += 1;
+        let skip = usize::from(ingress.0);
+        let mut buf = [0u8; MIN_CHARGE];
+        for (index, ((out, stats), config)) in self
+            .ports
+            .iter_mut()
+            .zip(self.stats.ports.iter_mut())
+            .zip(&self.config.ports)
+            .enumerate()
+        {
+            if index == skip {
+                continue;
+            }
+            let probe = arp::Repr {
+                operation: arp::Operation::Request,
+                source_hardware_addr: config.mac,
+                source_protocol_addr: Ipv4Addr::UNSPECIFIED,
+                target_hardware_addr: Address([0; 6]),
+                target_protocol_addr: ip,
+            };
+            if let Some(frame) = emit_padded(&probe, config.mac, Address::BROADCAST, &mut buf) {
+                enqueue(out, stats, frame, now);
+            }
+        }
+    }
+
+    /// Parses the ARP packet in `payload` and records its sender in the internal ARP cache
+    /// (EtheReal §3.4) unless the sender IP is 0.0.0.0. Returns the packet if it parsed.
+    fn snoop_arp(&mut self, now: Instant, payload: &[u8]) -> Option<arp::Repr> {
+        let packet = arp::Packet::new_checked(payload).ok()?;
+        let repr = arp::Repr::parse(&packet).ok()?;
+        let sender = repr.source_hardware_addr;
+        if !repr.source_protocol_addr.is_unspecified()
+            && sender.is_unicast()
+            && !self.arp.insert(repr.source_protocol_addr, sender, now)
+        {
+            self.stats.arp_cache_full += 1;
+        }
+        Some(repr)
+    }
+
+    /// If `request` asks for the management IP, queues the switch's reply on `ingress` and returns
+    /// `true`.
+    fn answer_mgmt_request(
+        &mut self,
+        now: Instant,
+        ingress: PortId,
+        eth_src: Address,
+        request: &arp::Repr,
+    ) -> bool {
+        let Some(mgmt_ip) = self.config.mgmt_ip else {
+            return false;
+        };
+        if request.operation != arp::Operation::Request
+            || request.target_protocol_addr != mgmt_ip
+            || request.source_protocol_addr == mgmt_ip
+        {
+            return false;
+        }
+        let asker = if request.source_hardware_addr.is_unicast() {
+            request.source_hardware_addr
+        } else {
+            eth_src
+        };
+        let reply = arp::Repr {
+            operation: arp::Operation::Reply,
+            source_hardware_addr: self.config.mac,
+            source_protocol_addr: mgmt_ip,
+            target_hardware_addr: asker,
+            target_protocol_addr: request.source_protocol_addr,
+        };
+        let mut buf = [0u8; MIN_CHARGE];
+        let index = usize::from(ingress.0);
+        if let (Some(frame), Some(out), Some(stats)) = (
+            emit_padded(&reply, self.config.mac, asker, &mut buf),
+            self.ports.get_mut(index),
+            self.stats.ports.get_mut(index),
+        ) {
+            enqueue(out, stats, frame, now);
+        }
+        self.stats.arp_replies_sent += 1;
+        true
+    }
+}
+
+/// Writes `repr` as an Ethernet frame from `src` to `dst`, zero-padded to the 60-byte minimum.
+fn emit_padded<'a>(
+    repr: &arp::Repr,
+    src: Address,
+    dst: Address,
+    buf: &'a mut [u8; MIN_CHARGE],
+) -> Option<&'a [u8]> {
+    buf.fill(0);
+    // `buf` is 60 bytes, longer than an ARP frame (42), so this cannot fail.
+    repr.emit_frame(src, dst, buf).ok()?;
+    Some(&buf[..])
+}

@@ -1,0 +1,218 @@
+//! The learning table (EtheReal §3.4, "backward learning"): the source address of every incoming
+//! frame maps to the port it came in on.
+//!
+//! Unlike the paper's prototype, which ignored updates to existing entries, an entry is refreshed
+//! on every frame (so ageing only removes silent stations) and moves when a station shows up on
+//! another port (a host moved, or the topology changed). The switch's own addresses are kept in the
+//! same table as `Local` entries, so one hash lookup classifies a destination as "the switch" or "a
+//! port"; they are never learnt over, aged or reported.
+//!
+//! The table is bounded ([`FDB_CAPACITY`]): a flood of made-up source addresses cannot grow it
+//! without limit; when full, new stations are not learnt until ageing frees room.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use rtlan_wire::ethernet::Address;
+
+use super::PortId;
+use crate::time::Instant;
+
+/// Most stations the learning table holds.
+pub const FDB_CAPACITY: usize = 16_384;
+
+/// Where a destination address leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    /// One of the switch's own addresses.
+    Local,
+    /// A station learnt on this port.
+    Port(PortId),
+    /// Not known (or aged out).
+    Unknown,
+}
+
+/// What learning a source address did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Learnt {
+    /// The station was known on this port; its timestamp was refreshed.
+    Refreshed,
+    /// The station is new (or had aged out) and now maps to the port.
+    Created,
+    /// The station was known on another port and moved.
+    Moved,
+    /// The address is one of the switch's own; nothing learnt.
+    Own,
+    /// The table is full; nothing learnt.
+    Full,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Entry {
+    Local,
+    Station { port: PortId, last_seen: Instant },
+}
+
+/// The learning table.
+#[derive(Debug)]
+pub(crate) struct Fdb {
+    entries: HashMap<Address, Entry>,
+    /// Number of `Station` entries.
+    stations: usize,
+    ageing_time: Duration,
+}
+
+impl Fdb {
+    /// An empty table knowing the switch's own addresses.
+    pub(crate) fn new(own: impl IntoIterator<Item = Address>, ageing_time: Duration) -> Fdb {
+        let mut entries = HashMap::with_capacity(FDB_CAPACITY);
+        for mac in own {
+            entries.insert(mac, Entry::Local);
+        }
+        Fdb {
+            entries,
+            stations: 0,
+            ageing_time,
+        }
+    }
+
+    fn expired(&self, last_seen: Instant, now: Instant) -> bool {
+        now.saturating_duration_since(last_seen) > self.ageing_time
+    }
+
+    /// Learns that `mac` was seen on `port` at `now`.
+    pub(crate) fn learn(&mut self, mac: Address, port: PortId, now: Instant) -> Learnt {
+        let ageing_time = self.ageing_time;
+        match self.entries.get_mut(&mac) {
+            Some(Entry::Local) => Learnt::Own,
+            Some(Entry::Station {
+                port: known,
+                last_seen,
+            }) => {
+                let aged = now.saturating_duration_since(*last_seen) > ageing_time;
+                *last_seen = now;
+                if *known == port {
+                    if aged {
+                        Learnt::Created
+                    } else {
+                        Learnt::Refreshed
+                    }
+                } else {
+                    *known = port;
+                    Learnt::Moved
+                }
+            }
+            None => {
+                if self.stations >= FDB_CAPACITY {
+                    return Learnt::Full;
+                }
+                self.entries.insert(
+                    mac,
+                    Entry::Station {
+                        port,
+                        last_seen: now,
+                    },
+                );
+                self.stations += 1;
+                Learnt::Created
+            }
+        }
+    }
+
+    /// Where frames to `mac` go at `now`.
+    pub(crate) fn lookup(&self, mac: &Address, now: Instant) -> Lookup {
+        match self.entries.get(mac) {
+            Some(Entry::Local) => Lookup::Local,
+            Some(Entry::Station { port, last_seen }) if !self.expired(*last_seen, now) => {
+                Lookup::Port(*port)
+            }
+            _ => Lookup::Unknown,
+        }
+    }
+
+    /// Removes stations not seen for longer than the ageing time.
+    pub(crate) fn age(&mut self, now: Instant) {
+        let ageing_time = self.ageing_time;
+        let before = self.entries.len();
+        self.entries.retain(|_, entry| match entry {
+            Entry::Local => true,
+            Entry::Station { last_seen, .. } => {
+                now.saturating_duration_since(*last_seen) <= ageing_time
+            }
+        });
+        self.stations -= before - self.entries.len();
+    }
+
+    /// The live stations at `now`: address, port, time since last seen.
+    pub(crate) fn stations(
+        &self,
+        now: Instant,
+    ) -> impl Iterator<Item = (Address, PortId, Duration)> + '_ {
+        self.entries
+            .iter()
+            .filter_map(move |(mac, entry)| match entry {
+                Entry::Station { port, last_seen } if !self.expired(*last_seen, now) => {
+                    Some((*mac, *port, now.saturating_duration_since(*last_seen)))
+                }
+                _ => None,
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OWN: Address = Address([0x02, 0, 0, 0, 0, 0xaa]);
+    const A: Address = Address([0x02, 0, 0, 0, 0, 1]);
+
+    #[test]
+    fn learn_refresh_move_and_age() {
+        let ageing = Duration::from_secs(10);
+        let mut fdb = Fdb::new([OWN], ageing);
+        let t0 = Instant::ZERO;
+        assert_eq!(fdb.lookup(&OWN, t0), Lookup::Local);
+        assert_eq!(fdb.learn(OWN, PortId(1), t0), Learnt::Own);
+        assert_eq!(fdb.lookup(&OWN, t0), Lookup::Local);
+        assert_eq!(fdb.lookup(&A, t0), Lookup::Unknown);
+        assert_eq!(fdb.learn(A, PortId(1), t0), Learnt::Created);
+        assert_eq!(
+            fdb.learn(A, PortId(1), t0 + Duration::from_secs(5)),
+            Learnt::Refreshed
+        );
+        // Refreshed at 5 s, so still known at 14 s.
+        assert_eq!(
+            fdb.lookup(&A, t0 + Duration::from_secs(14)),
+            Lookup::Port(PortId(1))
+        );
+        assert_eq!(
+            fdb.learn(A, PortId(2), t0 + Duration::from_secs(6)),
+            Learnt::Moved
+        );
+        assert_eq!(
+            fdb.lookup(&A, t0 + Duration::from_secs(6)),
+            Lookup::Port(PortId(2))
+        );
+        let late = t0 + Duration::from_secs(17);
+        assert_eq!(fdb.lookup(&A, late), Lookup::Unknown);
+        assert_eq!(fdb.stations(late).count(), 0);
+        fdb.age(late);
+        assert_eq!(fdb.stations, 0);
+        assert_eq!(fdb.lookup(&OWN, late), Lookup::Local);
+    }
+
+    #[test]
+    fn full_table_learns_nothing_new() {
+        let mut fdb = Fdb::new([], Duration::from_secs(1));
+        for i in 0..FDB_CAPACITY {
+            let b = (i as u32).to_be_bytes();
+            let mac = Address([0x02, 0, b[0], b[1], b[2], b[3]]);
+            assert_eq!(fdb.learn(mac, PortId(0), Instant::ZERO), Learnt::Created);
+        }
+        let extra = Address([0x02, 0xff, 0, 0, 0, 1]);
+        assert_eq!(fdb.learn(extra, PortId(0), Instant::ZERO), Learnt::Full);
+        assert_eq!(fdb.lookup(&extra, Instant::ZERO), Lookup::Unknown);
+        fdb.age(Instant::ZERO + Duration::from_secs(2));
+        assert_eq!(fdb.learn(extra, PortId(0), Instant::ZERO), Learnt::Created);
+    }
+}

@@ -1,0 +1,198 @@
+//! The per-port non-real-time output queue (EtheReal §3.3: "only one non-real-time output buffer at
+//! each output port, shared among all non-real-time packets going through the given output link").
+//!
+//! A bounded FIFO whose storage is allocated once, when the switch is built: a byte ring holds the
+//! frames back to back (a frame may wrap around the end of the ring) and a second ring holds each
+//! frame's length and enqueue time. Enqueue and dequeue are two `memcpy`s each and never allocate.
+//!
+//! The bound is in bytes. Each frame is charged `max(len, 60)` bytes against it (a shorter frame
+//! still costs a minimum-size frame on the wire, and this caps the number of frames per queue so the
+//! metadata ring can be sized up front).
+
+use crate::time::Instant;
+
+/// Bytes a frame is charged at least: the minimum Ethernet frame without FCS.
+pub(crate) const MIN_CHARGE: usize = 60;
+
+/// Length and arrival time of one queued frame.
+#[derive(Debug, Clone, Copy, Default)]
+struct Meta {
+    len: u16,
+    enqueued: Instant,
+}
+
+/// A bounded FIFO of frames in preallocated storage.
+#[derive(Debug)]
+pub(crate) struct FrameQueue {
+    /// Frame bytes, back to back, wrapping around.
+    data: Box<[u8]>,
+    /// Index in `data` of the first byte of the oldest frame.
+    data_head: usize,
+    /// Bytes of `data` in use.
+    data_len: usize,
+    /// Per-frame metadata ring, oldest at `meta_head`.
+    meta: Box<[Meta]>,
+    meta_head: usize,
+    meta_len: usize,
+    /// Sum of the frames' charges (`max(len, MIN_CHARGE)`); never exceeds `bound`.
+    charged: usize,
+    bound: usize,
+}
+
+impl FrameQueue {
+    /// A queue holding at most `bound` bytes of (charged) frames.
+    pub(crate) fn new(bound: usize) -> FrameQueue {
+        FrameQueue {
+            // Frames occupy at most their charge, so `bound` bytes always suffice.
+            data: vec![0u8; bound].into_boxed_slice(),
+            data_head: 0,
+            data_len: 0,
+            meta: vec![Meta::default(); bound / MIN_CHARGE + 1].into_boxed_slice(),
+            meta_head: 0,
+            meta_len: 0,
+            charged: 0,
+            bound,
+        }
+    }
+
+    /// The bound in bytes.
+    pub(crate) fn bound(&self) -> usize {
+        self.bound
+    }
+
+    /// Number of frames queued.
+    pub(crate) fn len(&self) -> usize {
+        self.meta_len
+    }
+
+    /// Bytes charged against the bound.
+    pub(crate) fn charged_bytes(&self) -> usize {
+        self.charged
+    }
+
+    /// Appends a copy of `frame`; `false` (and nothing queued) if it does not fit the bound.
+    pub(crate) fn push(&mut self, frame: &[u8], now: Instant) -> bool {
+        let charge = frame.len().max(MIN_CHARGE);
+        let Ok(len) = u16::try_from(frame.len()) else {
+            return false;
+        };
+        if self.charged + charge > self.bound || self.meta_len == self.meta.len() {
+            return false;
+        }
+        // Here `data_len + frame.len() <= charged + charge <= bound == data.len()`, and
+        // `data.len() >= MIN_CHARGE > 0`, so the modulo and both slices below are in range.
+        let cap = self.data.len();
+        let tail = (self.data_head + self.data_len) % cap;
+        let first = frame.len().min(cap - tail);
+        self.data[tail..tail + first].copy_from_slice(&frame[..first]);
+        self.data[..frame.len() - first].copy_from_slice(&frame[first..]);
+        self.data_len += frame.len();
+
+        let slot = (self.meta_head + self.meta_len) % self.meta.len();
+        self.meta[slot] = Meta { len, enqueued: now };
+        self.meta_len += 1;
+        self.charged += charge;
+        true
+    }
+
+    /// Length and enqueue time of the oldest frame.
+    pub(crate) fn front(&self) -> Option<(usize, Instant)> {
+        if self.meta_len == 0 {
+            return None;
+        }
+        let meta = self.meta[self.meta_head];
+        Some((usize::from(meta.len), meta.enqueued))
+    }
+
+    /// Removes the oldest frame, copying it into `out` if `out` is long enough. Returns the frame's
+    /// length, or `None` if the queue is empty. If `out` is too short the frame is discarded
+    /// and `out` is left untouched (check [`FrameQueue::front`] first to avoid that).
+    pub(crate) fn pop_into(&mut self, out: &mut [u8]) -> Option<usize> {
+        let (len, _) = self.front()?;
+        if out.len() >= len {
+            let cap = self.data.len();
+            let first = len.min(cap - self.data_head);
+            out[..first].copy_from_slice(&self.data[self.data_head..self.data_head + first]);
+            out[first..len].copy_from_slice(&self.data[..len - first]);
+        }
+        self.data_head = (self.data_head + len) % self.data.len();
+        self.data_len -= len;
+        self.meta_head = (self.meta_head + 1) % self.meta.len();
+        self.meta_len -= 1;
+        self.charged -= len.max(MIN_CHARGE);
+        Some(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(len: usize, fill: u8) -> Vec<u8> {
+        (0..len).map(|i| fill.wrapping_add(i as u8)).collect()
+    }
+
+    #[test]
+    fn fifo_order_and_wrap_around() {
+        // 300-byte ring: frames of 100 bytes wrap after a few rounds.
+        let mut q = FrameQueue::new(300);
+        let mut out = [0u8; 2048];
+        let mut next_in = 0u8;
+        let mut next_out = 0u8;
+        for round in 0..20 {
+            let len = 70 + (round % 4) * 10;
+            while q.push(&frame(len, next_in), Instant::ZERO) {
+                next_in = next_in.wrapping_add(1);
+            }
+            assert!(q.charged_bytes() <= q.bound());
+            let n = q
+                .pop_into(&mut out)
+                .expect("queue is non-empty after pushes");
+            assert_eq!(&out[..n], &frame(n, next_out)[..], "round {round}");
+            next_out = next_out.wrapping_add(1);
+        }
+        while let Some(n) = q.pop_into(&mut out) {
+            assert_eq!(&out[..n], &frame(n, next_out)[..]);
+            next_out = next_out.wrapping_add(1);
+        }
+        assert_eq!(next_in, next_out);
+        assert_eq!(q.len(), 0);
+        assert_eq!(q.charged_bytes(), 0);
+    }
+
+    #[test]
+    fn bound_counts_short_frames_as_sixty_bytes() {
+        let mut q = FrameQueue::new(180);
+        assert!(q.push(&frame(14, 0), Instant::ZERO));
+        assert!(q.push(&frame(14, 0), Instant::ZERO));
+        assert!(q.push(&frame(14, 0), Instant::ZERO));
+        assert!(!q.push(&frame(14, 0), Instant::ZERO));
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.charged_bytes(), 180);
+    }
+
+    #[test]
+    fn rejects_frames_larger_than_the_bound() {
+        let mut q = FrameQueue::new(100);
+        assert!(!q.push(&frame(101, 0), Instant::ZERO));
+        assert!(q.push(&frame(100, 0), Instant::ZERO));
+        assert!(!q.push(&frame(1, 0), Instant::ZERO));
+        let mut empty = FrameQueue::new(0);
+        assert!(!empty.push(&frame(1, 0), Instant::ZERO));
+        assert_eq!(empty.front(), None);
+    }
+
+    #[test]
+    fn too_short_output_buffer_discards_the_frame() {
+        let mut q = FrameQueue::new(1000);
+        assert!(q.push(&frame(100, 1), Instant::from_nanos(5)));
+        assert!(q.push(&frame(80, 2), Instant::from_nanos(6)));
+        assert_eq!(q.front(), Some((100, Instant::from_nanos(5))));
+        let mut small = [0u8; 10];
+        assert_eq!(q.pop_into(&mut small), Some(100));
+        assert_eq!(small, [0u8; 10]);
+        let mut out = [0u8; 100];
+        assert_eq!(q.pop_into(&mut out), Some(80));
+        assert_eq!(&out[..80], &frame(80, 2)[..]);
+    }
+}
