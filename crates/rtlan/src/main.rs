@@ -1,2 +1,56 @@
-//! `rtlan`: the one binary.
-fn main() {}
+//! `rtlan`: real-time, bandwidth-guaranteed communication over commodity switched Ethernet.
+//!
+//! The one binary. Every subcommand is a thin shell over the library crates (DESIGN.md §2, §4):
+//! `switch` runs the user-space switch (`rtlan-linux`), `lab` builds namespace testbeds
+//! (`rtlan-lab`), `demo` shows it all working, `bench` compares it with the Linux bridge.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// rtlan: a software real-time Ethernet switch and its testbed.
+///
+/// Start with `rtlan demo`: it builds three hosts on an rtlan switch in network namespaces, runs real
+/// traffic between them and prints what the switch did.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rtlan",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the user-space switch on the interfaces named in a config file.
+    Switch(cmd::switch::SwitchArgs),
+    /// Build, enter and remove namespace testbeds from topology files.
+    #[command(subcommand)]
+    Lab(cmd::lab::LabCommand),
+    /// Show rtlan carrying real traffic between Linux hosts (embedded default topology).
+    Demo(cmd::demo::DemoArgs),
+    /// Benchmarks against the Linux bridge, built in the same run.
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Switch(args) => cmd::switch::run(args),
+        Command::Lab(c) => cmd::lab::run(c),
+        Command::Demo(args) => cmd::demo::run(args),
+        Command::Bench(c) => cmd::bench::run(c),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("rtlan: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! `rtlan lab`: namespace testbeds from topology files (DESIGN.md §5, docs/lab.md).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand, ValueEnum};
+use rtlan_lab::{Lab, LabOptions, Topology};
+
+/// `rtlan lab …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum LabCommand {
+    /// Build a lab from a topology file; it keeps running until `rtlan lab down`.
+    #[command(after_help = "\
+Every host and switch becomes a network namespace `rtl-<lab>-<node>`, every link a veth pair.
+Rate-limited links get a tbf qdisc on the host's egress; rtlan switches pace their own ports.
+Example topology (docs/lab.md has the full format):
+
+    [[host]]
+    name = \"a\"
+    [[host]]
+    name = \"b\"
+    [[switch]]
+    name = \"s1\"
+    [[link]]
+    ends = [\"a\", \"s1\"]
+    rate = \"100mbit\"
+    [[link]]
+    ends = [\"b\", \"s1\"]
+    rate = \"100mbit\"
+
+Then: rtlan lab exec --name NAME a -- ping -c3 198.18.0.2")]
+    Up(UpArgs),
+    /// Run a command inside a node's namespace (stdin/stdout pass through).
+    Exec(ExecArgs),
+    /// Show a running rtlan switch's counters, learning table or ARP cache.
+    Show(ShowArgs),
+    /// Remove a lab: its processes, namespaces and state (also after a crash).
+    Down(NameArg),
+}
+
+/// Arguments of `lab up`.
+#[derive(Debug, Args)]
+pub(crate) struct UpArgs {
+    /// The topology file (TOML).
+    topology: PathBuf,
+    /// Lab name: 1-10 of [a-z0-9]; prefixes every namespace (`rtl-<name>-<node>`).
+    #[arg(long)]
+    name: String,
+    /// Print the built lab (namespaces, addresses, MACs) as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `lab exec`.
+#[derive(Debug, Args)]
+pub(crate) struct ExecArgs {
+    /// Lab name.
+    #[arg(long)]
+    name: String,
+    /// The host or switch to run in.
+    node: String,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+/// What `lab show` prints.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum ShowWhat {
+    /// Per-port and switch-wide counters, timer lateness.
+    Stats,
+    /// The learning table (MAC → port).
+    Fdb,
+    /// The switch's internal ARP cache.
+    Arp,
+    /// The configuration in force.
+    Config,
+}
+
+/// Arguments of `lab show`.
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// Lab name.
+    #[arg(long)]
+    name: String,
+    /// The rtlan switch to ask.
+    switch: String,
+    /// What to show.
+    #[arg(value_enum, default_value = "stats")]
+    what: ShowWhat,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Just a lab name.
+#[derive(Debug, Args)]
+pub(crate) struct NameArg {
+    /// Lab name.
+    #[arg(long)]
+    name: String,
+}
+
+pub(crate) fn run(command: LabCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        LabCommand::Up(args) => up(args),
+        LabCommand::Exec(args) => exec(args),
+        LabCommand::Show(args) => show(args),
+        LabCommand::Down(args) => {
+            let report = rtlan_lab::down(&args.name)?;
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
+    // Signals must be blocked before any thread exists so the cleanup thread receives them.
+    rtlan_lab::install_signal_cleanup()?;
+    let topology = Topology::from_file(&args.topology)?;
+    let exe = std::env::current_exe().context("locating the rtlan executable")?;
+    let lab = Lab::up(&topology, &args.name, &LabOptions::new(exe))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&describe(&lab)?)?);
+    } else {
+        print_lab(&lab)?;
+    }
+    lab.keep();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A JSON description of a running lab.
+pub(crate) fn describe(lab: &Lab) -> anyhow::Result<serde_json::Value> {
+    let mut hosts = Vec::new();
+    for h in lab.hosts() {
+        hosts.push(serde_json::json!({
+            "name": h,
+            "netns": lab.netns(h)?,
+            "ip": lab.host_ip(h)?.to_string(),
+            "mac": fmt_mac(lab.mac(h, "eth0")?),
+        }));
+    }
+    let mut switches = Vec::new();
+    for s in lab.switches() {
+        let ports: Vec<_> = lab
+            .switch_ports(s)?
+            .into_iter()
+            .map(|(ifname, peer)| serde_json::json!({"ifname": ifname, "peer": peer}))
+            .collect();
+        switches.push(serde_json::json!({
+            "name": s,
+            "netns": lab.netns(s)?,
+            "pid": lab.switch_pid(s),
+            "control_socket": lab.switch_socket(s),
+            "ports": ports,
+        }));
+    }
+    Ok(serde_json::json!({"lab": lab.name(), "hosts": hosts, "switches": switches}))
+}
+
+fn print_lab(lab: &Lab) -> anyhow::Result<()> {
+    println!("lab `{}` is up", lab.name());
+    for h in lab.hosts() {
+        println!(
+            "  host   {:<8} {:<16} {}  ns {}",
+            h,
+            lab.host_ip(h)?.to_string(),
+            fmt_mac(lab.mac(h, "eth0")?),
+            lab.netns(h)?
+        );
+    }
+    for s in lab.switches() {
+        let ports: Vec<String> = lab
+            .switch_ports(s)?
+            .into_iter()
+            .map(|(ifname, peer)| format!("{ifname}→{peer}"))
+            .collect();
+        let kind = match lab.switch_pid(s) {
+            Some(pid) => format!("rtlan pid {pid}"),
+            None => "linux-bridge".to_string(),
+        };
+        println!("  switch {:<8} {:<16} ports {}", s, kind, ports.join(" "));
+    }
+    println!(
+        "run commands with `rtlan lab exec --name {0} <node> -- <cmd>`, remove with `rtlan lab down --name {0}`",
+        lab.name()
+    );
+    Ok(())
+}
+
+pub(crate) fn fmt_mac(mac: [u8; 6]) -> String {
+    rtlan_wire::ethernet::Address(mac).to_string()
+}
+
+fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
+    let lab = Lab::open(&args.name)?;
+    let status = lab
+        .exec(&args.node, &args.command)?
+        .status()
+        .with_context(|| format!("running {:?} in {}", args.command, args.node))?;
+    Ok(match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        None => ExitCode::FAILURE,
+    })
+}
+
+fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let lab = Lab::open(&args.name)?;
+    let Some(socket) = lab.switch_socket(&args.switch) else {
+        bail!(
+            "`{}` is not an rtlan switch of lab `{}` (Linux bridges have `bridge fdb`)",
+            args.switch,
+            args.name
+        );
+    };
+    let cmd = match args.what {
+        ShowWhat::Stats => "stats",
+        ShowWhat::Fdb => "fdb",
+        ShowWhat::Arp => "arp",
+        ShowWhat::Config => "config",
+    };
+    let data = rtlan_linux::ctl::request(&socket, cmd)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&data)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    match args.what {
+        ShowWhat::Fdb => {
+            let ports = lab.switch_ports(&args.switch)?;
+            println!(
+                "{:<18} {:<5} {:<10} {:>10}",
+                "mac", "port", "towards", "age"
+            );
+            for e in data.as_array().into_iter().flatten() {
+                let port = e["port"].as_u64().unwrap_or(u64::MAX);
+                let towards = usize::try_from(port)
+                    .ok()
+                    .and_then(|p| ports.get(p))
+                    .map_or("?", |(_, peer)| peer.as_str());
+                let age_s = e["age_ns"].as_f64().unwrap_or(0.0) / 1e9;
+                println!(
+                    "{:<18} p{:<4} {:<10} {:>9.1}s",
+                    e["mac"].as_str().unwrap_or("?"),
+                    port,
+                    towards,
+                    age_s
+                );
+            }
+        }
+        ShowWhat::Arp => {
+            for e in data.as_array().into_iter().flatten() {
+                println!(
+                    "{:<16} {}",
+                    e["ip"].as_str().unwrap_or("?"),
+                    e["mac"].as_str().unwrap_or("?")
+                );
+            }
+        }
+        _ => println!("{}", serde_json::to_string_pretty(&data)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}

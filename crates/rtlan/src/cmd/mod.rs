@@ -1,0 +1,6 @@
+//! Subcommands.
+
+pub(crate) mod bench;
+pub(crate) mod demo;
+pub(crate) mod lab;
+pub(crate) mod switch;

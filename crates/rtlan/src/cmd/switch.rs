@@ -1,0 +1,104 @@
+//! `rtlan switch`: runs the user-space switch (EtheReal §3.3/§3.4) on real interfaces.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context;
+use clap::Args;
+
+/// Arguments of `rtlan switch`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+The config file is TOML (docs/switch.md). A minimal one:
+
+    name = \"s1\"
+    control_socket = \"/run/rtlan/s1.sock\"
+    [[port]]
+    ifname = \"p0\"
+    rate = \"100mbit\"
+    [[port]]
+    ifname = \"p1\"
+
+`rtlan lab up` writes such a file for every rtlan switch of a topology and starts the switch in the
+switch's namespace. SIGINT/SIGTERM stop it cleanly and print its counters.")]
+pub(crate) struct SwitchArgs {
+    /// The switch configuration file (TOML).
+    #[arg(long, short)]
+    config: PathBuf,
+    /// Print the final counters as JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+static SHUTDOWN: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SHUTDOWN.store(true, Ordering::Relaxed);
+}
+
+fn install_shutdown_handler() -> anyhow::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; the sigaction
+        // struct is zero-initialised and then fully set up before the call.
+        let rc = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error()).context("installing signal handler");
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn run(args: SwitchArgs) -> anyhow::Result<ExitCode> {
+    let config = rtlan_linux::switchd::Config::load(&args.config)
+        .with_context(|| format!("reading switch config {}", args.config.display()))?;
+    install_shutdown_handler()?;
+    let report = rtlan_linux::switchd::run(config, &SHUTDOWN)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(report: &rtlan_linux::switchd::RunReport) {
+    let sw = &report.switch;
+    println!(
+        "switch {} stopped after {:.1}s",
+        report.name,
+        report.uptime.as_secs_f64()
+    );
+    println!(
+        "  {:<8} {:>12} {:>12} {:>12} {:>12} {:>10}",
+        "port", "rx frames", "rx bytes", "tx frames", "tx bytes", "q drops"
+    );
+    for (i, p) in sw.ports.iter().enumerate() {
+        let name = report
+            .shell
+            .ports
+            .get(i)
+            .map_or_else(|| format!("#{i}"), |s| s.ifname.clone());
+        println!(
+            "  {:<8} {:>12} {:>12} {:>12} {:>12} {:>10}",
+            name, p.rx_frames, p.rx_bytes, p.tx_frames, p.tx_bytes, p.drop_queue_full
+        );
+    }
+    println!(
+        "  flooded {}  arp probes {}  arp replies {}  drops: malformed {} to-switch {} \
+         same-port {} pending-full {} pending-timeout {}",
+        sw.flooded,
+        sw.arp_probes_sent,
+        sw.arp_replies_sent,
+        sw.drop_malformed,
+        sw.drop_to_switch,
+        sw.drop_same_port,
+        sw.drop_pending_full,
+        sw.drop_pending_timeout
+    );
+}
