@@ -6,7 +6,7 @@
 //! whatever is still registered and exits with status 130.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Lab name → PIDs of the switch processes this process started for it (to be reaped).
@@ -18,9 +18,12 @@ static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// Signal cleanup could not be installed.
 #[derive(Debug, thiserror::Error)]
 pub enum SignalError {
-    /// `pthread_sigmask` failed.
-    #[error("blocking SIGINT/SIGTERM/SIGHUP: {0}")]
-    Mask(std::io::Error),
+    /// The self-pipe could not be created.
+    #[error("creating the signal pipe: {0}")]
+    Pipe(std::io::Error),
+    /// `sigaction` failed.
+    #[error("installing the SIGINT/SIGTERM/SIGHUP handler: {0}")]
+    Handler(std::io::Error),
     /// The signal thread could not be started.
     #[error("starting the signal thread: {0}")]
     Thread(std::io::Error),
@@ -90,46 +93,68 @@ pub(crate) fn shutting_down() -> bool {
     SHUTTING_DOWN.load(Ordering::Relaxed)
 }
 
-/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread and starts a thread that waits for
-/// them; on the first one it tears down every lab this process has registered (printing what it
-/// removed to stderr) and exits with status 130.
+/// Write end of the self-pipe the signal handler writes to (-1 until installed).
+static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
+    let byte = u8::try_from(signal).unwrap_or(u8::MAX);
+    // SAFETY: write(2) is async-signal-safe; `byte` is a valid one-byte buffer. A failed write
+    // (pipe full after repeated signals) loses nothing: one byte already wakes the thread.
+    unsafe { libc::write(fd, std::ptr::addr_of!(byte).cast(), 1) };
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP and starts a thread that, on the first one, tears down every
+/// lab this process has registered (printing what it removed to stderr) and exits with status 130.
 ///
-/// Call it from `main` before any other thread exists: threads inherit the signal mask of the
-/// thread that creates them, and a thread that does not block these signals would receive them
-/// with their default action (terminate without cleanup). Child processes are not affected: the
-/// standard library resets the signal mask in every child it spawns. Calling it again is a no-op.
+/// The handler only writes the signal number to a pipe (the self-pipe trick); the thread does the
+/// work. Nothing is blocked, so child processes (switches, traffic tools) start with the default
+/// signal mask, and exec(2) resets the caught signals to their default action in them. Handlers are
+/// installed with `SA_RESTART`, so interrupted system calls resume. Calling it again is a no-op.
 pub fn install_signal_cleanup() -> Result<(), SignalError> {
     if INSTALLED.swap(true, Ordering::SeqCst) {
         return Ok(());
     }
-    // SAFETY: `sigset_t` is plain data; `sigemptyset` initialises it before any other use.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid, exclusively borrowed sigset_t; the signal numbers are valid.
-    let rc = unsafe {
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::sigaddset(&mut set, libc::SIGHUP);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut())
-    };
-    if rc != 0 {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2(2) to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         INSTALLED.store(false, Ordering::SeqCst);
-        return Err(SignalError::Mask(std::io::Error::from_raw_os_error(rc)));
+        return Err(SignalError::Pipe(std::io::Error::last_os_error()));
     }
+    let [read_fd, write_fd] = fds;
+    SIGNAL_PIPE.store(write_fd, Ordering::SeqCst);
     std::thread::Builder::new()
         .name("rtlan-lab-signals".to_string())
-        .spawn(move || wait_and_clean_up(set))
+        .spawn(move || wait_and_clean_up(read_fd))
         .map_err(SignalError::Thread)?;
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the sigaction struct is zeroed, then its handler and empty mask are set before
+        // use; `on_signal` is async-signal-safe (one write(2)).
+        let rc = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(SignalError::Handler(std::io::Error::last_os_error()));
+        }
+    }
     Ok(())
 }
 
-fn wait_and_clean_up(set: libc::sigset_t) {
-    let mut signal: libc::c_int = 0;
+fn wait_and_clean_up(read_fd: libc::c_int) {
+    let mut signal: u8 = 0;
     loop {
-        // SAFETY: `set` is an initialised sigset_t and `signal` a valid out-pointer.
-        let rc = unsafe { libc::sigwait(&set, &mut signal) };
-        if rc == 0 {
+        // SAFETY: `signal` is a valid one-byte buffer; `read_fd` is the pipe's read end, owned by
+        // this thread for the life of the process.
+        let n = unsafe { libc::read(read_fd, std::ptr::addr_of_mut!(signal).cast(), 1) };
+        if n == 1 {
             break;
+        }
+        if n == 0 {
+            return; // the write end is gone: nothing can signal any more
         }
     }
     SHUTTING_DOWN.store(true, Ordering::SeqCst);

@@ -1,6 +1,6 @@
 //! Root-only: a process that called `install_signal_cleanup` and built a lab removes it when it
 //! gets SIGTERM and exits with status 130. Runs without the test harness (`harness = false`) so
-//! that `main` can block the signals before any other thread exists.
+//! that `main` controls the process (one test, in a child of its own).
 
 mod common;
 
@@ -31,7 +31,15 @@ ends = ["b", "br"]
 fn child(name: &str) -> ! {
     rtlan_lab::install_signal_cleanup().unwrap();
     let lab = Lab::up(&topo(TOPOLOGY), name, &LabOptions::new("/nonexistent")).unwrap();
-    println!("ready {}", lab.name());
+    // Children (switches, traffic tools) must not inherit blocked signals, or they could never be
+    // stopped with SIGTERM.
+    let status = Command::new("grep")
+        .args(["SigBlk", "/proc/self/status"])
+        .output()
+        .unwrap();
+    let blocked = String::from_utf8_lossy(&status.stdout);
+    let blocked = blocked.split_whitespace().nth(1).unwrap_or("?").to_string();
+    println!("ready {} {blocked}", lab.name());
     loop {
         std::thread::sleep(Duration::from_secs(1));
     }
@@ -59,7 +67,7 @@ fn main() {
     BufReader::new(proc.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    assert_eq!(line.trim(), format!("ready {name}"));
+    assert_eq!(line.trim(), format!("ready {name} 0000000000000000"));
     assert_eq!(namespaces_of(&name).len(), 3);
     let pid = libc::pid_t::try_from(proc.id()).unwrap();
     // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our child.

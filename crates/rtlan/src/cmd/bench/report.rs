@@ -1,0 +1,469 @@
+//! Aggregating benchmark runs: medians per switch kind, ratios rtlan/bridge, the issue's target,
+//! and the two ways of showing them (a table for people, a JSON document for programs).
+
+use serde::Serialize;
+
+use super::measure::{LatencyRun, PpsRun, Settings, TcpRun};
+
+/// rtlan must forward at least this fraction of the bridge's packet rate.
+pub(super) const TARGET_PPS_RATIO: f64 = 0.5;
+/// rtlan's p99 round-trip time may be at most this multiple of the bridge's.
+pub(super) const TARGET_P99_RATIO: f64 = 2.0;
+
+/// The switch a lab is built with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Variant {
+    /// The rtlan switch, veth offloads off (it cannot forward super-frames).
+    Rtlan,
+    /// The Linux bridge with veth offloads off: the apples-to-apples baseline.
+    Bridge,
+    /// The Linux bridge with veth offloads on (TSO/GSO/GRO, partial checksums).
+    BridgeOffloads,
+}
+
+impl Variant {
+    /// Column heading.
+    pub(super) fn heading(self) -> &'static str {
+        match self {
+            Variant::Rtlan => "rtlan",
+            Variant::Bridge => "bridge",
+            Variant::BridgeOffloads => "bridge+offl",
+        }
+    }
+}
+
+/// Every run of one switch kind.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct VariantRuns {
+    /// Which switch.
+    pub(super) variant: Variant,
+    /// The lab it ran in.
+    pub(super) lab: String,
+    /// Whether veth offloads were on.
+    pub(super) offloads: bool,
+    /// Forwarding-rate runs.
+    pub(super) pps: Vec<PpsRun>,
+    /// TCP runs.
+    pub(super) tcp: Vec<TcpRun>,
+    /// Latency runs.
+    pub(super) latency: Vec<LatencyRun>,
+}
+
+impl VariantRuns {
+    /// No runs yet.
+    pub(super) fn new(variant: Variant, lab: String, offloads: bool) -> Self {
+        VariantRuns {
+            variant,
+            lab,
+            offloads,
+            pps: Vec::new(),
+            tcp: Vec::new(),
+            latency: Vec::new(),
+        }
+    }
+
+    /// The median of each figure over the runs (`None` where there are no runs).
+    pub(super) fn medians(&self) -> Medians {
+        Medians {
+            forwarded_pps: median(self.pps.iter().map(|r| r.forwarded_pps)),
+            offered_pps: median(self.pps.iter().map(|r| r.offered_pps)),
+            forwarded_per_busy_cpu: median(self.pps.iter().map(|r| r.forwarded_per_busy_cpu)),
+            tcp_bps: median(self.tcp.iter().map(|r| r.receiver_bps)),
+            rtt_p50_us: median(self.latency.iter().map(|r| r.p50_us)),
+            rtt_p99_us: median(self.latency.iter().map(|r| r.p99_us)),
+        }
+    }
+}
+
+/// Medians of one switch kind's runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(super) struct Medians {
+    /// Frames per second received at host b.
+    pub(super) forwarded_pps: Option<f64>,
+    /// Frames per second sent by host a.
+    pub(super) offered_pps: Option<f64>,
+    /// Forwarded frames per busy CPU-second.
+    pub(super) forwarded_per_busy_cpu: Option<f64>,
+    /// TCP throughput (receiver), bit/s.
+    pub(super) tcp_bps: Option<f64>,
+    /// Median UDP round-trip time, µs.
+    pub(super) rtt_p50_us: Option<f64>,
+    /// p99 UDP round-trip time, µs.
+    pub(super) rtt_p99_us: Option<f64>,
+}
+
+/// rtlan's medians divided by a baseline's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(super) struct Ratios {
+    /// Forwarded frames per second (higher is better).
+    pub(super) forwarded_pps: Option<f64>,
+    /// Forwarded frames per busy CPU-second (higher is better).
+    pub(super) forwarded_per_busy_cpu: Option<f64>,
+    /// TCP throughput (higher is better).
+    pub(super) tcp_bps: Option<f64>,
+    /// Median round-trip time (lower is better).
+    pub(super) rtt_p50_us: Option<f64>,
+    /// p99 round-trip time (lower is better).
+    pub(super) rtt_p99_us: Option<f64>,
+}
+
+impl Ratios {
+    /// `ours / baseline`, figure by figure.
+    pub(super) fn of(ours: &Medians, baseline: &Medians) -> Ratios {
+        let r = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
+        };
+        Ratios {
+            forwarded_pps: r(ours.forwarded_pps, baseline.forwarded_pps),
+            forwarded_per_busy_cpu: r(ours.forwarded_per_busy_cpu, baseline.forwarded_per_busy_cpu),
+            tcp_bps: r(ours.tcp_bps, baseline.tcp_bps),
+            rtt_p50_us: r(ours.rtt_p50_us, baseline.rtt_p50_us),
+            rtt_p99_us: r(ours.rtt_p99_us, baseline.rtt_p99_us),
+        }
+    }
+}
+
+/// The issue's target, against the offloads-off bridge.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(super) struct Target {
+    /// Least acceptable rtlan/bridge packet-rate ratio.
+    pub(super) pps_ratio_min: f64,
+    /// Largest acceptable rtlan/bridge p99 ratio.
+    pub(super) p99_ratio_max: f64,
+    /// Whether the packet-rate part is met (`None`: not measured).
+    pub(super) pps_met: Option<bool>,
+    /// Whether the latency part is met.
+    pub(super) p99_met: Option<bool>,
+}
+
+impl Target {
+    /// Judges `ratios` (rtlan / offloads-off bridge).
+    pub(super) fn judge(ratios: &Ratios) -> Target {
+        Target {
+            pps_ratio_min: TARGET_PPS_RATIO,
+            p99_ratio_max: TARGET_P99_RATIO,
+            pps_met: ratios.forwarded_pps.map(|r| r >= TARGET_PPS_RATIO),
+            p99_met: ratios.rtt_p99_us.map(|r| r <= TARGET_P99_RATIO),
+        }
+    }
+}
+
+/// The machine the benchmark ran on.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct Machine {
+    /// CPUs available to this process.
+    pub(super) nproc: usize,
+    /// `uname -r`.
+    pub(super) kernel: String,
+    /// The first `model name` of `/proc/cpuinfo`.
+    pub(super) cpu_model: Option<String>,
+}
+
+impl Machine {
+    /// Describes this machine.
+    pub(super) fn this() -> Machine {
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".to_string());
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        });
+        Machine {
+            nproc: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            kernel,
+            cpu_model,
+        }
+    }
+}
+
+/// Per-switch section of the JSON document.
+#[derive(Debug, Clone, Serialize)]
+struct VariantReport<'a> {
+    #[serde(flatten)]
+    runs: &'a VariantRuns,
+    medians: Medians,
+}
+
+/// The `--json` document.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct Document<'a> {
+    /// The command line, one word per entry.
+    pub(super) command: Vec<String>,
+    /// When the run started, RFC 3339 UTC.
+    pub(super) date_utc: String,
+    /// The machine.
+    pub(super) machine: Machine,
+    /// What was run.
+    pub(super) settings: Settings,
+    /// CPU the rtlan switch's data plane was pinned to.
+    pub(super) switch_cpu: Option<usize>,
+    /// Every run and the medians, per switch.
+    variants: Vec<VariantReport<'a>>,
+    /// rtlan / offloads-off bridge.
+    ratios_vs_bridge: Option<Ratios>,
+    /// rtlan / offloads-on bridge.
+    ratios_vs_bridge_offloads: Option<Ratios>,
+    /// The target, against the offloads-off bridge.
+    target: Option<Target>,
+}
+
+fn find(all: &[VariantRuns], v: Variant) -> Option<&VariantRuns> {
+    all.iter().find(|r| r.variant == v)
+}
+
+/// rtlan / `baseline` ratios, if both were run.
+pub(super) fn ratios(all: &[VariantRuns], baseline: Variant) -> Option<Ratios> {
+    let ours = find(all, Variant::Rtlan)?.medians();
+    let base = find(all, baseline)?.medians();
+    Some(Ratios::of(&ours, &base))
+}
+
+impl<'a> Document<'a> {
+    /// Assembles the document.
+    pub(super) fn new(
+        command: Vec<String>,
+        date_utc: String,
+        machine: Machine,
+        settings: Settings,
+        switch_cpu: Option<usize>,
+        all: &'a [VariantRuns],
+    ) -> Self {
+        let vs_bridge = ratios(all, Variant::Bridge);
+        Document {
+            command,
+            date_utc,
+            machine,
+            settings,
+            switch_cpu,
+            variants: all
+                .iter()
+                .map(|runs| VariantReport {
+                    runs,
+                    medians: runs.medians(),
+                })
+                .collect(),
+            ratios_vs_bridge: vs_bridge,
+            ratios_vs_bridge_offloads: ratios(all, Variant::BridgeOffloads),
+            target: vs_bridge.as_ref().map(Target::judge),
+        }
+    }
+}
+
+/// The median of `values` (mean of the middle two for an even count); `None` if empty. NaNs sort
+/// last.
+pub(super) fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = values.collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    })
+}
+
+fn cell(value: Option<f64>, scale: f64, decimals: usize) -> String {
+    value.map_or_else(
+        || "-".to_string(),
+        |v| format!("{:.*}", decimals, v / scale),
+    )
+}
+
+/// The human-readable table.
+pub(super) fn table(
+    all: &[VariantRuns],
+    settings: &Settings,
+    machine: &Machine,
+    runs: u32,
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let medians: Vec<Medians> = all.iter().map(VariantRuns::medians).collect();
+    let vs = ratios(all, Variant::Bridge);
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        out,
+        "rtlan bench forward: hosts a, b on one switch s1, unlimited veth links; median of {runs} \
+         run(s), {} s each; {} CPU(s), kernel {}",
+        settings.seconds, machine.nproc, machine.kernel
+    );
+    let _ = write!(out, "{:<34}", "");
+    for r in all {
+        let _ = write!(out, "{:>12}", r.variant.heading());
+    }
+    let _ = writeln!(out, "{:>14}", "rtlan/bridge");
+    type Row = (
+        &'static str,
+        fn(&Medians) -> Option<f64>,
+        f64,
+        usize,
+        fn(&Ratios) -> Option<f64>,
+    );
+    let rows: [Row; 6] = [
+        (
+            "forwarded, Mpps (at b)",
+            |m| m.forwarded_pps,
+            1e6,
+            3,
+            |r| r.forwarded_pps,
+        ),
+        (
+            "offered, Mpps (trafgen at a)",
+            |m| m.offered_pps,
+            1e6,
+            3,
+            |_| None,
+        ),
+        (
+            "forwarded per busy CPU, Mpps",
+            |m| m.forwarded_per_busy_cpu,
+            1e6,
+            3,
+            |r| r.forwarded_per_busy_cpu,
+        ),
+        (
+            "TCP throughput, Gbit/s",
+            |m| m.tcp_bps,
+            1e9,
+            2,
+            |r| r.tcp_bps,
+        ),
+        (
+            "UDP RTT median, µs",
+            |m| m.rtt_p50_us,
+            1.0,
+            1,
+            |r| r.rtt_p50_us,
+        ),
+        (
+            "UDP RTT p99, µs",
+            |m| m.rtt_p99_us,
+            1.0,
+            1,
+            |r| r.rtt_p99_us,
+        ),
+    ];
+    for (label, get, scale, decimals, ratio) in rows {
+        // Pad by characters, not bytes ("µ" is two bytes).
+        let pad = 34usize.saturating_sub(label.chars().count());
+        let _ = write!(out, "{label}{:pad$}", "");
+        for m in &medians {
+            let _ = write!(out, "{:>12}", cell(get(m), scale, decimals));
+        }
+        let _ = writeln!(out, "{:>14}", cell(vs.as_ref().and_then(ratio), 1.0, 2));
+    }
+    let frame = settings.frame_len;
+    let trafgen_cpu = settings
+        .trafgen_cpu
+        .map_or_else(|| "not pinned".to_string(), |c| format!("CPU {c}"));
+    let _ = writeln!(
+        out,
+        "flood: {frame}-byte frames, trafgen on {trafgen_cpu}, b discards them (unread UDP \
+         socket); latency: sockperf ping-pong --full-rtt, {} B messages at {} msg/s",
+        settings.msg_size, settings.mps
+    );
+    if let Some(t) = vs.as_ref().map(Target::judge) {
+        let verdict = |m: Option<bool>| match m {
+            Some(true) => "met",
+            Some(false) => "NOT met",
+            None => "not measured",
+        };
+        let _ = writeln!(
+            out,
+            "target (vs bridge, offloads off): packet rate ≥ {:.1}× {}; p99 RTT ≤ {:.1}× {}",
+            t.pps_ratio_min,
+            verdict(t.pps_met),
+            t.p99_ratio_max,
+            verdict(t.p99_met)
+        );
+    }
+    out
+}
+
+/// `secs` since the Unix epoch as RFC 3339 UTC (`2024-05-01T12:00:00Z`).
+pub(super) fn rfc3339_utc(secs: u64) -> String {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (non-negative here).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_odd_even_empty() {
+        assert_eq!(median([3.0, 1.0, 2.0].into_iter()), Some(2.0));
+        assert_eq!(median([4.0, 1.0, 3.0, 2.0].into_iter()), Some(2.5));
+        assert_eq!(median(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn ratios_and_target() {
+        let ours = Medians {
+            forwarded_pps: Some(800_000.0),
+            offered_pps: Some(1e6),
+            forwarded_per_busy_cpu: Some(400_000.0),
+            tcp_bps: Some(5e9),
+            rtt_p50_us: Some(20.0),
+            rtt_p99_us: Some(30.0),
+        };
+        let base = Medians {
+            forwarded_pps: Some(1_600_000.0),
+            offered_pps: Some(1.6e6),
+            forwarded_per_busy_cpu: Some(1_600_000.0),
+            tcp_bps: Some(10e9),
+            rtt_p50_us: Some(10.0),
+            rtt_p99_us: Some(12.0),
+        };
+        let r = Ratios::of(&ours, &base);
+        assert_eq!(r.forwarded_pps, Some(0.5));
+        assert_eq!(r.forwarded_per_busy_cpu, Some(0.25));
+        assert_eq!(r.tcp_bps, Some(0.5));
+        assert_eq!(r.rtt_p99_us, Some(2.5));
+        let t = Target::judge(&r);
+        assert_eq!(t.pps_met, Some(true), "0.5 is exactly the target");
+        assert_eq!(t.p99_met, Some(false), "2.5× is over 2×");
+        let none = Ratios::of(
+            &ours,
+            &Medians {
+                forwarded_pps: Some(0.0),
+                tcp_bps: None,
+                ..base
+            },
+        );
+        assert_eq!(none.forwarded_pps, None, "no division by zero");
+        assert_eq!(none.tcp_bps, None);
+        assert_eq!(Target::judge(&none).pps_met, None);
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_utc(1_714_564_799), "2024-05-01T11:59:59Z");
+    }
+}
