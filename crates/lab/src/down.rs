@@ -100,12 +100,7 @@ pub(crate) fn down_locked(name: &str) -> Result<DownReport, DownError> {
     if !crate::valid_lab_name(name) {
         return Err(DownError::InvalidName(name.to_string()));
     }
-    let prefix = crate::netns_name(name, "");
-    let namespaces: Vec<String> = cmd::list_netns()
-        .map_err(DownError::List)?
-        .into_iter()
-        .filter(|n| n.starts_with(&prefix))
-        .collect();
+    let namespaces = crate::lab_namespaces(name).map_err(DownError::List)?;
     let mut report = DownReport {
         lab: name.to_string(),
         ..DownReport::default()

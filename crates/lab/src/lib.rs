@@ -43,6 +43,15 @@ pub fn netns_name(lab: &str, node: &str) -> String {
     format!("{NETNS_PREFIX}{lab}-{node}")
 }
 
+/// The namespaces that exist now for lab `name` (`rtl-<name>-*`), whoever made them.
+pub fn lab_namespaces(name: &str) -> Result<Vec<String>, CmdError> {
+    let prefix = netns_name(name, "");
+    Ok(cmd::list_netns()?
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect())
+}
+
 /// Whether `name` is a valid lab name: `[a-z0-9]{1,10}`.
 pub fn valid_lab_name(name: &str) -> bool {
     (1..=10).contains(&name.len())

@@ -37,8 +37,7 @@ pub(super) fn up(
     let _guard = registry::lifecycle();
     check_abort()?;
     let dir = state::state_dir(name);
-    let prefix = netns_name(name, "");
-    if dir.exists() || cmd::list_netns()?.iter().any(|n| n.starts_with(&prefix)) {
+    if dir.exists() || !crate::lab_namespaces(name)?.is_empty() {
         return Err(LabError::AlreadyExists(name.to_string()));
     }
     let labs = Path::new(crate::LABS_DIR);

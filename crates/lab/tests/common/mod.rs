@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use rtlan_lab::{Topology, NETNS_PREFIX};
+use rtlan_lab::Topology;
 
 /// True when running as root; otherwise prints why the test is skipped.
 pub fn root() -> bool {
@@ -23,14 +23,7 @@ pub fn lab_name(tag: &str) -> String {
 
 /// Namespaces of lab `name` that currently exist.
 pub fn namespaces_of(name: &str) -> Vec<String> {
-    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    let prefix = format!("{NETNS_PREFIX}{name}-");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(&prefix))
-        .map(str::to_string)
-        .collect()
+    rtlan_lab::lab_namespaces(name).expect("ip netns list")
 }
 
 /// Calls `rtlan_lab::down(name)` when dropped, so a failing test leaves nothing behind.

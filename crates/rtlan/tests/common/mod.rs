@@ -2,7 +2,6 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::net::Ipv4Addr;
-use std::process::Command;
 use std::time::Duration;
 
 use rtlan_lab::{Lab, LabOptions, Topology};
@@ -116,16 +115,7 @@ pub fn exec_ok(lab: &Lab, node: &str, args: &[&str]) -> String {
 pub fn down_clean(lab: Lab) {
     let name = lab.name().to_string();
     lab.down().expect("lab down");
-    let out = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    let prefix = format!("rtl-{name}-");
-    let left: Vec<_> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.starts_with(&prefix))
-        .map(str::to_string)
-        .collect();
+    let left = rtlan_lab::lab_namespaces(&name).expect("ip netns list");
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
 }
 
