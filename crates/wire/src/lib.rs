@@ -16,6 +16,7 @@ mod testdata;
 
 pub mod arp;
 pub mod checksum;
+pub mod control;
 pub mod ethernet;
 pub mod ipv4;
 pub mod rewrite;
