@@ -6,9 +6,11 @@
 //!   `timerfd` deadlines, wake-up lateness.
 //! - [`switchd`]: the switch daemon (`rtlan switch --config FILE`).
 //! - [`ctl`]: the client of the switch's control socket.
+//! - [`netlink`]: neighbour (ARP) entries and on-link routes for the host daemon.
 
 pub mod clock;
 pub mod ctl;
+pub mod netlink;
 pub mod packet;
 pub mod switchd;
 pub mod timer;
