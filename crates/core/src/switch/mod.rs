@@ -21,6 +21,7 @@ mod learning;
 mod pacer;
 mod pending;
 mod queue;
+pub mod rt;
 #[cfg(test)]
 mod tests;
 

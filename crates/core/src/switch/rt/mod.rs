@@ -1,0 +1,139 @@
+//! Real-time connections in the switch (EtheReal §2.2, §2.3, §3.3): per-link connection-id
+//! allocation (`ids`), the connection table (`table`), per-hop admission (`admission`) and the
+//! data path that swaps connection ids (this module, [`forward_data`]).
+//!
+//! These are sans-IO building blocks with no clock and no sockets. A driver (the switch core)
+//! classifies a received frame as real-time when its destination MAC is a connection id under
+//! the [`ProxyMacPlan`], calls [`forward_data`] to rewrite it in place, and queues it on the
+//! returned port. For a SETUP it calls [`Admission::try_book`] on the output port, then
+//! [`IdAllocator::allocate`] on that port's allocator, then [`ConnectionTable::insert`]; if a
+//! later step fails it undoes the earlier ones ([`IdAllocator::release`],
+//! [`Admission::release`]), and so on a SETUP_FAIL relayed from downstream.
+
+use rtlan_wire::control::ProxyMacPlan;
+use rtlan_wire::ethernet::Frame;
+
+use crate::switch::PortId;
+
+mod admission;
+mod ids;
+mod table;
+#[cfg(test)]
+mod tests;
+
+pub use admission::{
+    wire_rate, Admission, AdmissionError, Booking, PortBudget, DEFAULT_RT_CAP_PERCENT,
+};
+pub use ids::{IdAllocator, IdError};
+pub use table::{ConnectionTable, RequestKey, RtEntry, TableError};
+
+/// Why [`forward_data`] dropped a frame. The frame is left unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RtDrop {
+    /// The frame is too short for an Ethernet header (with its VLAN tags).
+    #[error("malformed frame: {0}")]
+    Malformed(rtlan_wire::Error),
+    /// The destination MAC is not a connection id under the plan (the caller misclassified it).
+    #[error("destination is not a real-time connection address")]
+    NotRealTime,
+    /// No connection uses this id on this input link (never flooded).
+    #[error("unknown connection id {id:#06x} on port {port:?}")]
+    UnknownId {
+        /// The input port.
+        port: PortId,
+        /// The connection id the frame carried.
+        id: u16,
+    },
+    /// At the first switch, the proxy destination IP could not be rewritten (not IPv4, or a
+    /// truncated IPv4/UDP/TCP header).
+    #[error("cannot rewrite destination IP: {0}")]
+    Rewrite(rtlan_wire::Error),
+}
+
+/// Counters of the real-time data path and admission (all monotonic).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RtStats {
+    /// Frames forwarded on a connection.
+    pub forwarded: u64,
+    /// Frames dropped because no connection uses their id on their input link.
+    pub unknown_id_drops: u64,
+    /// Frames dropped as malformed or not real-time.
+    pub malformed_drops: u64,
+    /// Frames dropped at the first switch because the IP rewrite failed.
+    pub rewrite_drops: u64,
+    /// Connection ids swapped for the next link's id.
+    pub id_swaps: u64,
+    /// Destination MACs set to the receiver's (last switch).
+    pub mac_rewrites: u64,
+    /// Proxy destination IPs rewritten to the receiver's (first switch).
+    pub ip_rewrites: u64,
+    /// SETUPs refused by admission (any resource); the driver copies [`Admission::refusals`] in.
+    pub admission_refusals: u64,
+}
+
+impl RtStats {
+    /// Counts a frame [`forward_data`] dropped.
+    fn count_drop(&mut self, drop: &RtDrop) {
+        match drop {
+            RtDrop::Malformed(_) | RtDrop::NotRealTime => self.malformed_drops += 1,
+            RtDrop::UnknownId { .. } => self.unknown_id_drops += 1,
+            RtDrop::Rewrite(_) => self.rewrite_drops += 1,
+        }
+    }
+}
+
+/// Forwards one real-time data frame that arrived on `in_port`, rewriting it in place, and
+/// returns its output port; counts into `stats`. EtheReal §3.3: the destination MAC's last two
+/// bytes are the connection id on the input link; the entry's output id replaces them (or the
+/// receiver's MAC replaces the whole address at the last switch), and at the first switch the
+/// proxy destination IP becomes the receiver's IP with IPv4 and UDP/TCP checksums updated
+/// incrementally (RFC 1624). VLAN tags are skipped. Never allocates; on error the frame is
+/// unchanged and must be dropped (never flooded).
+pub fn forward_data(
+    frame: &mut [u8],
+    in_port: PortId,
+    table: &ConnectionTable,
+    plan: &ProxyMacPlan,
+    stats: &mut RtStats,
+) -> Result<PortId, RtDrop> {
+    let result = forward_inner(frame, in_port, table, plan, stats);
+    match &result {
+        Ok(_) => stats.forwarded += 1,
+        Err(drop) => stats.count_drop(drop),
+    }
+    result
+}
+
+fn forward_inner(
+    frame: &mut [u8],
+    in_port: PortId,
+    table: &ConnectionTable,
+    plan: &ProxyMacPlan,
+    stats: &mut RtStats,
+) -> Result<PortId, RtDrop> {
+    let dst = Frame::new_checked(&*frame)
+        .map_err(RtDrop::Malformed)?
+        .dst_addr();
+    let id = plan.connection_id(&dst).ok_or(RtDrop::NotRealTime)?;
+    let entry = table
+        .lookup(in_port, id)
+        .ok_or(RtDrop::UnknownId { port: in_port, id })?;
+    // The IP rewrite first: it leaves the buffer unchanged when it fails.
+    if let Some(receiver_ip) = entry.receiver_ip {
+        rtlan_wire::rewrite::frame_ipv4_dst(frame, receiver_ip).map_err(RtDrop::Rewrite)?;
+        stats.ip_rewrites += 1;
+    }
+    let new_dst = match entry.receiver_mac {
+        Some(mac) => {
+            stats.mac_rewrites += 1;
+            mac
+        }
+        None => {
+            stats.id_swaps += 1;
+            plan.mac_for(entry.out_id)
+        }
+    };
+    // new_checked above succeeded on the same buffer, so the header is present.
+    Frame::new_unchecked(&mut *frame).set_dst_addr(new_dst);
+    Ok(entry.out_port)
+}

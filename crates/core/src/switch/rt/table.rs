@@ -1,0 +1,222 @@
+//! The real-time connection table (EtheReal §3.3 "real-time connection routing entries").
+//!
+//! An entry is keyed by the link a frame arrives on and the connection id it carries there —
+//! ids are unique per link only, so the same id on another port is another (or no) connection.
+//! It holds the paper's fields: *Output Queue* (the output port; the per-connection queue is
+//! attached by the scheduler), *Output Connection ID*, *Receiver IP Address* together with the
+//! *Swap* flag (`receiver_ip` is `Some` exactly at the first switch), and the *QOS parameters*.
+//! The last switch writes the receiver's MAC instead of a connection id (`receiver_mac`).
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use rtlan_wire::ethernet::Address;
+
+use crate::switch::PortId;
+
+/// Why an entry could not be inserted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    /// An entry for this (input port, connection id) already exists.
+    #[error("connection id {id:#06x} on port {port:?} is already in use")]
+    Duplicate {
+        /// The input port.
+        port: PortId,
+        /// The connection id.
+        id: u16,
+    },
+    /// An entry for this request already exists (under another key).
+    #[error("request already has a connection")]
+    DuplicateRequest,
+    /// The table holds as many entries as it was sized for.
+    #[error("connection table full")]
+    Full,
+}
+
+/// Identifies a SETUP for retransmission handling: `docs/protocol.md` §5 keys requests by
+/// (input port, source MAC, request id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RequestKey {
+    /// Port the SETUP arrived on.
+    pub in_port: PortId,
+    /// Source MAC of the SETUP frame.
+    pub src_mac: Address,
+    /// Request id from the control header.
+    pub request_id: u32,
+}
+
+/// One real-time connection as seen by one switch (EtheReal §3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtEntry {
+    /// *Output Queue*: the port the connection leaves by.
+    pub out_port: PortId,
+    /// *Output Connection ID*: the id frames carry on the output link (unused when
+    /// `receiver_mac` is set).
+    pub out_id: u16,
+    /// *Receiver IP Address* with the *Swap* flag: `Some` only at the first switch, which
+    /// rewrites the proxy destination IP to this address.
+    pub receiver_ip: Option<Ipv4Addr>,
+    /// `Some` only at the last switch, which writes this MAC as the frame's destination.
+    pub receiver_mac: Option<Address>,
+    /// Reserved rate, bit/s, counting whole Ethernet frames (`docs/protocol.md` §3).
+    pub rate_bps: u64,
+    /// Bytes (whole frames) the sender may send back to back.
+    pub max_burst: u32,
+    /// Largest frame in bytes, Ethernet header included.
+    pub max_packet: u16,
+    /// The SETUP that created the entry, for idempotent retransmissions and teardown.
+    pub request: RequestKey,
+}
+
+/// All real-time connections of a switch, keyed by (input port, input connection id), with a
+/// second index by [`RequestKey`]. Bounded: `capacity` entries at most.
+#[derive(Debug, Clone)]
+pub struct ConnectionTable {
+    entries: HashMap<(PortId, u16), RtEntry>,
+    by_request: HashMap<RequestKey, (PortId, u16)>,
+    capacity: usize,
+}
+
+impl ConnectionTable {
+    /// An empty table that holds at most `capacity` connections (storage is reserved up front,
+    /// so inserts below the capacity do not reallocate).
+    pub fn new(capacity: usize) -> ConnectionTable {
+        ConnectionTable {
+            entries: HashMap::with_capacity(capacity),
+            by_request: HashMap::with_capacity(capacity),
+            capacity,
+        }
+    }
+
+    /// Number of connections.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the table has no connections.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Adds the connection arriving on `in_port` with id `in_id`. Refuses duplicates of the key
+    /// or of the entry's request, and inserts beyond the capacity.
+    pub fn insert(
+        &mut self,
+        in_port: PortId,
+        in_id: u16,
+        entry: RtEntry,
+    ) -> Result<(), TableError> {
+        if self.entries.contains_key(&(in_port, in_id)) {
+            return Err(TableError::Duplicate {
+                port: in_port,
+                id: in_id,
+            });
+        }
+        if self.by_request.contains_key(&entry.request) {
+            return Err(TableError::DuplicateRequest);
+        }
+        if self.entries.len() >= self.capacity {
+            return Err(TableError::Full);
+        }
+        self.by_request.insert(entry.request, (in_port, in_id));
+        self.entries.insert((in_port, in_id), entry);
+        Ok(())
+    }
+
+    /// The connection whose frames arrive on `in_port` with id `in_id`.
+    pub fn lookup(&self, in_port: PortId, in_id: u16) -> Option<&RtEntry> {
+        self.entries.get(&(in_port, in_id))
+    }
+
+    /// The (input port, input id) of the connection created by `request`, if any.
+    pub fn find_request(&self, request: &RequestKey) -> Option<(PortId, u16)> {
+        self.by_request.get(request).copied()
+    }
+
+    /// Removes and returns the connection arriving on `in_port` with id `in_id`.
+    pub fn remove(&mut self, in_port: PortId, in_id: u16) -> Option<RtEntry> {
+        let entry = self.entries.remove(&(in_port, in_id))?;
+        self.by_request.remove(&entry.request);
+        Some(entry)
+    }
+
+    /// Every connection, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = ((PortId, u16), &RtEntry)> {
+        self.entries.iter().map(|(key, entry)| (*key, entry))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(request_id: u32) -> RtEntry {
+        RtEntry {
+            out_port: PortId(2),
+            out_id: 0x0778,
+            receiver_ip: None,
+            receiver_mac: None,
+            rate_bps: 1_000_000,
+            max_burst: 3028,
+            max_packet: 1514,
+            request: RequestKey {
+                in_port: PortId(1),
+                src_mac: Address([2, 0, 0, 0, 0, 1]),
+                request_id,
+            },
+        }
+    }
+
+    #[test]
+    fn ids_are_per_link() {
+        let mut table = ConnectionTable::new(8);
+        table.insert(PortId(1), 0x0309, entry(1)).unwrap();
+        assert_eq!(table.lookup(PortId(1), 0x0309), Some(&entry(1)));
+        assert_eq!(
+            table.lookup(PortId(0), 0x0309),
+            None,
+            "forged on another port"
+        );
+        assert_eq!(table.lookup(PortId(1), 0x030a), None);
+        // The same id on another link is another connection.
+        table.insert(PortId(0), 0x0309, entry(2)).unwrap();
+        assert_eq!(
+            table
+                .lookup(PortId(0), 0x0309)
+                .map(|e| e.request.request_id),
+            Some(2)
+        );
+        assert_eq!(table.len(), 2);
+    }
+
+    #[test]
+    fn duplicates_capacity_and_removal() {
+        let mut table = ConnectionTable::new(2);
+        table.insert(PortId(1), 0x20, entry(1)).unwrap();
+        assert_eq!(
+            table.insert(PortId(1), 0x20, entry(9)),
+            Err(TableError::Duplicate {
+                port: PortId(1),
+                id: 0x20
+            })
+        );
+        assert_eq!(
+            table.insert(PortId(1), 0x21, entry(1)),
+            Err(TableError::DuplicateRequest)
+        );
+        table.insert(PortId(1), 0x21, entry(2)).unwrap();
+        assert_eq!(
+            table.insert(PortId(1), 0x22, entry(3)),
+            Err(TableError::Full)
+        );
+        assert_eq!(
+            table.find_request(&entry(2).request),
+            Some((PortId(1), 0x21))
+        );
+        assert_eq!(table.remove(PortId(1), 0x21), Some(entry(2)));
+        assert_eq!(table.find_request(&entry(2).request), None);
+        assert_eq!(table.remove(PortId(1), 0x21), None);
+        table.insert(PortId(1), 0x22, entry(3)).unwrap();
+        assert_eq!(table.len(), 2);
+    }
+}
