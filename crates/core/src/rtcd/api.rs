@@ -1,0 +1,181 @@
+//! The daemon's client API and its output actions (EtheReal §2.2: the application asks the local
+//! RTCD for a connection and gets back a proxy IP to send to).
+//!
+//! The Unix-socket shell reads one JSON object per line and maps it onto [`Request`] (serde,
+//! internally tagged by `"op"`: `{"op":"register","pid":42}`,
+//! `{"op":"open","dst_ip":"198.18.0.2","dst_port":5004,"src_port":0,"rate_bps":1000000,
+//! "max_burst":3028,"max_packet":1514}`, `{"op":"close","conn":7}`, `{"op":"list"}`); every reply
+//! is delivered as [`Action::Reply`] carrying the tag the shell passed with the request.
+
+use std::net::Ipv4Addr;
+
+use rtlan_wire::control::Repr;
+use rtlan_wire::ethernet::Address;
+use serde::{Deserialize, Serialize};
+
+use super::{ProxyPrefix, RtcdError};
+
+/// Opaque identity of one client (one Unix-socket connection), chosen by the shell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientId(pub u64);
+
+/// Daemon-wide handle of a connection; never reused during the daemon's lifetime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ConnHandle(pub u64);
+
+/// A client request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Register the client's process id; required before any other request. Registering again
+    /// replaces the PID. Replied with [`Reply::Registered`].
+    Register {
+        /// The client's PID, checked for liveness every reclaim period.
+        pid: u32,
+    },
+    /// Reserve a real-time connection to `dst_ip:dst_port`. Replied, once the path answered, with
+    /// [`Reply::Opened`] or [`Reply::Failed`].
+    Open {
+        /// Receiver's IPv4 address.
+        dst_ip: Ipv4Addr,
+        /// Receiver's UDP port (non-zero).
+        dst_port: u16,
+        /// Sender's UDP port; 0 = any.
+        src_port: u16,
+        /// Reserved rate, bit/s of whole Ethernet frames (non-zero).
+        rate_bps: u64,
+        /// Largest back-to-back burst, bytes (at least `max_packet`).
+        max_burst: u32,
+        /// Largest frame, bytes, Ethernet header included (non-zero).
+        max_packet: u16,
+    },
+    /// Release a connection of this client. Replied with [`Reply::Closed`].
+    Close {
+        /// The handle from [`Reply::Opened`].
+        conn: ConnHandle,
+    },
+    /// List this client's connections. Replied with [`Reply::List`].
+    List,
+}
+
+/// Where a connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnPhase {
+    /// SETUP sent, no answer yet.
+    Opening,
+    /// Admitted on the whole path.
+    Open,
+    /// TEARDOWN sent, not yet acknowledged.
+    Closing,
+}
+
+/// One connection as reported by [`Reply::List`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnInfo {
+    /// Daemon-wide handle.
+    pub conn: ConnHandle,
+    /// Connection id on the host's link.
+    pub id: u16,
+    /// Proxy IP the application sends to.
+    pub proxy_ip: Ipv4Addr,
+    /// Receiver's address.
+    pub dst_ip: Ipv4Addr,
+    /// Receiver's UDP port.
+    pub dst_port: u16,
+    /// Sender's UDP port (0 = any).
+    pub src_port: u16,
+    /// Reserved rate, bit/s.
+    pub rate_bps: u64,
+    /// Where the connection stands.
+    pub phase: ConnPhase,
+}
+
+/// A reply to a client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Registration accepted.
+    Registered {
+        /// The PID now on record.
+        pid: u32,
+    },
+    /// The reservation is in place; send UDP to `proxy_ip`.
+    Opened {
+        /// Handle for [`Request::Close`].
+        conn: ConnHandle,
+        /// Address the application sends to (the ARP entry maps it to `proxy_mac`).
+        proxy_ip: Ipv4Addr,
+        /// Proxy MAC the frames carry.
+        proxy_mac: Address,
+        /// Connection id on the host's link.
+        id: u16,
+        /// Switches on the admitted path.
+        hops: u8,
+    },
+    /// The request failed.
+    Failed {
+        /// The connection concerned, if one had been created.
+        conn: Option<ConnHandle>,
+        /// Why.
+        error: RtcdError,
+    },
+    /// The connection is released on this host (the TEARDOWN continues in the background).
+    Closed {
+        /// The released connection.
+        conn: ConnHandle,
+    },
+    /// The path released the connection on its own (a switch sent TEARDOWN); sent unprompted.
+    Revoked {
+        /// The lost connection.
+        conn: ConnHandle,
+    },
+    /// The client's connections.
+    List(Vec<ConnInfo>),
+}
+
+/// What the daemon asks its shell to do, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send `repr` in a control frame (EtherType 0x88B5) from the host MAC to `dst`
+    /// (`Repr::emit_frame(config.host_mac, dst, buf)`).
+    SendControl {
+        /// Destination MAC (the plan's control MAC).
+        dst: Address,
+        /// The message.
+        repr: Repr,
+    },
+    /// Install a permanent neighbour (ARP) entry `proxy_ip` → `proxy_mac` on the real-time link.
+    InstallNeighbour {
+        /// The proxy IP.
+        proxy_ip: Ipv4Addr,
+        /// The proxy MAC.
+        proxy_mac: Address,
+    },
+    /// Remove the neighbour entry of `proxy_ip`.
+    RemoveNeighbour {
+        /// The proxy IP.
+        proxy_ip: Ipv4Addr,
+    },
+    /// Install an on-link route for the proxy prefix on the real-time link.
+    InstallRoute {
+        /// The proxy prefix.
+        prefix: ProxyPrefix,
+    },
+    /// Remove the on-link route for the proxy prefix.
+    RemoveRoute {
+        /// The proxy prefix.
+        prefix: ProxyPrefix,
+    },
+    /// Deliver `reply` to `client`, echoing the `tag` it came with (0 for unprompted replies).
+    Reply {
+        /// Recipient.
+        client: ClientId,
+        /// The tag passed with the request.
+        tag: u64,
+        /// The reply.
+        reply: Reply,
+    },
+    /// Report which of these PIDs are dead through [`super::Rtcd::handle_dead_pids`].
+    CheckPids(Vec<u32>),
+}

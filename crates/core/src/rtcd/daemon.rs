@@ -1,0 +1,598 @@
+//! The RTCD state machine (EtheReal §2.2 connection setup and teardown from the host side, §2.3
+//! local admission, §3.2 proxy IP/MAC installation, orphan reclaim).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::Duration;
+
+use rtlan_wire::control::{Message, Packet, Repr, SetupRepr, FLAG_RETRANSMISSION};
+
+use super::alloc::IdAllocator;
+use super::api::{Action, ClientId, ConnHandle, ConnInfo, ConnPhase, Reply, Request};
+use super::{Config, RtcdError};
+use crate::time::Instant;
+
+/// One connection of the host's link, from SETUP until TEARDOWN_ACK (or giving up).
+#[derive(Debug, Clone)]
+struct Conn {
+    handle: ConnHandle,
+    client: ClientId,
+    /// Tag of the client's Open request, echoed in the Opened/Failed reply.
+    open_tag: u64,
+    setup: SetupRepr,
+    phase: ConnPhase,
+    /// Request id of the outstanding SETUP (Opening) or TEARDOWN (Closing).
+    request_id: u32,
+    /// Transmissions of the outstanding request so far.
+    attempts: u8,
+    /// When to retransmit or give up; `None` while Open.
+    deadline: Option<Instant>,
+}
+
+/// The host daemon core.
+///
+/// Driver call order (quinn-proto style, STYLE.md §2):
+/// 1. [`Rtcd::new`] once with the start time.
+/// 2. On each input, call the matching `handle_*` with the current time: a client's request
+///    ([`Rtcd::handle_client_request`]), a client's socket closing ([`Rtcd::handle_client_gone`]),
+///    a control frame from the link ([`Rtcd::handle_control_payload`] with the Ethernet payload,
+///    or [`Rtcd::handle_control`] with a parsed message), the answer to [`Action::CheckPids`]
+///    ([`Rtcd::handle_dead_pids`]), or the timer firing ([`Rtcd::handle_timeout`]).
+/// 3. Then drain [`Rtcd::poll_action`] until `None`, performing each action in order.
+/// 4. Then arm the timer at [`Rtcd::poll_timeout`] (always `Some`: the reclaim period ticks).
+#[derive(Debug)]
+pub struct Rtcd {
+    config: Config,
+    ids: IdAllocator,
+    conns: BTreeMap<u16, Conn>,
+    handles: HashMap<ConnHandle, u16>,
+    clients: BTreeMap<ClientId, u32>,
+    next_handle: u64,
+    next_request_id: u32,
+    reserved_bps: u64,
+    open_count: usize,
+    route_installed: bool,
+    next_reclaim: Instant,
+    actions: VecDeque<Action>,
+}
+
+impl Rtcd {
+    /// A daemon with no clients and no connections; [`RtcdError::Config`] if `config` is
+    /// inconsistent (zero link rate, retransmit timeout or reclaim period, no attempts, cap above
+    /// 100 %, or a proxy prefix/MAC plan leaving no connection id).
+    pub fn new(config: Config, now: Instant) -> Result<Rtcd, RtcdError> {
+        if config.link_rate_bps == 0 {
+            return Err(RtcdError::Config("link rate must be non-zero"));
+        }
+        if config.max_attempts == 0 {
+            return Err(RtcdError::Config("max_attempts must be at least 1"));
+        }
+        if config.realtime_cap_percent > 100 {
+            return Err(RtcdError::Config("real-time cap must be at most 100 %"));
+        }
+        if config.retransmit_initial.is_zero() || config.reclaim_period.is_zero() {
+            return Err(RtcdError::Config("timeouts must be non-zero"));
+        }
+        if config.plan.reserved == 0 {
+            return Err(RtcdError::Config("the plan must reserve the control id 0"));
+        }
+        // Last usable host number: all-ones is the prefix's broadcast address (and, for a /16 in
+        // paper mode, id 0xffff would be the broadcast MAC).
+        let host_max = (1u64 << (32 - u32::from(config.proxy_prefix.prefix_len()))) - 2;
+        let last = u16::try_from(host_max.min(0xfffe)).unwrap_or(0xfffe);
+        let first = config.plan.reserved;
+        if first > last {
+            return Err(RtcdError::Config(
+                "proxy prefix too small for the plan's ids",
+            ));
+        }
+        Ok(Rtcd {
+            next_reclaim: now + config.reclaim_period,
+            ids: IdAllocator::new(first, last),
+            config,
+            conns: BTreeMap::new(),
+            handles: HashMap::new(),
+            clients: BTreeMap::new(),
+            next_handle: 1,
+            next_request_id: 1,
+            reserved_bps: 0,
+            open_count: 0,
+            route_installed: false,
+            actions: VecDeque::new(),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Connections known (opening, open or closing).
+    pub fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Connection ids allocated on the host's link.
+    pub fn ids_in_use(&self) -> usize {
+        self.ids.in_use()
+    }
+
+    /// Sum of the rates of opening and open connections, bit/s.
+    pub fn reserved_bps(&self) -> u64 {
+        self.reserved_bps
+    }
+
+    /// The next action for the shell, in order.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When [`Rtcd::handle_timeout`] must be called next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let conns = self.conns.values().filter_map(|c| c.deadline).min();
+        Some(conns.map_or(self.next_reclaim, |d| d.min(self.next_reclaim)))
+    }
+
+    fn reply(&mut self, client: ClientId, tag: u64, reply: Reply) {
+        self.actions.push_back(Action::Reply { client, tag, reply });
+    }
+
+    fn fail(&mut self, client: ClientId, tag: u64, error: RtcdError) {
+        self.reply(client, tag, Reply::Failed { conn: None, error });
+    }
+
+    fn fresh_request_id(&mut self) -> u32 {
+        let id = self.next_request_id;
+        self.next_request_id = self.next_request_id.wrapping_add(1).max(1);
+        id
+    }
+
+    fn backoff(&self, attempts: u8) -> Duration {
+        let doublings = u32::from(attempts.saturating_sub(1)).min(20);
+        self.config
+            .retransmit_initial
+            .saturating_mul(1u32 << doublings)
+    }
+
+    /// Handles one request of `client`; `tag` is echoed in every reply to it.
+    pub fn handle_client_request(
+        &mut self,
+        now: Instant,
+        client: ClientId,
+        tag: u64,
+        request: Request,
+    ) {
+        if let Request::Register { pid } = request {
+            self.clients.insert(client, pid);
+            self.reply(client, tag, Reply::Registered { pid });
+            return;
+        }
+        if !self.clients.contains_key(&client) {
+            self.fail(client, tag, RtcdError::NotRegistered);
+            return;
+        }
+        match request {
+            Request::Register { .. } => {}
+            Request::Open {
+                dst_ip,
+                dst_port,
+                src_port,
+                rate_bps,
+                max_burst,
+                max_packet,
+            } => {
+                let setup = SetupRepr {
+                    src_ip: self.config.host_ip,
+                    dst_ip,
+                    dst_port,
+                    src_port,
+                    rate: rate_bps,
+                    max_burst,
+                    max_packet,
+                    connection_id: 0,
+                    hop_limit: self.config.hop_limit,
+                };
+                if let Err(error) = self.open(now, client, tag, setup) {
+                    self.fail(client, tag, error);
+                }
+            }
+            Request::Close { conn } => match self.close(now, client, conn) {
+                Ok(()) => self.reply(client, tag, Reply::Closed { conn }),
+                Err(error) => self.reply(
+                    client,
+                    tag,
+                    Reply::Failed {
+                        conn: Some(conn),
+                        error,
+                    },
+                ),
+            },
+            Request::List => {
+                let list = self
+                    .conns
+                    .iter()
+                    .filter(|(_, c)| c.client == client)
+                    .map(|(&id, c)| ConnInfo {
+                        conn: c.handle,
+                        id,
+                        proxy_ip: self.config.proxy_prefix.ip_for(id),
+                        dst_ip: c.setup.dst_ip,
+                        dst_port: c.setup.dst_port,
+                        src_port: c.setup.src_port,
+                        rate_bps: c.setup.rate,
+                        phase: c.phase,
+                    })
+                    .collect();
+                self.reply(client, tag, Reply::List(list));
+            }
+        }
+    }
+
+    fn open(
+        &mut self,
+        now: Instant,
+        client: ClientId,
+        tag: u64,
+        mut setup: SetupRepr,
+    ) -> Result<(), RtcdError> {
+        if setup.rate == 0 {
+            return Err(RtcdError::Malformed("rate must be non-zero"));
+        }
+        if setup.max_packet == 0 {
+            return Err(RtcdError::Malformed("max_packet must be non-zero"));
+        }
+        if setup.max_burst < u32::from(setup.max_packet) {
+            return Err(RtcdError::Malformed(
+                "max_burst must be at least max_packet",
+            ));
+        }
+        if setup.dst_port == 0 {
+            return Err(RtcdError::Malformed("dst_port must be non-zero"));
+        }
+        if setup.dst_ip.is_unspecified()
+            || setup.dst_ip.is_broadcast()
+            || setup.dst_ip.is_multicast()
+            || self.config.proxy_prefix.contains(setup.dst_ip)
+        {
+            return Err(RtcdError::Malformed(
+                "dst_ip must be a unicast host address",
+            ));
+        }
+        let available = self
+            .config
+            .realtime_capacity()
+            .saturating_sub(self.reserved_bps);
+        if setup.rate > available {
+            return Err(RtcdError::LocalAdmission {
+                requested: setup.rate,
+                available,
+            });
+        }
+        let id = self.ids.allocate().ok_or(RtcdError::IdsExhausted)?;
+        setup.connection_id = id;
+        let handle = ConnHandle(self.next_handle);
+        self.next_handle += 1;
+        let request_id = self.fresh_request_id();
+        self.reserved_bps += setup.rate;
+        self.handles.insert(handle, id);
+        self.conns.insert(
+            id,
+            Conn {
+                handle,
+                client,
+                open_tag: tag,
+                setup,
+                phase: ConnPhase::Opening,
+                request_id,
+                attempts: 0,
+                deadline: None,
+            },
+        );
+        self.transmit(now, id);
+        Ok(())
+    }
+
+    /// Sends (or resends) the outstanding request of connection `id` and arms its deadline.
+    fn transmit(&mut self, now: Instant, id: u16) {
+        let dst = self.config.plan.control_mac();
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        let message = match conn.phase {
+            ConnPhase::Opening => Message::Setup(conn.setup),
+            ConnPhase::Closing => Message::Teardown { connection_id: id },
+            ConnPhase::Open => return,
+        };
+        let mut repr = Repr::new(0, conn.request_id, message);
+        if conn.attempts > 0 {
+            repr.flags |= FLAG_RETRANSMISSION;
+        }
+        let attempts = conn.attempts.saturating_add(1);
+        let deadline = now + self.backoff(attempts);
+        if let Some(conn) = self.conns.get_mut(&id) {
+            conn.attempts = attempts;
+            conn.deadline = Some(deadline);
+        }
+        self.actions.push_back(Action::SendControl { dst, repr });
+    }
+
+    /// Forgets connection `id` and frees its id (and with it the proxy IP).
+    fn release(&mut self, id: u16) -> Option<Conn> {
+        let conn = self.conns.remove(&id)?;
+        self.ids.release(id);
+        self.handles.remove(&conn.handle);
+        if conn.phase != ConnPhase::Closing {
+            self.reserved_bps = self.reserved_bps.saturating_sub(conn.setup.rate);
+        }
+        if conn.phase == ConnPhase::Open {
+            self.unpublish(id);
+        }
+        Some(conn)
+    }
+
+    /// Removes the neighbour entry of an open connection, and the route with the last one.
+    fn unpublish(&mut self, id: u16) {
+        let proxy_ip = self.config.proxy_prefix.ip_for(id);
+        self.actions.push_back(Action::RemoveNeighbour { proxy_ip });
+        self.open_count = self.open_count.saturating_sub(1);
+        if self.open_count == 0 && self.route_installed {
+            self.route_installed = false;
+            let prefix = self.config.proxy_prefix;
+            self.actions.push_back(Action::RemoveRoute { prefix });
+        }
+    }
+
+    /// Moves connection `id` to Closing and sends TEARDOWN; an opening connection's client gets
+    /// `Failed(Cancelled)` if `notify` is set.
+    fn begin_teardown(&mut self, now: Instant, id: u16, notify: Option<RtcdError>) {
+        let request_id = self.fresh_request_id();
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let old = conn.phase;
+        if old == ConnPhase::Closing {
+            return;
+        }
+        conn.phase = ConnPhase::Closing;
+        conn.request_id = request_id;
+        conn.attempts = 0;
+        let (client, tag, handle, rate) =
+            (conn.client, conn.open_tag, conn.handle, conn.setup.rate);
+        self.reserved_bps = self.reserved_bps.saturating_sub(rate);
+        match old {
+            ConnPhase::Open => self.unpublish(id),
+            ConnPhase::Opening => {
+                if let Some(error) = notify {
+                    let reply = Reply::Failed {
+                        conn: Some(handle),
+                        error,
+                    };
+                    self.reply(client, tag, reply);
+                }
+            }
+            ConnPhase::Closing => {}
+        }
+        self.transmit(now, id);
+    }
+
+    fn close(
+        &mut self,
+        now: Instant,
+        client: ClientId,
+        handle: ConnHandle,
+    ) -> Result<(), RtcdError> {
+        let id = *self
+            .handles
+            .get(&handle)
+            .ok_or(RtcdError::UnknownConnection)?;
+        let conn = self.conns.get(&id).ok_or(RtcdError::UnknownConnection)?;
+        if conn.client != client {
+            return Err(RtcdError::NotOwner);
+        }
+        self.begin_teardown(now, id, Some(RtcdError::Cancelled));
+        Ok(())
+    }
+
+    /// The client's socket closed: its registration ends and its connections are torn down.
+    pub fn handle_client_gone(&mut self, now: Instant, client: ClientId) {
+        self.clients.remove(&client);
+        let ids: Vec<u16> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.client == client)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in ids {
+            self.begin_teardown(now, id, None);
+        }
+    }
+
+    /// Answer to [`Action::CheckPids`]: clients registered with one of `dead` PIDs are dropped
+    /// and their connections torn down as if closed.
+    pub fn handle_dead_pids(&mut self, now: Instant, dead: &[u32]) {
+        let gone: Vec<ClientId> = self
+            .clients
+            .iter()
+            .filter(|(_, pid)| dead.contains(pid))
+            .map(|(&c, _)| c)
+            .collect();
+        for client in gone {
+            self.handle_client_gone(now, client);
+        }
+    }
+
+    /// Parses a control message (the Ethernet payload of an EtherType 0x88B5 frame) and handles
+    /// it; [`RtcdError::Malformed`] (and nothing else happens) if it does not parse.
+    pub fn handle_control_payload(
+        &mut self,
+        now: Instant,
+        payload: &[u8],
+    ) -> Result<(), RtcdError> {
+        let repr = Packet::new_checked(payload)
+            .and_then(|p| Repr::parse(&p))
+            .map_err(|_| RtcdError::Malformed("control message does not parse"))?;
+        self.handle_control(now, &repr);
+        Ok(())
+    }
+
+    /// Handles a control message from the first switch. Replies that match no outstanding
+    /// request (duplicates, late answers) are ignored. (`_now` keeps the call shape of every
+    /// `handle_*`; no reply starts a timer today.)
+    pub fn handle_control(&mut self, _now: Instant, repr: &Repr) {
+        match repr.message {
+            Message::SetupOk {
+                connection_id,
+                hops,
+            } => self.on_setup_ok(repr.request_id, connection_id, hops),
+            Message::SetupFail {
+                reason,
+                failed_hop,
+                connection_id,
+                switch_ip,
+            } => {
+                if self.outstanding(connection_id, repr.request_id, ConnPhase::Opening) {
+                    if let Some(conn) = self.release(connection_id) {
+                        let error = RtcdError::Refused {
+                            hop: failed_hop,
+                            reason,
+                            switch_ip,
+                        };
+                        let reply = Reply::Failed {
+                            conn: Some(conn.handle),
+                            error,
+                        };
+                        self.reply(conn.client, conn.open_tag, reply);
+                    }
+                }
+            }
+            Message::TeardownAck { connection_id } => {
+                if self.outstanding(connection_id, repr.request_id, ConnPhase::Closing) {
+                    self.release(connection_id);
+                }
+            }
+            Message::Teardown { connection_id } => self.on_teardown(repr.request_id, connection_id),
+            Message::Setup(_)
+            | Message::Hello(_)
+            | Message::Refresh { .. }
+            | Message::RefreshAck { .. } => {}
+        }
+    }
+
+    fn outstanding(&self, id: u16, request_id: u32, phase: ConnPhase) -> bool {
+        self.conns
+            .get(&id)
+            .is_some_and(|c| c.phase == phase && c.request_id == request_id)
+    }
+
+    fn on_setup_ok(&mut self, request_id: u32, id: u16, hops: u8) {
+        if !self.outstanding(id, request_id, ConnPhase::Opening) {
+            return;
+        }
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        conn.phase = ConnPhase::Open;
+        conn.deadline = None;
+        let (client, tag, handle) = (conn.client, conn.open_tag, conn.handle);
+        let proxy_ip = self.config.proxy_prefix.ip_for(id);
+        let proxy_mac = self.config.plan.mac_for(id);
+        self.actions.push_back(Action::InstallNeighbour {
+            proxy_ip,
+            proxy_mac,
+        });
+        self.open_count += 1;
+        if !self.route_installed {
+            self.route_installed = true;
+            let prefix = self.config.proxy_prefix;
+            self.actions.push_back(Action::InstallRoute { prefix });
+        }
+        let reply = Reply::Opened {
+            conn: handle,
+            proxy_ip,
+            proxy_mac,
+            id,
+            hops,
+        };
+        self.reply(client, tag, reply);
+    }
+
+    /// A switch released the connection on its own: acknowledge, forget it, tell the client.
+    fn on_teardown(&mut self, request_id: u32, id: u16) {
+        let dst = self.config.plan.control_mac();
+        let ack = Repr::new(0, request_id, Message::TeardownAck { connection_id: id });
+        self.actions
+            .push_back(Action::SendControl { dst, repr: ack });
+        if let Some(conn) = self.release(id) {
+            match conn.phase {
+                ConnPhase::Open => {
+                    self.reply(conn.client, 0, Reply::Revoked { conn: conn.handle });
+                }
+                ConnPhase::Opening => {
+                    let reply = Reply::Failed {
+                        conn: Some(conn.handle),
+                        error: RtcdError::Cancelled,
+                    };
+                    self.reply(conn.client, conn.open_tag, reply);
+                }
+                ConnPhase::Closing => {}
+            }
+        }
+    }
+
+    /// The timer fired: retransmit what is due, give up what has run out of attempts, and ask
+    /// for PID liveness when the reclaim period has passed.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let due: Vec<u16> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in due {
+            let Some(conn) = self.conns.get(&id) else {
+                continue;
+            };
+            if conn.attempts < self.config.max_attempts {
+                self.transmit(now, id);
+            } else if conn.phase == ConnPhase::Opening {
+                // Nothing booked may still linger on the path: tear down what may exist.
+                self.begin_teardown(now, id, Some(RtcdError::Timeout));
+            } else {
+                self.release(id);
+            }
+        }
+        if now >= self.next_reclaim {
+            self.next_reclaim = now + self.config.reclaim_period;
+            let mut pids: Vec<u32> = self.clients.values().copied().collect();
+            pids.sort_unstable();
+            pids.dedup();
+            if !pids.is_empty() {
+                self.actions.push_back(Action::CheckPids(pids));
+            }
+        }
+    }
+
+    /// Test hook: internal bookkeeping is consistent.
+    #[cfg(test)]
+    pub(super) fn check_invariants(&self) {
+        assert_eq!(self.ids.in_use(), self.conns.len());
+        assert_eq!(self.handles.len(), self.conns.len());
+        for (&id, c) in &self.conns {
+            assert!(self.ids.contains(id));
+            assert_eq!(self.handles.get(&c.handle), Some(&id));
+        }
+        let active: u64 = self
+            .conns
+            .values()
+            .filter(|c| c.phase != ConnPhase::Closing)
+            .map(|c| c.setup.rate)
+            .sum();
+        assert_eq!(active, self.reserved_bps);
+        let open = self
+            .conns
+            .values()
+            .filter(|c| c.phase == ConnPhase::Open)
+            .count();
+        assert_eq!(open, self.open_count);
+        assert_eq!(self.route_installed, open > 0);
+    }
+}

@@ -1,0 +1,197 @@
+//! The host daemon (RTCD) as a sans-IO core: EtheReal §2.2 (host-transparent connection setup),
+//! §2.3 (local admission before signalling), §3.2 (proxy IP / proxy MAC and the ARP entry that
+//! makes an unmodified host send to the first switch) and §3.4 (setup messages sent to the first
+//! switch on the reserved control address).
+//!
+//! The daemon takes client requests ([`Request`], from the Unix-socket shell), control messages
+//! from the first switch, timer ticks and PID liveness answers, and returns [`Action`]s: control
+//! frames to send, neighbour/route changes for netlink, and replies to clients. See [`Rtcd`] for
+//! the order in which a driver calls it. The control protocol is `docs/protocol.md`.
+
+mod alloc;
+mod api;
+mod daemon;
+#[cfg(test)]
+mod tests;
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use rtlan_wire::control::{FailReason, ProxyMacPlan};
+use rtlan_wire::ethernet::Address;
+
+pub use api::{Action, ClientId, ConnHandle, ConnInfo, ConnPhase, Reply, Request};
+pub use daemon::Rtcd;
+
+/// Everything the daemon refuses or reports as failed. Client-facing errors travel back in
+/// [`Reply::Failed`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RtcdError {
+    /// The configuration is inconsistent (the text says which part).
+    #[error("invalid configuration: {0}")]
+    Config(&'static str),
+    /// The client has not sent `Register` first.
+    #[error("client is not registered (send Register first)")]
+    NotRegistered,
+    /// The request's values are absurd (the text says which one).
+    #[error("malformed request: {0}")]
+    Malformed(&'static str),
+    /// The host's own link cannot carry the reservation (sum of reservations above the cap).
+    #[error("local admission refused: {requested} bit/s requested, {available} bit/s left")]
+    LocalAdmission {
+        /// Rate asked for, bit/s.
+        requested: u64,
+        /// Real-time rate still free on the host's link, bit/s.
+        available: u64,
+    },
+    /// Every connection id / proxy IP of the host's link is in use.
+    #[error("no free connection id on the host's link")]
+    IdsExhausted,
+    /// A switch on the path refused (SETUP_FAIL).
+    #[error("refused by switch {switch_ip} (hop {hop}): {reason}")]
+    Refused {
+        /// Hop index of the refusing switch (1 = first switch).
+        hop: u8,
+        /// The switch's reason.
+        reason: FailReason,
+        /// Management IP of the refusing switch.
+        switch_ip: Ipv4Addr,
+    },
+    /// No answer to SETUP after the last retransmission.
+    #[error("no answer from the first switch")]
+    Timeout,
+    /// The client closed the connection while it was being set up.
+    #[error("closed while being set up")]
+    Cancelled,
+    /// No connection with that handle exists.
+    #[error("unknown connection")]
+    UnknownConnection,
+    /// The connection belongs to another client.
+    #[error("connection belongs to another client")]
+    NotOwner,
+}
+
+/// An IPv4 prefix (network address and length) from which proxy IPs are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ProxyPrefix {
+    network: Ipv4Addr,
+    len: u8,
+}
+
+impl ProxyPrefix {
+    /// The default proxy prefix, 198.19.0.0/16 (DESIGN.md §4).
+    pub const DEFAULT: ProxyPrefix = ProxyPrefix {
+        network: Ipv4Addr::new(198, 19, 0, 0),
+        len: 16,
+    };
+    /// The paper-compatible proxy prefix, 1.1.0.0/16 (EtheReal §3.2, proxy IP 1.1.X.Y).
+    pub const PAPER: ProxyPrefix = ProxyPrefix {
+        network: Ipv4Addr::new(1, 1, 0, 0),
+        len: 16,
+    };
+
+    /// `addr/len` with the host bits cleared; [`RtcdError::Config`] if `len` is above 30 (too
+    /// few addresses to be useful) or below 8.
+    pub fn new(addr: Ipv4Addr, len: u8) -> Result<ProxyPrefix, RtcdError> {
+        if !(8..=30).contains(&len) {
+            return Err(RtcdError::Config("proxy prefix length must be 8..=30"));
+        }
+        let mask = u32::MAX << (32 - u32::from(len));
+        Ok(ProxyPrefix {
+            network: Ipv4Addr::from(u32::from(addr) & mask),
+            len,
+        })
+    }
+
+    /// The network address.
+    pub const fn network(&self) -> Ipv4Addr {
+        self.network
+    }
+
+    /// The prefix length.
+    pub const fn prefix_len(&self) -> u8 {
+        self.len
+    }
+
+    /// Number of host bits.
+    fn host_bits(&self) -> u32 {
+        32 - u32::from(self.len)
+    }
+
+    /// The proxy IP of connection id `id`: the network address plus `id`.
+    pub fn ip_for(&self, id: u16) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.network).wrapping_add(u32::from(id)))
+    }
+
+    /// Whether `ip` lies inside the prefix.
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        let mask = u32::MAX << self.host_bits();
+        u32::from(ip) & mask == u32::from(self.network)
+    }
+}
+
+impl std::fmt::Display for ProxyPrefix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.network, self.len)
+    }
+}
+
+/// Daemon configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The host's MAC on the real-time link (source of control frames).
+    pub host_mac: Address,
+    /// The host's IPv4 address (source IP of SETUP).
+    pub host_ip: Ipv4Addr,
+    /// Prefix proxy IPs are drawn from; proxy IP = network + connection id.
+    pub proxy_prefix: ProxyPrefix,
+    /// Proxy-MAC plan (prefix, reserved ids, control MAC).
+    pub plan: ProxyMacPlan,
+    /// Wait before the first retransmission; doubles after each try.
+    pub retransmit_initial: Duration,
+    /// Transmissions of a request in all (first one included).
+    pub max_attempts: u8,
+    /// Period of the orphan check (EtheReal: 60 s).
+    pub reclaim_period: Duration,
+    /// Rate of the host's link, bit/s.
+    pub link_rate_bps: u64,
+    /// Share of the link rate real-time reservations may take, percent (EtheReal: 60).
+    pub realtime_cap_percent: u8,
+    /// Hop limit written into SETUP.
+    pub hop_limit: u8,
+}
+
+impl Config {
+    /// Defaults of DESIGN.md §4 and docs/protocol.md: proxy prefix 198.19.0.0/16, default MAC
+    /// plan, 100 ms initial retransmission timeout doubling over 5 attempts, 60 s reclaim period,
+    /// 60 % real-time cap, hop limit 16.
+    pub fn new(host_mac: Address, host_ip: Ipv4Addr, link_rate_bps: u64) -> Config {
+        Config {
+            host_mac,
+            host_ip,
+            proxy_prefix: ProxyPrefix::DEFAULT,
+            plan: ProxyMacPlan::DEFAULT,
+            retransmit_initial: Duration::from_millis(100),
+            max_attempts: 5,
+            reclaim_period: Duration::from_secs(60),
+            link_rate_bps,
+            realtime_cap_percent: 60,
+            hop_limit: 16,
+        }
+    }
+
+    /// As [`Config::new`] but paper-compatible: proxy IPs 1.1.X.Y, proxy MACs FF:FF:FF:FF:X:Y.
+    pub fn paper(host_mac: Address, host_ip: Ipv4Addr, link_rate_bps: u64) -> Config {
+        Config {
+            proxy_prefix: ProxyPrefix::PAPER,
+            plan: ProxyMacPlan::paper(),
+            ..Config::new(host_mac, host_ip, link_rate_bps)
+        }
+    }
+
+    /// The real-time rate the host's link may carry in all, bit/s.
+    pub fn realtime_capacity(&self) -> u64 {
+        let cap = u128::from(self.link_rate_bps) * u128::from(self.realtime_cap_percent) / 100;
+        u64::try_from(cap).unwrap_or(u64::MAX)
+    }
+}
