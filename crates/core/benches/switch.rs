@@ -6,7 +6,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_main, Criterion, Throughput};
-use rtlan_core::switch::{PortConfig, PortId, Switch, SwitchConfig, UnknownUnicast, MAX_FRAME_LEN};
+use rtlan_core::switch::{
+    PortConfig, PortId, RtConfig, Switch, SwitchConfig, UnknownUnicast, MAX_FRAME_LEN,
+};
 use rtlan_core::Instant;
 use rtlan_wire::ethernet::Address;
 
@@ -39,6 +41,10 @@ fn learnt_switch() -> Switch {
         nrt_queue_bytes: None,
         pending_capacity: 64,
         pending_timeout: Duration::from_millis(100),
+        rt: RtConfig {
+            hello_interval: None,
+            ..RtConfig::default()
+        },
     };
     let mut sw = Switch::new(config, Instant::ZERO).expect("benchmark configuration is valid");
     let mut buf = [0u8; MAX_FRAME_LEN];

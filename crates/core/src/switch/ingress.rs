@@ -1,6 +1,11 @@
 //! What happens to a received frame: EtheReal §3.3's destination classes and §3.4's backward
 //! learning, ARP snooping and ARP probing for unknown destinations.
 //!
+//! Real-time classes first (EtheReal §3.3): after the broadcast test, a destination under the
+//! proxy-MAC plan is either a connection id (→ [`rt::forward_data`] → the output port's
+//! real-time FIFO; an unknown id is dropped and counted, never flooded) or a reserved control
+//! address (→ the control plane in `control`).
+//!
 //! Order of work per frame: count it; reject malformed frames (shorter than an Ethernet header,
 //! longer than [`MAX_FRAME_LEN`], truncated VLAN tags, multicast source); learn the source (which
 //! may release frames held for it); snoop ARP; then classify the destination:
@@ -15,7 +20,8 @@ use rtlan_wire::ipv4;
 
 use super::learning::{Learnt, Lookup};
 use super::queue::MIN_CHARGE;
-use super::{Port, PortId, PortStats, Switch, UnknownUnicast, MAX_FRAME_LEN};
+use super::signal::CONTROL_ALLOWANCE;
+use super::{rt, Port, PortId, PortStats, Switch, UnknownUnicast, MAX_FRAME_LEN};
 use crate::time::Instant;
 
 /// Copies `frame` into `port`'s queue, counting the outcome.
@@ -65,9 +71,10 @@ impl Switch {
         let dst = eth.dst_addr();
         let ethertype = eth.inner_ethertype();
 
-        match self.fdb.learn(src, port, now) {
+        let learnt = self.fdb.learn(src, port, now);
+        match learnt {
             Learnt::Refreshed | Learnt::Own => {}
-            learnt @ (Learnt::Created | Learnt::Moved | Learnt::Full) => {
+            Learnt::Created | Learnt::Moved | Learnt::Full => {
                 if learnt == Learnt::Full {
                     self.stats.fdb_full += 1;
                 }
@@ -82,6 +89,21 @@ impl Switch {
         } else {
             None
         };
+
+        let news = arp.is_some() || matches!(learnt, Learnt::Created | Learnt::Moved);
+        if news && self.rt.waits_for_route() {
+            self.retry_routes(now);
+        }
+
+        // Paper mode: the plan's prefix is ff:ff:ff:ff, so broadcast is tested first (§3.3).
+        if dst != Address::BROADCAST && self.config.rt.plan.covers(&dst) {
+            if self.config.rt.plan.connection_id(&dst).is_some() {
+                self.rt_data(now, port, frame);
+            } else {
+                self.handle_control_frame(now, port, src, dst, ethertype, eth.payload());
+            }
+            return;
+        }
 
         if dst.is_multicast() {
             if let Some(request) = arp {
@@ -190,6 +212,46 @@ impl Switch {
         } else {
             self.stats.drop_pending_full += 1;
         }
+        self.probe(now, ingress, ip);
+    }
+
+    /// A real-time data frame on `port`: rewritten by [`rt::forward_data`] and queued on the
+    /// output port's real-time FIFO, within the FIFO bytes admitted there (2 × max burst per
+    /// connection, plus room for control messages).
+    fn rt_data(&mut self, now: Instant, port: PortId, frame: &[u8]) {
+        self.stats.rt_data += 1;
+        let Switch {
+            rt: state,
+            ports,
+            stats,
+            config,
+            ..
+        } = self;
+        // `handle_frame` refused frames longer than MAX_FRAME_LEN, the scratch buffer's length.
+        let Some(buf) = state.scratch.get_mut(..frame.len()) else {
+            return;
+        };
+        buf.copy_from_slice(frame);
+        let Ok(out) = rt::forward_data(buf, port, &state.table, &config.rt.plan, &mut stats.rt)
+        else {
+            return;
+        };
+        let index = usize::from(out.0);
+        let budget = state.rt_budget.get(index).copied().unwrap_or(0) + CONTROL_ALLOWANCE;
+        if let (Some(out), Some(port_stats)) = (ports.get_mut(index), stats.ports.get_mut(index)) {
+            if out.rt_queue.charged_bytes() + buf.len().max(MIN_CHARGE) <= budget
+                && out.rt_queue.push(buf, now)
+            {
+                port_stats.tx_queued += 1;
+            } else {
+                port_stats.rt_drop_queue_full += 1;
+            }
+        }
+    }
+
+    /// Unless a probe for `ip` is outstanding, probes for `ip` out of every port but `ingress`
+    /// (EtheReal §3.4: ARP request with sender IP 0.0.0.0).
+    pub(super) fn probe(&mut self, now: Instant, ingress: PortId, ip: Ipv4Addr) {
         if self.pending.probe_outstanding(ip, now) {
             return;
         }

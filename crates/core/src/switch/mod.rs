@@ -6,7 +6,9 @@
 //! [`Switch`] for the order in which a driver calls it. Submodules, by concern:
 //! `learning` (the learning table), `arp_cache` (the internal ARP cache), `queue` (per-port
 //! non-real-time FIFOs in preallocated storage), `pacer` (line-rate pacing), `pending` (frames held
-//! while their destination is probed), `ingress` (what happens to a received frame).
+//! while their destination is probed), `ingress` (what happens to a received frame), `control`
+//! (the EtheReal §2.2/§3.4 signalling: SETUP hop by hop, TEARDOWN, HELLO) with its real-time
+//! state in `signal`, and `rt` (connection table, ids, admission, the data path).
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -16,12 +18,14 @@ use rtlan_wire::ethernet::Address;
 use crate::time::Instant;
 
 mod arp_cache;
+mod control;
 mod ingress;
 mod learning;
 mod pacer;
 mod pending;
 mod queue;
 pub mod rt;
+mod signal;
 #[cfg(test)]
 mod tests;
 
@@ -36,6 +40,8 @@ use learning::Fdb;
 use pacer::Pacer;
 use pending::Pending;
 use queue::FrameQueue;
+use rtlan_wire::control::ProxyMacPlan;
+use signal::RtState;
 
 /// Longest frame (without FCS) the switch accepts; longer ones are counted as malformed.
 pub const MAX_FRAME_LEN: usize = 2048;
@@ -83,6 +89,52 @@ pub struct PortConfig {
     pub rate_bps: Option<u64>,
 }
 
+/// Real-time configuration of a switch (EtheReal §2.2, §2.3, §3.3): the proxy-MAC plan,
+/// admission and signalling parameters. [`RtConfig::default`] gives the documented defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RtConfig {
+    /// Proxy-MAC plan: which destination MACs are connection ids and which is the control MAC.
+    pub plan: ProxyMacPlan,
+    /// Share of an output port's line rate real-time reservations may book, percent (paper: 60).
+    pub cap_percent: u8,
+    /// Line rate admission assumes for an unpaced port, wire bit/s.
+    pub unpaced_line_rate_bps: u64,
+    /// Most connections the switch holds (table size, preallocated).
+    pub max_connections: usize,
+    /// Storage of each port's real-time FIFO in bytes (allocated up front); admission refuses a
+    /// connection (BUFFER) whose 2 × max burst no longer fits.
+    pub rt_queue_bytes: usize,
+    /// Wait before the first retransmission of a SETUP sent downstream; doubles after each try.
+    pub retransmit_initial: Duration,
+    /// Transmissions of a downstream SETUP in all (first one included).
+    pub max_attempts: u8,
+    /// HELLO period; `None` = send no HELLO (ports count as host-facing unless a switch HELLO is
+    /// heard).
+    pub hello_interval: Option<Duration>,
+    /// How long a SETUP waits for its destination to be found by ARP probing before it is
+    /// refused (SETUP_FAIL, NO_ROUTE).
+    pub route_timeout: Duration,
+}
+
+impl Default for RtConfig {
+    /// Default plan, 60 % cap, 1 Gbit/s for unpaced ports, 1024 connections, 256 KiB real-time
+    /// FIFO per port, 100 ms initial retransmission over 5 attempts, HELLO every second, 500 ms to
+    /// find a destination.
+    fn default() -> RtConfig {
+        RtConfig {
+            plan: ProxyMacPlan::DEFAULT,
+            cap_percent: rt::DEFAULT_RT_CAP_PERCENT,
+            unpaced_line_rate_bps: 1_000_000_000,
+            max_connections: 1024,
+            rt_queue_bytes: 256 * 1024,
+            retransmit_initial: Duration::from_millis(100),
+            max_attempts: 5,
+            hello_interval: Some(Duration::from_secs(1)),
+            route_timeout: Duration::from_millis(500),
+        }
+    }
+}
+
 /// Switch configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SwitchConfig {
@@ -104,6 +156,8 @@ pub struct SwitchConfig {
     pub pending_capacity: usize,
     /// How long a held frame waits for its destination to be learnt before it is dropped.
     pub pending_timeout: Duration,
+    /// Real-time connections and signalling.
+    pub rt: RtConfig,
 }
 
 /// Per-port counters.
@@ -119,9 +173,12 @@ pub struct PortStats {
     pub tx_bytes: u64,
     /// Frames dropped because the port's non-real-time queue was full.
     pub drop_queue_full: u64,
-    /// Frames accepted into the port's non-real-time queue (forwarded, flooded copies, ARP probes
-    /// and replies). Always `tx_frames + drop_tx_buffer + frames still queued`.
+    /// Frames accepted into the port's non-real-time or real-time queue (forwarded, flooded
+    /// copies, ARP probes and replies, real-time data, control messages). Always
+    /// `tx_frames + drop_tx_buffer + frames still queued`.
     pub tx_queued: u64,
+    /// Real-time frames (data or control) dropped because the port's real-time FIFO was full.
+    pub rt_drop_queue_full: u64,
     /// Frames discarded at transmit because the driver's buffer was shorter than the frame.
     pub drop_tx_buffer: u64,
     /// Largest lateness of a send, in ns: how long after the frame became due (line free and
@@ -135,7 +192,9 @@ pub struct PortStats {
 ///
 /// Every frame received on a valid port ends up in exactly one of: `drop_malformed`,
 /// `drop_to_switch`, `to_switch_arp`, `drop_same_port`, `drop_pending_full`,
-/// `drop_pending_timeout`, `flooded`, `forwarded`, or is still held ([`Switch::pending_len`]).
+/// `drop_pending_timeout`, `flooded`, `forwarded`, `rt_data` (then counted in [`rt::RtStats`]
+/// as forwarded or dropped), `control_rx`, `drop_control`, or is still held
+/// ([`Switch::pending_len`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SwitchStats {
     /// Per-port counters, indexed by port.
@@ -174,6 +233,44 @@ pub struct SwitchStats {
     pub fdb_full: u64,
     /// ARP mappings not cached because the cache was full ([`ARP_CACHE_CAPACITY`]).
     pub arp_cache_full: u64,
+    /// Frames addressed to a connection id (EtheReal §3.3 real-time class).
+    pub rt_data: u64,
+    /// The real-time data path and admission counters.
+    pub rt: rt::RtStats,
+    /// Control frames that parsed and were handled.
+    pub control_rx: u64,
+    /// Frames to a reserved control address that were dropped: wrong EtherType, reserved id other
+    /// than the control id, or a control message that does not parse.
+    pub drop_control: u64,
+    /// Signalling counters.
+    pub signal: SignalStats,
+}
+
+/// Counters of the signalling (control-plane) state machine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SignalStats {
+    /// SETUPs received (first transmissions and duplicates).
+    pub setup_rx: u64,
+    /// Duplicate SETUPs (answered from the stored reply, or ignored while in progress).
+    pub setup_duplicates: u64,
+    /// Connections installed.
+    pub setup_ok: u64,
+    /// SETUPs refused here or downstream (SETUP_FAIL sent upstream).
+    pub setup_fail: u64,
+    /// SETUPs sent downstream (retransmissions included).
+    pub setup_tx: u64,
+    /// Downstream SETUPs retransmitted.
+    pub setup_retransmits: u64,
+    /// TEARDOWNs received.
+    pub teardown_rx: u64,
+    /// Connections removed by TEARDOWN.
+    pub teardowns: u64,
+    /// HELLOs sent.
+    pub hello_tx: u64,
+    /// HELLOs received.
+    pub hello_rx: u64,
+    /// Replies or messages that matched no state (late, forged or unsupported here).
+    pub unmatched: u64,
 }
 
 /// A learning-table entry, for reporting.
@@ -224,6 +321,8 @@ pub enum ConfigError {
 #[derive(Debug)]
 struct Port {
     queue: FrameQueue,
+    /// The real-time FIFO, served before `queue` (the cyclic scheduler is issue 4).
+    rt_queue: FrameQueue,
     /// `None` for an unpaced port.
     pacer: Option<Pacer>,
 }
@@ -231,7 +330,7 @@ struct Port {
 impl Port {
     /// When the head frame may go out, if any frame is queued.
     fn ready_at(&self) -> Option<Instant> {
-        let (_, enqueued) = self.queue.front()?;
+        let (_, enqueued) = self.rt_queue.front().or_else(|| self.queue.front())?;
         Some(match &self.pacer {
             Some(pacer) => pacer.ready_at(enqueued),
             None => enqueued,
@@ -276,6 +375,7 @@ pub struct Switch {
     pending: Pending,
     stats: SwitchStats,
     next_ageing: Instant,
+    rt: RtState,
 }
 
 impl Switch {
@@ -304,6 +404,7 @@ impl Switch {
                 })?;
             ports.push(Port {
                 queue: FrameQueue::new(bound),
+                rt_queue: FrameQueue::new(config.rt.rt_queue_bytes.min(MAX_NRT_QUEUE_BYTES)),
                 pacer: port.rate_bps.map(Pacer::new),
             });
         }
@@ -318,6 +419,7 @@ impl Switch {
             },
             ports,
             next_ageing: now + AGEING_CHECK_INTERVAL,
+            rt: RtState::new(&config, now),
             config,
         })
     }
@@ -332,7 +434,14 @@ impl Switch {
         let out = self.ports.get_mut(index)?;
         let stats = self.stats.ports.get_mut(index)?;
         loop {
-            let (len, enqueued) = out.queue.front()?;
+            // Strict priority: the real-time FIFO first.
+            let rt = out.rt_queue.front().is_some();
+            let queue = if rt {
+                &mut out.rt_queue
+            } else {
+                &mut out.queue
+            };
+            let (len, enqueued) = queue.front()?;
             let ready = match &out.pacer {
                 Some(pacer) => pacer.ready_at(enqueued),
                 None => enqueued,
@@ -341,14 +450,14 @@ impl Switch {
                 return None;
             }
             if buf.len() < len {
-                out.queue.pop_into(&mut []);
+                queue.pop_into(&mut []);
                 stats.drop_tx_buffer += 1;
                 continue;
             }
             if let Some(pacer) = &mut out.pacer {
                 pacer.on_send(now, enqueued, len);
             }
-            out.queue.pop_into(buf);
+            queue.pop_into(buf);
             stats.tx_frames += 1;
             stats.tx_bytes += len as u64;
             let late = now.saturating_duration_since(ready);
@@ -371,6 +480,9 @@ impl Switch {
         if let Some(expiry) = self.pending.next_expiry() {
             next = next.min(expiry);
         }
+        if let Some(due) = self.rt.next_timeout() {
+            next = next.min(due);
+        }
         for port in &self.ports {
             if let Some(ready) = port.ready_at() {
                 next = next.min(ready);
@@ -379,13 +491,16 @@ impl Switch {
         Some(next)
     }
 
-    /// Runs timers due at `now`: pending-frame expiry, learning-table ageing.
+    /// Runs timers due at `now`: pending-frame expiry, learning-table ageing, HELLOs, SETUP
+    /// retransmissions and route timeouts.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.stats.drop_pending_timeout += self.pending.expire(now);
+        self.signal_timeout(now);
         if now >= self.next_ageing {
             self.fdb.age(now);
             self.arp.age(now);
             self.pending.forget_old_probes(now);
+            self.rt.forget_old_answers(now);
             self.next_ageing = now + AGEING_CHECK_INTERVAL;
         }
     }

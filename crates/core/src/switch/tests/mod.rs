@@ -14,6 +14,8 @@ mod arp_probe;
 mod forwarding;
 mod pacing;
 mod props;
+mod rt_net;
+mod rt_setup;
 
 pub(super) const SWITCH_MAC: Address = Address([0x02, 0x5e, 0, 0, 0, 0xfe]);
 pub(super) const MGMT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 254);
@@ -55,6 +57,10 @@ pub(super) fn config(ports: usize) -> SwitchConfig {
         nrt_queue_bytes: None,
         pending_capacity: 8,
         pending_timeout: Duration::from_millis(100),
+        rt: RtConfig {
+            hello_interval: None,
+            ..RtConfig::default()
+        },
     }
 }
 

@@ -1,0 +1,189 @@
+//! The real-time state a switch keeps for EtheReal §2.2/§2.3 signalling (`docs/protocol.md` §5):
+//! the connection table, admission budgets, per-link id allocators, the resources each installed
+//! connection holds, SETUPs in progress (waiting for a route or for the downstream answer), the
+//! stored answers that make duplicate SETUPs idempotent, and which ports hear switch HELLOs.
+//!
+//! The procedures that change this state are in `control`; this module holds the data and the
+//! small bookkeeping helpers (timers, HELLO freshness, answer expiry).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use rtlan_wire::control::{Repr, SetupRepr};
+
+use super::rt::{Admission, Booking, ConnectionTable, IdAllocator, RequestKey};
+use super::{PortId, SwitchConfig, MAX_FRAME_LEN};
+use crate::time::Instant;
+
+/// How long an answer to a SETUP is kept for duplicates (`docs/protocol.md` §5: a request id is
+/// not reused by one sender within 10 minutes).
+pub(super) const ANSWER_LIFETIME: Duration = Duration::from_secs(600);
+
+/// A HELLO heard more than this many periods ago no longer makes a port switch-facing.
+const HELLO_MISSES: u32 = 3;
+
+/// Bytes of each port's real-time FIFO kept free for control messages beyond the admitted
+/// 2 × max burst per connection.
+pub(super) const CONTROL_ALLOWANCE: usize = 8 * 1024;
+
+/// What an installed connection holds on this switch besides its table entry.
+#[derive(Debug)]
+pub(super) struct Held {
+    /// The bandwidth booked on the output port.
+    pub(super) booking: Booking,
+    /// Real-time FIFO bytes (2 × max burst) admitted on the output port.
+    pub(super) rt_bytes: usize,
+}
+
+/// What a SETUP in progress waits for.
+#[derive(Debug)]
+pub(super) enum Wait {
+    /// The destination's MAC and port are being found by ARP probing.
+    Route {
+        /// When the SETUP is refused with NO_ROUTE.
+        deadline: Instant,
+    },
+    /// The SETUP went downstream; SETUP_OK or SETUP_FAIL is awaited.
+    Downstream {
+        /// Output port (the link the SETUP went out on).
+        out_port: PortId,
+        /// Connection id allocated on that link.
+        out_id: u16,
+        /// Bandwidth booked on `out_port`.
+        booking: Booking,
+        /// Real-time FIFO bytes admitted on `out_port`.
+        rt_bytes: usize,
+        /// Request id of the downstream SETUP (chosen by this switch).
+        request_id: u32,
+        /// Transmissions so far.
+        attempts: u8,
+        /// When to retransmit (or give up after the last attempt).
+        next_retransmit: Instant,
+    },
+}
+
+/// A SETUP this switch is working on.
+#[derive(Debug)]
+pub(super) struct InProgress {
+    /// The upstream request (input port, source MAC, request id).
+    pub(super) key: RequestKey,
+    /// The connection id the upstream node chose for the input link.
+    pub(super) in_id: u16,
+    /// This switch's hop index (the SETUP's header hop + 1).
+    pub(super) hop: u8,
+    /// Whether the SETUP came from the sending host's daemon (this is the first switch).
+    pub(super) first: bool,
+    /// The request.
+    pub(super) setup: SetupRepr,
+    /// What it waits for.
+    pub(super) wait: Wait,
+}
+
+/// All real-time state of one switch.
+#[derive(Debug)]
+pub(super) struct RtState {
+    /// Installed connections, keyed by (input port, input id).
+    pub(super) table: ConnectionTable,
+    /// Bandwidth budgets per output port.
+    pub(super) admission: Admission,
+    /// Connection-id allocators, one per output link (port).
+    pub(super) ids: Vec<IdAllocator>,
+    /// What each installed connection holds, keyed like the table.
+    pub(super) held: HashMap<(PortId, u16), Held>,
+    /// Real-time FIFO bytes admitted per output port (sum of 2 × max burst).
+    pub(super) rt_budget: Vec<usize>,
+    /// Answers sent upstream, for duplicate SETUPs, with the time they were sent.
+    pub(super) answers: HashMap<RequestKey, (Repr, Instant)>,
+    /// SETUPs in progress, oldest first.
+    pub(super) in_progress: Vec<InProgress>,
+    /// Per port: when a switch HELLO was last heard.
+    pub(super) switch_heard: Vec<Option<Instant>>,
+    /// When the next HELLOs are due (`None`: HELLO disabled).
+    pub(super) next_hello: Option<Instant>,
+    /// Sequence number of the next HELLO.
+    pub(super) hello_seq: u32,
+    /// Request id of the next message this switch originates downstream.
+    pub(super) next_request_id: u32,
+    /// Scratch buffer for rewriting a real-time data frame.
+    pub(super) scratch: Vec<u8>,
+}
+
+impl RtState {
+    /// Empty state for `config`; the first HELLOs are due at `now`.
+    pub(super) fn new(config: &SwitchConfig, now: Instant) -> RtState {
+        let rates: Vec<u64> = config
+            .ports
+            .iter()
+            .map(|p| p.rate_bps.unwrap_or(config.rt.unpaced_line_rate_bps))
+            .collect();
+        let count = config.ports.len();
+        RtState {
+            table: ConnectionTable::new(config.rt.max_connections),
+            admission: Admission::with_cap(&rates, config.rt.cap_percent),
+            ids: (0..count)
+                .map(|_| IdAllocator::new(&config.rt.plan))
+                .collect(),
+            held: HashMap::new(),
+            rt_budget: vec![0; count],
+            answers: HashMap::new(),
+            in_progress: Vec::new(),
+            switch_heard: vec![None; count],
+            next_hello: config.rt.hello_interval.map(|_| now),
+            hello_seq: 0,
+            next_request_id: 1,
+            scratch: vec![0; MAX_FRAME_LEN],
+        }
+    }
+
+    /// The earliest signalling deadline: HELLO, route timeout or retransmission.
+    pub(super) fn next_timeout(&self) -> Option<Instant> {
+        let waits = self.in_progress.iter().map(|p| match p.wait {
+            Wait::Route { deadline } => deadline,
+            Wait::Downstream {
+                next_retransmit, ..
+            } => next_retransmit,
+        });
+        waits.chain(self.next_hello).min()
+    }
+
+    /// A fresh request id for a message this switch originates.
+    pub(super) fn request_id(&mut self) -> u32 {
+        let id = self.next_request_id;
+        self.next_request_id = self.next_request_id.wrapping_add(1).max(1);
+        id
+    }
+
+    /// Whether `port` heard a switch HELLO recently enough to count as switch-facing.
+    pub(super) fn is_switch_facing(
+        &self,
+        port: PortId,
+        now: Instant,
+        interval: Option<Duration>,
+    ) -> bool {
+        match self
+            .switch_heard
+            .get(usize::from(port.0))
+            .copied()
+            .flatten()
+        {
+            None => false,
+            Some(heard) => match interval {
+                None => true,
+                Some(period) => now.saturating_duration_since(heard) <= period * HELLO_MISSES,
+            },
+        }
+    }
+
+    /// Whether a SETUP waits for a route (then received ARP traffic may let it go on).
+    pub(super) fn waits_for_route(&self) -> bool {
+        self.in_progress
+            .iter()
+            .any(|p| matches!(p.wait, Wait::Route { .. }))
+    }
+
+    /// Drops stored answers older than [`ANSWER_LIFETIME`].
+    pub(super) fn forget_old_answers(&mut self, now: Instant) {
+        self.answers
+            .retain(|_, (_, sent)| now.saturating_duration_since(*sent) < ANSWER_LIFETIME);
+    }
+}
