@@ -5,6 +5,7 @@
 //! - [`clock`], [`timer`]: `CLOCK_MONOTONIC` as the cores' [`rtlan_core::Instant`], absolute
 //!   `timerfd` deadlines, wake-up lateness.
 //! - [`switchd`]: the switch daemon (`rtlan switch --config FILE`).
+//! - [`rtcd`]: the host daemon (`rtlan rtcd`) and its blocking client.
 //! - [`ctl`]: the client of the switch's control socket.
 //! - [`netlink`]: neighbour (ARP) entries and on-link routes for the host daemon.
 
@@ -12,5 +13,6 @@ pub mod clock;
 pub mod ctl;
 pub mod netlink;
 pub mod packet;
+pub mod rtcd;
 pub mod switchd;
 pub mod timer;

@@ -28,6 +28,8 @@ struct Cli {
 enum Command {
     /// Run the user-space switch on the interfaces named in a config file.
     Switch(cmd::switch::SwitchArgs),
+    /// Run the host daemon that reserves real-time connections for local applications.
+    Rtcd(cmd::rtcd::RtcdArgs),
     /// Build, enter and remove namespace testbeds from topology files.
     #[command(subcommand)]
     Lab(cmd::lab::LabCommand),
@@ -42,6 +44,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Switch(args) => cmd::switch::run(args),
+        Command::Rtcd(args) => cmd::rtcd::run(args),
         Command::Lab(c) => cmd::lab::run(c),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Bench(c) => cmd::bench::run(c),

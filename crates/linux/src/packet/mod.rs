@@ -11,7 +11,7 @@
 //!
 //! Written against `libc` directly because no maintained crate exposes TPACKET_V2 TX rings.
 
-mod iface;
+pub(crate) mod iface;
 mod ring;
 
 use std::io;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rtlan_core::switch::{
-    PortConfig, SwitchConfig, UnknownUnicast, MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
+    PortConfig, RtConfig, SwitchConfig, UnknownUnicast, MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
 };
 use rtlan_core::units::{format_rate, parse_duration, parse_rate};
 use rtlan_wire::ethernet::Address;
@@ -341,6 +341,7 @@ impl Config {
             nrt_queue_bytes: self.nrt_queue_bytes,
             pending_capacity: self.pending_capacity,
             pending_timeout: self.pending_timeout,
+            rt: RtConfig::default(),
         }
     }
 }

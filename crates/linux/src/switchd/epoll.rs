@@ -6,15 +6,15 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// An epoll instance.
 #[derive(Debug)]
-pub(super) struct Epoll {
+pub(crate) struct Epoll {
     fd: OwnedFd,
 }
 
 /// An empty event slot for [`Epoll::wait`].
-pub(super) const EMPTY_EVENT: libc::epoll_event = libc::epoll_event { events: 0, u64: 0 };
+pub(crate) const EMPTY_EVENT: libc::epoll_event = libc::epoll_event { events: 0, u64: 0 };
 
 impl Epoll {
-    pub(super) fn new() -> io::Result<Self> {
+    pub(crate) fn new() -> io::Result<Self> {
         // SAFETY: plain system call; the result is checked.
         let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if raw < 0 {
@@ -37,22 +37,22 @@ impl Epoll {
     }
 
     /// Watches `fd` for `events`, reporting `token`.
-    pub(super) fn add(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+    pub(crate) fn add(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_ADD, fd, events, token)
     }
 
     /// Changes the events watched on `fd`.
-    pub(super) fn modify(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+    pub(crate) fn modify(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_MOD, fd, events, token)
     }
 
     /// Stops watching `fd`.
-    pub(super) fn delete(&self, fd: RawFd) -> io::Result<()> {
+    pub(crate) fn delete(&self, fd: RawFd) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
     }
 
     /// Waits up to `timeout_ms` (0 = poll) and fills `events`; an interrupted wait returns 0.
-    pub(super) fn wait(
+    pub(crate) fn wait(
         &self,
         events: &mut [libc::epoll_event],
         timeout_ms: i32,

@@ -18,7 +18,7 @@
 mod config;
 mod control;
 mod daemon;
-mod epoll;
+pub(crate) mod epoll;
 
 use std::io;
 use std::path::PathBuf;

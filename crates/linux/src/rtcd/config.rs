@@ -1,0 +1,307 @@
+//! Configuration of the host daemon (`rtlan rtcd --config FILE` or flags), TOML as documented in
+//! `docs/rtcd.md`. Everything but the interface has a default; the host's MAC and IPv4 address
+//! are read from the interface when the daemon starts unless given here.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rtlan_core::rtcd::ProxyPrefix;
+use rtlan_core::units::{parse_duration, parse_rate};
+use rtlan_wire::ethernet::Address;
+use serde::Deserialize;
+
+use crate::switchd::parse_mac;
+
+/// Default client socket path.
+pub const DEFAULT_SOCKET: &str = "/run/rtlan/rtcd.sock";
+/// Default rate of the host's link, bit/s (100 Mbit/s, as in EtheReal's testbed).
+pub const DEFAULT_LINK_RATE: u64 = 100_000_000;
+
+/// The configuration is unreadable or invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The system error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The TOML does not parse or has unknown keys.
+    #[error("{0}")]
+    Toml(String),
+    /// A value is out of range or malformed (the text names the key).
+    #[error("{0}")]
+    Value(String),
+}
+
+/// The daemon's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The host's interface towards the first switch.
+    pub interface: String,
+    /// Path of the clients' Unix stream socket.
+    pub socket: PathBuf,
+    /// Paper-compatible addressing (proxy IPs 1.1.X.Y, proxy MACs FF:FF:FF:FF:X:Y).
+    pub paper: bool,
+    /// Source IP of SETUP; `None` = the interface's IPv4 address.
+    pub host_ip: Option<Ipv4Addr>,
+    /// Source MAC of control frames; `None` = the interface's MAC.
+    pub host_mac: Option<Address>,
+    /// Rate of the host's link, bit/s.
+    pub link_rate_bps: u64,
+    /// Proxy prefix; `None` = 198.19.0.0/16 (1.1.0.0/16 with `paper`).
+    pub proxy_prefix: Option<ProxyPrefix>,
+    /// Share of the link real-time reservations may take, percent.
+    pub realtime_cap_percent: u8,
+    /// Wait before the first SETUP/TEARDOWN retransmission.
+    pub retransmit_initial: Duration,
+    /// Transmissions of a request in all.
+    pub max_attempts: u8,
+    /// Period of the orphan (dead PID) check.
+    pub reclaim_period: Duration,
+    /// Hop limit written into SETUP.
+    pub hop_limit: u8,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    interface: String,
+    socket: Option<PathBuf>,
+    paper: Option<bool>,
+    host_ip: Option<String>,
+    host_mac: Option<String>,
+    link_rate: Option<String>,
+    proxy_prefix: Option<String>,
+    realtime_cap_percent: Option<u8>,
+    retransmit_initial: Option<String>,
+    max_attempts: Option<u8>,
+    reclaim_period: Option<String>,
+    hop_limit: Option<u8>,
+}
+
+/// Parses `a.b.c.d/len` into a [`ProxyPrefix`].
+pub fn parse_prefix(text: &str) -> Result<ProxyPrefix, ConfigError> {
+    let bad = || ConfigError::Value(format!("proxy_prefix: `{text}` is not like 198.19.0.0/16"));
+    let (ip, len) = text.trim().split_once('/').ok_or_else(bad)?;
+    let ip: Ipv4Addr = ip.parse().map_err(|_| bad())?;
+    let len: u8 = len.parse().map_err(|_| bad())?;
+    ProxyPrefix::new(ip, len).map_err(|e| ConfigError::Value(format!("proxy_prefix: {e}")))
+}
+
+impl Config {
+    /// Defaults for `interface` and `socket` (docs/rtcd.md lists them).
+    pub fn new(interface: &str, socket: &Path) -> Config {
+        let core = rtlan_core::rtcd::Config::new(Address([0; 6]), Ipv4Addr::UNSPECIFIED, 1);
+        Config {
+            interface: interface.to_string(),
+            socket: socket.to_path_buf(),
+            paper: false,
+            host_ip: None,
+            host_mac: None,
+            link_rate_bps: DEFAULT_LINK_RATE,
+            proxy_prefix: None,
+            realtime_cap_percent: core.realtime_cap_percent,
+            retransmit_initial: core.retransmit_initial,
+            max_attempts: core.max_attempts,
+            reclaim_period: core.reclaim_period,
+            hop_limit: core.hop_limit,
+        }
+    }
+
+    /// Reads and validates a TOML file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::from_toml_str(&text)
+    }
+
+    /// Parses and validates TOML text.
+    pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
+        check_ifname(&raw.interface)?;
+        let socket = raw.socket.unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET));
+        let mut config = Config::new(&raw.interface, &socket);
+        config.paper = raw.paper.unwrap_or(false);
+        if let Some(ip) = raw.host_ip {
+            let ip = ip.parse().map_err(|_| {
+                ConfigError::Value(format!("host_ip: `{ip}` is not an IPv4 address"))
+            })?;
+            config.host_ip = Some(ip);
+        }
+        if let Some(mac) = raw.host_mac {
+            match parse_mac(&mac) {
+                Some(m) if m.is_unicast() => config.host_mac = Some(m),
+                _ => {
+                    return Err(ConfigError::Value(format!(
+                        "host_mac: `{mac}` is not a unicast MAC address"
+                    )))
+                }
+            }
+        }
+        if let Some(rate) = raw.link_rate {
+            config.link_rate_bps =
+                parse_rate(&rate).map_err(|e| ConfigError::Value(format!("link_rate: {e}")))?;
+        }
+        if let Some(prefix) = raw.proxy_prefix {
+            config.proxy_prefix = Some(parse_prefix(&prefix)?);
+        }
+        if let Some(cap) = raw.realtime_cap_percent {
+            config.realtime_cap_percent = cap;
+        }
+        if let Some(d) = raw.retransmit_initial {
+            config.retransmit_initial = parse_duration(&d)
+                .map_err(|e| ConfigError::Value(format!("retransmit_initial: {e}")))?;
+        }
+        if let Some(n) = raw.max_attempts {
+            config.max_attempts = n;
+        }
+        if let Some(d) = raw.reclaim_period {
+            config.reclaim_period = parse_duration(&d)
+                .map_err(|e| ConfigError::Value(format!("reclaim_period: {e}")))?;
+        }
+        if let Some(h) = raw.hop_limit {
+            config.hop_limit = h;
+        }
+        // Catch what the core would refuse now, with the file in mind.
+        config.core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))?;
+        Ok(config)
+    }
+
+    /// The core's configuration for a host with `host_mac` and `host_ip` (the configured values
+    /// win over these), validated by the core.
+    pub fn core_config(
+        &self,
+        host_mac: Address,
+        host_ip: Ipv4Addr,
+    ) -> Result<rtlan_core::rtcd::Config, ConfigError> {
+        let mac = self.host_mac.unwrap_or(host_mac);
+        let ip = self.host_ip.unwrap_or(host_ip);
+        let mut core = if self.paper {
+            rtlan_core::rtcd::Config::paper(mac, ip, self.link_rate_bps)
+        } else {
+            rtlan_core::rtcd::Config::new(mac, ip, self.link_rate_bps)
+        };
+        if let Some(prefix) = self.proxy_prefix {
+            core.proxy_prefix = prefix;
+        }
+        core.realtime_cap_percent = self.realtime_cap_percent;
+        core.retransmit_initial = self.retransmit_initial;
+        core.max_attempts = self.max_attempts;
+        core.reclaim_period = self.reclaim_period;
+        core.hop_limit = self.hop_limit;
+        // Validate by construction; the instant does not matter.
+        rtlan_core::rtcd::Rtcd::new(core.clone(), rtlan_core::time::Instant::from_nanos(0))
+            .map_err(|e| ConfigError::Value(e.to_string()))?;
+        Ok(core)
+    }
+}
+
+/// Refuses names that cannot be Linux interface names.
+fn check_ifname(name: &str) -> Result<(), ConfigError> {
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(['/', ' ', '\0']) {
+        return Err(ConfigError::Value(format!(
+            "interface: `{name}` is not a valid interface name"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_file_takes_defaults() {
+        let c = Config::from_toml_str("interface = \"eth0\"\n").expect("valid");
+        assert_eq!(c.interface, "eth0");
+        assert_eq!(c.socket, PathBuf::from(DEFAULT_SOCKET));
+        assert_eq!(c.link_rate_bps, DEFAULT_LINK_RATE);
+        assert!(!c.paper);
+        let core = c
+            .core_config(Address([2, 0, 0, 0, 0, 9]), Ipv4Addr::new(198, 18, 0, 9))
+            .expect("valid");
+        assert_eq!(core.proxy_prefix, ProxyPrefix::DEFAULT);
+        assert_eq!(core.host_ip, Ipv4Addr::new(198, 18, 0, 9));
+        assert_eq!(core.realtime_cap_percent, 60);
+    }
+
+    #[test]
+    fn full_file_overrides_everything() {
+        let text = r#"
+            interface = "eth1"
+            socket = "/tmp/x.sock"
+            paper = true
+            host_ip = "198.18.0.7"
+            host_mac = "02:00:00:00:00:07"
+            link_rate = "1gbit"
+            proxy_prefix = "198.19.4.0/22"
+            realtime_cap_percent = 50
+            retransmit_initial = "20ms"
+            max_attempts = 3
+            reclaim_period = "5s"
+            hop_limit = 4
+        "#;
+        let c = Config::from_toml_str(text).expect("valid");
+        let core = c
+            .core_config(Address([2, 0, 0, 0, 0, 9]), Ipv4Addr::new(198, 18, 0, 9))
+            .expect("valid");
+        assert_eq!(core.host_ip, Ipv4Addr::new(198, 18, 0, 7));
+        assert_eq!(core.host_mac, Address([2, 0, 0, 0, 0, 7]));
+        assert_eq!(core.link_rate_bps, 1_000_000_000);
+        assert_eq!(core.proxy_prefix.to_string(), "198.19.4.0/22");
+        assert_eq!(core.plan, rtlan_wire::control::ProxyMacPlan::paper());
+        assert_eq!(core.retransmit_initial, Duration::from_millis(20));
+        assert_eq!(core.max_attempts, 3);
+        assert_eq!(core.reclaim_period, Duration::from_secs(5));
+        assert_eq!(core.hop_limit, 4);
+        assert_eq!(core.realtime_cap_percent, 50);
+    }
+
+    #[test]
+    fn paper_mode_uses_paper_prefix() {
+        let c = Config::from_toml_str("interface = \"eth0\"\npaper = true\n").expect("valid");
+        let core = c
+            .core_config(Address([2, 0, 0, 0, 0, 9]), Ipv4Addr::new(198, 18, 0, 9))
+            .expect("valid");
+        assert_eq!(core.proxy_prefix, ProxyPrefix::PAPER);
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_the_key_named() {
+        for (text, key) in [
+            ("", "interface"),
+            ("interface = \"eth0\"\nbogus = 1\n", "bogus"),
+            ("interface = \"a/b\"\n", "interface"),
+            ("interface = \"eth0\"\nhost_ip = \"1.2.3\"\n", "host_ip"),
+            (
+                "interface = \"eth0\"\nhost_mac = \"01:00:00:00:00:01\"\n",
+                "host_mac",
+            ),
+            ("interface = \"eth0\"\nlink_rate = \"fast\"\n", "link_rate"),
+            (
+                "interface = \"eth0\"\nproxy_prefix = \"198.19.0.0\"\n",
+                "proxy_prefix",
+            ),
+            (
+                "interface = \"eth0\"\nproxy_prefix = \"198.19.0.0/31\"\n",
+                "proxy_prefix",
+            ),
+            (
+                "interface = \"eth0\"\nreclaim_period = \"soon\"\n",
+                "reclaim_period",
+            ),
+            ("interface = \"eth0\"\nrealtime_cap_percent = 101\n", "cap"),
+            ("interface = \"eth0\"\nmax_attempts = 0\n", "attempts"),
+        ] {
+            let err = Config::from_toml_str(text).expect_err(text).to_string();
+            assert!(err.contains(key), "{text:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! The host daemon's event loop (EtheReal §2.2, §3.2, §3.4): one thread, `epoll` over the
+//! control link, the client socket and a `timerfd` armed at the core's `poll_timeout`. Each
+//! iteration feeds inputs to the core and then performs its actions in order (see
+//! [`rtlan_core::rtcd::Rtcd`] for the call order).
+
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rtlan_core::rtcd::{Action, ClientId, ProxyPrefix, Rtcd};
+use rtlan_wire::control::Packet;
+
+use super::clients::{ClientEvent, ClientServer};
+use super::json;
+use super::link::ControlLink;
+use super::{Error, RunReport};
+use crate::clock;
+use crate::netlink::Netlink;
+use crate::switchd::epoll::{Epoll, EMPTY_EVENT};
+use crate::timer::Timer;
+
+const LINK_TOKEN: u64 = 1;
+const TIMER_TOKEN: u64 = 2;
+/// Longest sleep, so that the shutdown flag is seen promptly.
+const MAX_SLEEP_MS: i32 = 100;
+
+/// The running daemon.
+pub(super) struct Daemon {
+    ifname: String,
+    rtcd: Rtcd,
+    link: ControlLink,
+    netlink: Netlink,
+    timer: Timer,
+    epoll: Epoll,
+    clients: ClientServer,
+    /// Neighbour entries this daemon installed and has not removed.
+    neighbours: BTreeSet<Ipv4Addr>,
+    /// The route this daemon installed, if still in place.
+    route: Option<ProxyPrefix>,
+    report: RunReport,
+}
+
+/// Whether process `pid` is gone (`kill(pid, 0)` says ESRCH).
+fn pid_is_dead(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 only checks existence and permission; nothing is delivered.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+impl Daemon {
+    pub(super) fn new(
+        ifname: String,
+        rtcd: Rtcd,
+        link: ControlLink,
+        netlink: Netlink,
+        socket: &std::path::Path,
+    ) -> Result<Daemon, Error> {
+        let timer = Timer::new()?;
+        let epoll = Epoll::new().map_err(Error::Epoll)?;
+        epoll
+            .add(link.as_raw_fd(), libc::EPOLLIN as u32, LINK_TOKEN)
+            .map_err(Error::Epoll)?;
+        epoll
+            .add(timer.as_raw_fd(), libc::EPOLLIN as u32, TIMER_TOKEN)
+            .map_err(Error::Epoll)?;
+        let clients = ClientServer::bind(socket, &epoll)?;
+        Ok(Daemon {
+            ifname,
+            rtcd,
+            link,
+            netlink,
+            timer,
+            epoll,
+            clients,
+            neighbours: BTreeSet::new(),
+            route: None,
+            report: RunReport::default(),
+        })
+    }
+
+    /// Runs until `shutdown` is set, then tears down: open connections are released (TEARDOWN
+    /// sent once) and every neighbour entry and the route this daemon installed are removed.
+    pub(super) fn run(&mut self, shutdown: &AtomicBool) -> Result<(), Error> {
+        let mut events = [EMPTY_EVENT; 32];
+        let mut client_events = Vec::new();
+        while !shutdown.load(Ordering::Relaxed) {
+            let n = self
+                .epoll
+                .wait(&mut events, MAX_SLEEP_MS)
+                .map_err(Error::Epoll)?;
+            for ev in &events[..n] {
+                let (token, flags) = (ev.u64, ev.events);
+                match token {
+                    TIMER_TOKEN => self.timer.drain(),
+                    LINK_TOKEN => self.receive_control(),
+                    t if ClientServer::owns(t) => {
+                        self.clients
+                            .on_event(&self.epoll, t, flags, &mut client_events);
+                    }
+                    _ => {}
+                }
+            }
+            for event in client_events.drain(..) {
+                self.on_client_event(event);
+            }
+            let now = clock::now();
+            if self.rtcd.poll_timeout().is_some_and(|t| t <= now) {
+                self.rtcd.handle_timeout(now);
+            }
+            self.perform_actions();
+            self.timer.arm(self.rtcd.poll_timeout())?;
+        }
+        self.shutdown();
+        Ok(())
+    }
+
+    fn receive_control(&mut self) {
+        let mut buf = [0u8; 2048];
+        loop {
+            match self.link.recv(&mut buf) {
+                Ok(Some(rx)) => {
+                    self.report.control_received += 1;
+                    let payload = &buf[..rx.len];
+                    if let Err(e) = self.rtcd.handle_control_payload(clock::now(), payload) {
+                        self.report.control_malformed += 1;
+                        tracing::debug!(src = %rx.src, "control frame dropped: {e}");
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::warn!("control link receive: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_client_event(&mut self, event: ClientEvent) {
+        let now = clock::now();
+        match event {
+            ClientEvent::Line {
+                client,
+                peer_pid,
+                line,
+            } => {
+                self.report.client_requests += 1;
+                match json::parse_request(&line, peer_pid) {
+                    Ok((tag, request)) => {
+                        if let rtlan_core::rtcd::Request::Register { pid } = request {
+                            if Some(pid) != peer_pid && pid_is_dead(pid) {
+                                let reply = json::shell_error_reply(
+                                    tag,
+                                    "no_such_process",
+                                    &format!("process {pid} does not exist"),
+                                );
+                                self.send_line(client, &reply);
+                                return;
+                            }
+                        }
+                        self.rtcd.handle_client_request(now, client, tag, request);
+                    }
+                    Err((tag, error)) => {
+                        self.send_line(client, &json::line_error_reply(tag, &error));
+                    }
+                }
+            }
+            ClientEvent::Gone(client) => self.rtcd.handle_client_gone(now, client),
+        }
+    }
+
+    /// Sends one reply line; a client that cannot take it is treated as gone.
+    fn send_line(&mut self, client: ClientId, value: &serde_json::Value) {
+        if value.get("ok") != Some(&serde_json::Value::Bool(true)) {
+            self.report.client_errors += 1;
+        }
+        let line = value.to_string();
+        if !self.clients.send(&self.epoll, client, line.as_bytes()) {
+            self.rtcd.handle_client_gone(clock::now(), client);
+        }
+    }
+
+    /// Drains the core's actions and performs each in order.
+    fn perform_actions(&mut self) {
+        while let Some(action) = self.rtcd.poll_action() {
+            match action {
+                Action::SendControl { dst, repr } => {
+                    let mut buf = vec![0u8; repr.buffer_len()];
+                    let sent = repr
+                        .emit(&mut Packet::new_unchecked(&mut buf[..]))
+                        .map_err(|e| e.to_string())
+                        .and_then(|()| self.link.send(dst, &buf).map_err(|e| e.to_string()));
+                    match sent {
+                        Ok(()) => self.report.control_sent += 1,
+                        Err(e) => {
+                            self.report.send_errors += 1;
+                            tracing::warn!(%dst, "control send: {e}");
+                        }
+                    }
+                }
+                Action::InstallNeighbour {
+                    proxy_ip,
+                    proxy_mac,
+                } => {
+                    match self
+                        .netlink
+                        .set_neighbour(&self.ifname, proxy_ip, proxy_mac.0)
+                    {
+                        Ok(()) => {
+                            self.neighbours.insert(proxy_ip);
+                        }
+                        Err(e) => self.netlink_error("install neighbour", &e),
+                    }
+                }
+                Action::RemoveNeighbour { proxy_ip } => self.remove_neighbour(proxy_ip),
+                Action::InstallRoute { prefix } => {
+                    match self.netlink.set_onlink_route(
+                        &self.ifname,
+                        prefix.network(),
+                        prefix.prefix_len(),
+                    ) {
+                        Ok(()) => self.route = Some(prefix),
+                        Err(e) => self.netlink_error("install route", &e),
+                    }
+                }
+                Action::RemoveRoute { prefix } => self.remove_route(prefix),
+                Action::Reply { client, tag, reply } => {
+                    self.send_line(client, &json::reply_to_json(tag, &reply));
+                }
+                Action::CheckPids(pids) => {
+                    let dead: Vec<u32> = pids.into_iter().filter(|&p| pid_is_dead(p)).collect();
+                    self.rtcd.handle_dead_pids(clock::now(), &dead);
+                }
+            }
+        }
+    }
+
+    fn remove_neighbour(&mut self, proxy_ip: Ipv4Addr) {
+        match self.netlink.delete_neighbour(&self.ifname, proxy_ip) {
+            Ok(()) => {
+                self.neighbours.remove(&proxy_ip);
+            }
+            Err(e) => self.netlink_error("remove neighbour", &e),
+        }
+    }
+
+    fn remove_route(&mut self, prefix: ProxyPrefix) {
+        match self
+            .netlink
+            .delete_route(&self.ifname, prefix.network(), prefix.prefix_len())
+        {
+            Ok(()) => self.route = None,
+            Err(e) => self.netlink_error("remove route", &e),
+        }
+    }
+
+    fn netlink_error(&mut self, what: &str, e: &crate::netlink::NetlinkError) {
+        self.report.netlink_errors += 1;
+        tracing::warn!(ifname = %self.ifname, "{what}: {e}");
+    }
+
+    /// Releases every client's connections (one TEARDOWN each, no waiting for the ack) and
+    /// removes what this daemon installed.
+    fn shutdown(&mut self) {
+        let now = clock::now();
+        for client in self.clients.client_ids() {
+            self.rtcd.handle_client_gone(now, client);
+        }
+        self.perform_actions();
+        for ip in std::mem::take(&mut self.neighbours) {
+            self.remove_neighbour(ip);
+        }
+        if let Some(prefix) = self.route {
+            self.remove_route(prefix);
+        }
+    }
+
+    pub(super) fn report(&self) -> RunReport {
+        RunReport {
+            clients_accepted: self.clients.accepted,
+            ..self.report.clone()
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The host daemon (`rtlan rtcd`): the Linux shell around the sans-IO RTCD core
+//! ([`rtlan_core::rtcd`]; EtheReal §2.2 connection setup on behalf of unmodified applications,
+//! §3.2 proxy IP / proxy MAC neighbour entries, §3.4 setup messages to the first switch).
+//!
+//! [`run`] opens the control link (`AF_PACKET`/`SOCK_DGRAM`, EtherType 0x88B5) on the host's
+//! interface, a netlink socket and the clients' Unix socket (JSON lines, `docs/rtcd.md`), and
+//! runs one single-threaded `epoll` loop until the shutdown flag is set. On shutdown it releases
+//! every connection, removes the neighbour entries and the route it installed, and removes its
+//! socket file. [`client`] is the blocking client used by the RTTR library and tests.
+
+pub mod client;
+mod clients;
+mod config;
+mod daemon;
+mod json;
+mod link;
+
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::AtomicBool;
+
+pub use client::{ClientError, ListedConn, OpenParams, Opened, RtcdClient};
+pub use clients::{ClientsError, MAX_CLIENTS, MAX_LINE};
+pub use config::{parse_prefix, Config, ConfigError, DEFAULT_LINK_RATE, DEFAULT_SOCKET};
+pub use json::{error_code, parse_request, reply_to_json, LineError};
+pub use link::{ControlLink, LinkError, Received};
+
+use crate::netlink::{Netlink, NetlinkError};
+use crate::timer::TimerError;
+
+/// The daemon could not start or its loop failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The control link could not be opened.
+    #[error(transparent)]
+    Link(#[from] LinkError),
+    /// The interface has no IPv4 address and none is configured.
+    #[error("interface `{0}` has no IPv4 address; set host_ip")]
+    NoAddress(String),
+    /// The netlink socket could not be opened.
+    #[error("netlink: {0}")]
+    Netlink(#[from] NetlinkError),
+    /// The client socket could not be set up.
+    #[error(transparent)]
+    Clients(#[from] ClientsError),
+    /// The timer failed.
+    #[error(transparent)]
+    Timer(#[from] TimerError),
+    /// `epoll` failed.
+    #[error("epoll: {0}")]
+    Epoll(#[source] io::Error),
+    /// The core refused the configuration.
+    #[error("rtcd core: {0}")]
+    Core(#[from] rtlan_core::rtcd::RtcdError),
+}
+
+/// The daemon's counters, returned when it stops.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RunReport {
+    /// Control messages sent to the first switch.
+    pub control_sent: u64,
+    /// Control messages received.
+    pub control_received: u64,
+    /// Received control messages that did not parse.
+    pub control_malformed: u64,
+    /// Control sends that failed.
+    pub send_errors: u64,
+    /// Request lines received from clients.
+    pub client_requests: u64,
+    /// Replies with `"ok":false`.
+    pub client_errors: u64,
+    /// Netlink changes that failed (logged, not fatal).
+    pub netlink_errors: u64,
+    /// Client connections accepted.
+    pub clients_accepted: u64,
+}
+
+/// The IPv4 address of `ifname` (`SIOCGIFADDR`), `None` if it has none.
+fn interface_ipv4(fd: i32, ifname: &str) -> Option<Ipv4Addr> {
+    let bytes = ifname.as_bytes();
+    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ {
+        return None;
+    }
+    // SAFETY: `ifreq` is plain C data for which all-zero bytes are valid.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, &src) in req.ifr_name.iter_mut().zip(bytes) {
+        *dst = src as libc::c_char;
+    }
+    // SAFETY: `fd` is an open socket, `req` names the interface; the call writes only `req`.
+    let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFADDR, &mut req) };
+    if rc < 0 {
+        return None;
+    }
+    // SAFETY: after a successful SIOCGIFADDR the union holds a sockaddr, which for AF_INET has
+    // the layout of sockaddr_in (same size); we read it by value.
+    let addr: libc::sockaddr_in = unsafe {
+        std::ptr::read_unaligned((&req.ifr_ifru.ifru_addr as *const libc::sockaddr).cast())
+    };
+    if i32::from(addr.sin_family) != libc::AF_INET {
+        return None;
+    }
+    Some(Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr)))
+}
+
+/// Runs the daemon on the calling thread (in its current network namespace) until `shutdown`
+/// becomes true (checked at least every 100 ms), then cleans up and reports.
+pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
+    let link = ControlLink::open(&config.interface)?;
+    let host_ip = match config.host_ip {
+        Some(ip) => ip,
+        None => interface_ipv4(link.as_raw_fd(), &config.interface)
+            .ok_or_else(|| Error::NoAddress(config.interface.clone()))?,
+    };
+    let core = config.core_config(link.mac(), host_ip)?;
+    let rtcd = rtlan_core::rtcd::Rtcd::new(core.clone(), crate::clock::now())?;
+    let netlink = Netlink::open()?;
+    let mut daemon = daemon::Daemon::new(
+        config.interface.clone(),
+        rtcd,
+        link,
+        netlink,
+        &config.socket,
+    )?;
+    tracing::info!(
+        interface = %config.interface,
+        mac = %core.host_mac,
+        ip = %core.host_ip,
+        proxy_prefix = %core.proxy_prefix,
+        socket = %config.socket.display(),
+        "rtcd running"
+    );
+    let result = daemon.run(shutdown);
+    let report = daemon.report();
+    drop(daemon);
+    tracing::info!("rtcd stopped");
+    result.map(|()| report)
+}

@@ -1,0 +1,182 @@
+//! Lab test of the host daemon shell (EtheReal §2.2, §3.2, §3.4), root only: a namespace with a
+//! veth pair `eth0` (the host, 198.18.0.1/16) — `p0` (a fake first switch answering SETUP with
+//! SETUP_OK and TEARDOWN with TEARDOWN_ACK), the daemon on a thread inside the namespace, and a
+//! client on the test thread.
+
+mod common;
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{can_run_lab, Netns};
+use rtlan_linux::rtcd::{ClientError, Config, ControlLink, OpenParams, RtcdClient};
+use rtlan_wire::control::{Message, Packet, Repr};
+
+/// Answers SETUP and TEARDOWN on `p0` until `stop` is set.
+fn fake_switch(stop: &AtomicBool) {
+    let link = ControlLink::open("p0").expect("open p0");
+    let mut buf = [0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        let Some(rx) = link.recv(&mut buf).expect("recv") else {
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        };
+        let Ok(packet) = Packet::new_checked(&buf[..rx.len]) else {
+            continue;
+        };
+        let Ok(repr) = Repr::parse(&packet) else {
+            continue;
+        };
+        let answer = match repr.message {
+            Message::Setup(s) => Message::SetupOk {
+                connection_id: s.connection_id,
+                hops: 1,
+            },
+            Message::Teardown { connection_id } => Message::TeardownAck { connection_id },
+            _ => continue,
+        };
+        let reply = Repr::new(repr.hop, repr.request_id, answer);
+        let mut out = vec![0u8; reply.buffer_len()];
+        reply
+            .emit(&mut Packet::new_unchecked(&mut out[..]))
+            .expect("emit");
+        link.send(rx.src, &out).expect("send");
+    }
+}
+
+fn stdout(ns: &Netns, argv: &[&str]) -> String {
+    String::from_utf8_lossy(&ns.exec(argv).stdout).into_owned()
+}
+
+fn wait_for_socket(path: &std::path::Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "daemon did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sets the flag and joins the threads when dropped, so a failing assertion still stops them
+/// before the namespace guard (declared earlier) removes the namespace.
+struct Stopper {
+    flag: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Stopper {
+    fn drop(&mut self) {
+        self.flag.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn open_installs_and_close_removes() {
+    if !can_run_lab("rtcd open_installs_and_close_removes") {
+        return;
+    }
+    let ns = Netns::new(&format!("rtl-rtcd{}", std::process::id()));
+    ns.exec(&[
+        "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
+    ]);
+    ns.exec(&["ip", "link", "set", "eth0", "up"]);
+    ns.exec(&["ip", "link", "set", "p0", "up"]);
+    ns.exec(&["ip", "addr", "add", "198.18.0.1/16", "dev", "eth0"]);
+    let socket = std::env::temp_dir().join(format!("rtl-rtcd{}.sock", std::process::id()));
+    let config = Config::new("eth0", &socket);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut stopper = Stopper {
+        flag: stop.clone(),
+        threads: Vec::new(),
+    };
+    let s = stop.clone();
+    stopper.threads.push(ns.spawn(move || fake_switch(&s)));
+    let s = stop.clone();
+    stopper.threads.push(ns.spawn(move || {
+        let report = rtlan_linux::rtcd::run(&config, &s).expect("rtcd runs");
+        assert_eq!(report.netlink_errors, 0, "{report:?}");
+    }));
+    wait_for_socket(&socket);
+
+    let mut client = RtcdClient::connect(&socket).expect("connect");
+    // Not registered yet: refused, connection stays up.
+    let err = client.list().expect_err("unregistered list");
+    assert!(
+        matches!(&err, ClientError::Refused { code, .. } if code == "not_registered"),
+        "{err}"
+    );
+    assert_eq!(
+        client.register(std::process::id()).expect("register"),
+        std::process::id()
+    );
+    // A malformed line gets an error and the same connection keeps working.
+    let bad = client.raw("{this is not json").expect("error reply");
+    assert_eq!(bad["ok"], serde_json::json!(false), "{bad}");
+    assert_eq!(bad["code"], serde_json::json!("bad_request"), "{bad}");
+
+    let opened = client
+        .open(&OpenParams {
+            dst_ip: Ipv4Addr::new(198, 18, 0, 2),
+            dst_port: 5004,
+            src_port: 0,
+            rate_bps: 1_000_000,
+            max_burst: 3028,
+            max_packet: 1514,
+        })
+        .expect("open");
+    let octets = opened.proxy_ip.octets();
+    assert_eq!(octets[..3], [198, 19, 0], "{opened:?}");
+    let neigh = stdout(&ns, &["ip", "neigh", "show", "dev", "eth0"]);
+    let want = format!("{} lladdr {} PERMANENT", opened.proxy_ip, opened.proxy_mac);
+    assert!(neigh.contains(&want), "want `{want}` in:\n{neigh}");
+    let routes = stdout(&ns, &["ip", "route", "show", "dev", "eth0"]);
+    assert!(
+        routes
+            .lines()
+            .any(|l| l.starts_with("198.19.0.0/16 ") && l.contains("scope link")),
+        "{routes}"
+    );
+
+    let listed = client.list().expect("list");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].conn, opened.conn);
+    assert_eq!(listed[0].phase, "open");
+
+    client.close(opened.conn).expect("close");
+    let neigh = stdout(&ns, &["ip", "neigh", "show", "dev", "eth0"]);
+    assert!(!neigh.contains(&opened.proxy_ip.to_string()), "{neigh}");
+    let routes = stdout(&ns, &["ip", "route", "show", "dev", "eth0"]);
+    assert!(!routes.contains("198.19.0.0/16"), "{routes}");
+    // Closing again: unknown connection, typed error.
+    let err = client.close(opened.conn).expect_err("second close");
+    assert!(
+        matches!(&err, ClientError::Refused { code, .. } if code == "unknown_connection"),
+        "{err}"
+    );
+
+    // An open connection left at shutdown is removed by the daemon.
+    let again = client
+        .open(&OpenParams {
+            dst_ip: Ipv4Addr::new(198, 18, 0, 3),
+            dst_port: 5005,
+            src_port: 0,
+            rate_bps: 1_000_000,
+            max_burst: 1514,
+            max_packet: 1514,
+        })
+        .expect("second open");
+    drop(stopper);
+    let neigh = stdout(&ns, &["ip", "neigh", "show", "dev", "eth0"]);
+    assert!(!neigh.contains(&again.proxy_ip.to_string()), "{neigh}");
+    let routes = stdout(&ns, &["ip", "route", "show", "dev", "eth0"]);
+    assert!(!routes.contains("198.19.0.0/16"), "{routes}");
+    assert!(!socket.exists(), "socket file removed at shutdown");
+}

@@ -1,0 +1,109 @@
+//! `rtlan rtcd`: runs the host daemon (EtheReal §2.2/§3.2/§3.4) on the host's interface towards
+//! the first rtlan switch. Protocol and configuration: `docs/rtcd.md`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context;
+use clap::Args;
+use rtlan_linux::rtcd::{Config, DEFAULT_SOCKET};
+
+/// Arguments of `rtlan rtcd`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+The host daemon reserves real-time connections for unmodified applications. A client connects to
+the Unix socket and speaks JSON lines (docs/rtcd.md):
+
+    {\"op\":\"register\",\"tag\":1}
+    {\"op\":\"open\",\"tag\":2,\"dst_ip\":\"198.18.0.2\",\"dst_port\":5004,\"src_port\":0,
+     \"rate_bps\":1000000,\"max_burst\":3028,\"max_packet\":1514}
+    {\"op\":\"list\",\"tag\":3}
+    {\"op\":\"close\",\"tag\":4,\"conn\":1}
+
+The daemon sends SETUP to the first switch (EtherType 0x88b5); when the path admits the
+connection it installs a permanent ARP entry proxy IP -> proxy MAC and an on-link route for the
+proxy prefix (198.19.0.0/16, or 1.1.0.0/16 with --paper), and answers with the proxy IP: the
+application sends plain UDP there. Connections of clients that disconnect or die are released.
+
+Either give a TOML file (--config) or the flags. A minimal file:
+
+    interface = \"eth0\"
+    socket = \"/run/rtlan/rtcd.sock\"
+
+SIGINT/SIGTERM stop it cleanly: connections released, ARP entries and route removed.")]
+pub(crate) struct RtcdArgs {
+    /// The daemon configuration file (TOML); the flags below are then not allowed.
+    #[arg(long, short, conflicts_with_all = ["interface", "socket", "paper"])]
+    config: Option<PathBuf>,
+    /// The host's interface towards the first switch.
+    #[arg(long, short, required_unless_present = "config")]
+    interface: Option<String>,
+    /// Path of the clients' Unix socket.
+    #[arg(long, short, default_value = DEFAULT_SOCKET)]
+    socket: PathBuf,
+    /// Paper-compatible addressing: proxy IPs 1.1.X.Y, proxy MACs FF:FF:FF:FF:X:Y.
+    #[arg(long)]
+    paper: bool,
+    /// Print the final counters as JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+static SHUTDOWN: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SHUTDOWN.store(true, Ordering::Relaxed);
+}
+
+fn install_shutdown_handler() -> anyhow::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; the sigaction
+        // struct is zero-initialised and then fully set up before the call.
+        let rc = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error()).context("installing signal handler");
+        }
+    }
+    Ok(())
+}
+
+/// The configuration the arguments describe.
+fn config(args: &RtcdArgs) -> anyhow::Result<Config> {
+    if let Some(path) = &args.config {
+        return Config::load(path)
+            .with_context(|| format!("reading rtcd config {}", path.display()));
+    }
+    let interface = args
+        .interface
+        .as_deref()
+        .context("--interface or --config is required")?;
+    let mut config = Config::new(interface, &args.socket);
+    config.paper = args.paper;
+    Ok(config)
+}
+
+pub(crate) fn run(args: RtcdArgs) -> anyhow::Result<ExitCode> {
+    let config = config(&args)?;
+    install_shutdown_handler()?;
+    let report = rtlan_linux::rtcd::run(&config, &SHUTDOWN)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "rtcd stopped: {} requests ({} refused), {} control sent / {} received, \
+             {} netlink errors",
+            report.client_requests,
+            report.client_errors,
+            report.control_sent,
+            report.control_received,
+            report.netlink_errors
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
