@@ -16,3 +16,4 @@ pub mod packet;
 pub mod rtcd;
 pub mod switchd;
 pub mod timer;
+mod unix_socket;

@@ -7,10 +7,10 @@
 //! an error reply; a client that sends an over-long line or never reads its replies is
 //! disconnected. Nothing a client sends can stop the switch.
 
+use crate::unix_socket::BindError;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
@@ -95,22 +95,11 @@ impl ControlServer {
             path: path.to_path_buf(),
             source,
         };
-        match std::fs::symlink_metadata(path) {
-            Ok(meta) if meta.file_type().is_socket() => {
-                if UnixStream::connect(path).is_ok() {
-                    return Err(ControlError::InUse(path.to_path_buf()));
-                }
-                std::fs::remove_file(path).map_err(io_err)?;
-            }
-            Ok(_) => return Err(ControlError::NotASocket(path.to_path_buf())),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err(e)),
-        }
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io_err)?;
-        }
-        let listener = UnixListener::bind(path).map_err(io_err)?;
-        listener.set_nonblocking(true).map_err(io_err)?;
+        let listener = crate::unix_socket::bind_listener(path).map_err(|e| match e {
+            BindError::InUse => ControlError::InUse(path.to_path_buf()),
+            BindError::NotASocket => ControlError::NotASocket(path.to_path_buf()),
+            BindError::Io(source) => io_err(source),
+        })?;
         epoll
             .add(listener.as_raw_fd(), libc::EPOLLIN as u32, LISTENER_TOKEN)
             .map_err(io_err)?;
