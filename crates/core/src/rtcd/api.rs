@@ -4,8 +4,9 @@
 //! The Unix-socket shell reads one JSON object per line and maps it onto [`Request`] (serde,
 //! internally tagged by `"op"`: `{"op":"register","pid":42}`,
 //! `{"op":"open","dst_ip":"198.18.0.2","dst_port":5004,"src_port":0,"rate_bps":1000000,
-//! "max_burst":3028,"max_packet":1514}`, `{"op":"close","conn":7}`, `{"op":"list"}`); every reply
-//! is delivered as [`Action::Reply`] carrying the tag the shell passed with the request.
+//! "max_burst":3028,"max_packet":1514}` with an optional `"shaping":"kernel"`,
+//! `{"op":"close","conn":7}`, `{"op":"list"}`); every reply is delivered as [`Action::Reply`]
+//! carrying the tag the shell passed with the request.
 
 use std::net::Ipv4Addr;
 
@@ -49,6 +50,9 @@ pub enum Request {
         max_burst: u32,
         /// Largest frame, bytes, Ethernet header included (non-zero).
         max_packet: u16,
+        /// Whether the daemon shapes the connection in the kernel (`"shaping"`, default none).
+        #[serde(default)]
+        shaping: DaemonShaping,
     },
     /// Release a connection of this client. Replied with [`Reply::Closed`].
     Close {
@@ -57,6 +61,17 @@ pub enum Request {
     },
     /// List this client's connections. Replied with [`Reply::List`].
     List,
+}
+
+/// Who shapes a connection's traffic on the sending host (the `"shaping"` field of `open`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DaemonShaping {
+    /// The application (the RTTR library) shapes, or nobody does; the daemon installs nothing.
+    #[default]
+    None,
+    /// The daemon installs a kernel shaper for the connection ([`Action::InstallShaper`]).
+    Kernel,
 }
 
 /// Where a connection stands.
@@ -175,6 +190,29 @@ pub enum Action {
         tag: u64,
         /// The reply.
         reply: Reply,
+    },
+    /// Shape traffic to `proxy_ip` in the kernel at `rate_bps` (whole frames, as the
+    /// reservation counts them) with bucket depth `max_burst` bytes. Emitted once the path
+    /// admitted a connection opened with [`DaemonShaping::Kernel`], before its neighbour entry.
+    InstallShaper {
+        /// Connection id on the host's link (names the shaper).
+        id: u16,
+        /// The proxy IP whose traffic is shaped.
+        proxy_ip: Ipv4Addr,
+        /// Reserved rate, bit/s of whole frames.
+        rate_bps: u64,
+        /// Largest burst, bytes.
+        max_burst: u32,
+        /// Largest frame, bytes.
+        max_packet: u16,
+    },
+    /// Remove the kernel shaper of connection `id` (emitted on release of a kernel-shaped
+    /// connection that had been admitted).
+    RemoveShaper {
+        /// Connection id on the host's link.
+        id: u16,
+        /// The proxy IP whose traffic was shaped.
+        proxy_ip: Ipv4Addr,
     },
     /// Report which of these PIDs are dead through [`super::Rtcd::handle_dead_pids`].
     CheckPids(Vec<u32>),

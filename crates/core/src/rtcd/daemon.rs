@@ -7,7 +7,9 @@ use std::time::Duration;
 use rtlan_wire::control::{Message, Packet, Repr, SetupRepr, FLAG_RETRANSMISSION};
 
 use super::alloc::IdAllocator;
-use super::api::{Action, ClientId, ConnHandle, ConnInfo, ConnPhase, Reply, Request};
+use super::api::{
+    Action, ClientId, ConnHandle, ConnInfo, ConnPhase, DaemonShaping, Reply, Request,
+};
 use super::{Config, RtcdError};
 use crate::time::Instant;
 
@@ -19,6 +21,8 @@ struct Conn {
     /// Tag of the client's Open request, echoed in the Opened/Failed reply.
     open_tag: u64,
     setup: SetupRepr,
+    /// Whether the daemon shapes this connection in the kernel.
+    shaping: DaemonShaping,
     phase: ConnPhase,
     /// Request id of the outstanding SETUP (Opening) or TEARDOWN (Closing).
     request_id: u32,
@@ -52,6 +56,8 @@ pub struct Rtcd {
     open_count: usize,
     route_installed: bool,
     next_reclaim: Instant,
+    /// When the next round of REFRESHes is due (`None`: refresh disabled).
+    next_refresh: Option<Instant>,
     actions: VecDeque<Action>,
 }
 
@@ -87,6 +93,7 @@ impl Rtcd {
         }
         Ok(Rtcd {
             next_reclaim: now + config.reclaim_period,
+            next_refresh: (!config.refresh_period.is_zero()).then(|| now + config.refresh_period),
             ids: IdAllocator::new(first, last),
             config,
             conns: BTreeMap::new(),
@@ -129,7 +136,8 @@ impl Rtcd {
     /// When [`Rtcd::handle_timeout`] must be called next.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let conns = self.conns.values().filter_map(|c| c.deadline).min();
-        Some(conns.map_or(self.next_reclaim, |d| d.min(self.next_reclaim)))
+        let next = conns.map_or(self.next_reclaim, |d| d.min(self.next_reclaim));
+        Some(self.next_refresh.map_or(next, |r| r.min(next)))
     }
 
     fn reply(&mut self, client: ClientId, tag: u64, reply: Reply) {
@@ -179,6 +187,7 @@ impl Rtcd {
                 rate_bps,
                 max_burst,
                 max_packet,
+                shaping,
             } => {
                 let setup = SetupRepr {
                     src_ip: self.config.host_ip,
@@ -191,7 +200,7 @@ impl Rtcd {
                     connection_id: 0,
                     hop_limit: self.config.hop_limit,
                 };
-                if let Err(error) = self.open(now, client, tag, setup) {
+                if let Err(error) = self.open(now, client, tag, setup, shaping) {
                     self.fail(client, tag, error);
                 }
             }
@@ -233,6 +242,7 @@ impl Rtcd {
         client: ClientId,
         tag: u64,
         mut setup: SetupRepr,
+        shaping: DaemonShaping,
     ) -> Result<(), RtcdError> {
         if setup.rate == 0 {
             return Err(RtcdError::Malformed("rate must be non-zero"));
@@ -281,6 +291,7 @@ impl Rtcd {
                 client,
                 open_tag: tag,
                 setup,
+                shaping,
                 phase: ConnPhase::Opening,
                 request_id,
                 attempts: 0,
@@ -324,14 +335,18 @@ impl Rtcd {
             self.reserved_bps = self.reserved_bps.saturating_sub(conn.setup.rate);
         }
         if conn.phase == ConnPhase::Open {
-            self.unpublish(id);
+            self.unpublish(id, conn.shaping);
         }
         Some(conn)
     }
 
     /// Removes the neighbour entry of an open connection, and the route with the last one.
-    fn unpublish(&mut self, id: u16) {
+    fn unpublish(&mut self, id: u16, shaping: DaemonShaping) {
         let proxy_ip = self.config.proxy_prefix.ip_for(id);
+        if shaping == DaemonShaping::Kernel {
+            self.actions
+                .push_back(Action::RemoveShaper { id, proxy_ip });
+        }
         self.actions.push_back(Action::RemoveNeighbour { proxy_ip });
         self.open_count = self.open_count.saturating_sub(1);
         if self.open_count == 0 && self.route_installed {
@@ -355,11 +370,16 @@ impl Rtcd {
         conn.phase = ConnPhase::Closing;
         conn.request_id = request_id;
         conn.attempts = 0;
-        let (client, tag, handle, rate) =
-            (conn.client, conn.open_tag, conn.handle, conn.setup.rate);
+        let (client, tag, handle, rate, shaping) = (
+            conn.client,
+            conn.open_tag,
+            conn.handle,
+            conn.setup.rate,
+            conn.shaping,
+        );
         self.reserved_bps = self.reserved_bps.saturating_sub(rate);
         match old {
-            ConnPhase::Open => self.unpublish(id),
+            ConnPhase::Open => self.unpublish(id, shaping),
             ConnPhase::Opening => {
                 if let Some(error) = notify {
                     let reply = Reply::Failed {
@@ -493,8 +513,18 @@ impl Rtcd {
         conn.phase = ConnPhase::Open;
         conn.deadline = None;
         let (client, tag, handle) = (conn.client, conn.open_tag, conn.handle);
+        let (shaping, setup) = (conn.shaping, conn.setup);
         let proxy_ip = self.config.proxy_prefix.ip_for(id);
         let proxy_mac = self.config.plan.mac_for(id);
+        if shaping == DaemonShaping::Kernel {
+            self.actions.push_back(Action::InstallShaper {
+                id,
+                proxy_ip,
+                rate_bps: setup.rate,
+                max_burst: setup.max_burst,
+                max_packet: setup.max_packet,
+            });
+        }
         self.actions.push_back(Action::InstallNeighbour {
             proxy_ip,
             proxy_mac,
@@ -513,6 +543,23 @@ impl Rtcd {
             hops,
         };
         self.reply(client, tag, reply);
+    }
+
+    /// Sends REFRESH for every open connection (soft state, `docs/protocol.md` §5). Answers
+    /// (REFRESH_ACK) are not awaited: a lost REFRESH is made good by the next round.
+    fn send_refreshes(&mut self) {
+        let dst = self.config.plan.control_mac();
+        let open: Vec<u16> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.phase == ConnPhase::Open)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in open {
+            let request_id = self.fresh_request_id();
+            let repr = Repr::new(0, request_id, Message::Refresh { connection_id: id });
+            self.actions.push_back(Action::SendControl { dst, repr });
+        }
     }
 
     /// A switch released the connection on its own: acknowledge, forget it, tell the client.
@@ -538,8 +585,9 @@ impl Rtcd {
         }
     }
 
-    /// The timer fired: retransmit what is due, give up what has run out of attempts, and ask
-    /// for PID liveness when the reclaim period has passed.
+    /// The timer fired: retransmit what is due, give up what has run out of attempts, send
+    /// REFRESH for the open connections when the refresh period has passed, and ask for PID
+    /// liveness when the reclaim period has passed.
     pub fn handle_timeout(&mut self, now: Instant) {
         let due: Vec<u16> = self
             .conns
@@ -559,6 +607,10 @@ impl Rtcd {
             } else {
                 self.release(id);
             }
+        }
+        if let Some(due) = self.next_refresh.filter(|&due| due <= now) {
+            self.next_refresh = Some(due.max(now) + self.config.refresh_period);
+            self.send_refreshes();
         }
         if now >= self.next_reclaim {
             self.next_reclaim = now + self.config.reclaim_period;

@@ -20,7 +20,7 @@ use std::time::Duration;
 use rtlan_wire::control::{FailReason, ProxyMacPlan};
 use rtlan_wire::ethernet::Address;
 
-pub use api::{Action, ClientId, ConnHandle, ConnInfo, ConnPhase, Reply, Request};
+pub use api::{Action, ClientId, ConnHandle, ConnInfo, ConnPhase, DaemonShaping, Reply, Request};
 pub use daemon::Rtcd;
 
 /// Everything the daemon refuses or reports as failed. Client-facing errors travel back in
@@ -136,6 +136,9 @@ impl std::fmt::Display for ProxyPrefix {
     }
 }
 
+/// Default [`Config::refresh_period`].
+pub const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_secs(10);
+
 /// Daemon configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -159,12 +162,16 @@ pub struct Config {
     pub realtime_cap_percent: u8,
     /// Hop limit written into SETUP.
     pub hop_limit: u8,
+    /// Every open connection gets a REFRESH at least this often (soft state,
+    /// `docs/protocol.md` §5; switches release a connection after 3 periods without one by
+    /// default); zero = send none.
+    pub refresh_period: Duration,
 }
 
 impl Config {
     /// Defaults of DESIGN.md §4 and docs/protocol.md: proxy prefix 198.19.0.0/16, default MAC
     /// plan, 100 ms initial retransmission timeout doubling over 5 attempts, 60 s reclaim period,
-    /// 60 % real-time cap, hop limit 16.
+    /// 60 % real-time cap, hop limit 16, REFRESH every 10 s.
     pub fn new(host_mac: Address, host_ip: Ipv4Addr, link_rate_bps: u64) -> Config {
         Config {
             host_mac,
@@ -177,6 +184,7 @@ impl Config {
             link_rate_bps,
             realtime_cap_percent: 60,
             hop_limit: 16,
+            refresh_period: DEFAULT_REFRESH_PERIOD,
         }
     }
 

@@ -56,6 +56,13 @@ impl ArpCache {
             .retain(|_, (_, seen)| now.saturating_duration_since(*seen) <= ageing_time);
     }
 
+    /// Removes every entry; returns how many there were.
+    pub(crate) fn clear(&mut self) -> usize {
+        let count = self.entries.len();
+        self.entries.clear();
+        count
+    }
+
     /// All entries, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (Ipv4Addr, Address)> + '_ {
         self.entries.iter().map(|(ip, (mac, _))| (*ip, *mac))

@@ -6,10 +6,11 @@
 //! A SETUP arriving on port P with id X: duplicates (keyed by input port, source MAC, request id)
 //! get the stored answer again or are ignored while in progress; the output port Q is found from
 //! the receiver's IP (held while probing, NO_ROUTE when nothing answers); Q is admitted
-//! (bandwidth, real-time FIFO space); if Q faces the receiving host (no switch HELLO heard on Q)
+//! (bandwidth on Q, backplane, CPU, queue memory — all or nothing); if Q faces the receiving host (no switch HELLO heard on Q)
 //! the connection is installed with the receiver's MAC and SETUP_OK goes upstream; otherwise an id
 //! is allocated on Q and the SETUP goes downstream (retransmitted with backoff) until SETUP_OK
-//! installs the entry or SETUP_FAIL releases everything and is relayed upstream. The first switch
+//! installs the entry (and adds the connection's queue to Q's cyclic scheduler) or SETUP_FAIL
+//! releases everything and is relayed upstream. The first switch
 //! (SETUP from a host daemon, header hop 0) also rewrites the proxy IP (the *Swap* flag).
 //! Downstream SETUPs carry a request id chosen by this switch, so requests from different
 //! upstream nodes never collide in the next switch's duplicate table.
@@ -25,8 +26,9 @@ use rtlan_wire::ethernet::{Address, EtherType};
 use super::learning::Lookup;
 use super::queue::MIN_CHARGE;
 use super::rt::{self, RequestKey, RtEntry};
+use super::sched::SchedError;
 use super::signal::{Held, InProgress, Wait};
-use super::{PortId, Switch};
+use super::{conn_key, PortId, Switch};
 use crate::time::Instant;
 
 /// Longest control frame this switch emits (the messages it builds carry no TLVs).
@@ -71,12 +73,13 @@ impl Switch {
                     }
                 }
             }
-            // Acknowledgements of messages this switch sent once; nothing waits for them.
-            Message::TeardownAck { .. } | Message::RefreshAck { .. } => {}
+            Message::TeardownAck { .. } => self.on_teardown_ack(port, &repr),
+            // Acknowledgements of REFRESHes this switch passed on; nothing waits for them.
+            Message::RefreshAck { .. } => {}
         }
     }
 
-    /// Queues `repr` as a control frame on `port`'s real-time FIFO, from the port's MAC to the
+    /// Queues `repr` as a control frame on `port`'s control FIFO (served first), from the port's MAC to the
     /// control MAC, padded to 60 bytes.
     pub(super) fn send_control(&mut self, now: Instant, port: PortId, repr: &Repr) {
         let index = usize::from(port.0);
@@ -92,7 +95,7 @@ impl Switch {
         if let (Some(out), Some(stats)) =
             (self.ports.get_mut(index), self.stats.ports.get_mut(index))
         {
-            if out.rt_queue.push(frame, now) {
+            if out.sched.enqueue_control(now, frame) {
                 stats.tx_queued += 1;
             } else {
                 stats.rt_drop_queue_full += 1;
@@ -134,6 +137,8 @@ impl Switch {
             wait: Wait::Route {
                 deadline: now + self.config.rt.route_timeout,
             },
+            arrived: now,
+            probed: false,
         };
         let id_taken = self.rt.table.lookup(port, setup.connection_id).is_some()
             || self
@@ -165,6 +170,7 @@ impl Switch {
     /// while its destination is probed.
     fn advance_setup(&mut self, now: Instant, mut job: InProgress) {
         let Some((out, mac)) = self.route(now, job.setup.dst_ip) else {
+            job.probed = true;
             self.probe(now, job.key.in_port, job.setup.dst_ip);
             self.rt.in_progress.push(job);
             return;
@@ -174,7 +180,10 @@ impl Switch {
             return;
         }
         let wire = rt::wire_rate(job.setup.rate, job.setup.max_packet);
-        let booking = match self.rt.admission.try_book(out, wire) {
+        let rt_bytes = usize::try_from(job.setup.max_burst)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(2);
+        let booking = match self.rt.admission.try_book(out, wire, rt_bytes) {
             Ok(booking) => booking,
             Err(error) => {
                 self.stats.rt.admission_refusals = self.rt.admission.refusals();
@@ -182,17 +191,7 @@ impl Switch {
                 return;
             }
         };
-        let rt_bytes = usize::try_from(job.setup.max_burst)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(2);
         let index = usize::from(out.0);
-        let capacity = self.ports.get(index).map_or(0, |p| p.rt_queue.bound());
-        let budget = self.rt.rt_budget.get(index).copied().unwrap_or(usize::MAX);
-        if budget.saturating_add(rt_bytes) > capacity {
-            self.release_held(out, None, booking, 0);
-            self.refuse(now, &job, FailReason::Buffer);
-            return;
-        }
         if let Some(budget) = self.rt.rt_budget.get_mut(index) {
             *budget += rt_bytes;
         }
@@ -200,8 +199,9 @@ impl Switch {
             .rt
             .is_switch_facing(out, now, self.config.rt.hello_interval);
         if last {
+            self.record_setup_latency(now, &job);
             let entry = self.entry(&job, out, 0, Some(mac));
-            let held = Held { booking, rt_bytes };
+            let held = held(&job, booking, rt_bytes, now);
             self.install(now, &job, entry, held, job.hop);
             return;
         }
@@ -226,9 +226,22 @@ impl Switch {
             next_retransmit: now + self.config.rt.retransmit_initial,
         };
         let down = downstream_setup(&job, out_id, request_id, 0);
+        self.record_setup_latency(now, &job);
         self.stats.signal.setup_tx += 1;
         self.send_control(now, out, &down);
         self.rt.in_progress.push(job);
+    }
+
+    /// Records how long `job` took on this switch, from arrival to `now` (forwarded downstream
+    /// or answered as the last hop), as a route-known or ARP-query sample.
+    fn record_setup_latency(&mut self, now: Instant, job: &InProgress) {
+        let took = now.saturating_duration_since(job.arrived);
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        if job.probed {
+            self.rt.latency_miss.push(ns);
+        } else {
+            self.rt.latency_hit.push(ns);
+        }
     }
 
     /// The table entry for `job` leaving on `out`.
@@ -251,16 +264,26 @@ impl Switch {
         }
     }
 
-    /// Installs `entry` for `job` and answers SETUP_OK upstream; on a table error releases what
-    /// `held` holds and refuses (BUFFER).
+    /// Installs `entry` for `job` — table entry, the connection's queue on the output port's
+    /// scheduler, its share of the input port's reservations — and answers SETUP_OK upstream;
+    /// on an error releases what `held` holds and refuses (BUFFER for a full table, otherwise
+    /// what the scheduler objected to).
     fn install(&mut self, now: Instant, job: &InProgress, entry: RtEntry, held: Held, hops: u8) {
         let key = (job.key.in_port, job.in_id);
-        if self.rt.table.insert(key.0, key.1, entry).is_err() {
+        let refused = match self.rt.table.insert(key.0, key.1, entry) {
+            Err(_) => Some(FailReason::Buffer),
+            Ok(()) => self
+                .add_to_scheduler(key, &entry, held.booking.wire_rate_bps)
+                .err(),
+        };
+        if let Some(reason) = refused {
+            self.rt.table.remove(key.0, key.1);
             let out_id = entry.receiver_mac.is_none().then_some(entry.out_id);
             self.release_held(entry.out_port, out_id, held.booking, held.rt_bytes);
-            self.refuse(now, job, FailReason::Buffer);
+            self.refuse(now, job, reason);
             return;
         }
+        self.adjust_ingress(key.0, held.booking.wire_rate_bps, true);
         self.rt.held.insert(key, held);
         self.stats.signal.setup_ok += 1;
         let ok = Message::SetupOk {
@@ -270,8 +293,54 @@ impl Switch {
         self.answer(now, job, ok);
     }
 
+    /// Adds the queue of connection `key` (leaving by `entry.out_port`, booked at `wire_bps`) to
+    /// the output port's cyclic scheduler.
+    fn add_to_scheduler(
+        &mut self,
+        key: (PortId, u16),
+        entry: &RtEntry,
+        wire_bps: u64,
+    ) -> Result<(), FailReason> {
+        let Some(port) = self.ports.get_mut(usize::from(entry.out_port.0)) else {
+            return Err(FailReason::NoRoute);
+        };
+        let max_packet = usize::from(entry.max_packet);
+        // A burst below one packet could never queue a frame: take at least one packet.
+        let max_burst = usize::try_from(entry.max_burst)
+            .unwrap_or(usize::MAX)
+            .max(max_packet);
+        port.sched
+            .add_connection(conn_key(key.0, key.1), wire_bps, max_burst, max_packet)
+            .map_err(|error| match error {
+                SchedError::Oversubscribed { .. } => FailReason::Bandwidth,
+                SchedError::TooManyConnections(_) => FailReason::Buffer,
+                _ => FailReason::Malformed,
+            })
+    }
+
+    /// Adds (`add`) or removes `wire_bps` to the reservations entering on `port`, and gives the
+    /// port's preemptive-discard meter the new residual (line rate − reservations).
+    pub(super) fn adjust_ingress(&mut self, port: PortId, wire_bps: u64, add: bool) {
+        let index = usize::from(port.0);
+        let Some(reserved) = self.rt.ingress_reserved.get_mut(index) else {
+            return;
+        };
+        *reserved = if add {
+            reserved.saturating_add(wire_bps)
+        } else {
+            reserved.saturating_sub(wire_bps)
+        };
+        let reserved = *reserved;
+        if let Some(port) = self.ports.get_mut(index) {
+            let residual = port.line_rate_bps.saturating_sub(reserved);
+            if let Some(meter) = &mut port.meter {
+                meter.set_residual_bps(residual);
+            }
+        }
+    }
+
     /// Gives back a booking, an allocated output id and admitted FIFO bytes on `out`.
-    fn release_held(
+    pub(super) fn release_held(
         &mut self,
         out: PortId,
         out_id: Option<u16>,
@@ -338,7 +407,7 @@ impl Switch {
         match repr.message {
             Message::SetupOk { hops, .. } => {
                 let entry = self.entry(&job, out_port, out_id, None);
-                let held = Held { booking, rt_bytes };
+                let held = held(&job, booking, rt_bytes, now);
                 self.install(now, &job, entry, held, hops);
             }
             Message::SetupFail {
@@ -361,49 +430,6 @@ impl Switch {
         }
     }
 
-    /// TEARDOWN of the connection arriving on `port` with `id`: remove, release, forward
-    /// downstream, acknowledge upstream (also when nothing was there: idempotent).
-    fn on_teardown(&mut self, now: Instant, port: PortId, repr: &Repr, id: u16) {
-        self.stats.signal.teardown_rx += 1;
-        let hop = repr.hop.saturating_add(1);
-        if let Some(entry) = self.rt.table.remove(port, id) {
-            self.stats.signal.teardowns += 1;
-            self.rt.answers.remove(&entry.request);
-            let downstream = entry.receiver_mac.is_none();
-            if let Some(held) = self.rt.held.remove(&(port, id)) {
-                let out_id = downstream.then_some(entry.out_id);
-                self.release_held(entry.out_port, out_id, held.booking, held.rt_bytes);
-            }
-            if downstream {
-                let request_id = self.rt.request_id();
-                let teardown = Message::Teardown {
-                    connection_id: entry.out_id,
-                };
-                self.send_control(now, entry.out_port, &Repr::new(hop, request_id, teardown));
-            }
-        }
-        let ack = Message::TeardownAck { connection_id: id };
-        self.send_control(now, port, &Repr::new(hop, repr.request_id, ack));
-    }
-
-    /// REFRESH of a connection: answered and passed downstream when the connection exists.
-    fn on_refresh(&mut self, now: Instant, port: PortId, repr: &Repr, id: u16) {
-        let Some(entry) = self.rt.table.lookup(port, id).copied() else {
-            self.stats.signal.unmatched += 1;
-            return;
-        };
-        let hop = repr.hop.saturating_add(1);
-        if entry.receiver_mac.is_none() {
-            let request_id = self.rt.request_id();
-            let refresh = Message::Refresh {
-                connection_id: entry.out_id,
-            };
-            self.send_control(now, entry.out_port, &Repr::new(hop, request_id, refresh));
-        }
-        let ack = Message::RefreshAck { connection_id: id };
-        self.send_control(now, port, &Repr::new(hop, repr.request_id, ack));
-    }
-
     /// Lets SETUPs waiting for a route go on if their destination is now known.
     pub(super) fn retry_routes(&mut self, now: Instant) {
         let mut index = 0;
@@ -421,8 +447,10 @@ impl Switch {
         }
     }
 
-    /// Signalling timers: HELLOs, route timeouts (NO_ROUTE), downstream retransmissions.
+    /// Signalling timers: HELLOs, route timeouts (NO_ROUTE), downstream retransmissions of
+    /// SETUPs and TEARDOWNs.
     pub(super) fn signal_timeout(&mut self, now: Instant) {
+        self.teardown_timeout(now);
         if let (Some(due), Some(interval)) = (self.rt.next_hello, self.config.rt.hello_interval) {
             if due <= now {
                 self.send_hellos(now);
@@ -516,6 +544,18 @@ impl Switch {
     }
 }
 
+/// What `job`'s connection holds once installed at `now`.
+fn held(job: &InProgress, booking: rt::Booking, rt_bytes: usize, now: Instant) -> Held {
+    Held {
+        booking,
+        rt_bytes,
+        dst_ip: job.setup.dst_ip,
+        dst_port: job.setup.dst_port,
+        hop: job.hop,
+        last_refresh: now,
+    }
+}
+
 /// The SETUP `job` sends downstream with id `out_id`.
 fn downstream_setup(job: &InProgress, out_id: u16, request_id: u32, flags: u8) -> Repr {
     let mut repr = Repr::new(
@@ -550,7 +590,7 @@ impl Switch {
             .map_or(0, rt::IdAllocator::in_use)
     }
 
-    /// Real-time FIFO bytes admitted on `port` (sum of 2 × max burst of its connections).
+    /// Real-time queue bytes admitted on `port` (sum of 2 × max burst of its connections).
     pub fn rt_admitted_bytes(&self, port: PortId) -> usize {
         self.rt
             .rt_budget
@@ -559,11 +599,12 @@ impl Switch {
             .unwrap_or(0)
     }
 
-    /// Frames waiting in `port`'s real-time FIFO (0 for an unknown port).
+    /// Frames waiting in `port`'s real-time queues: the control FIFO plus every connection's
+    /// queue (0 for an unknown port; O(connections on the port)).
     pub fn rt_queue_len(&self, port: PortId) -> usize {
         self.ports
             .get(usize::from(port.0))
-            .map_or(0, |p| p.rt_queue.len())
+            .map_or(0, |p| p.sched.control_queued() + p.sched.rt_queued_total())
     }
 
     /// SETUPs in progress (waiting for a route or a downstream answer).

@@ -2,9 +2,11 @@
 //! learning, ARP snooping and ARP probing for unknown destinations.
 //!
 //! Real-time classes first (EtheReal §3.3): after the broadcast test, a destination under the
-//! proxy-MAC plan is either a connection id (→ [`rt::forward_data`] → the output port's
-//! real-time FIFO; an unknown id is dropped and counted, never flooded) or a reserved control
-//! address (→ the control plane in `control`).
+//! proxy-MAC plan is either a connection id (→ [`rt::forward_data`] → that connection's queue on
+//! the output port's cyclic scheduler; an unknown id is dropped and counted, never flooded) or a
+//! reserved control address (→ the control plane in `control`). Every other frame is
+//! non-real-time: on a host-facing port it first passes the port's preemptive-discard meter
+//! (EtheReal §3.3), which drops what exceeds the port's residual bandwidth.
 //!
 //! Order of work per frame: count it; reject malformed frames (shorter than an Ethernet header,
 //! longer than [`MAX_FRAME_LEN`], truncated VLAN tags, multicast source); learn the source (which
@@ -20,13 +22,14 @@ use rtlan_wire::ipv4;
 
 use super::learning::{Learnt, Lookup};
 use super::queue::MIN_CHARGE;
-use super::signal::CONTROL_ALLOWANCE;
-use super::{rt, Port, PortId, PortStats, Switch, UnknownUnicast, MAX_FRAME_LEN};
+use super::{
+    conn_key, rt, wire_bits, Port, PortId, PortStats, Switch, UnknownUnicast, MAX_FRAME_LEN,
+};
 use crate::time::Instant;
 
 /// Copies `frame` into `port`'s queue, counting the outcome.
 fn enqueue(port: &mut Port, stats: &mut PortStats, frame: &[u8], now: Instant) {
-    if port.queue.push(frame, now) {
+    if port.sched.enqueue_nrt(now, frame) {
         stats.tx_queued += 1;
     } else {
         stats.drop_queue_full += 1;
@@ -102,6 +105,10 @@ impl Switch {
             } else {
                 self.handle_control_frame(now, port, src, dst, ethertype, eth.payload());
             }
+            return;
+        }
+
+        if !self.admit_nrt(now, port, frame.len()) {
             return;
         }
 
@@ -215,9 +222,38 @@ impl Switch {
         self.probe(now, ingress, ip);
     }
 
-    /// A real-time data frame on `port`: rewritten by [`rt::forward_data`] and queued on the
-    /// output port's real-time FIFO, within the FIFO bytes admitted there (2 × max burst per
-    /// connection, plus room for control messages).
+    /// Preemptive discard (EtheReal §3.3): whether a non-real-time frame of `len` bytes arriving
+    /// on `port` may go on. Only host-facing ports with at least one reservation entering are
+    /// metered (elsewhere there is no real-time traffic to protect, and a fast unpaced port must
+    /// not be clipped to its nominal rate); a refused frame is counted.
+    fn admit_nrt(&mut self, now: Instant, port: PortId, len: usize) -> bool {
+        let index = usize::from(port.0);
+        let hello = self.config.rt.hello_interval;
+        let reserved = self.rt.ingress_reserved.get(index).copied().unwrap_or(0);
+        if reserved == 0
+            || self.ports.get(index).is_none_or(|p| p.meter.is_none())
+            || self.rt.is_switch_facing(port, now, hello)
+        {
+            return true;
+        }
+        let wire_bytes = usize::try_from(wire_bits(len) / 8).unwrap_or(usize::MAX);
+        let admitted = self
+            .ports
+            .get_mut(index)
+            .and_then(|p| p.meter.as_mut())
+            .is_none_or(|meter| meter.admit(now, wire_bytes));
+        if !admitted {
+            self.stats.drop_preemptive += 1;
+            if let Some(stats) = self.stats.ports.get_mut(index) {
+                stats.nrt_preemptive_drops += 1;
+            }
+        }
+        admitted
+    }
+
+    /// A real-time data frame on `port`: rewritten by [`rt::forward_data`] and queued on its
+    /// connection's queue at the output port's scheduler (2 × max burst; a full queue drops the
+    /// frame, counted for the connection, the port and [`rt::RtStats::queue_drops`]).
     fn rt_data(&mut self, now: Instant, port: PortId, frame: &[u8]) {
         self.stats.rt_data += 1;
         let Switch {
@@ -236,15 +272,20 @@ impl Switch {
         else {
             return;
         };
+        // `forward_data` found the frame's id on `port`, so the original header parses.
+        let Some(in_id) = Frame::new_checked(frame)
+            .ok()
+            .and_then(|eth| config.rt.plan.connection_id(&eth.dst_addr()))
+        else {
+            return;
+        };
         let index = usize::from(out.0);
-        let budget = state.rt_budget.get(index).copied().unwrap_or(0) + CONTROL_ALLOWANCE;
         if let (Some(out), Some(port_stats)) = (ports.get_mut(index), stats.ports.get_mut(index)) {
-            if out.rt_queue.charged_bytes() + buf.len().max(MIN_CHARGE) <= budget
-                && out.rt_queue.push(buf, now)
-            {
+            if out.sched.enqueue_rt(now, conn_key(port, in_id), buf) {
                 port_stats.tx_queued += 1;
             } else {
                 port_stats.rt_drop_queue_full += 1;
+                stats.rt.queue_drops += 1;
             }
         }
     }
@@ -288,11 +329,13 @@ impl Switch {
         let packet = arp::Packet::new_checked(payload).ok()?;
         let repr = arp::Repr::parse(&packet).ok()?;
         let sender = repr.source_hardware_addr;
-        if !repr.source_protocol_addr.is_unspecified()
-            && sender.is_unicast()
-            && !self.arp.insert(repr.source_protocol_addr, sender, now)
-        {
-            self.stats.arp_cache_full += 1;
+        if !repr.source_protocol_addr.is_unspecified() && sender.is_unicast() {
+            // Heard from: a probe for this address is answered, so a later cache miss (after
+            // ageing or a flush) may probe again at once.
+            self.pending.forget_probe(repr.source_protocol_addr);
+            if !self.arp.insert(repr.source_protocol_addr, sender, now) {
+                self.stats.arp_cache_full += 1;
+            }
         }
         Some(repr)
     }

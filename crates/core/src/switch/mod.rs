@@ -7,8 +7,12 @@
 //! `learning` (the learning table), `arp_cache` (the internal ARP cache), `queue` (per-port
 //! non-real-time FIFOs in preallocated storage), `pacer` (line-rate pacing), `pending` (frames held
 //! while their destination is probed), `ingress` (what happens to a received frame), `control`
-//! (the EtheReal §2.2/§3.4 signalling: SETUP hop by hop, TEARDOWN, HELLO) with its real-time
-//! state in `signal`, and `rt` (connection table, ids, admission, the data path).
+//! (the EtheReal §2.2/§3.4 signalling: SETUP hop by hop, HELLO) with its real-time state in
+//! `signal`, `teardown` (TEARDOWN with retransmission, REFRESH soft state), `introspect`
+//! (reporting: connections, bookings, per-hop setup latency), `rt` (connection table, ids,
+//! admission, the data path) and `sched` (EtheReal §3.3: each output port's cyclic scheduler with
+//! a queue per real-time connection, and the preemptive-discard meter of each host-facing input
+//! port).
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -20,16 +24,22 @@ use crate::time::Instant;
 mod arp_cache;
 mod control;
 mod ingress;
+mod introspect;
 mod learning;
 mod pacer;
 mod pending;
 mod queue;
 pub mod rt;
+pub mod sched;
 mod signal;
+mod teardown;
 #[cfg(test)]
 mod tests;
 
 pub use arp_cache::ARP_CACHE_CAPACITY;
+pub use introspect::{
+    ConnectionInfo, RtPortInfo, SchedPortInfo, SetupLatency, SETUP_LATENCY_SAMPLES,
+};
 pub use learning::FDB_CAPACITY;
 pub use pacer::{
     tx_time, wire_bits, MIN_FRAME_BYTES, PACING_CATCHUP, PACING_LATE_THRESHOLD, WIRE_OVERHEAD_BYTES,
@@ -37,10 +47,9 @@ pub use pacer::{
 
 use arp_cache::ArpCache;
 use learning::Fdb;
-use pacer::Pacer;
 use pending::Pending;
-use queue::FrameQueue;
 use rtlan_wire::control::ProxyMacPlan;
+use sched::{CyclicScheduler, NrtMeter, SchedConfig};
 use signal::RtState;
 
 /// Longest frame (without FCS) the switch accepts; longer ones are counted as malformed.
@@ -61,6 +70,10 @@ pub const MAX_PENDING_CAPACITY: usize = 65_536;
 /// How often [`Switch::handle_timeout`] sweeps aged entries out of the learning table and the ARP
 /// cache. (Lookups treat an aged entry as absent at once; the sweep only frees memory.)
 pub const AGEING_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Default [`RtConfig::refresh_timeout`]: three of the host daemon's default 10 s REFRESH
+/// periods.
+pub const DEFAULT_REFRESH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Index of a switch port, `0..config.ports.len()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -101,9 +114,26 @@ pub struct RtConfig {
     pub unpaced_line_rate_bps: u64,
     /// Most connections the switch holds (table size, preallocated).
     pub max_connections: usize,
-    /// Storage of each port's real-time FIFO in bytes (allocated up front); admission refuses a
-    /// connection (BUFFER) whose 2 × max burst no longer fits.
-    pub rt_queue_bytes: usize,
+    /// Storage of each port's control FIFO in bytes (signalling messages, served before the
+    /// real-time connections; allocated up front).
+    pub control_queue_bytes: usize,
+    /// Memory for real-time connection queues, whole switch, bytes: admission refuses a
+    /// connection (BUFFER) whose queue (2 × max burst) no longer fits.
+    pub rt_buffer_bytes: usize,
+    /// Backplane capacity in wire bit/s: admission refuses (BACKPLANE) a connection that would
+    /// take the sum of all reservations through the switch above it; `None` = unlimited.
+    pub backplane_bps: Option<u64>,
+    /// Scheduler cost per connection per cycle (EtheReal §4.3), for the CPU check.
+    pub cpu_cost_per_connection: Duration,
+    /// Share of the cycle the scheduler may spend on connections, percent: admission refuses
+    /// (CPU) a connection once connections × cost would exceed it.
+    pub cpu_budget_percent: u8,
+    /// EtheReal §3.3 preemptive discard: meter non-real-time frames entering on host-facing
+    /// ports and drop those beyond the port's residual bandwidth (rate − reservations entering
+    /// there).
+    pub preemptive_discard: bool,
+    /// Sliding window of the preemptive-discard meter.
+    pub discard_window: Duration,
     /// Wait before the first retransmission of a SETUP sent downstream; doubles after each try.
     pub retransmit_initial: Duration,
     /// Transmissions of a downstream SETUP in all (first one included).
@@ -114,23 +144,35 @@ pub struct RtConfig {
     /// How long a SETUP waits for its destination to be found by ARP probing before it is
     /// refused (SETUP_FAIL, NO_ROUTE).
     pub route_timeout: Duration,
+    /// A connection that sees no REFRESH for this long is released and torn down both ways
+    /// (soft state, `docs/protocol.md` §5); zero = never expire. Checked once a second.
+    pub refresh_timeout: Duration,
 }
 
 impl Default for RtConfig {
-    /// Default plan, 60 % cap, 1 Gbit/s for unpaced ports, 1024 connections, 256 KiB real-time
-    /// FIFO per port, 100 ms initial retransmission over 5 attempts, HELLO every second, 500 ms to
-    /// find a destination.
+    /// Default plan, 60 % cap, 1 Gbit/s for unpaced ports, 1024 connections, 64 KiB control
+    /// FIFO per port, 64 MiB of real-time queues, unlimited backplane, 1 µs per connection per
+    /// cycle within 50 % of the cycle, preemptive discard over 10 ms, 100 ms initial
+    /// retransmission over 5 attempts, HELLO every second, 500 ms to find a destination, 30 s
+    /// without REFRESH (3 × the daemon's 10 s period) before release.
     fn default() -> RtConfig {
         RtConfig {
             plan: ProxyMacPlan::DEFAULT,
             cap_percent: rt::DEFAULT_RT_CAP_PERCENT,
             unpaced_line_rate_bps: 1_000_000_000,
             max_connections: 1024,
-            rt_queue_bytes: 256 * 1024,
+            control_queue_bytes: 64 * 1024,
+            rt_buffer_bytes: rt::DEFAULT_RT_BUFFER_BYTES,
+            backplane_bps: None,
+            cpu_cost_per_connection: rt::DEFAULT_CPU_COST_PER_CONNECTION,
+            cpu_budget_percent: rt::DEFAULT_CPU_BUDGET_PERCENT,
+            preemptive_discard: true,
+            discard_window: sched::DEFAULT_WINDOW,
             retransmit_initial: Duration::from_millis(100),
             max_attempts: 5,
             hello_interval: Some(Duration::from_secs(1)),
             route_timeout: Duration::from_millis(500),
+            refresh_timeout: DEFAULT_REFRESH_TIMEOUT,
         }
     }
 }
@@ -146,7 +188,9 @@ pub struct SwitchConfig {
     pub ports: Vec<PortConfig>,
     /// Unknown-unicast policy.
     pub unknown_unicast: UnknownUnicast,
-    /// Scheduling cycle time (EtheReal: 10 ms); sizes the non-real-time queues.
+    /// Scheduling cycle time (EtheReal: 10 ms; 100 µs ..= 1 s): each output port's cyclic
+    /// scheduler grants every connection its quota once per cycle; also sizes the non-real-time
+    /// queues.
     pub cycle_time: Duration,
     /// Learning-table entries not refreshed for this long are removed.
     pub ageing_time: Duration,
@@ -177,8 +221,12 @@ pub struct PortStats {
     /// copies, ARP probes and replies, real-time data, control messages). Always
     /// `tx_frames + drop_tx_buffer + frames still queued`.
     pub tx_queued: u64,
-    /// Real-time frames (data or control) dropped because the port's real-time FIFO was full.
+    /// Real-time frames dropped on this output port: a connection's queue was full (data), or the
+    /// control FIFO was full (signalling).
     pub rt_drop_queue_full: u64,
+    /// Non-real-time frames received on this (host-facing) port and dropped by preemptive
+    /// discard (EtheReal §3.3) because they exceeded the port's residual bandwidth.
+    pub nrt_preemptive_drops: u64,
     /// Frames discarded at transmit because the driver's buffer was shorter than the frame.
     pub drop_tx_buffer: u64,
     /// Largest lateness of a send, in ns: how long after the frame became due (line free and
@@ -193,7 +241,7 @@ pub struct PortStats {
 /// Every frame received on a valid port ends up in exactly one of: `drop_malformed`,
 /// `drop_to_switch`, `to_switch_arp`, `drop_same_port`, `drop_pending_full`,
 /// `drop_pending_timeout`, `flooded`, `forwarded`, `rt_data` (then counted in [`rt::RtStats`]
-/// as forwarded or dropped), `control_rx`, `drop_control`, or is still held
+/// as forwarded or dropped), `control_rx`, `drop_control`, `drop_preemptive`, or is still held
 /// ([`Switch::pending_len`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SwitchStats {
@@ -201,6 +249,9 @@ pub struct SwitchStats {
     pub ports: Vec<PortStats>,
     /// Frames too short or otherwise malformed.
     pub drop_malformed: u64,
+    /// Non-real-time frames dropped by preemptive discard (sum of
+    /// [`PortStats::nrt_preemptive_drops`]).
+    pub drop_preemptive: u64,
     /// Frames addressed to the switch that are not ARP (EtheReal §3.3: discarded).
     pub drop_to_switch: u64,
     /// Frames whose destination is the port they came in on.
@@ -263,8 +314,18 @@ pub struct SignalStats {
     pub setup_retransmits: u64,
     /// TEARDOWNs received.
     pub teardown_rx: u64,
-    /// Connections removed by TEARDOWN.
+    /// Connections removed (TEARDOWN from either side, or REFRESH expiry).
     pub teardowns: u64,
+    /// TEARDOWNs sent (forwarded, originated, retransmitted).
+    pub teardown_tx: u64,
+    /// TEARDOWNs retransmitted for want of TEARDOWN_ACK.
+    pub teardown_retransmits: u64,
+    /// TEARDOWNs given up without TEARDOWN_ACK after the last attempt.
+    pub teardown_given_up: u64,
+    /// REFRESHes received.
+    pub refresh_rx: u64,
+    /// Connections released because no REFRESH came within `refresh_timeout`.
+    pub refresh_expired: u64,
     /// HELLOs sent.
     pub hello_tx: u64,
     /// HELLOs received.
@@ -315,27 +376,38 @@ pub enum ConfigError {
     /// `pending_capacity` exceeds [`MAX_PENDING_CAPACITY`].
     #[error("pending capacity {0} exceeds the limit of {MAX_PENDING_CAPACITY} frames")]
     PendingTooLarge(usize),
+    /// A port's scheduler cannot be built (cycle time outside 100 µs ..= 1 s).
+    #[error("port {port}: {error}")]
+    Scheduler {
+        /// The port's name.
+        port: String,
+        /// What the scheduler refused.
+        error: sched::SchedError,
+    },
+    /// The preemptive-discard window is unusable.
+    #[error("preemptive discard: {0}")]
+    Discard(sched::DiscardError),
 }
 
-/// One port's output state.
+/// One port's state: its output scheduler and its input meter.
 #[derive(Debug)]
 struct Port {
-    queue: FrameQueue,
-    /// The real-time FIFO, served before `queue` (the cyclic scheduler is issue 4).
-    rt_queue: FrameQueue,
-    /// `None` for an unpaced port.
-    pacer: Option<Pacer>,
+    /// Output: the control FIFO, a queue per real-time connection leaving here, and the
+    /// non-real-time FIFO (EtheReal §3.3). An unpaced port's scheduler does not pace but still
+    /// polices each connection to its quota per cycle, with the admission line rate
+    /// ([`RtConfig::unpaced_line_rate_bps`]) as its nominal rate.
+    sched: CyclicScheduler,
+    /// Input: preemptive discard of non-real-time frames while the port is host-facing; `None`
+    /// when disabled.
+    meter: Option<NrtMeter>,
+    /// The line rate admission and the meter assume, wire bit/s.
+    line_rate_bps: u64,
 }
 
-impl Port {
-    /// When the head frame may go out, if any frame is queued.
-    fn ready_at(&self) -> Option<Instant> {
-        let (_, enqueued) = self.rt_queue.front().or_else(|| self.queue.front())?;
-        Some(match &self.pacer {
-            Some(pacer) => pacer.ready_at(enqueued),
-            None => enqueued,
-        })
-    }
+/// The scheduler key of the connection arriving on `in_port` with id `in_id`: unique on the
+/// switch, hence on its output port.
+fn conn_key(in_port: PortId, in_id: u16) -> u32 {
+    (u32::from(in_port.0) << 16) | u32::from(in_id)
 }
 
 /// The non-real-time queue bound of `port` (EtheReal §3.3: twice the output link bandwidth times
@@ -402,10 +474,38 @@ impl Switch {
                     bytes: bound,
                     max: MAX_NRT_QUEUE_BYTES,
                 })?;
+            let line_rate_bps = port.rate_bps.unwrap_or(config.rt.unpaced_line_rate_bps);
+            let cfg = SchedConfig {
+                cycle: config.cycle_time,
+                line_rate_bps,
+                nrt_queue_bytes: Some(bound),
+                max_connections: config.rt.max_connections,
+            };
+            let sched_error = |error| ConfigError::Scheduler {
+                port: port.name.clone(),
+                error,
+            };
+            let mut sched = CyclicScheduler::new(cfg, now)
+                .map_err(sched_error)?
+                .with_control_queue(config.rt.control_queue_bytes.min(MAX_NRT_QUEUE_BYTES));
+            if port.rate_bps.is_none() {
+                sched = sched.without_pacing();
+            }
+            let meter = if config.rt.preemptive_discard {
+                let meter = NrtMeter::new(
+                    config.rt.discard_window,
+                    sched::DEFAULT_BUCKETS,
+                    line_rate_bps,
+                )
+                .map_err(ConfigError::Discard)?;
+                Some(meter)
+            } else {
+                None
+            };
             ports.push(Port {
-                queue: FrameQueue::new(bound),
-                rt_queue: FrameQueue::new(config.rt.rt_queue_bytes.min(MAX_NRT_QUEUE_BYTES)),
-                pacer: port.rate_bps.map(Pacer::new),
+                sched,
+                meter,
+                line_rate_bps,
             });
         }
         let own = std::iter::once(config.mac).chain(config.ports.iter().map(|p| p.mac));
@@ -433,41 +533,20 @@ impl Switch {
         let index = usize::from(port.0);
         let out = self.ports.get_mut(index)?;
         let stats = self.stats.ports.get_mut(index)?;
-        loop {
-            // Strict priority: the real-time FIFO first.
-            let rt = out.rt_queue.front().is_some();
-            let queue = if rt {
-                &mut out.rt_queue
-            } else {
-                &mut out.queue
-            };
-            let (len, enqueued) = queue.front()?;
-            let ready = match &out.pacer {
-                Some(pacer) => pacer.ready_at(enqueued),
-                None => enqueued,
-            };
-            if ready > now {
-                return None;
-            }
-            if buf.len() < len {
-                queue.pop_into(&mut []);
-                stats.drop_tx_buffer += 1;
-                continue;
-            }
-            if let Some(pacer) = &mut out.pacer {
-                pacer.on_send(now, enqueued, len);
-            }
-            queue.pop_into(buf);
-            stats.tx_frames += 1;
-            stats.tx_bytes += len as u64;
-            let late = now.saturating_duration_since(ready);
-            let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
-            stats.pacing_late_max_ns = stats.pacing_late_max_ns.max(late_ns);
-            if late > PACING_LATE_THRESHOLD {
-                stats.pacing_late_sends += 1;
-            }
-            return Some(len);
-        }
+        let dropped = |s: &sched::SchedStats| {
+            s.rt_frames_dropped + s.nrt_frames_dropped + s.control_frames_dropped
+        };
+        let before = dropped(out.sched.stats());
+        let sent = out.sched.poll_transmit(now, buf);
+        let s = out.sched.stats();
+        // Only a too-short `buf` drops frames inside `poll_transmit`.
+        stats.drop_tx_buffer += dropped(s) - before;
+        stats.pacing_late_max_ns = s.late_max_ns;
+        stats.pacing_late_sends = s.late_sends;
+        let len = sent?;
+        stats.tx_frames += 1;
+        stats.tx_bytes += len as u64;
+        Some(len)
     }
 
     /// The earliest time at which [`Switch::poll_transmit`] or [`Switch::handle_timeout`] has
@@ -484,15 +563,15 @@ impl Switch {
             next = next.min(due);
         }
         for port in &self.ports {
-            if let Some(ready) = port.ready_at() {
+            if let Some(ready) = port.sched.poll_timeout() {
                 next = next.min(ready);
             }
         }
         Some(next)
     }
 
-    /// Runs timers due at `now`: pending-frame expiry, learning-table ageing, HELLOs, SETUP
-    /// retransmissions and route timeouts.
+    /// Runs timers due at `now`: pending-frame expiry, learning-table ageing, HELLOs, SETUP and
+    /// TEARDOWN retransmissions, route timeouts and REFRESH expiry.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.stats.drop_pending_timeout += self.pending.expire(now);
         self.signal_timeout(now);
@@ -501,6 +580,7 @@ impl Switch {
             self.arp.age(now);
             self.pending.forget_old_probes(now);
             self.rt.forget_old_answers(now);
+            self.expire_unrefreshed(now);
             self.next_ageing = now + AGEING_CHECK_INTERVAL;
         }
     }
@@ -570,26 +650,40 @@ impl Switch {
     pub fn queue_len(&self, port: PortId) -> usize {
         self.ports
             .get(usize::from(port.0))
-            .map_or(0, |p| p.queue.len())
+            .map_or(0, |p| p.sched.nrt_queued())
     }
 
     /// Bytes charged against `port`'s non-real-time queue bound (frames count at least 60 bytes).
     pub fn queue_bytes(&self, port: PortId) -> usize {
         self.ports
             .get(usize::from(port.0))
-            .map_or(0, |p| p.queue.charged_bytes())
+            .map_or(0, |p| p.sched.nrt_queued_bytes())
     }
 
     /// `port`'s non-real-time queue bound in bytes, if the port exists.
     pub fn queue_bound(&self, port: PortId) -> Option<usize> {
-        self.ports.get(usize::from(port.0)).map(|p| p.queue.bound())
+        self.ports
+            .get(usize::from(port.0))
+            .map(|p| p.sched.nrt_bound())
     }
 
     /// When `port`'s line is booked until by frames already sent (`None` if unpaced or unknown).
     pub fn busy_until(&self, port: PortId) -> Option<Instant> {
         self.ports
             .get(usize::from(port.0))
-            .and_then(|p| p.pacer.as_ref())
-            .map(Pacer::busy_until)
+            .filter(|p| p.sched.is_paced())
+            .map(|p| p.sched.busy_until())
+    }
+
+    /// `port`'s output scheduler (EtheReal §3.3), for introspection.
+    pub fn scheduler(&self, port: PortId) -> Option<&CyclicScheduler> {
+        self.ports.get(usize::from(port.0)).map(|p| &p.sched)
+    }
+
+    /// `port`'s preemptive-discard meter (`None` if disabled or the port is unknown).
+    pub fn discard_meter(&self, port: PortId) -> Option<&NrtMeter> {
+        self.ports
+            .get(usize::from(port.0))
+            .and_then(|p| p.meter.as_ref())
     }
 }

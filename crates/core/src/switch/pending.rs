@@ -149,6 +149,16 @@ impl Pending {
         self.probes.insert(ip, now);
     }
 
+    /// Forgets the probe record of `ip` (its answer arrived).
+    pub(crate) fn forget_probe(&mut self, ip: Ipv4Addr) {
+        self.probes.remove(&ip);
+    }
+
+    /// Forgets every probe record (the ARP cache was flushed).
+    pub(crate) fn forget_all_probes(&mut self) {
+        self.probes.clear();
+    }
+
     /// Forgets probes that are no longer outstanding.
     pub(crate) fn forget_old_probes(&mut self, now: Instant) {
         let timeout = self.timeout;

@@ -7,11 +7,13 @@
 //! small bookkeeping helpers (timers, HELLO freshness, answer expiry).
 
 use std::collections::HashMap;
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use rtlan_wire::control::{Repr, SetupRepr};
 
-use super::rt::{Admission, Booking, ConnectionTable, IdAllocator, RequestKey};
+use super::introspect::LatencyRing;
+use super::rt::{Admission, Booking, ConnectionTable, IdAllocator, RequestKey, SwitchLimits};
 use super::{PortId, SwitchConfig, MAX_FRAME_LEN};
 use crate::time::Instant;
 
@@ -22,10 +24,6 @@ pub(super) const ANSWER_LIFETIME: Duration = Duration::from_secs(600);
 /// A HELLO heard more than this many periods ago no longer makes a port switch-facing.
 const HELLO_MISSES: u32 = 3;
 
-/// Bytes of each port's real-time FIFO kept free for control messages beyond the admitted
-/// 2 × max burst per connection.
-pub(super) const CONTROL_ALLOWANCE: usize = 8 * 1024;
-
 /// What an installed connection holds on this switch besides its table entry.
 #[derive(Debug)]
 pub(super) struct Held {
@@ -33,6 +31,31 @@ pub(super) struct Held {
     pub(super) booking: Booking,
     /// Real-time FIFO bytes (2 × max burst) admitted on the output port.
     pub(super) rt_bytes: usize,
+    /// The receiver's IP address (from the SETUP).
+    pub(super) dst_ip: Ipv4Addr,
+    /// The receiver's UDP port (from the SETUP).
+    pub(super) dst_port: u16,
+    /// This switch's hop index on the connection's path.
+    pub(super) hop: u8,
+    /// When the connection was installed or last refreshed (soft state, `docs/protocol.md` §5).
+    pub(super) last_refresh: Instant,
+}
+
+/// A TEARDOWN this switch sent and retransmits until TEARDOWN_ACK (`docs/protocol.md` §5).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TeardownOut {
+    /// The link it went out on.
+    pub(super) port: PortId,
+    /// The connection id on that link.
+    pub(super) connection_id: u16,
+    /// Request id (chosen by this switch; the ACK echoes it).
+    pub(super) request_id: u32,
+    /// Header hop it carries.
+    pub(super) hop: u8,
+    /// Transmissions so far.
+    pub(super) attempts: u8,
+    /// When to retransmit (or give up after the last attempt).
+    pub(super) next_retransmit: Instant,
 }
 
 /// What a SETUP in progress waits for.
@@ -77,6 +100,10 @@ pub(super) struct InProgress {
     pub(super) setup: SetupRepr,
     /// What it waits for.
     pub(super) wait: Wait,
+    /// When the SETUP arrived (per-hop setup latency).
+    pub(super) arrived: Instant,
+    /// Whether routing it needed an ARP query (the receiver was not in the ARP cache).
+    pub(super) probed: bool,
 }
 
 /// All real-time state of one switch.
@@ -90,8 +117,11 @@ pub(super) struct RtState {
     pub(super) ids: Vec<IdAllocator>,
     /// What each installed connection holds, keyed like the table.
     pub(super) held: HashMap<(PortId, u16), Held>,
-    /// Real-time FIFO bytes admitted per output port (sum of 2 × max burst).
+    /// Real-time queue bytes admitted per output port (sum of 2 × max burst).
     pub(super) rt_budget: Vec<usize>,
+    /// Per input port: wire bit/s of the reservations entering there (preemptive discard's
+    /// residual is the line rate minus this).
+    pub(super) ingress_reserved: Vec<u64>,
     /// Answers sent upstream, for duplicate SETUPs, with the time they were sent.
     pub(super) answers: HashMap<RequestKey, (Repr, Instant)>,
     /// SETUPs in progress, oldest first.
@@ -106,6 +136,12 @@ pub(super) struct RtState {
     pub(super) next_request_id: u32,
     /// Scratch buffer for rewriting a real-time data frame.
     pub(super) scratch: Vec<u8>,
+    /// TEARDOWNs sent and not yet acknowledged, oldest first (bounded).
+    pub(super) teardowns: Vec<TeardownOut>,
+    /// Per-hop SETUP handling time when the route was known, ns.
+    pub(super) latency_hit: LatencyRing,
+    /// Per-hop SETUP handling time when an ARP query was needed, ns.
+    pub(super) latency_miss: LatencyRing,
 }
 
 impl RtState {
@@ -119,12 +155,23 @@ impl RtState {
         let count = config.ports.len();
         RtState {
             table: ConnectionTable::new(config.rt.max_connections),
-            admission: Admission::with_cap(&rates, config.rt.cap_percent),
+            admission: Admission::with_limits(
+                &rates,
+                config.rt.cap_percent,
+                SwitchLimits {
+                    backplane_bps: config.rt.backplane_bps,
+                    cycle: config.cycle_time,
+                    cpu_cost_per_connection: config.rt.cpu_cost_per_connection,
+                    cpu_budget_percent: config.rt.cpu_budget_percent,
+                    rt_buffer_bytes: config.rt.rt_buffer_bytes,
+                },
+            ),
             ids: (0..count)
                 .map(|_| IdAllocator::new(&config.rt.plan))
                 .collect(),
             held: HashMap::new(),
             rt_budget: vec![0; count],
+            ingress_reserved: vec![0; count],
             answers: HashMap::new(),
             in_progress: Vec::new(),
             switch_heard: vec![None; count],
@@ -132,10 +179,14 @@ impl RtState {
             hello_seq: 0,
             next_request_id: 1,
             scratch: vec![0; MAX_FRAME_LEN],
+            teardowns: Vec::new(),
+            latency_hit: LatencyRing::default(),
+            latency_miss: LatencyRing::default(),
         }
     }
 
-    /// The earliest signalling deadline: HELLO, route timeout or retransmission.
+    /// The earliest signalling deadline: HELLO, route timeout or retransmission (of a SETUP or
+    /// a TEARDOWN). Refresh expiry rides on the switch's ageing sweep.
     pub(super) fn next_timeout(&self) -> Option<Instant> {
         let waits = self.in_progress.iter().map(|p| match p.wait {
             Wait::Route { deadline } => deadline,
@@ -143,7 +194,8 @@ impl RtState {
                 next_retransmit, ..
             } => next_retransmit,
         });
-        waits.chain(self.next_hello).min()
+        let teardowns = self.teardowns.iter().map(|t| t.next_retransmit);
+        waits.chain(teardowns).chain(self.next_hello).min()
     }
 
     /// A fresh request id for a message this switch originates.

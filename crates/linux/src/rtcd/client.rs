@@ -9,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use rtlan_core::rtcd::Request;
+use rtlan_core::rtcd::{DaemonShaping, Request};
 use rtlan_wire::ethernet::Address;
 use serde_json::Value;
 
@@ -200,6 +200,17 @@ impl RtcdClient {
 
     /// Reserves a connection; blocks until the path answered.
     pub fn open(&mut self, params: &OpenParams) -> Result<Opened, ClientError> {
+        self.open_shaped(params, DaemonShaping::None)
+    }
+
+    /// Reserves a connection, asking the daemon to shape it in the kernel when `shaping` is
+    /// [`DaemonShaping::Kernel`] (`"shaping":"kernel"`, `docs/rtcd.md`); blocks until the path
+    /// answered.
+    pub fn open_shaped(
+        &mut self,
+        params: &OpenParams,
+        shaping: DaemonShaping,
+    ) -> Result<Opened, ClientError> {
         let reply = self.call(&Request::Open {
             dst_ip: params.dst_ip,
             dst_port: params.dst_port,
@@ -207,6 +218,7 @@ impl RtcdClient {
             rate_bps: params.rate_bps,
             max_burst: params.max_burst,
             max_packet: params.max_packet,
+            shaping,
         })?;
         let bad = |name: &str| ClientError::Protocol(format!("`{name}` out of range in {reply}"));
         Ok(Opened {

@@ -65,6 +65,8 @@ pub struct Config {
     pub reclaim_period: Duration,
     /// Hop limit written into SETUP.
     pub hop_limit: u8,
+    /// Period of REFRESH for open connections; zero = none.
+    pub refresh_period: Duration,
 }
 
 #[derive(Deserialize)]
@@ -82,6 +84,7 @@ struct RawConfig {
     max_attempts: Option<u8>,
     reclaim_period: Option<String>,
     hop_limit: Option<u8>,
+    refresh_period: Option<String>,
 }
 
 /// Parses `a.b.c.d/len` into a [`ProxyPrefix`].
@@ -110,6 +113,7 @@ impl Config {
             max_attempts: core.max_attempts,
             reclaim_period: core.reclaim_period,
             hop_limit: core.hop_limit,
+            refresh_period: core.refresh_period,
         }
     }
 
@@ -169,6 +173,10 @@ impl Config {
         if let Some(h) = raw.hop_limit {
             config.hop_limit = h;
         }
+        if let Some(d) = raw.refresh_period {
+            config.refresh_period = parse_duration(&d)
+                .map_err(|e| ConfigError::Value(format!("refresh_period: {e}")))?;
+        }
         // Catch what the core would refuse now, with the file in mind.
         config.core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))?;
         Ok(config)
@@ -196,6 +204,7 @@ impl Config {
         core.max_attempts = self.max_attempts;
         core.reclaim_period = self.reclaim_period;
         core.hop_limit = self.hop_limit;
+        core.refresh_period = self.refresh_period;
         // Validate by construction; the instant does not matter.
         rtlan_core::rtcd::Rtcd::new(core.clone(), rtlan_core::time::Instant::from_nanos(0))
             .map_err(|e| ConfigError::Value(e.to_string()))?;
@@ -230,6 +239,7 @@ mod tests {
         assert_eq!(core.proxy_prefix, ProxyPrefix::DEFAULT);
         assert_eq!(core.host_ip, Ipv4Addr::new(198, 18, 0, 9));
         assert_eq!(core.realtime_cap_percent, 60);
+        assert_eq!(core.refresh_period, Duration::from_secs(10));
     }
 
     #[test]
@@ -247,6 +257,7 @@ mod tests {
             max_attempts = 3
             reclaim_period = "5s"
             hop_limit = 4
+            refresh_period = "2s"
         "#;
         let c = Config::from_toml_str(text).expect("valid");
         let core = c
@@ -261,6 +272,7 @@ mod tests {
         assert_eq!(core.max_attempts, 3);
         assert_eq!(core.reclaim_period, Duration::from_secs(5));
         assert_eq!(core.hop_limit, 4);
+        assert_eq!(core.refresh_period, Duration::from_secs(2));
         assert_eq!(core.realtime_cap_percent, 50);
     }
 
@@ -285,6 +297,10 @@ mod tests {
                 "host_mac",
             ),
             ("interface = \"eth0\"\nlink_rate = \"fast\"\n", "link_rate"),
+            (
+                "interface = \"eth0\"\nrefresh_period = \"soon\"\n",
+                "refresh_period",
+            ),
             (
                 "interface = \"eth0\"\nproxy_prefix = \"198.19.0.0\"\n",
                 "proxy_prefix",

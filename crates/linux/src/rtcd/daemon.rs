@@ -14,6 +14,7 @@ use rtlan_wire::control::Packet;
 use super::clients::{ClientEvent, ClientServer};
 use super::json;
 use super::link::ControlLink;
+use super::tc::KernelShaper;
 use super::{Error, RunReport};
 use crate::clock;
 use crate::netlink::Netlink;
@@ -38,6 +39,8 @@ pub(super) struct Daemon {
     neighbours: BTreeSet<Ipv4Addr>,
     /// The route this daemon installed, if still in place.
     route: Option<ProxyPrefix>,
+    /// The `tc` HTB tree for kernel-shaped connections (`docs/rttr.md`).
+    shaper: KernelShaper,
     report: RunReport,
 }
 
@@ -61,6 +64,7 @@ impl Daemon {
         link: ControlLink,
         netlink: Netlink,
         socket: &std::path::Path,
+        link_rate_bps: u64,
     ) -> Result<Daemon, Error> {
         let timer = Timer::new()?;
         let epoll = Epoll::new().map_err(Error::Epoll)?;
@@ -72,6 +76,7 @@ impl Daemon {
             .map_err(Error::Epoll)?;
         let clients = ClientServer::bind(socket, &epoll)?;
         Ok(Daemon {
+            shaper: KernelShaper::new(ifname.clone(), link_rate_bps),
             ifname,
             rtcd,
             link,
@@ -230,6 +235,22 @@ impl Daemon {
                     }
                 }
                 Action::RemoveRoute { prefix } => self.remove_route(prefix),
+                Action::InstallShaper {
+                    id,
+                    proxy_ip,
+                    rate_bps,
+                    max_burst,
+                    ..
+                } => {
+                    if let Err(e) = self.shaper.install(id, proxy_ip, rate_bps, max_burst) {
+                        self.shaper_error("install shaper", &e);
+                    }
+                }
+                Action::RemoveShaper { id, .. } => {
+                    if let Err(e) = self.shaper.remove(id) {
+                        self.shaper_error("remove shaper", &e);
+                    }
+                }
                 Action::Reply { client, tag, reply } => {
                     self.send_line(client, &json::reply_to_json(tag, &reply));
                 }
@@ -260,6 +281,11 @@ impl Daemon {
         }
     }
 
+    fn shaper_error(&mut self, what: &str, e: &super::tc::TcError) {
+        self.report.shaper_errors += 1;
+        tracing::warn!(ifname = %self.ifname, "{what}: {e}");
+    }
+
     fn netlink_error(&mut self, what: &str, e: &crate::netlink::NetlinkError) {
         self.report.netlink_errors += 1;
         tracing::warn!(ifname = %self.ifname, "{what}: {e}");
@@ -278,6 +304,9 @@ impl Daemon {
         }
         if let Some(prefix) = self.route {
             self.remove_route(prefix);
+        }
+        if let Err(e) = self.shaper.shutdown() {
+            self.shaper_error("remove root qdisc", &e);
         }
     }
 

@@ -181,6 +181,7 @@ mod tests {
                     rate_bps: 1_000_000,
                     max_burst: 3028,
                     max_packet: 1514,
+                    shaping: rtlan_core::rtcd::DaemonShaping::None,
                 },
             ),
             (

@@ -14,6 +14,7 @@ mod config;
 mod daemon;
 mod json;
 mod link;
+mod tc;
 
 use std::io;
 use std::net::Ipv4Addr;
@@ -75,6 +76,8 @@ pub struct RunReport {
     pub client_errors: u64,
     /// Netlink changes that failed (logged, not fatal).
     pub netlink_errors: u64,
+    /// `tc` commands for kernel shaping that failed (logged, not fatal).
+    pub shaper_errors: u64,
     /// Client connections accepted.
     pub clients_accepted: u64,
 }
@@ -124,6 +127,7 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         link,
         netlink,
         &config.socket,
+        core.link_rate_bps,
     )?;
     tracing::info!(
         interface = %config.interface,

@@ -9,8 +9,14 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rtlan_core::switch::rt::{
+    DEFAULT_CPU_BUDGET_PERCENT, DEFAULT_CPU_COST_PER_CONNECTION, DEFAULT_RT_BUFFER_BYTES,
+    DEFAULT_RT_CAP_PERCENT,
+};
+use rtlan_core::switch::sched::{DEFAULT_WINDOW, MAX_CYCLE, MIN_CYCLE};
 use rtlan_core::switch::{
-    PortConfig, RtConfig, SwitchConfig, UnknownUnicast, MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
+    PortConfig, RtConfig, SwitchConfig, UnknownUnicast, DEFAULT_REFRESH_TIMEOUT,
+    MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
 };
 use rtlan_core::units::{format_rate, parse_duration, parse_rate};
 use rtlan_wire::ethernet::Address;
@@ -53,6 +59,15 @@ pub struct PortSpec {
     pub rate_bps: Option<u64>,
 }
 
+/// How admission learns the scheduler's cost per connection per cycle (EtheReal §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuCost {
+    /// A configured cost.
+    Fixed(Duration),
+    /// Measured at start-up on a scratch scheduler (`cpu_cost_per_connection = "calibrate"`).
+    Calibrate,
+}
+
 /// The switch daemon's configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -84,6 +99,22 @@ pub struct Config {
     pub qdisc_bypass: bool,
     /// Slots per RX and per TX ring of each port.
     pub ring_frames: usize,
+    /// A real-time connection with no REFRESH for this long is released; zero = never.
+    pub refresh_timeout: Duration,
+    /// Share of each output link real-time reservations may book, percent (paper: 60).
+    pub realtime_cap_percent: u8,
+    /// Backplane capacity for admission, bit/s; `None` = unlimited.
+    pub backplane_bps: Option<u64>,
+    /// Scheduler cost per connection per cycle, for CPU admission.
+    pub cpu_cost_per_connection: CpuCost,
+    /// Share of the cycle the scheduler may spend on connections, percent.
+    pub cpu_budget_percent: u8,
+    /// Memory for real-time connection queues, bytes.
+    pub rt_buffer_bytes: usize,
+    /// EtheReal §3.3 preemptive discard on host-facing ports.
+    pub preemptive_discard: bool,
+    /// Sliding window of the preemptive-discard meter.
+    pub discard_window: Duration,
     /// The ports, in `PortId` order.
     pub ports: Vec<PortSpec>,
 }
@@ -118,6 +149,14 @@ struct RawConfig {
     busy_poll: Option<bool>,
     qdisc_bypass: Option<bool>,
     ring_frames: Option<Spanned<usize>>,
+    refresh_timeout: Option<Spanned<String>>,
+    realtime_cap_percent: Option<Spanned<u8>>,
+    backplane: Option<Spanned<String>>,
+    cpu_cost_per_connection: Option<Spanned<String>>,
+    cpu_budget_percent: Option<Spanned<u8>>,
+    rt_buffer_bytes: Option<Spanned<usize>>,
+    preemptive_discard: Option<bool>,
+    discard_window: Option<Spanned<String>>,
     #[serde(default)]
     port: Vec<RawPort>,
 }
@@ -230,13 +269,65 @@ impl Config {
                 }
             },
         };
+        let cycle_span = raw.cycle_time.as_ref().map(|v| v.span());
         let cycle_time = src.duration(raw.cycle_time, "cycle_time", DEFAULT_CYCLE_TIME)?;
+        if !(MIN_CYCLE..=MAX_CYCLE).contains(&cycle_time) {
+            return Err(src.error(
+                cycle_span.unwrap_or(0..0),
+                "cycle_time must be between 100us and 1s",
+            ));
+        }
+        let percent = |value: &Option<Spanned<u8>>, key: &str, default: u8| match value {
+            None => Ok(default),
+            Some(v) if (1..=100).contains(v.get_ref()) => Ok(*v.get_ref()),
+            Some(v) => Err(src.error(v.span(), format!("{key} must be between 1 and 100"))),
+        };
+        let realtime_cap_percent = percent(
+            &raw.realtime_cap_percent,
+            "realtime_cap_percent",
+            DEFAULT_RT_CAP_PERCENT,
+        )?;
+        let cpu_budget_percent = percent(
+            &raw.cpu_budget_percent,
+            "cpu_budget_percent",
+            DEFAULT_CPU_BUDGET_PERCENT,
+        )?;
+        let backplane_bps = match &raw.backplane {
+            None => None,
+            Some(v) if v.get_ref() == "unlimited" => None,
+            Some(v) => match parse_rate(v.get_ref()) {
+                Ok(0) => return Err(src.error(v.span(), "backplane must be above 0 bit/s")),
+                Ok(rate) => Some(rate),
+                Err(e) => return Err(src.error(v.span(), format!("backplane: {e}"))),
+            },
+        };
+        let cpu_cost_per_connection = match &raw.cpu_cost_per_connection {
+            None => CpuCost::Fixed(DEFAULT_CPU_COST_PER_CONNECTION),
+            Some(v) if v.get_ref() == "calibrate" => CpuCost::Calibrate,
+            Some(v) => CpuCost::Fixed(parse_duration(v.get_ref()).map_err(|e| {
+                src.error(
+                    v.span(),
+                    format!("cpu_cost_per_connection: {e} (or \"calibrate\")"),
+                )
+            })?),
+        };
+        let rt_buffer_bytes = match &raw.rt_buffer_bytes {
+            None => DEFAULT_RT_BUFFER_BYTES,
+            Some(v) => src.bounded(v, "rt_buffer_bytes", usize::MAX)?,
+        };
+        let discard_window = src.duration(raw.discard_window, "discard_window", DEFAULT_WINDOW)?;
         let ageing_time = src.duration(raw.ageing_time, "ageing_time", DEFAULT_AGEING_TIME)?;
         let pending_timeout = src.duration(
             raw.pending_timeout,
             "pending_timeout",
             DEFAULT_PENDING_TIMEOUT,
         )?;
+        // Zero is allowed here: it means "never expire".
+        let refresh_timeout = match raw.refresh_timeout {
+            None => DEFAULT_REFRESH_TIMEOUT,
+            Some(v) => parse_duration(v.get_ref())
+                .map_err(|e| src.error(v.span(), format!("refresh_timeout: {e}")))?,
+        };
         let pending_capacity = match &raw.pending_capacity {
             None => DEFAULT_PENDING_CAPACITY,
             Some(v) => src.bounded(v, "pending_capacity", MAX_PENDING_CAPACITY)?,
@@ -303,6 +394,14 @@ impl Config {
             busy_poll: raw.busy_poll.unwrap_or(false),
             qdisc_bypass: raw.qdisc_bypass.unwrap_or(false),
             ring_frames,
+            refresh_timeout,
+            realtime_cap_percent,
+            backplane_bps,
+            cpu_cost_per_connection,
+            cpu_budget_percent,
+            rt_buffer_bytes,
+            preemptive_discard: raw.preemptive_discard.unwrap_or(true),
+            discard_window,
             ports,
         })
     }
@@ -317,6 +416,8 @@ impl Config {
     }
 
     /// The core's configuration, given the MAC address of each port's interface (in port order).
+    /// With `cpu_cost_per_connection = "calibrate"` the default cost stands in; the daemon
+    /// replaces it with the measured one.
     pub fn switch_config(&self, port_macs: &[Address]) -> SwitchConfig {
         let ports: Vec<PortConfig> = self
             .ports
@@ -341,7 +442,20 @@ impl Config {
             nrt_queue_bytes: self.nrt_queue_bytes,
             pending_capacity: self.pending_capacity,
             pending_timeout: self.pending_timeout,
-            rt: RtConfig::default(),
+            rt: RtConfig {
+                refresh_timeout: self.refresh_timeout,
+                cap_percent: self.realtime_cap_percent,
+                backplane_bps: self.backplane_bps,
+                cpu_cost_per_connection: match self.cpu_cost_per_connection {
+                    CpuCost::Fixed(cost) => cost,
+                    CpuCost::Calibrate => DEFAULT_CPU_COST_PER_CONNECTION,
+                },
+                cpu_budget_percent: self.cpu_budget_percent,
+                rt_buffer_bytes: self.rt_buffer_bytes,
+                preemptive_discard: self.preemptive_discard,
+                discard_window: self.discard_window,
+                ..RtConfig::default()
+            },
         }
     }
 }
@@ -385,6 +499,14 @@ struct ConfigView<'a> {
     busy_poll: bool,
     qdisc_bypass: bool,
     ring_frames: usize,
+    refresh_timeout: String,
+    realtime_cap_percent: u8,
+    backplane: String,
+    cpu_cost_per_connection: String,
+    cpu_budget_percent: u8,
+    rt_buffer_bytes: usize,
+    preemptive_discard: bool,
+    discard_window: String,
     port: Vec<PortView<'a>>,
 }
 
@@ -406,6 +528,19 @@ impl serde::Serialize for Config {
             busy_poll: self.busy_poll,
             qdisc_bypass: self.qdisc_bypass,
             ring_frames: self.ring_frames,
+            refresh_timeout: format_duration(self.refresh_timeout),
+            realtime_cap_percent: self.realtime_cap_percent,
+            backplane: self
+                .backplane_bps
+                .map_or_else(|| "unlimited".to_string(), format_rate),
+            cpu_cost_per_connection: match self.cpu_cost_per_connection {
+                CpuCost::Fixed(cost) => format_duration(cost),
+                CpuCost::Calibrate => "calibrate".to_string(),
+            },
+            cpu_budget_percent: self.cpu_budget_percent,
+            rt_buffer_bytes: self.rt_buffer_bytes,
+            preemptive_discard: self.preemptive_discard,
+            discard_window: format_duration(self.discard_window),
             port: self
                 .ports
                 .iter()

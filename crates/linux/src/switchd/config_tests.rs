@@ -17,6 +17,7 @@ cpu = 1
 busy_poll = true
 qdisc_bypass = true
 ring_frames = 512
+refresh_timeout = "45s"
 
 [[port]]
 ifname = "p0"
@@ -53,6 +54,7 @@ fn full_config_parses_every_key() {
     assert!(c.busy_poll);
     assert!(c.qdisc_bypass);
     assert_eq!(c.ring_frames, 512);
+    assert_eq!(c.refresh_timeout, Duration::from_secs(45));
     assert_eq!(
         c.ports,
         vec![
@@ -84,6 +86,20 @@ fn minimal_config_takes_defaults() {
     assert!(!c.busy_poll);
     assert!(!c.qdisc_bypass);
     assert_eq!(c.ring_frames, DEFAULT_RING_FRAMES);
+    assert_eq!(c.refresh_timeout, Duration::from_secs(30));
+}
+
+#[test]
+fn refresh_timeout_zero_means_never_and_reaches_the_core() {
+    let c = Config::from_toml_str("refresh_timeout = \"0s\"\n[[port]]\nifname = \"a\"\n")
+        .expect("zero is allowed");
+    assert_eq!(c.refresh_timeout, Duration::ZERO);
+    let full = Config::from_toml_str(FULL).expect("valid");
+    let sc = full.switch_config(&[Address([2, 0, 0, 0, 0, 1]), Address([2, 0, 0, 0, 0, 2])]);
+    assert_eq!(sc.rt.refresh_timeout, Duration::from_secs(45));
+    let (line, msg) = invalid_line("refresh_timeout = \"soon\"\n[[port]]\nifname = \"a\"\n");
+    assert_eq!(line, 1);
+    assert!(msg.contains("refresh_timeout"), "{msg}");
 }
 
 #[test]
@@ -194,4 +210,75 @@ fn mac_and_duration_text() {
     assert_eq!(format_duration(Duration::from_secs(300)), "300s");
     assert_eq!(format_duration(Duration::from_nanos(1_001)), "1001ns");
     assert_eq!(line_column("ab\ncd\nef", 4), (2, 2));
+}
+
+#[test]
+fn admission_and_discard_keys_parse_and_reach_the_core() {
+    let text = r#"
+cycle_time = "100us"
+realtime_cap_percent = 50
+backplane = "2gbit"
+cpu_cost_per_connection = "250ns"
+cpu_budget_percent = 40
+rt_buffer_bytes = 1048576
+preemptive_discard = false
+discard_window = "20ms"
+
+[[port]]
+ifname = "p0"
+"#;
+    let c = Config::from_toml_str(text).expect("valid");
+    assert_eq!(c.cycle_time, Duration::from_micros(100));
+    assert_eq!(c.backplane_bps, Some(2_000_000_000));
+    assert_eq!(
+        c.cpu_cost_per_connection,
+        CpuCost::Fixed(Duration::from_nanos(250))
+    );
+    let sc = c.switch_config(&[Address([2, 0, 0, 0, 0, 1])]);
+    assert_eq!(sc.rt.cap_percent, 50);
+    assert_eq!(sc.rt.backplane_bps, Some(2_000_000_000));
+    assert_eq!(sc.rt.cpu_cost_per_connection, Duration::from_nanos(250));
+    assert_eq!(sc.rt.cpu_budget_percent, 40);
+    assert_eq!(sc.rt.rt_buffer_bytes, 1_048_576);
+    assert!(!sc.rt.preemptive_discard);
+    assert_eq!(sc.rt.discard_window, Duration::from_millis(20));
+    // Round trip through the serialized form.
+    let again = Config::from_toml_str(&toml::to_string(&c).expect("serializes")).expect("parses");
+    assert_eq!(again, c);
+    // Defaults: discard on, unlimited backplane, 1 µs, 50 %, 64 MiB.
+    let d = Config::from_toml_str("[[port]]\nifname = \"p0\"\n").expect("valid");
+    assert!(d.preemptive_discard);
+    assert_eq!(d.backplane_bps, None);
+    assert_eq!(
+        d.cpu_cost_per_connection,
+        CpuCost::Fixed(Duration::from_micros(1))
+    );
+    assert_eq!(d.cpu_budget_percent, 50);
+    assert_eq!(d.rt_buffer_bytes, 64 * 1024 * 1024);
+    let cal = Config::from_toml_str(
+        "cpu_cost_per_connection = \"calibrate\"\n[[port]]\nifname = \"p0\"\n",
+    )
+    .expect("valid");
+    assert_eq!(cal.cpu_cost_per_connection, CpuCost::Calibrate);
+}
+
+#[test]
+fn admission_key_errors_name_their_line() {
+    for (text, key) in [
+        ("cycle_time = \"50us\"\n", "cycle_time"),
+        ("cycle_time = \"2s\"\n", "cycle_time"),
+        ("realtime_cap_percent = 0\n", "realtime_cap_percent"),
+        ("cpu_budget_percent = 101\n", "cpu_budget_percent"),
+        ("backplane = \"fast\"\n", "backplane"),
+        (
+            "cpu_cost_per_connection = \"soon\"\n",
+            "cpu_cost_per_connection",
+        ),
+        ("rt_buffer_bytes = 0\n", "rt_buffer_bytes"),
+    ] {
+        let (line, message) =
+            invalid_line(&format!("name = \"x\"\n{text}[[port]]\nifname = \"p0\"\n"));
+        assert_eq!(line, 2, "{text}: {message}");
+        assert!(message.contains(key), "{text}: {message}");
+    }
 }

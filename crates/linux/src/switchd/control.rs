@@ -50,6 +50,14 @@ pub enum Request {
     Config,
     /// Liveness check; answers `"pong"`.
     Ping,
+    /// The real-time connection table, one entry per connection (`docs/switch.md`).
+    Connections,
+    /// Clears the internal ARP cache; answers the number of entries removed.
+    #[serde(rename = "flush-arp")]
+    FlushArp,
+    /// Per-hop SETUP handling times: `{"hit_ns":[...],"miss_ns":[...]}`.
+    #[serde(rename = "setup-latency")]
+    SetupLatency,
 }
 
 /// Longest request line accepted.
@@ -331,11 +339,24 @@ mod tests {
             serde_json::json!({"ok": true, "data": "pong"})
         );
         assert_eq!(answer(br#" {"cmd" : "fdb"} "#, &mut r)["data"], "Fdb");
+        for (line, name) in [
+            (&br#"{"cmd":"connections"}"#[..], "Connections"),
+            (br#"{"cmd":"flush-arp"}"#, "FlushArp"),
+            (br#"{"cmd":"setup-latency"}"#, "SetupLatency"),
+        ] {
+            assert_eq!(answer(line, &mut r)["data"], name);
+        }
         assert_eq!(
             answer(br#"{"cmd":"arp"}"#, &mut r),
             serde_json::json!({"ok": false, "error": "no arp today"})
         );
-        for bad in [&br#"{"cmd":"reboot"}"#[..], b"not json", b"{}", b"\xff\xfe"] {
+        for bad in [
+            &br#"{"cmd":"reboot"}"#[..],
+            br#"{"cmd":"flusharp"}"#,
+            b"not json",
+            b"{}",
+            b"\xff\xfe",
+        ] {
             let reply = answer(bad, &mut r);
             assert_eq!(reply["ok"], false, "{reply}");
             assert!(

@@ -59,7 +59,17 @@ impl Daemon {
     ) -> Result<Self, Error> {
         let started = clock::now();
         let macs: Vec<_> = ports.iter().map(PacketPort::mac).collect();
-        let switch = Switch::new(config.switch_config(&macs), started)?;
+        let mut switch_config = config.switch_config(&macs);
+        if config.cpu_cost_per_connection == super::CpuCost::Calibrate {
+            if let Some(cost) = super::calibrate::cpu_cost_per_connection() {
+                tracing::info!(
+                    cost_ns = u64::try_from(cost.as_nanos()).unwrap_or(u64::MAX),
+                    "calibrated scheduler cost per connection per cycle"
+                );
+                switch_config.rt.cpu_cost_per_connection = cost;
+            }
+        }
+        let switch = Switch::new(switch_config, started)?;
         let timer = Timer::new()?;
         let epoll = Epoll::new().map_err(Error::Epoll)?;
         for (i, port) in ports.iter().enumerate() {
@@ -261,15 +271,36 @@ impl Daemon {
 struct StatsReply<'a> {
     name: &'a str,
     uptime_ns: u64,
+    /// Real-time connections installed.
+    connections: usize,
+    /// SETUPs in progress.
+    setups_in_progress: usize,
+    /// Per output port: booked real-time bandwidth, ids in use, admitted FIFO bytes.
+    rt_ports: Vec<rtlan_core::switch::RtPortInfo>,
+    /// Per port: cyclic-scheduler counters and preemptive-discard state.
+    sched_ports: Vec<rtlan_core::switch::SchedPortInfo>,
+    /// Switch-wide admission: backplane, connections (CPU), queue memory in use and limits.
+    admission: AdmissionReply,
     switch: &'a rtlan_core::switch::SwitchStats,
     shell: &'a ShellStats,
     timer: &'a crate::timer::LatenessStats,
 }
 
+/// Switch-wide admission state in a `stats` reply.
+#[derive(serde::Serialize)]
+struct AdmissionReply {
+    #[serde(flatten)]
+    usage: rtlan_core::switch::rt::SwitchUsage,
+    /// Configured limits (backplane, cycle, CPU cost per connection, CPU budget, buffer).
+    limits: rtlan_core::switch::rt::SwitchLimits,
+    /// The CPU cost per connection per cycle in force (configured or calibrated), ns.
+    cpu_cost_per_connection_ns: u64,
+}
+
 /// Answers one control request.
 fn respond(
     request: Request,
-    switch: &Switch,
+    switch: &mut Switch,
     config: &Config,
     shell: &ShellStats,
     timer: &Timer,
@@ -280,15 +311,33 @@ fn respond(
         Request::Stats => serde_json::to_value(StatsReply {
             name: &config.name,
             uptime_ns: u64::try_from(uptime.as_nanos()).unwrap_or(u64::MAX),
+            connections: switch.connections().len(),
+            setups_in_progress: switch.setups_in_progress(),
+            rt_ports: switch.rt_ports(),
+            sched_ports: switch.sched_ports(clock::now()),
+            admission: AdmissionReply {
+                usage: switch.admission_usage(),
+                limits: *switch.admission().limits(),
+                cpu_cost_per_connection_ns: u64::try_from(
+                    switch.config().rt.cpu_cost_per_connection.as_nanos(),
+                )
+                .unwrap_or(u64::MAX),
+            },
             switch: switch.stats(),
             shell,
             timer: timer.lateness(),
         }),
         Request::Fdb => serde_json::to_value(switch.fdb(clock::now())),
         Request::Arp => serde_json::to_value(switch.arp_cache()),
+        Request::Connections => serde_json::to_value(switch.connection_list(clock::now())),
+        Request::FlushArp => serde_json::to_value(switch.flush_arp_cache()),
+        Request::SetupLatency => serde_json::to_value(switch.setup_latency()),
         Request::Config => {
             let mut effective = config.clone();
             effective.mac = Some(switch.config().mac);
+            // A calibrated cost is reported as the measured value.
+            effective.cpu_cost_per_connection =
+                super::CpuCost::Fixed(switch.config().rt.cpu_cost_per_connection);
             serde_json::to_value(&effective)
         }
     };

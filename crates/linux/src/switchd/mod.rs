@@ -15,6 +15,7 @@
 //! Non-fatal errors (send failures, full rings, bad control requests) are counted in
 //! [`ShellStats`], never returned.
 
+pub mod calibrate;
 mod config;
 mod control;
 mod daemon;
@@ -28,7 +29,7 @@ use std::time::Duration;
 use rtlan_core::switch::SwitchStats;
 
 pub use config::{
-    format_duration, parse_mac, Config, ConfigError, PortSpec, DEFAULT_AGEING_TIME,
+    format_duration, parse_mac, Config, ConfigError, CpuCost, PortSpec, DEFAULT_AGEING_TIME,
     DEFAULT_CYCLE_TIME, DEFAULT_PENDING_CAPACITY, DEFAULT_PENDING_TIMEOUT, DEFAULT_RING_FRAMES,
     MAX_RING_FRAMES,
 };

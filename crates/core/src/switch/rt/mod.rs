@@ -22,7 +22,9 @@ mod table;
 mod tests;
 
 pub use admission::{
-    wire_rate, Admission, AdmissionError, Booking, PortBudget, DEFAULT_RT_CAP_PERCENT,
+    wire_rate, Admission, AdmissionError, Booking, PortBudget, SwitchLimits, SwitchUsage,
+    DEFAULT_CPU_BUDGET_PERCENT, DEFAULT_CPU_COST_PER_CONNECTION, DEFAULT_RT_BUFFER_BYTES,
+    DEFAULT_RT_CAP_PERCENT,
 };
 pub use ids::{IdAllocator, IdError};
 pub use table::{ConnectionTable, RequestKey, RtEntry, TableError};
@@ -53,8 +55,12 @@ pub enum RtDrop {
 /// Counters of the real-time data path and admission (all monotonic).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RtStats {
-    /// Frames forwarded on a connection.
+    /// Frames forwarded on a connection (rewritten and offered to the connection's queue).
     pub forwarded: u64,
+    /// Forwarded frames the connection's queue refused (queue of 2 × max burst full: the sender
+    /// exceeds its reservation, or the frame is longer than its maximum packet). Also counted
+    /// per connection.
+    pub queue_drops: u64,
     /// Frames dropped because no connection uses their id on their input link.
     pub unknown_id_drops: u64,
     /// Frames dropped as malformed or not real-time.

@@ -259,11 +259,11 @@ fn setup_sequence_undoes_on_failure() {
     let mut adm = Admission::new(&[100_000_000, 100_000_000]);
     let mut ids = IdAllocator::new(&plan);
     let booking = adm
-        .try_book(PortId(1), wire_rate(50_000_000, 1514))
+        .try_book(PortId(1), wire_rate(50_000_000, 1514), 0)
         .unwrap();
     let id = ids.allocate().unwrap();
     assert!(adm
-        .try_book(PortId(1), wire_rate(10_000_000, 1514))
+        .try_book(PortId(1), wire_rate(10_000_000, 1514), 0)
         .is_err());
     ids.release(id).unwrap();
     adm.release(booking).unwrap();

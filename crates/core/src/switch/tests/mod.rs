@@ -15,7 +15,10 @@ mod forwarding;
 mod pacing;
 mod props;
 mod rt_net;
+mod rt_refresh;
+mod rt_sched;
 mod rt_setup;
+mod rt_signal;
 
 pub(super) const SWITCH_MAC: Address = Address([0x02, 0x5e, 0, 0, 0, 0xfe]);
 pub(super) const MGMT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 254);
@@ -157,6 +160,7 @@ pub(super) fn assert_counters_consistent(sw: &Switch) {
         + s.drop_pending_timeout
         + s.flooded
         + s.forwarded
+        + s.drop_preemptive
         + sw.pending_len() as u64;
     assert_eq!(
         rx, accounted,

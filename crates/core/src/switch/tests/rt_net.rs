@@ -99,10 +99,22 @@ impl Net {
 
     /// Adds a host, with a daemon if `daemon`; returns its node index.
     pub(super) fn host(&mut self, last_octet: u8, daemon: bool) -> usize {
+        self.host_with(last_octet, daemon, |_| {})
+    }
+
+    /// As [`Net::host`], with the daemon's configuration adjusted by `adjust`.
+    pub(super) fn host_with(
+        &mut self,
+        last_octet: u8,
+        daemon: bool,
+        adjust: impl FnOnce(&mut rtcd::Config),
+    ) -> usize {
         let mac = Address([0x02, 0, 0, 0, 0, last_octet]);
         let ip = Ipv4Addr::new(198, 18, 0, last_octet);
         let rtcd = daemon.then(|| {
-            let mut d = Rtcd::new(rtcd::Config::new(mac, ip, RATE), self.now).expect("config");
+            let mut config = rtcd::Config::new(mac, ip, RATE);
+            adjust(&mut config);
+            let mut d = Rtcd::new(config, self.now).expect("config");
             d.handle_client_request(self.now, ClientId(1), 0, Request::Register { pid: 1 });
             while d.poll_action().is_some() {}
             d

@@ -24,6 +24,7 @@ fn open(dst_ip: Ipv4Addr, rate_bps: u64) -> Request {
         rate_bps,
         max_burst: 3028,
         max_packet: 1514,
+        shaping: crate::rtcd::DaemonShaping::None,
     }
 }
 

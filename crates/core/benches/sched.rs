@@ -1,0 +1,94 @@
+//! Cost of EtheReal's cyclic scheduler (§3.3) per connection per cycle, the figure §4.3 measures:
+//! one output port with 10,000 real-time connections, each with one frame queued; one iteration
+//! runs one full cycle (cycle start, every connection visited and its frame sent, line-rate pacing
+//! included) and re-queues the frames. Criterion's time per element is the cost per connection per
+//! cycle (target: ≤ 1 µs); the benchmark also prints it.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant as WallClock};
+
+use criterion::{criterion_main, Criterion, Throughput};
+use rtlan_core::switch::sched::{CyclicScheduler, SchedConfig};
+use rtlan_core::Instant;
+
+const CONNECTIONS: u32 = 10_000;
+const CYCLE: Duration = Duration::from_millis(10);
+
+/// One port at 10 Gbit/s with `CONNECTIONS` connections of 100 kbit/s (one 64-byte frame each per
+/// cycle).
+fn port() -> CyclicScheduler {
+    let cfg = SchedConfig {
+        cycle: CYCLE,
+        max_connections: CONNECTIONS as usize,
+        ..SchedConfig::new(10_000_000_000)
+    };
+    let mut s = CyclicScheduler::new(cfg, Instant::ZERO).expect("benchmark configuration is valid");
+    for k in 0..CONNECTIONS {
+        s.add_connection(k, 100_000, 200, 100)
+            .expect("10,000 × 100 kbit/s fits 10 Gbit/s");
+    }
+    s
+}
+
+/// Queues one frame per connection at the start of `cycle`, then sends until the scheduler has
+/// nothing more this cycle. Returns the frames sent.
+fn one_cycle(s: &mut CyclicScheduler, cycle: u64, frame: &[u8], buf: &mut [u8]) -> u32 {
+    let start = Instant::ZERO + CYCLE * u32::try_from(cycle).unwrap_or(u32::MAX);
+    let end = start + CYCLE;
+    for k in 0..CONNECTIONS {
+        s.enqueue_rt(start, k, frame);
+    }
+    let mut now = start;
+    let mut sent = 0;
+    loop {
+        while let Some(n) = s.poll_transmit(now, buf) {
+            black_box(&buf[..n]);
+            sent += 1;
+        }
+        match s.poll_timeout() {
+            Some(t) if t < end => now = t.max(now),
+            _ => return sent,
+        }
+    }
+}
+
+fn cycle_cost(c: &mut Criterion) {
+    let mut s = port();
+    let frame = [0u8; 64];
+    let mut buf = [0u8; 2048];
+    let mut cycle = 0u64;
+
+    // One plain measurement, printed, so the figure is visible without criterion's report.
+    let runs = 20;
+    let t0 = WallClock::now();
+    for _ in 0..runs {
+        let sent = one_cycle(&mut s, cycle, &frame, &mut buf);
+        assert_eq!(
+            sent, CONNECTIONS,
+            "every connection sends its frame each cycle"
+        );
+        cycle += 1;
+    }
+    let per = t0.elapsed().as_nanos() / u128::from(runs * CONNECTIONS);
+    println!("sched: {per} ns per connection per cycle ({CONNECTIONS} connections)");
+
+    let mut group = c.benchmark_group("cyclic_scheduler");
+    group.throughput(Throughput::Elements(u64::from(CONNECTIONS)));
+    group.bench_function("cycle_10k_connections", |b| {
+        b.iter(|| {
+            let sent = one_cycle(&mut s, cycle, &frame, &mut buf);
+            cycle += 1;
+            sent
+        })
+    });
+    group.finish();
+}
+
+/// The benchmark group (in its own module because `criterion_group!` writes an undocumented
+/// `pub fn`).
+pub mod group {
+    #![allow(missing_docs)]
+    criterion::criterion_group!(benches, super::cycle_cost);
+}
+
+criterion_main!(group::benches);

@@ -1,0 +1,680 @@
+//! EtheReal's cyclic round-robin scheduler for one output port (EtheReal §3.3; cost figure §4.3).
+//!
+//! Time is cut into cycles of fixed length (default 10 ms). Each real-time connection has its own
+//! bounded queue (2 × its maximum burst) and a *quota* = reserved rate × cycle, in wire bits
+//! ([`wire_bits`]: the frame padded to 60 bytes plus FCS, preamble, SFD and inter-frame gap). A
+//! connection holds a *credit*: at each cycle start a backlogged connection gains one quota, a head
+//! frame may go when its wire bits fit the credit, and what is left is carried to the next cycle
+//! (deficit round robin), so the long-run rate is exact to one packet. A connection whose queue
+//! empties loses its credit ("the scheduler simply empties out the queue") at the next cycle
+//! boundary: it may still spend what is left within the current cycle, and when a frame reaches it
+//! in a later cycle it starts again from exactly one quota.
+//!
+//! Service order at every transmit opportunity: real-time connections that have credit for their
+//! head frame, round robin one frame per visit; then the non-real-time FIFO. Real-time service is
+//! non-work-conserving: a connection never sends beyond its credit, even on an idle line. Unlike the
+//! paper, which "never turns back" to real-time traffic once non-real-time service has begun in a
+//! cycle, a real-time frame that arrives mid-cycle while its connection still has credit goes ahead
+//! of the queued non-real-time frames: its delay drops from up to a cycle to one frame's line time,
+//! and the per-cycle guarantee is unchanged because the frame only spends credit the connection
+//! already had. All output is paced at line rate by the port's [`Pacer`].
+//!
+//! Cycles advance lazily: a cycle boundary is processed by the first call at or after it. Only
+//! backlogged connections are touched, so a cycle costs O(backlogged connections). A late call that
+//! finds several boundaries passed grants a backlogged connection at most [`CATCHUP_CYCLES`] quotas,
+//! and no connection ever holds more than `CATCHUP_CYCLES × quota + one maximum packet` of credit.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use crate::switch::pacer::{wire_bits, Pacer, PACING_LATE_THRESHOLD};
+use crate::switch::queue::FrameQueue;
+use crate::time::Instant;
+
+/// Shortest allowed cycle.
+pub const MIN_CYCLE: Duration = Duration::from_micros(100);
+/// Longest allowed cycle.
+pub const MAX_CYCLE: Duration = Duration::from_secs(1);
+/// The paper's cycle (EtheReal §3.3: "the cycle time is chosen to be 10 msec").
+pub const DEFAULT_CYCLE: Duration = Duration::from_millis(10);
+/// Most quotas a backlogged connection is granted at one cycle boundary after a late wake-up (the
+/// current cycle's and one missed); quotas of further missed cycles are lost.
+pub const CATCHUP_CYCLES: u64 = 2;
+
+/// Credit is kept in nano-bits (bits × 10⁹) so that `rate × cycle` is exact for any rate.
+const SCALE: u128 = 1_000_000_000;
+
+/// The longest frame a queue can hold (its length is stored as `u16`).
+const MAX_PACKET: usize = u16::MAX as usize;
+
+/// Errors of the cyclic scheduler.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchedError {
+    /// The cycle is outside [`MIN_CYCLE`] ..= [`MAX_CYCLE`].
+    #[error("cycle time {0:?} is outside 100 µs ..= 1 s")]
+    CycleOutOfRange(Duration),
+    /// The line rate is zero.
+    #[error("line rate must be positive")]
+    ZeroLineRate,
+    /// A connection with this key already exists.
+    #[error("connection {0} already exists")]
+    DuplicateConnection(u32),
+    /// The configured maximum number of connections is reached.
+    #[error("connection table full ({0} connections)")]
+    TooManyConnections(usize),
+    /// The reserved rate is zero.
+    #[error("reserved rate must be positive")]
+    ZeroRate,
+    /// The maximum packet is 0 or longer than 65535 bytes.
+    #[error("maximum packet of {0} bytes is outside 1 ..= 65535")]
+    BadMaxPacket(usize),
+    /// The maximum burst is smaller than the maximum packet.
+    #[error("maximum burst of {burst} bytes is smaller than the maximum packet of {packet} bytes")]
+    BurstBelowPacket {
+        /// Requested maximum burst in bytes.
+        burst: usize,
+        /// Requested maximum packet in bytes.
+        packet: usize,
+    },
+    /// The reservations would exceed the line rate.
+    #[error("reservations would total {total_bps} bit/s, above the line rate of {line_bps} bit/s")]
+    Oversubscribed {
+        /// Sum of the reservations including the refused one.
+        total_bps: u64,
+        /// The port's line rate.
+        line_bps: u64,
+    },
+}
+
+/// Configuration of one port's scheduler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedConfig {
+    /// Cycle length, [`MIN_CYCLE`] ..= [`MAX_CYCLE`].
+    pub cycle: Duration,
+    /// Line rate of the output port in bit/s (> 0).
+    pub line_rate_bps: u64,
+    /// Bound of the non-real-time FIFO in bytes; `None` = 2 × line rate × cycle (EtheReal §3.3).
+    pub nrt_queue_bytes: Option<usize>,
+    /// Most real-time connections this port accepts.
+    pub max_connections: usize,
+}
+
+impl SchedConfig {
+    /// The paper's defaults for a port of `line_rate_bps`: 10 ms cycle, non-real-time FIFO of
+    /// 2 × rate × cycle, up to 16384 connections.
+    pub fn new(line_rate_bps: u64) -> SchedConfig {
+        SchedConfig {
+            cycle: DEFAULT_CYCLE,
+            line_rate_bps,
+            nrt_queue_bytes: None,
+            max_connections: 16_384,
+        }
+    }
+}
+
+/// Counters of one real-time connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ConnStats {
+    /// Frames sent.
+    pub frames_sent: u64,
+    /// Bytes sent (frame lengths, without FCS).
+    pub bytes_sent: u64,
+    /// Wire bits sent ([`wire_bits`] of each frame): what the connection was charged.
+    pub wire_bits_sent: u64,
+    /// Frames dropped: queue full (sending faster than reserved), longer than the maximum packet,
+    /// output buffer too short, or still queued when the connection was removed.
+    pub frames_dropped: u64,
+    /// Bytes of the dropped frames.
+    pub bytes_dropped: u64,
+    /// Largest credit the connection ever held, in wire bits (rounded down).
+    pub max_credit_bits: u64,
+}
+
+/// Counters of one port's scheduler.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SchedStats {
+    /// Real-time frames sent.
+    pub rt_frames_sent: u64,
+    /// Real-time bytes sent.
+    pub rt_bytes_sent: u64,
+    /// Real-time frames dropped (all connections, including unknown keys and removals).
+    pub rt_frames_dropped: u64,
+    /// Non-real-time frames sent.
+    pub nrt_frames_sent: u64,
+    /// Non-real-time bytes sent.
+    pub nrt_bytes_sent: u64,
+    /// Non-real-time frames dropped (FIFO full or output buffer too short).
+    pub nrt_frames_dropped: u64,
+    /// Cycle boundaries passed.
+    pub cycles: u64,
+    /// Cycle boundaries reached while real-time frames with credit were still waiting for the line.
+    pub cycle_overruns: u64,
+    /// Cycle boundaries processed only after the next one had passed (late wake-up).
+    pub cycles_skipped: u64,
+    /// Control frames (signalling, served before real-time connections) sent.
+    pub control_frames_sent: u64,
+    /// Control frames dropped (control FIFO full or output buffer too short).
+    pub control_frames_dropped: u64,
+    /// Largest lateness of a send, in ns: how long after the frame became due (line free, frame
+    /// queued and, for real-time frames, the current cycle started) it was handed out.
+    pub late_max_ns: u64,
+    /// Sends later than [`PACING_LATE_THRESHOLD`] (50 µs).
+    pub late_sends: u64,
+}
+
+/// One real-time connection.
+#[derive(Debug)]
+struct Conn {
+    rate_bps: u64,
+    max_packet: usize,
+    queue: FrameQueue,
+    /// Per-cycle quota in nano-bits.
+    quota: u128,
+    /// Current credit in nano-bits, ≤ `credit_cap`; lapses at the next grant if the queue is empty.
+    credit: u128,
+    credit_cap: u128,
+    /// Cycle index up to which credit has been granted.
+    stamp: u64,
+    /// In `eligible` or `waiting` (exactly when the queue is non-empty).
+    listed: bool,
+    stats: ConnStats,
+}
+
+impl Conn {
+    /// Grants the quotas of the cycles since `stamp` to a backlogged connection.
+    fn refresh(&mut self, cycle: u64) {
+        if cycle > self.stamp {
+            let n = (cycle - self.stamp).min(CATCHUP_CYCLES);
+            self.credit = (self.credit + u128::from(n) * self.quota).min(self.credit_cap);
+            self.stamp = cycle;
+            self.note_credit();
+        }
+    }
+
+    fn note_credit(&mut self) {
+        let bits = u64::try_from(self.credit / SCALE).unwrap_or(u64::MAX);
+        self.stats.max_credit_bits = self.stats.max_credit_bits.max(bits);
+    }
+
+    /// Cost of the head frame in nano-bits, if any.
+    fn head_cost(&self) -> Option<u128> {
+        self.queue.front().map(|(len, _)| cost(len))
+    }
+
+    fn head_fits(&self) -> bool {
+        self.head_cost().is_some_and(|c| c <= self.credit)
+    }
+
+    fn drop_frame(&mut self, len: usize) {
+        self.stats.frames_dropped += 1;
+        self.stats.bytes_dropped += len as u64;
+    }
+}
+
+/// Credit a frame of `len` bytes costs, in nano-bits.
+fn cost(len: usize) -> u128 {
+    u128::from(wire_bits(len)) * SCALE
+}
+
+/// The scheduler of one output port (see the module docs).
+///
+/// Driver call order, all with the current virtual time: [`CyclicScheduler::enqueue_rt`] /
+/// [`CyclicScheduler::enqueue_nrt`] for each frame routed to the port; then
+/// [`CyclicScheduler::poll_transmit`] until it returns `None`; then arm a timer at
+/// [`CyclicScheduler::poll_timeout`] (`None`: nothing to do until the next enqueue; an instant at or
+/// before now: poll again at once).
+#[derive(Debug)]
+pub struct CyclicScheduler {
+    cycle_ns: u64,
+    line_rate_bps: u64,
+    max_connections: usize,
+    /// Start of cycle 0.
+    epoch: Instant,
+    /// Index of the current cycle (as of the last call).
+    cycle_index: u64,
+    cycle_start: Instant,
+    pacer: Pacer,
+    /// `false`: the port is unpaced (frames go as soon as they are eligible; cycles and quotas
+    /// still apply).
+    paced: bool,
+    /// Control frames, served first (empty bound unless [`CyclicScheduler::with_control_queue`]).
+    control: FrameQueue,
+    nrt: FrameQueue,
+    slots: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    by_key: HashMap<u32, usize>,
+    /// Backlogged connections whose credit covers their head frame, in round-robin order.
+    eligible: VecDeque<usize>,
+    /// Backlogged connections waiting for the next cycle's quota.
+    waiting: Vec<usize>,
+    reserved_bps: u64,
+    stats: SchedStats,
+}
+
+impl CyclicScheduler {
+    /// A scheduler with no connections whose cycle 0 starts at `now`.
+    pub fn new(cfg: SchedConfig, now: Instant) -> Result<CyclicScheduler, SchedError> {
+        if !(MIN_CYCLE..=MAX_CYCLE).contains(&cfg.cycle) {
+            return Err(SchedError::CycleOutOfRange(cfg.cycle));
+        }
+        if cfg.line_rate_bps == 0 {
+            return Err(SchedError::ZeroLineRate);
+        }
+        // MAX_CYCLE is 1 s, so the nanoseconds fit a u64.
+        let cycle_ns = u64::try_from(cfg.cycle.as_nanos()).unwrap_or(u64::MAX);
+        let nrt_bytes = cfg.nrt_queue_bytes.unwrap_or_else(|| {
+            let bytes = 2 * u128::from(cfg.line_rate_bps) * u128::from(cycle_ns) / 8 / SCALE;
+            usize::try_from(bytes).unwrap_or(usize::MAX)
+        });
+        let n = cfg.max_connections;
+        Ok(CyclicScheduler {
+            cycle_ns,
+            line_rate_bps: cfg.line_rate_bps,
+            max_connections: n,
+            epoch: now,
+            cycle_index: 0,
+            cycle_start: now,
+            pacer: Pacer::new(cfg.line_rate_bps),
+            paced: true,
+            control: FrameQueue::new(0),
+            nrt: FrameQueue::new(nrt_bytes),
+            slots: Vec::with_capacity(n),
+            free: Vec::with_capacity(n),
+            by_key: HashMap::with_capacity(n),
+            eligible: VecDeque::with_capacity(n),
+            waiting: Vec::with_capacity(n),
+            reserved_bps: 0,
+            stats: SchedStats::default(),
+        })
+    }
+
+    /// The same scheduler without line-rate pacing (a port whose rate is unknown): frames go as
+    /// soon as they may (real-time ones still within their per-cycle quota); `line_rate_bps` then
+    /// only bounds the sum of the reservations and sizes the default non-real-time FIFO.
+    pub fn without_pacing(mut self) -> CyclicScheduler {
+        self.paced = false;
+        self
+    }
+
+    /// The same scheduler with a control FIFO of `bytes` (allocated now): frames queued with
+    /// [`CyclicScheduler::enqueue_control`] go before any real-time or non-real-time frame.
+    /// Control traffic (signalling) is not policed: keep it small.
+    pub fn with_control_queue(mut self, bytes: usize) -> CyclicScheduler {
+        self.control = FrameQueue::new(bytes);
+        self
+    }
+
+    /// Whether output is paced at the line rate.
+    pub fn is_paced(&self) -> bool {
+        self.paced
+    }
+
+    /// When the line is booked until by frames already sent (`Instant::ZERO` if unpaced).
+    pub fn busy_until(&self) -> Instant {
+        self.pacer.busy_until()
+    }
+
+    /// Bytes charged against the non-real-time FIFO's bound (frames count at least 60 bytes).
+    pub fn nrt_queued_bytes(&self) -> usize {
+        self.nrt.charged_bytes()
+    }
+
+    /// The non-real-time FIFO's bound in bytes.
+    pub fn nrt_bound(&self) -> usize {
+        self.nrt.bound()
+    }
+
+    /// Frames queued in the control FIFO.
+    pub fn control_queued(&self) -> usize {
+        self.control.len()
+    }
+
+    /// Frames queued on all real-time connections (O(connections)).
+    pub fn rt_queued_total(&self) -> usize {
+        self.slots.iter().flatten().map(|c| c.queue.len()).sum()
+    }
+
+    /// The cycle length.
+    pub fn cycle(&self) -> Duration {
+        Duration::from_nanos(self.cycle_ns)
+    }
+
+    /// The line rate in bit/s.
+    pub fn line_rate_bps(&self) -> u64 {
+        self.line_rate_bps
+    }
+
+    /// Sum of the connections' reserved rates in bit/s.
+    pub fn reserved_bps(&self) -> u64 {
+        self.reserved_bps
+    }
+
+    /// The port's counters.
+    pub fn stats(&self) -> &SchedStats {
+        &self.stats
+    }
+
+    /// Keys of the real-time connections, in no particular order.
+    pub fn connections(&self) -> impl Iterator<Item = u32> + '_ {
+        self.by_key.keys().copied()
+    }
+
+    /// Counters of the connection `key`.
+    pub fn connection_stats(&self, key: u32) -> Option<ConnStats> {
+        self.conn(key).map(|c| c.stats)
+    }
+
+    /// Frames queued on connection `key`.
+    pub fn rt_queued(&self, key: u32) -> Option<usize> {
+        self.conn(key).map(|c| c.queue.len())
+    }
+
+    /// Frames queued in the non-real-time FIFO.
+    pub fn nrt_queued(&self) -> usize {
+        self.nrt.len()
+    }
+
+    /// Start of the current cycle (as of the last call that took `now`).
+    pub fn cycle_start(&self) -> Instant {
+        self.cycle_start
+    }
+
+    fn conn(&self, key: u32) -> Option<&Conn> {
+        let slot = *self.by_key.get(&key)?;
+        self.slots.get(slot)?.as_ref()
+    }
+
+    /// Adds a real-time connection reserving `rate_bps` of the line, with a queue of
+    /// 2 × `max_burst` bytes, accepting frames of at most `max_packet` bytes. Allocates the queue.
+    pub fn add_connection(
+        &mut self,
+        key: u32,
+        rate_bps: u64,
+        max_burst: usize,
+        max_packet: usize,
+    ) -> Result<(), SchedError> {
+        if self.by_key.contains_key(&key) {
+            return Err(SchedError::DuplicateConnection(key));
+        }
+        if self.by_key.len() >= self.max_connections {
+            return Err(SchedError::TooManyConnections(self.max_connections));
+        }
+        if rate_bps == 0 {
+            return Err(SchedError::ZeroRate);
+        }
+        if max_packet == 0 || max_packet > MAX_PACKET {
+            return Err(SchedError::BadMaxPacket(max_packet));
+        }
+        if max_burst < max_packet {
+            return Err(SchedError::BurstBelowPacket {
+                burst: max_burst,
+                packet: max_packet,
+            });
+        }
+        let total = self.reserved_bps.saturating_add(rate_bps);
+        if total > self.line_rate_bps {
+            return Err(SchedError::Oversubscribed {
+                total_bps: total,
+                line_bps: self.line_rate_bps,
+            });
+        }
+        let quota = u128::from(rate_bps) * u128::from(self.cycle_ns);
+        let conn = Conn {
+            rate_bps,
+            max_packet,
+            queue: FrameQueue::new(max_burst.saturating_mul(2)),
+            quota,
+            // A new connection may use the current cycle's quota.
+            credit: quota,
+            credit_cap: u128::from(CATCHUP_CYCLES) * quota + cost(max_packet),
+            stamp: self.cycle_index,
+            listed: false,
+            stats: ConnStats::default(),
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot] = Some(conn);
+                slot
+            }
+            None => {
+                self.slots.push(Some(conn));
+                self.slots.len() - 1
+            }
+        };
+        self.by_key.insert(key, slot);
+        self.reserved_bps = total;
+        Ok(())
+    }
+
+    /// Removes connection `key`, dropping (and counting) its queued frames. Returns its final
+    /// counters, or `None` if there is no such connection.
+    pub fn remove_connection(&mut self, key: u32) -> Option<ConnStats> {
+        let slot = self.by_key.remove(&key)?;
+        let mut conn = self.slots.get_mut(slot)?.take()?;
+        if conn.listed {
+            self.eligible.retain(|&s| s != slot);
+            self.waiting.retain(|&s| s != slot);
+        }
+        while let Some(len) = conn.queue.pop_into(&mut []) {
+            conn.drop_frame(len);
+            self.stats.rt_frames_dropped += 1;
+        }
+        self.free.push(slot);
+        self.reserved_bps -= conn.rate_bps;
+        Some(conn.stats)
+    }
+
+    /// Processes the cycle boundaries up to `now` (O(credit-starved backlogged connections)).
+    fn advance(&mut self, now: Instant) {
+        let elapsed = (now - self.epoch).as_nanos();
+        let index = u64::try_from(elapsed / u128::from(self.cycle_ns)).unwrap_or(u64::MAX);
+        if index <= self.cycle_index {
+            return;
+        }
+        let passed = index - self.cycle_index;
+        self.stats.cycles += passed;
+        self.stats.cycles_skipped += passed - 1;
+        if !self.eligible.is_empty() {
+            self.stats.cycle_overruns += 1;
+        }
+        self.cycle_index = index;
+        self.cycle_start = self.epoch + Duration::from_nanos(index.saturating_mul(self.cycle_ns));
+        let Self {
+            waiting,
+            slots,
+            eligible,
+            ..
+        } = self;
+        waiting.retain(|&slot| {
+            let Some(conn) = slots[slot].as_mut() else {
+                return false;
+            };
+            conn.refresh(index);
+            if conn.head_fits() {
+                eligible.push_back(slot);
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    /// Queues a copy of `frame` on connection `key`. `false` if dropped: unknown key, frame longer
+    /// than the connection's maximum packet, or queue full (the connection sends too fast).
+    pub fn enqueue_rt(&mut self, now: Instant, key: u32, frame: &[u8]) -> bool {
+        self.advance(now);
+        let Some(&slot) = self.by_key.get(&key) else {
+            self.stats.rt_frames_dropped += 1;
+            return false;
+        };
+        let cycle = self.cycle_index;
+        // `by_key` only maps to occupied slots.
+        let Some(conn) = self.slots[slot].as_mut() else {
+            return false;
+        };
+        if frame.len() > conn.max_packet || !conn.queue.push(frame, now) {
+            conn.drop_frame(frame.len());
+            self.stats.rt_frames_dropped += 1;
+            return false;
+        }
+        if !conn.listed {
+            // An idle connection keeps its leftover credit within the cycle it was granted in;
+            // in a later cycle the leftover lapses and it starts from one quota.
+            if conn.stamp < cycle {
+                conn.credit = conn.quota.min(conn.credit_cap);
+                conn.stamp = cycle;
+                conn.note_credit();
+            }
+            conn.listed = true;
+            if conn.head_fits() {
+                self.eligible.push_back(slot);
+            } else {
+                self.waiting.push(slot);
+            }
+        }
+        true
+    }
+
+    /// Queues a copy of `frame` in the control FIFO; `false` if it is full (frame dropped).
+    pub fn enqueue_control(&mut self, now: Instant, frame: &[u8]) -> bool {
+        self.advance(now);
+        if self.control.push(frame, now) {
+            true
+        } else {
+            self.stats.control_frames_dropped += 1;
+            false
+        }
+    }
+
+    /// Books the line for a frame of `len` bytes that became due at `due`, and records how late
+    /// it goes.
+    fn on_send(&mut self, now: Instant, due: Instant, len: usize) {
+        let ready = if self.paced {
+            self.pacer.ready_at(due)
+        } else {
+            due
+        };
+        let late = now.saturating_duration_since(ready);
+        let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+        self.stats.late_max_ns = self.stats.late_max_ns.max(late_ns);
+        if late > PACING_LATE_THRESHOLD {
+            self.stats.late_sends += 1;
+        }
+        if self.paced {
+            self.pacer.on_send(now, due, len);
+        }
+    }
+
+    /// Queues a copy of `frame` in the non-real-time FIFO; `false` if it is full (frame dropped).
+    pub fn enqueue_nrt(&mut self, now: Instant, frame: &[u8]) -> bool {
+        self.advance(now);
+        if self.nrt.push(frame, now) {
+            true
+        } else {
+            self.stats.nrt_frames_dropped += 1;
+            false
+        }
+    }
+
+    /// The next frame to send at `now`, copied into `buf`; its length, or `None` if the line is
+    /// busy or nothing may go. A frame longer than `buf` is dropped and counted.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.advance(now);
+        if self.paced && now < self.pacer.busy_until() {
+            return None;
+        }
+        while let Some((len, enqueued)) = self.control.front() {
+            self.control.pop_into(buf);
+            if len <= buf.len() {
+                self.stats.control_frames_sent += 1;
+                self.on_send(now, enqueued, len);
+                return Some(len);
+            }
+            self.stats.control_frames_dropped += 1;
+        }
+        while let Some(&slot) = self.eligible.front() {
+            self.eligible.pop_front();
+            let cycle = self.cycle_index;
+            let cycle_start = self.cycle_start;
+            let Some(conn) = self.slots[slot].as_mut() else {
+                continue;
+            };
+            conn.refresh(cycle);
+            let Some((len, enqueued)) = conn.queue.front() else {
+                conn.listed = false;
+                continue;
+            };
+            let charge = cost(len);
+            if charge > conn.credit {
+                self.waiting.push(slot);
+                continue;
+            }
+            let fits = len <= buf.len();
+            conn.queue.pop_into(buf);
+            if fits {
+                conn.credit -= charge;
+                conn.stats.frames_sent += 1;
+                conn.stats.bytes_sent += len as u64;
+                conn.stats.wire_bits_sent += wire_bits(len);
+            } else {
+                conn.drop_frame(len);
+            }
+            if conn.queue.len() == 0 {
+                conn.listed = false;
+            } else if conn.head_fits() {
+                self.eligible.push_back(slot);
+            } else {
+                self.waiting.push(slot);
+            }
+            if fits {
+                self.stats.rt_frames_sent += 1;
+                self.stats.rt_bytes_sent += len as u64;
+                self.on_send(now, enqueued.max(cycle_start), len);
+                return Some(len);
+            }
+            self.stats.rt_frames_dropped += 1;
+        }
+        while let Some((len, enqueued)) = self.nrt.front() {
+            self.nrt.pop_into(buf);
+            if len <= buf.len() {
+                self.stats.nrt_frames_sent += 1;
+                self.stats.nrt_bytes_sent += len as u64;
+                self.on_send(now, enqueued, len);
+                return Some(len);
+            }
+            self.stats.nrt_frames_dropped += 1;
+        }
+        None
+    }
+
+    /// The earliest instant at which [`CyclicScheduler::poll_transmit`] may return a frame: the
+    /// pacer's ready time for the earliest-queued frame that may go (control, a real-time
+    /// connection with credit, non-real-time), else the next cycle start if a credit-starved
+    /// connection is backlogged, else `None`.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let rt_head = self.eligible.front().and_then(|&slot| {
+            let (_, enqueued) = self.slots.get(slot)?.as_ref()?.queue.front()?;
+            Some(enqueued.max(self.cycle_start))
+        });
+        let head = [
+            self.control.front().map(|(_, t)| t),
+            rt_head,
+            self.nrt.front().map(|(_, t)| t),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        if let Some(enqueued) = head {
+            return Some(if self.paced {
+                self.pacer.ready_at(enqueued)
+            } else {
+                enqueued
+            });
+        }
+        if !self.waiting.is_empty() {
+            let next = self.cycle_start + Duration::from_nanos(self.cycle_ns);
+            return Some(next.max(self.pacer.busy_until()));
+        }
+        None
+    }
+}

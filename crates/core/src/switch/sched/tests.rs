@@ -1,0 +1,495 @@
+//! Tests of the cyclic scheduler on virtual time: a driver feeds frames, polls the scheduler at
+//! every deadline it asks for, and records what went out; frames carry their connection key and a
+//! sequence number so every frame can be traced.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::switch::pacer::{tx_time, wire_bits};
+use crate::time::Instant;
+
+/// Key written into non-real-time test frames.
+const NRT: u32 = u32::MAX;
+const MS: Duration = Duration::from_millis(1);
+const MAX_WIRE: u64 = (1500 + 24) * 8;
+
+fn at(d: Duration) -> Instant {
+    Instant::ZERO + d
+}
+
+/// A test frame of `len` (≥ 8) bytes carrying `key` and `seq`.
+fn frame(key: u32, seq: u32, len: usize) -> Vec<u8> {
+    let mut f = vec![0xa5u8; len.max(8)];
+    f[0..4].copy_from_slice(&key.to_be_bytes());
+    f[4..8].copy_from_slice(&seq.to_be_bytes());
+    f
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    at: Instant,
+    key: u32,
+    seq: u32,
+    len: usize,
+}
+
+/// Runs `s` from `start` until `end`. `feed(s, now)` is called first at `start` and then at the
+/// instant it returns (which must be later). Checks on every step that frames are paced at line
+/// rate and that `poll_timeout` after an empty poll lies in the future.
+fn drive(
+    s: &mut CyclicScheduler,
+    start: Instant,
+    end: Instant,
+    mut feed: impl FnMut(&mut CyclicScheduler, Instant) -> Option<Instant>,
+) -> Vec<Sent> {
+    let mut now = start;
+    let mut next_feed = Some(start);
+    let mut buf = [0u8; 2048];
+    let mut out: Vec<Sent> = Vec::new();
+    let rate = s.line_rate_bps();
+    loop {
+        if next_feed.is_some_and(|t| t <= now) {
+            next_feed = feed(s, now);
+            assert!(next_feed.is_none_or(|t| t > now), "feed must move forward");
+        }
+        while let Some(len) = s.poll_transmit(now, &mut buf) {
+            if let Some(prev) = out.last() {
+                assert!(
+                    now >= prev.at + tx_time(prev.len, rate),
+                    "line rate exceeded"
+                );
+            }
+            let key = u32::from_be_bytes(buf[0..4].try_into().expect("4 bytes"));
+            let seq = u32::from_be_bytes(buf[4..8].try_into().expect("4 bytes"));
+            out.push(Sent {
+                at: now,
+                key,
+                seq,
+                len,
+            });
+        }
+        let timeout = s.poll_timeout();
+        if let Some(t) = timeout {
+            assert!(
+                t > now,
+                "poll_timeout {t:?} not after {now:?} after an empty poll"
+            );
+        }
+        match [timeout, next_feed].into_iter().flatten().min() {
+            Some(t) if t < end => now = t,
+            _ => return out,
+        }
+    }
+}
+
+/// Keeps every key in `keys` backlogged (at least 6 frames of cycling sizes) and, if `nrt`, the
+/// non-real-time FIFO too; called every 50 µs.
+fn greedy(keys: &[u32], nrt: bool) -> impl FnMut(&mut CyclicScheduler, Instant) -> Option<Instant> {
+    const SIZES: [usize; 6] = [64, 1500, 300, 1000, 128, 700];
+    let keys = keys.to_vec();
+    let mut seq = 0u32;
+    move |s, now| {
+        for &k in &keys {
+            while s.rt_queued(k).is_some_and(|n| n < 6) {
+                seq += 1;
+                assert!(s.enqueue_rt(now, k, &frame(k, seq, SIZES[seq as usize % 6])));
+            }
+        }
+        while nrt && s.nrt_queued() < 6 {
+            seq += 1;
+            assert!(s.enqueue_nrt(now, &frame(NRT, seq, 1500)));
+        }
+        Some(now + Duration::from_micros(50))
+    }
+}
+
+/// Wire bits sent per (key, cycle index).
+fn per_cycle(sent: &[Sent], cycle: Duration) -> HashMap<(u32, u64), u64> {
+    let mut m = HashMap::new();
+    for s in sent {
+        let c = (s.at - Instant::ZERO).as_nanos() / cycle.as_nanos();
+        *m.entry((s.key, c as u64)).or_default() += wire_bits(s.len);
+    }
+    m
+}
+
+fn sched(line_bps: u64, cycle: Duration) -> CyclicScheduler {
+    let cfg = SchedConfig {
+        cycle,
+        ..SchedConfig::new(line_bps)
+    };
+    CyclicScheduler::new(cfg, Instant::ZERO).expect("valid test configuration")
+}
+
+/// Quota of `rate` over `cycle`, in wire bits.
+fn quota(rate: u64, cycle: Duration) -> u64 {
+    (u128::from(rate) * cycle.as_nanos() / 1_000_000_000) as u64
+}
+
+#[test]
+fn each_connection_gets_its_quota_every_cycle() {
+    let mut s = sched(100_000_000, MS);
+    let conns = [(1, 2_000_000), (2, 10_000_000), (3, 25_000_000)];
+    for (k, r) in conns {
+        s.add_connection(k, r, 16_000, 1500).expect("admissible");
+    }
+    let sent = drive(
+        &mut s,
+        Instant::ZERO,
+        at(300 * MS),
+        greedy(&[1, 2, 3], true),
+    );
+    let m = per_cycle(&sent, MS);
+    for (k, r) in conns {
+        let q = quota(r, MS);
+        for c in 0..300 {
+            let got = m.get(&(k, c)).copied().unwrap_or(0);
+            assert!(
+                got.abs_diff(q) <= MAX_WIRE,
+                "key {k} cycle {c}: {got} vs {q}"
+            );
+        }
+    }
+    assert_eq!(s.stats().cycle_overruns, 0);
+    assert_eq!(s.stats().rt_frames_dropped, 0);
+}
+
+#[test]
+fn long_run_rate_is_exact_within_one_packet() {
+    let cycle = MS;
+    let rate = 3_333_333; // 3333.333 bits per cycle: the fraction must carry over.
+    let mut s = sched(100_000_000, cycle);
+    s.add_connection(7, rate, 16_000, 1500).expect("admissible");
+    let sent = drive(&mut s, Instant::ZERO, at(1000 * cycle), greedy(&[7], true));
+    let m = per_cycle(&sent, cycle);
+    let mut cum = 0u128;
+    for c in 0..1000u64 {
+        cum += u128::from(m.get(&(7, c)).copied().unwrap_or(0));
+        let owed = u128::from(rate) * u128::from(c + 1) * cycle.as_nanos() / 1_000_000_000;
+        assert!(cum <= owed + 1, "cycle {c}: sent {cum} > owed {owed}");
+        assert!(
+            owed - cum.min(owed) < u128::from(MAX_WIRE),
+            "cycle {c}: {cum} vs {owed}"
+        );
+    }
+}
+
+#[test]
+fn non_real_time_gets_the_residual() {
+    let mut s = sched(100_000_000, MS);
+    s.add_connection(1, 30_000_000, 16_000, 1500)
+        .expect("admissible");
+    let end = at(200 * MS);
+    let sent = drive(&mut s, Instant::ZERO, end, greedy(&[1], true));
+    let bits = |key: u32| -> u64 {
+        sent.iter()
+            .filter(|x| x.key == key)
+            .map(|x| wire_bits(x.len))
+            .sum()
+    };
+    let (rt, nrt) = (bits(1) as f64, bits(NRT) as f64);
+    assert!((rt / 0.2 - 30e6).abs() < 0.01 * 30e6, "rt {rt}");
+    assert!((nrt / 0.2 - 70e6).abs() < 0.01 * 70e6, "nrt {nrt}");
+}
+
+#[test]
+fn non_real_time_flood_delays_real_time_by_at_most_one_frame() {
+    let line = 10_000_000;
+    let mut s = sched(line, 10 * MS);
+    s.add_connection(1, 2_000_000, 4_000, 1500)
+        .expect("admissible");
+    let mut arrivals: HashMap<u32, Instant> = HashMap::new();
+    let mut seq = 0u32;
+    let mut next_rt = Instant::ZERO;
+    let sent = drive(&mut s, Instant::ZERO, at(1000 * MS), |s, now| {
+        if now >= next_rt {
+            seq += 1;
+            assert!(s.enqueue_rt(now, 1, &frame(1, seq, 200)));
+            arrivals.insert(seq, now);
+            next_rt = now + Duration::from_micros(3_070);
+        }
+        while s.nrt_queued() < 8 {
+            seq += 1;
+            assert!(s.enqueue_nrt(now, &frame(NRT, seq, 1514)));
+        }
+        Some(next_rt.min(now + MS))
+    });
+    let bound = tx_time(1514, line);
+    let rt: Vec<_> = sent.iter().filter(|x| x.key == 1).collect();
+    assert!(rt.len() > 300, "{} real-time frames sent", rt.len());
+    for x in rt {
+        let delay = x.at - arrivals[&x.seq];
+        assert!(
+            delay <= bound,
+            "frame {} waited {delay:?} > {bound:?}",
+            x.seq
+        );
+    }
+    assert!(sent.iter().filter(|x| x.key == NRT).count() > 700);
+}
+
+#[test]
+fn an_over_sending_connection_loses_only_its_own_frames() {
+    let mut s = sched(100_000_000, MS);
+    s.add_connection(1, 5_000_000, 3_000, 1000)
+        .expect("admissible");
+    s.add_connection(2, 5_000_000, 3_000, 1000)
+        .expect("admissible");
+    let (mut seq, mut a_next, mut b_next) = (0u32, Instant::ZERO, Instant::ZERO);
+    let mut b_offered = 0;
+    let end = at(500 * MS);
+    let sent = drive(&mut s, Instant::ZERO, end, |s, now| {
+        if now >= a_next {
+            seq += 1;
+            s.enqueue_rt(now, 1, &frame(1, seq, 1000)); // 13.6 Mbit/s: too fast.
+            a_next = now + Duration::from_micros(600);
+        }
+        if now >= b_next {
+            seq += 1;
+            assert!(s.enqueue_rt(now, 2, &frame(2, seq, 1000)), "B dropped"); // 4.1 Mbit/s
+            b_offered += 1;
+            b_next = now + Duration::from_micros(2_000);
+        }
+        while s.nrt_queued() < 6 {
+            seq += 1;
+            s.enqueue_nrt(now, &frame(NRT, seq, 1500));
+        }
+        Some(a_next.min(b_next))
+    });
+    let a = s.connection_stats(1).expect("exists");
+    let b = s.connection_stats(2).expect("exists");
+    assert_eq!(b.frames_dropped, 0);
+    assert!(
+        b.frames_sent + 2 >= b_offered,
+        "{} of {b_offered}",
+        b.frames_sent
+    );
+    assert!(
+        a.frames_dropped > 300,
+        "A dropped only {}",
+        a.frames_dropped
+    );
+    let a_bits: u64 = sent
+        .iter()
+        .filter(|x| x.key == 1)
+        .map(|x| wire_bits(x.len))
+        .sum();
+    let owed = quota(5_000_000, 500 * MS);
+    assert!(
+        a_bits <= owed && owed - a_bits <= 2 * MAX_WIRE,
+        "{a_bits} vs {owed}"
+    );
+}
+
+#[test]
+fn real_time_is_not_work_conserving() {
+    let mut s = sched(100_000_000, MS);
+    s.add_connection(1, 10_000_000, 16_000, 1500)
+        .expect("admissible");
+    let sent = drive(&mut s, Instant::ZERO, at(100 * MS), greedy(&[1], false));
+    let bits: u64 = sent.iter().map(|x| wire_bits(x.len)).sum();
+    let owed = quota(10_000_000, 100 * MS);
+    assert!(bits <= owed && owed - bits < MAX_WIRE, "{bits} vs {owed}");
+    // The waiting connection asks to be woken at the next cycle, not before.
+    assert_eq!(s.poll_timeout(), Some(at(100 * MS)));
+}
+
+#[test]
+fn a_late_wake_up_catches_up_at_most_the_bound() {
+    let cycle = MS;
+    let mut s = sched(100_000_000, cycle);
+    s.add_connection(1, 10_000_000, 30_000, 1500)
+        .expect("admissible");
+    let mut seq = 0;
+    while s.enqueue_rt(Instant::ZERO, 1, &frame(1, seq, 500)) {
+        seq += 1;
+    }
+    // The driver sleeps through cycles 0..5 and wakes mid-cycle 5 (no `drive`: the pacer's
+    // catch-up legitimately sends the first frames back to back).
+    let mut now = at(cycle * 11 / 2);
+    let mut buf = [0u8; 2048];
+    let mut bits = 0;
+    while now < at(6 * cycle) {
+        while let Some(len) = s.poll_transmit(now, &mut buf) {
+            bits += wire_bits(len);
+        }
+        now = s.poll_timeout().expect("backlogged");
+    }
+    let q = quota(10_000_000, cycle);
+    // Cycle 0's quota plus CATCHUP_CYCLES more; the other missed quotas are lost.
+    let granted = (1 + CATCHUP_CYCLES) * q;
+    assert!(
+        bits <= granted && granted - bits < wire_bits(500),
+        "{bits} vs {granted}"
+    );
+    assert_eq!(s.stats().cycles_skipped, 4);
+    let cap = CATCHUP_CYCLES * q + wire_bits(1500);
+    assert!(s.connection_stats(1).expect("exists").max_credit_bits <= cap);
+}
+
+#[test]
+fn removing_a_connection_frees_it() {
+    let cfg = SchedConfig {
+        max_connections: 2,
+        ..SchedConfig::new(10_000_000)
+    };
+    let mut s = CyclicScheduler::new(cfg, Instant::ZERO).expect("valid");
+    s.add_connection(1, 6_000_000, 3000, 1500)
+        .expect("admissible");
+    assert_eq!(
+        s.add_connection(1, 1, 3000, 1500),
+        Err(SchedError::DuplicateConnection(1))
+    );
+    assert_eq!(
+        s.add_connection(2, 5_000_000, 3000, 1500),
+        Err(SchedError::Oversubscribed {
+            total_bps: 11_000_000,
+            line_bps: 10_000_000
+        })
+    );
+    s.add_connection(2, 4_000_000, 3000, 1500)
+        .expect("admissible");
+    assert_eq!(
+        s.add_connection(3, 1, 3000, 1500),
+        Err(SchedError::TooManyConnections(2))
+    );
+    for seq in 0..3 {
+        assert!(s.enqueue_rt(Instant::ZERO, 1, &frame(1, seq, 1000)));
+    }
+    let gone = s.remove_connection(1).expect("exists");
+    assert_eq!((gone.frames_dropped, gone.bytes_dropped), (3, 3000));
+    assert_eq!(s.reserved_bps(), 4_000_000);
+    assert!(!s.enqueue_rt(Instant::ZERO, 1, &frame(1, 9, 100)));
+    assert_eq!(s.remove_connection(1), None);
+    s.add_connection(3, 6_000_000, 3000, 1500)
+        .expect("slot and rate were freed");
+    let mut keys: Vec<u32> = s.connections().collect();
+    keys.sort_unstable();
+    assert_eq!(keys, [2, 3]);
+    // Nothing of connection 1 is left to send.
+    let mut buf = [0u8; 2048];
+    assert_eq!(s.poll_transmit(Instant::ZERO, &mut buf), None);
+    assert_eq!(s.poll_timeout(), None);
+}
+
+#[test]
+fn rejects_bad_configuration() {
+    let cfg = |cycle| SchedConfig {
+        cycle,
+        ..SchedConfig::new(1)
+    };
+    let bad = Duration::from_micros(99);
+    assert_eq!(
+        CyclicScheduler::new(cfg(bad), Instant::ZERO).err(),
+        Some(SchedError::CycleOutOfRange(bad))
+    );
+    assert!(CyclicScheduler::new(cfg(MIN_CYCLE), Instant::ZERO).is_ok());
+    let mut s = sched(1_000_000, MS);
+    assert_eq!(s.add_connection(1, 0, 100, 100), Err(SchedError::ZeroRate));
+    assert_eq!(
+        s.add_connection(1, 1, 100, 0),
+        Err(SchedError::BadMaxPacket(0))
+    );
+    assert_eq!(
+        s.add_connection(1, 1, 99, 100),
+        Err(SchedError::BurstBelowPacket {
+            burst: 99,
+            packet: 100
+        })
+    );
+    s.add_connection(1, 1000, 100, 100).expect("admissible");
+    assert!(
+        !s.enqueue_rt(Instant::ZERO, 1, &frame(1, 0, 101)),
+        "over max packet"
+    );
+    assert_eq!(s.connection_stats(1).expect("exists").frames_dropped, 1);
+}
+
+#[test]
+fn ten_thousand_connections_each_get_their_quota() {
+    let cycle = 10 * MS;
+    let mut s = sched(10_000_000_000, cycle);
+    let n = 10_000u32;
+    for k in 0..n {
+        // 1000 bits per cycle: one 64-byte frame (704 wire bits) per cycle.
+        s.add_connection(k, 100_000, 200, 100).expect("admissible");
+    }
+    let sent = drive(&mut s, Instant::ZERO, at(3 * cycle), |s, now| {
+        for k in 0..n {
+            assert!(s.enqueue_rt(now, k, &frame(k, 0, 64)));
+            assert!(s.enqueue_rt(now, k, &frame(k, 1, 64)));
+        }
+        None
+    });
+    assert_eq!(sent.len(), 2 * n as usize);
+    let mut seen = HashSet::new();
+    for x in &sent {
+        // Frame 0 of each connection in cycle 0, frame 1 only in cycle 1.
+        assert_eq!(
+            (x.at - Instant::ZERO).as_nanos() / cycle.as_nanos(),
+            x.seq as u128
+        );
+        assert!(seen.insert((x.key, x.seq)));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Random arrivals: every frame is sent or counted dropped exactly once, and no connection
+    /// ever sends more than the quotas it has been granted.
+    #[test]
+    fn every_frame_is_accounted_for_and_credit_is_never_exceeded(
+        ops in proptest::collection::vec((0u64..1500, 0u32..4, 8usize..1514), 1..250),
+    ) {
+        let cycle = MS;
+        let rates = [1_000_000u64, 2_000_000, 3_000_000];
+        let mut s = sched(10_000_000, cycle);
+        for (k, r) in rates.iter().enumerate() {
+            s.add_connection(k as u32, *r, 3000, 1514).expect("admissible");
+        }
+        let mut t = Instant::ZERO;
+        let arrivals: Vec<_> = ops
+            .iter()
+            .map(|&(gap, key, len)| {
+                t += Duration::from_micros(gap);
+                (t, if key == 3 { NRT } else { key }, len)
+            })
+            .collect();
+        let mut next = 0usize;
+        let mut dropped = HashSet::new();
+        let end = t + Duration::from_secs(2);
+        let sent = drive(&mut s, Instant::ZERO, end, |s, now| {
+            while next < arrivals.len() && arrivals[next].0 <= now {
+                let (_, key, len) = arrivals[next];
+                let f = frame(key, next as u32, len);
+                let ok = if key == NRT { s.enqueue_nrt(now, &f) } else { s.enqueue_rt(now, key, &f) };
+                if !ok {
+                    dropped.insert(next as u32);
+                }
+                next += 1;
+            }
+            arrivals.get(next).map(|a| a.0)
+        });
+        let mut seen = HashSet::new();
+        for x in &sent {
+            prop_assert!(seen.insert(x.seq), "frame {} sent twice", x.seq);
+            prop_assert!(!dropped.contains(&x.seq), "frame {} sent and dropped", x.seq);
+            prop_assert_eq!(x.key, arrivals[x.seq as usize].1);
+        }
+        prop_assert_eq!(seen.len() + dropped.len(), arrivals.len());
+        let counted: u64 = (0..3).map(|k| s.connection_stats(k).expect("exists").frames_dropped).sum();
+        prop_assert_eq!(counted + s.stats().nrt_frames_dropped, dropped.len() as u64);
+        // Granted through cycle c is at most (c + 1) quotas.
+        let mut cum = [0u64; 3];
+        for x in sent.iter().filter(|x| x.key != NRT) {
+            let c = ((x.at - Instant::ZERO).as_nanos() / cycle.as_nanos()) as u64;
+            let k = x.key as usize;
+            cum[k] += wire_bits(x.len);
+            prop_assert!(cum[k] <= (c + 1) * quota(rates[k], cycle), "key {} over credit", k);
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! REFRESH soft state end to end on virtual time (`docs/protocol.md` §5): real [`Rtcd`]s and
+//! switches; a refreshed connection lives on, an unrefreshed one is released by every switch and
+//! revoked at the sending host.
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use super::rt_net::*;
+use crate::rtcd::{Reply, Request};
+
+fn open(dst_ip: Ipv4Addr) -> Request {
+    Request::Open {
+        dst_ip,
+        dst_port: 5004,
+        src_port: 0,
+        rate_bps: 10_000_000,
+        max_burst: 3028,
+        max_packet: 1514,
+        shaping: crate::rtcd::DaemonShaping::None,
+    }
+}
+
+/// A(daemon, REFRESH every `refresh`) — S1 — S2 — B; returns (net, a, [s1, s2], b).
+fn chain(refresh: Duration) -> (Net, usize, [usize; 2], usize) {
+    let mut net = Net::new();
+    let a = net.host_with(1, true, |c| c.refresh_period = refresh);
+    let s1 = net.switch(&[RATE, RATE]);
+    let s2 = net.switch(&[RATE, RATE]);
+    let b = net.host(2, false);
+    net.link(a, 0, s1, 0);
+    net.link(s1, 1, s2, 0);
+    net.link(s2, 1, b, 0);
+    net.run_for(Duration::from_millis(5));
+    let ip_b = net.h(b).ip;
+    net.request(a, open(ip_b));
+    net.run_for(Duration::from_millis(50));
+    assert!(
+        matches!(net.h(a).replies.last(), Some(Reply::Opened { hops: 2, .. })),
+        "{:?}",
+        net.h(a).replies
+    );
+    (net, a, [s1, s2], b)
+}
+
+fn booked(net: &Net, sw: usize) -> u64 {
+    net.sw(sw).rt_ports().iter().map(|p| p.booked_bps).sum()
+}
+
+#[test]
+fn refreshed_connection_survives_three_timeouts() {
+    let (mut net, a, switches, _) = chain(crate::rtcd::DEFAULT_REFRESH_PERIOD);
+    // Default switch timeout 30 s: run 3 × that.
+    net.run_for(Duration::from_secs(90));
+    for sw in switches {
+        assert_eq!(net.sw(sw).connections().len(), 1, "switch {sw}");
+        assert_eq!(net.sw(sw).stats().signal.refresh_expired, 0);
+        assert!(net.sw(sw).stats().signal.refresh_rx >= 8, "switch {sw}");
+    }
+    assert!(!net
+        .h(a)
+        .replies
+        .iter()
+        .any(|r| matches!(r, Reply::Revoked { .. })));
+}
+
+#[test]
+fn unrefreshed_connection_expires_everywhere_and_is_revoked_at_the_host() {
+    let (mut net, a, switches, _) = chain(Duration::ZERO);
+    for sw in switches {
+        assert!(booked(&net, sw) > 0);
+    }
+    net.run_for(Duration::from_secs(29));
+    assert_eq!(net.sw(switches[0]).connections().len(), 1, "not yet");
+    net.run_for(Duration::from_secs(4));
+    for sw in switches {
+        let s = net.sw(sw);
+        assert!(s.connections().is_empty(), "switch {sw}");
+        assert_eq!(booked(&net, sw), 0, "switch {sw}: bandwidth free again");
+        assert!(s.rt_ports().iter().all(|p| p.ids_in_use == 0));
+        assert_eq!(
+            s.stats().signal.teardowns,
+            1,
+            "released once on switch {sw}"
+        );
+        // Every TEARDOWN this switch sent was acknowledged: none is retransmitted or lost.
+        assert_eq!(s.stats().signal.teardown_given_up, 0);
+        assert_eq!(s.stats().signal.teardown_retransmits, 0);
+    }
+    let revoked = net
+        .h(a)
+        .replies
+        .iter()
+        .filter(|r| matches!(r, Reply::Revoked { .. }))
+        .count();
+    assert_eq!(revoked, 1);
+    assert_eq!(
+        net.h(a).rtcd.as_ref().map(|d| d.connection_count()),
+        Some(0)
+    );
+}
