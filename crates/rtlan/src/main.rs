@@ -30,6 +30,12 @@ enum Command {
     Switch(cmd::switch::SwitchArgs),
     /// Run the host daemon that reserves real-time connections for local applications.
     Rtcd(cmd::rtcd::RtcdArgs),
+    /// Reserve a real-time connection and hold it (prints the proxy IP to send to).
+    Reserve(cmd::reserve::ReserveArgs),
+    /// Send a UDP probe stream, plain and paced or over a reserved connection.
+    Send(cmd::send::SendArgs),
+    /// Receive a probe stream and report rate, loss, delay and jitter.
+    Recv(cmd::recv::RecvArgs),
     /// Build, enter and remove namespace testbeds from topology files.
     #[command(subcommand)]
     Lab(cmd::lab::LabCommand),
@@ -45,6 +51,9 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Switch(args) => cmd::switch::run(args),
         Command::Rtcd(args) => cmd::rtcd::run(args),
+        Command::Reserve(args) => cmd::reserve::run(args),
+        Command::Send(args) => cmd::send::run(args),
+        Command::Recv(args) => cmd::recv::run(args),
         Command::Lab(c) => cmd::lab::run(c),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Bench(c) => cmd::bench::run(c),

@@ -3,5 +3,8 @@
 pub(crate) mod bench;
 pub(crate) mod demo;
 pub(crate) mod lab;
+pub(crate) mod recv;
+pub(crate) mod reserve;
 pub(crate) mod rtcd;
+pub(crate) mod send;
 pub(crate) mod switch;

@@ -1,0 +1,119 @@
+//! `rtlan recv`: receives a probe stream from `rtlan send` and reports delivered rate, loss,
+//! reordering, delay and RFC 3550 jitter ([`rtlan::rttr::stats`]).
+
+use std::io::ErrorKind;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use rtlan::rttr::probe::{realtime_ns, ProbeHeader};
+use rtlan::rttr::stats::{Arrival, RecvStats};
+use rtlan_core::units::{format_rate, parse_duration};
+
+/// Arguments of `rtlan recv`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Example: receive on port 5004 until the stream has been idle for 2 s, print JSON:
+
+    rtlan recv --port 5004 --json
+
+    {\"packets\":7036,\"bytes\":7036000,\"payload_bps\":18761726.9,\"wire_bps\":19999999.8,
+     \"lost\":0,\"loss_pct\":0.0,\"reordered\":0,\"duplicates\":0,
+     \"delay_us\":{\"min\":41.2,\"mean\":80.3,\"p50\":77.0,\"p99\":190.4,\"max\":402.9},
+     \"jitter_us\":12.1,\"first_seq\":0,\"last_seq\":7035,\"elapsed_s\":2.99,\"ignored\":0}
+
+Rates are over the first to the last arrival; wire_bps counts whole frames (a 1000-byte payload
+is 1066 bytes on the wire); loss is counted over the range of sequence numbers seen; delay needs
+sender and receiver clocks to agree (same host or namespaces of one host). Datagrams without the
+RTLN header are ignored and counted.")]
+pub(crate) struct RecvArgs {
+    /// UDP port to listen on.
+    #[arg(long)]
+    port: u16,
+    /// Address to bind.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind: Ipv4Addr,
+    /// Stop after this long (`10s`).
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Stop after this many probes.
+    #[arg(long)]
+    count: Option<u64>,
+    /// Stop once nothing arrived for this long after the first probe (default 2s when neither
+    /// --duration nor --count is given).
+    #[arg(long, value_parser = parse_duration)]
+    idle: Option<Duration>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
+    let stop = super::reserve::stop_flag()?;
+    let socket = UdpSocket::bind(SocketAddrV4::new(args.bind, args.port))?;
+    socket.set_read_timeout(Some(Duration::from_millis(50)))?;
+    let idle = args.idle.or_else(|| {
+        (args.duration.is_none() && args.count.is_none()).then_some(Duration::from_secs(2))
+    });
+    let mut stats = RecvStats::new();
+    let mut buf = vec![0u8; 65_536];
+    let start = Instant::now();
+    let mut last_arrival: Option<Instant> = None;
+    loop {
+        if stop.load(Ordering::Relaxed)
+            || args.duration.is_some_and(|d| start.elapsed() >= d)
+            || args.count.is_some_and(|n| stats.packets() >= n)
+            || idle.is_some_and(|i| last_arrival.is_some_and(|t| t.elapsed() >= i))
+        {
+            break;
+        }
+        match socket.recv(&mut buf) {
+            Ok(len) => {
+                let recv_ns = realtime_ns();
+                last_arrival = Some(Instant::now());
+                match ProbeHeader::parse(&buf[..len]) {
+                    Ok(header) => stats.record(Arrival {
+                        header,
+                        payload_len: len,
+                        recv_ns,
+                    }),
+                    Err(_) => stats.record_ignored(),
+                }
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let r = stats.report();
+    if args.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        println!(
+            "received {} probes ({} bytes) in {:.3} s: {} payload, {} on the wire; lost {} \
+             ({:.3} %), reordered {}, duplicates {}, ignored {}",
+            r.packets,
+            r.bytes,
+            r.elapsed_s,
+            format_rate(r.payload_bps as u64),
+            format_rate(r.wire_bps as u64),
+            r.lost,
+            r.loss_pct,
+            r.reordered,
+            r.duplicates,
+            r.ignored
+        );
+        println!(
+            "delay µs: min {:.1} mean {:.1} p50 {:.1} p99 {:.1} max {:.1}; jitter {:.1} µs",
+            r.delay_us.min,
+            r.delay_us.mean,
+            r.delay_us.p50,
+            r.delay_us.p99,
+            r.delay_us.max,
+            r.jitter_us
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,191 @@
+//! `rtlan send`: a UDP probe stream (header in [`rtlan::rttr::probe`]) — either plain UDP paced
+//! by a token bucket (an interference / non-real-time generator), or over a real-time connection
+//! reserved through the host daemon and shaped by the RTTR library (EtheReal §3.2).
+
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use rtlan::rttr::pace::TokenPacer;
+use rtlan::rttr::probe::{realtime_ns, ProbeHeader};
+use rtlan::rttr::{
+    rtcd_socket_path, wire_bytes, Qos, RtConnection, RttrError, Shaping, FRAME_HEADERS,
+    MIN_LEAKY_BUFFER,
+};
+use rtlan_core::units::{format_rate, parse_duration, parse_rate};
+
+/// Arguments of `rtlan send`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+
+    # plain UDP at 40 Mbit/s of whole frames, 1000-byte payloads, for 5 s (interference)
+    rtlan send --to 198.18.0.3:5004 --rate 40mbit --size 1000 --duration 5s
+
+    # reserve 20 Mbit/s and send 3 s through the paper's leaky bucket (1 ms timer)
+    rtlan send --to 198.18.0.3:5004 --rate 20mbit --size 1000 --duration 3s --reserve
+
+Every payload starts with a 24-byte header: \"RTLN\", version 1, flags, 2 reserved bytes, the
+sequence number (u64, big endian) and the CLOCK_REALTIME send time in ns (u64, big endian), read
+by `rtlan recv`. Rates count whole frames: a 1000-byte payload is 1066 bytes on the wire.")]
+pub(crate) struct SendArgs {
+    /// The receiver, IP:PORT.
+    #[arg(long)]
+    to: SocketAddrV4,
+    /// Rate of whole frames (`20mbit`); the reserved rate with --reserve.
+    #[arg(long, value_parser = parse_rate)]
+    rate: u64,
+    /// UDP payload bytes per datagram (24..=1472, header included).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(24..=1472))]
+    size: u16,
+    /// Send for this long (`3s`).
+    #[arg(long, value_parser = parse_duration, required_unless_present = "count",
+          conflicts_with = "count")]
+    duration: Option<Duration>,
+    /// Send this many datagrams.
+    #[arg(long)]
+    count: Option<u64>,
+    /// Reserve a real-time connection and send to its proxy IP.
+    #[arg(long)]
+    reserve: bool,
+    /// How a reserved stream is shaped (with --reserve).
+    #[arg(long, value_enum, default_value_t = SendShaping::Leaky, requires = "reserve")]
+    shaping: SendShaping,
+    /// Leaky-bucket timer period / token-bucket interval (the plain generator's bucket spans at
+    /// least 10 ms).
+    #[arg(long, value_parser = parse_duration, default_value = "1ms")]
+    tick: Duration,
+    /// The daemon's socket [default: $RTLAN_RTCD_SOCKET or /run/rtlan/rtcd.sock].
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Shaping choices of `send --reserve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SendShaping {
+    /// RTTR's timer-driven leaky bucket with double buffering (EtheReal §3.2).
+    Leaky,
+    /// Inline token bucket.
+    Token,
+    /// The daemon's HTB class; this tool still offers the stream at --rate.
+    Kernel,
+}
+
+/// Where datagrams go.
+#[allow(clippy::large_enum_variant)] // one per process, never moved in a hot path
+enum Sink {
+    Plain(UdpSocket, TokenPacer),
+    Rt(RtConnection),
+    /// A kernel-shaped connection, offered at the rate by our own pacer.
+    RtKernel(RtConnection, TokenPacer),
+}
+
+impl Sink {
+    fn send(&mut self, buf: &[u8]) -> Result<usize, RttrError> {
+        match self {
+            Sink::Plain(s, p) => p.send(s, buf),
+            Sink::Rt(c) => c.send(buf),
+            Sink::RtKernel(c, p) => p.send(c.socket(), buf),
+        }
+    }
+}
+
+pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
+    let stop = super::reserve::stop_flag()?;
+    let size = usize::from(args.size);
+    // The generator's own bucket spans at least 10 ms, so that oversleeping on a loaded host
+    // does not lower the offered rate (tokens beyond the bucket would be lost).
+    let generator_interval = args.tick.max(MIN_LEAKY_BUFFER);
+    let mut sink = if args.reserve {
+        let qos = Qos {
+            rate_bps: args.rate,
+            max_burst: 2 * u32::from(args.size + FRAME_HEADERS),
+            max_packet: args.size + FRAME_HEADERS,
+        };
+        let shaping = match args.shaping {
+            SendShaping::Leaky => Shaping::LeakyBucket { tick: args.tick },
+            SendShaping::Token => Shaping::TokenBucket {
+                interval: args.tick,
+            },
+            SendShaping::Kernel => Shaping::Kernel,
+        };
+        let path = rtcd_socket_path(args.socket.as_deref());
+        let conn = match RtConnection::open(&path, args.to, qos, shaping) {
+            Ok(c) => c,
+            Err(RttrError::Rtcd(e)) => {
+                super::reserve::report_refusal(&e);
+                return Ok(ExitCode::FAILURE);
+            }
+            Err(e) => return Err(e).context("opening the real-time connection"),
+        };
+        if !args.json {
+            eprintln!("rtlan: reserved, sending to {}", conn.proxy_addr());
+        }
+        if shaping == Shaping::Kernel {
+            Sink::RtKernel(conn, TokenPacer::new(args.rate, generator_interval, size)?)
+        } else {
+            Sink::Rt(conn)
+        }
+    } else {
+        let socket = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?;
+        socket.connect(args.to)?;
+        Sink::Plain(
+            socket,
+            TokenPacer::new(args.rate, generator_interval, size)?,
+        )
+    };
+    let mut buf = vec![0u8; size];
+    let (mut sent, mut errors) = (0u64, 0u64);
+    let start = Instant::now();
+    loop {
+        if stop.load(Ordering::Relaxed)
+            || args.count.is_some_and(|n| sent + errors >= n)
+            || args.duration.is_some_and(|d| start.elapsed() >= d)
+        {
+            break;
+        }
+        let header = ProbeHeader {
+            flags: 0,
+            seq: sent + errors,
+            sent_ns: realtime_ns(),
+        };
+        header.emit(&mut buf)?;
+        match sink.send(&buf) {
+            Ok(_) => sent += 1,
+            Err(RttrError::Io(_)) => errors += 1,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if let Sink::Rt(c) = &sink {
+        c.flush(Duration::from_secs(5));
+        errors += c.send_errors();
+        sent = sent.saturating_sub(c.send_errors());
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    drop(sink);
+    let bytes = sent * size as u64;
+    let wire_bps = if elapsed > 0.0 {
+        (sent * wire_bytes(size)) as f64 * 8.0 / elapsed
+    } else {
+        0.0
+    };
+    if args.json {
+        let v = serde_json::json!({"sent": sent, "errors": errors, "bytes": bytes,
+            "elapsed_s": elapsed, "wire_bps": wire_bps});
+        println!("{v}");
+    } else {
+        println!(
+            "sent {sent} datagrams ({bytes} payload bytes, {errors} send errors) in {elapsed:.3} s: \
+             {} offered on the wire",
+            format_rate(wire_bps as u64)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

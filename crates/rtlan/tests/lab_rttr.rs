@@ -1,0 +1,245 @@
+//! Lab tests of the RTTR library and the `reserve`/`send`/`recv` tools (issue 3 item 4;
+//! EtheReal §3.2): a reserved stream shaped by the paper's timer-driven leaky bucket arrives
+//! complete at the reserved rate, and the daemon's kernel shaping (an HTB class per connection)
+//! holds an unshaped sender to its reservation. Real `rtlan rtcd`, real rtlan switch, the real
+//! Linux stack on the hosts (`topologies/default.toml`, 100 Mbit/s links).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use common::*;
+use rtlan_lab::Lab;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rtlan");
+
+/// Starts `rtlan recv --json` on `host`:`port`; it stops 1 s after the stream went idle.
+fn start_recv(lab: &Lab, host: &str, port: u16) -> Child {
+    let port = port.to_string();
+    let child = lab
+        .exec(
+            host,
+            &[
+                BIN,
+                "recv",
+                "--port",
+                &port,
+                "--idle",
+                "1s",
+                "--duration",
+                "30s",
+                "--json",
+            ],
+        )
+        .expect("host exists")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("rtlan recv starts");
+    std::thread::sleep(Duration::from_millis(300));
+    child
+}
+
+/// Waits for a `recv` started by [`start_recv`] and parses its report.
+fn recv_report(child: Child) -> Value {
+    let out = child.wait_with_output().expect("recv ran");
+    assert!(out.status.success(), "recv failed: {out:?}");
+    serde_json::from_slice(&out.stdout).expect("recv prints JSON")
+}
+
+fn f64_of(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number {key} in {v}"))
+}
+
+/// Kills a child we started if the test fails half-way.
+struct Reaper(Option<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            signal(c.id(), libc::SIGTERM);
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn leaky_bucket_stream_arrives_complete_at_the_reserved_rate() {
+    if !root_or_skip("leaky_bucket_stream_arrives_complete_at_the_reserved_rate") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let lab = up_file("default.toml", "tr1");
+    let daemon = Daemon::start(&lab, "a");
+    let recv = Reaper(Some(start_recv(&lab, "c", 5004)));
+    let to = format!("{}:5004", ip(&lab, "c"));
+    let socket = daemon.socket.to_str().expect("utf-8 path").to_string();
+    let sent = exec_ok(
+        &lab,
+        "a",
+        &[
+            BIN,
+            "send",
+            "--to",
+            &to,
+            "--rate",
+            "20mbit",
+            "--size",
+            "1000",
+            "--duration",
+            "3s",
+            "--reserve",
+            "--socket",
+            &socket,
+            "--json",
+        ],
+    );
+    let sent: Value = serde_json::from_str(&sent).expect("send prints JSON");
+    let mut recv = recv;
+    let report = recv_report(recv.0.take().expect("started"));
+    let switch = ctl(&lab, "s1", "stats");
+    eprintln!("send: {sent}\nrecv: {report}\ns1: {switch}");
+    assert!(report["packets"].as_u64().unwrap_or(0) > 1000, "{report}");
+    // Loss: the reservation and the shaper leave no room for queue overflow on the path (the
+    // connection's switch queue is 2 × max_burst, and max_burst covers the shaper's largest
+    // burst). What remains is the user-space switch's AF_PACKET receive side losing a frame when
+    // its loop is descheduled for milliseconds on this shared 2-core machine: observed 1–2 in
+    // ~6900 that reached the switch's veth (`ip -s link`) but not its rx counters. 0.1 % allows
+    // that and still fails a shaper that bursts past the reserved queue (which loses percents).
+    let lost = report["lost"].as_u64().expect("lost");
+    let packets = report["packets"].as_u64().expect("packets");
+    assert!(
+        lost * 1000 <= packets,
+        "a reserved stream loses (almost) nothing: {report}\ns1: {switch}"
+    );
+    assert_eq!(report["ignored"], 0, "{report}");
+    // 3 %: the leaky bucket's long-run rate is exact (credit in bit·ns over the measured T_m);
+    // what remains is the start and end of a 3 s stream measured first → last arrival (one
+    // tick, 1 ms, and one datagram of credit: < 0.1 %), and wake-ups later than the buffer
+    // covers (10 ms, see `docs/rttr.md`) on this shared 2-core machine, whose credit is
+    // forfeit. A payload-only rate would be 6.6 % off (1000 vs 1066 bytes), a broken bucket
+    // far more.
+    let wire = f64_of(&report, "wire_bps");
+    assert!(
+        (wire - 20e6).abs() <= 0.03 * 20e6,
+        "wire rate {wire} not within 3 % of 20 Mbit/s: {report}"
+    );
+    drop(daemon);
+    down_clean(lab);
+}
+
+/// The `tc class show dev eth0` output of host `a`.
+fn classes(lab: &Lab) -> String {
+    exec_ok(lab, "a", &["tc", "class", "show", "dev", "eth0"])
+}
+
+#[test]
+fn kernel_shaping_holds_an_unshaped_sender_to_its_reservation() {
+    if !root_or_skip("kernel_shaping_holds_an_unshaped_sender_to_its_reservation") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let lab = up_file("default.toml", "tr2");
+    let daemon = Daemon::start(&lab, "a");
+    let to = format!("{}:5005", ip(&lab, "c"));
+    let socket = daemon.socket.to_str().expect("utf-8 path").to_string();
+    let mut reserve = Reaper(Some(
+        lab.exec(
+            "a",
+            &[
+                BIN,
+                "reserve",
+                "--to",
+                &to,
+                "--rate",
+                "10mbit",
+                "--shaping",
+                "kernel",
+                "--socket",
+                &socket,
+                "--duration",
+                "60s",
+                "--json",
+            ],
+        )
+        .expect("host exists")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("rtlan reserve starts"),
+    ));
+    let stdout = reserve
+        .0
+        .as_mut()
+        .and_then(|c| c.stdout.take())
+        .expect("piped stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("reserve prints its answer");
+    let opened: Value = serde_json::from_str(&line).expect("reserve --json prints JSON");
+    let proxy_ip = opened["proxy_ip"].as_str().expect("proxy_ip").to_string();
+    let id = opened["id"].as_u64().expect("id");
+    let class = format!("class htb 1:{id:x} ");
+    let shown = classes(&lab);
+    let ours = shown
+        .lines()
+        .find(|l| l.starts_with(&class))
+        .unwrap_or_else(|| panic!("no {class} while open: {shown}"));
+    assert!(ours.contains("rate 10Mbit ceil 10Mbit"), "{ours}");
+
+    let recv = Reaper(Some(start_recv(&lab, "c", 5005)));
+    let proxy = format!("{proxy_ip}:5005");
+    exec_ok(
+        &lab,
+        "a",
+        &[
+            BIN,
+            "send",
+            "--to",
+            &proxy,
+            "--rate",
+            "40mbit",
+            "--size",
+            "1000",
+            "--duration",
+            "3s",
+        ],
+    );
+    let mut recv = recv;
+    let report = recv_report(recv.0.take().expect("started"));
+    eprintln!("recv: {report}");
+    // 10 %: HTB's rate is exact over the long run (the size table counts whole frames like the
+    // switch); its token bucket lets burst = max_burst through at once and the qdisc's queue
+    // drains for a while after the sender stops, both small against a 3 s run; a sender four
+    // times over its reservation that HTB did not hold would show up at ~40 Mbit/s.
+    let wire = f64_of(&report, "wire_bps");
+    assert!(
+        (wire - 10e6).abs() <= 0.10 * 10e6,
+        "wire rate {wire} not within 10 % of 10 Mbit/s: {report}"
+    );
+
+    if let Some(c) = reserve.0.take() {
+        signal(c.id(), libc::SIGTERM);
+        let out = c.wait_with_output().expect("reserve exits");
+        assert!(out.status.success(), "reserve: {out:?}");
+    }
+    let (gone, took) = wait_until(Duration::from_secs(2), || {
+        !classes(&lab).lines().any(|l| l.starts_with(&class))
+    });
+    assert!(
+        gone,
+        "{class} still there {took:?} after close: {}",
+        classes(&lab)
+    );
+    drop(daemon);
+    let qdisc = exec_ok(&lab, "a", &["tc", "qdisc", "show", "dev", "eth0"]);
+    assert!(
+        !qdisc.contains("htb"),
+        "the daemon removes its root qdisc on exit: {qdisc}"
+    );
+    down_clean(lab);
+}
