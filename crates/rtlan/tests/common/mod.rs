@@ -123,3 +123,221 @@ pub fn down_clean(lab: Lab) {
 pub fn ip(lab: &Lab, host: &str) -> Ipv4Addr {
     lab.host_ip(host).expect("host ip")
 }
+
+/// The host daemon `rtlan rtcd` running in a host's namespace, stopped (SIGTERM) and reaped on
+/// drop.
+pub struct Daemon {
+    /// The daemon process (`ip netns exec` execs it, so this is the daemon's own PID).
+    pub child: std::process::Child,
+    /// Its client socket.
+    pub socket: std::path::PathBuf,
+}
+
+impl Daemon {
+    /// Starts `rtlan rtcd --interface eth0` in `host` with a socket in the lab's state directory.
+    pub fn start(lab: &Lab, host: &str) -> Daemon {
+        let socket = lab.state_dir().join(format!("rtcd-{host}.sock"));
+        let args = [
+            "--interface".to_string(),
+            "eth0".to_string(),
+            "--socket".to_string(),
+            socket.to_str().expect("utf-8 state dir").to_string(),
+        ];
+        Daemon::spawn(lab, host, &args, socket)
+    }
+
+    /// Starts `rtlan rtcd --config FILE` in `host`, the file holding `interface`, `socket` and the
+    /// TOML lines in `extra` (e.g. `reclaim_period = "1s"`).
+    pub fn start_with_config(lab: &Lab, host: &str, extra: &str) -> Daemon {
+        let socket = lab.state_dir().join(format!("rtcd-{host}.sock"));
+        let config = lab.state_dir().join(format!("rtcd-{host}.toml"));
+        let text = format!(
+            "interface = \"eth0\"\nsocket = \"{}\"\n{extra}\n",
+            socket.display()
+        );
+        std::fs::write(&config, text).expect("write rtcd config");
+        let args = [
+            "--config".to_string(),
+            config.to_str().expect("utf-8 state dir").to_string(),
+        ];
+        Daemon::spawn(lab, host, &args, socket)
+    }
+
+    fn spawn(lab: &Lab, host: &str, args: &[String], socket: std::path::PathBuf) -> Daemon {
+        let mut all = vec![env!("CARGO_BIN_EXE_rtlan").to_string(), "rtcd".to_string()];
+        all.extend_from_slice(args);
+        let child = lab
+            .exec(host, &all)
+            .expect("host exists")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("rtcd starts");
+        let daemon = Daemon { child, socket };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !daemon.socket.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "rtcd did not create its socket"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        daemon
+    }
+
+    /// A registered client of this daemon (registered with the test's own PID).
+    pub fn client(&self) -> rtlan_linux::rtcd::RtcdClient {
+        let mut client =
+            rtlan_linux::rtcd::RtcdClient::connect(&self.socket).expect("connect to rtcd");
+        client.register(std::process::id()).expect("register");
+        client
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        signal(self.child.id(), libc::SIGTERM);
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends `sig` to process `pid` (one of ours); ignores a process that is already gone.
+pub fn signal(pid: u32, sig: libc::c_int) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: kill(2) has no memory-safety preconditions; `pid` is a child of this test.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// Open parameters for a 1 Mbit/s connection to `dst_ip`:`dst_port`.
+pub fn open_params(dst_ip: Ipv4Addr, dst_port: u16) -> rtlan_linux::rtcd::OpenParams {
+    rtlan_linux::rtcd::OpenParams {
+        dst_ip,
+        dst_port,
+        src_port: 0,
+        rate_bps: 1_000_000,
+        max_burst: 3000,
+        max_packet: 1500,
+    }
+}
+
+/// The real-time connection table of `switch` (`{"cmd":"connections"}`).
+pub fn connections(lab: &Lab, switch: &str) -> Vec<serde_json::Value> {
+    ctl(lab, switch, "connections")
+        .as_array()
+        .expect("connections is an array")
+        .clone()
+}
+
+/// The proxy-prefix neighbour entries of `host` (`ip neigh show` lines under 198.19/16).
+pub fn proxy_neighbours(lab: &Lab, host: &str) -> Vec<String> {
+    exec_ok(lab, host, &["ip", "neigh", "show"])
+        .lines()
+        .filter(|l| l.starts_with("198.19."))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `host` has a route for the proxy prefix 198.19.0.0/16.
+pub fn has_proxy_route(lab: &Lab, host: &str) -> bool {
+    exec_ok(lab, host, &["ip", "route", "show"])
+        .lines()
+        .any(|l| l.starts_with("198.19.0.0/16"))
+}
+
+/// Polls `done` every 50 ms until it holds or `timeout` passes; returns whether it held and
+/// how long it took.
+pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> (bool, Duration) {
+    let start = std::time::Instant::now();
+    loop {
+        if done() {
+            return (true, start.elapsed());
+        }
+        if start.elapsed() > timeout {
+            return (false, start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A socat UDP receiver on `host`:`port` that copies datagrams to its stdout; it exits after
+/// 15 s at the latest. Give it ~0.5 s to bind before sending.
+pub fn udp_receiver(lab: &Lab, host: &str, port: u16) -> std::process::Child {
+    let address = format!("UDP-RECV:{port}");
+    lab.exec(
+        host,
+        &["timeout", "15", "socat", "-u", address.as_str(), "STDOUT"],
+    )
+    .expect("host exists")
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .expect("socat starts")
+}
+
+/// Stops a process started with piped stdout (SIGTERM) and returns what it printed.
+pub fn stop_output(child: std::process::Child) -> String {
+    signal(child.id(), libc::SIGTERM);
+    let out = child.wait_with_output().expect("wait for child");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Sends one datagram per message from `from` to `ip`:`port` with socat (source port
+/// `src_port`, 0 = any), 100 ms apart.
+pub fn send_udp(lab: &Lab, from: &str, ip: Ipv4Addr, port: u16, src_port: u16, messages: &[&str]) {
+    let source = if src_port == 0 {
+        String::new()
+    } else {
+        format!(",sourceport={src_port},reuseaddr")
+    };
+    for m in messages {
+        let script = format!("echo {m} | socat -u STDIN UDP-SENDTO:{ip}:{port}{source}; sleep 0.1");
+        exec_ok(lab, from, &["sh", "-c", &script]);
+    }
+}
+
+/// The VmRSS of process `pid` in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("process alive");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS line")
+}
+
+/// Per-output-port real-time use of `switch` from `stats` (`booked_bps`, `ids_in_use`, ...).
+pub fn rt_ports(lab: &Lab, switch: &str) -> Vec<serde_json::Value> {
+    let stats = ctl(lab, switch, "stats");
+    stats["rt_ports"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no rt_ports in {switch}'s stats: {stats}"))
+        .clone()
+}
+
+/// Asserts that `switch` holds no real-time state: no connection, nothing booked, no id in use.
+pub fn assert_switch_idle(lab: &Lab, switch: &str) {
+    let table = connections(lab, switch);
+    assert!(
+        table.is_empty(),
+        "{switch} still has connections: {table:?}"
+    );
+    for port in rt_ports(lab, switch) {
+        assert_eq!(port["booked_bps"], 0, "{switch} port still booked: {port}");
+        assert_eq!(port["ids_in_use"], 0, "{switch} port still has ids: {port}");
+    }
+}
+
+/// Signalling counter `name` of `switch` (`stats.switch.signal.<name>`).
+pub fn signal_counter(lab: &Lab, switch: &str, name: &str) -> u64 {
+    let stats = ctl(lab, switch, "stats");
+    stats["switch"]["signal"][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no signal counter {name} in {stats}"))
+}
+
+/// Real-time data-path counter `name` of `switch` (`stats.switch.rt.<name>`).
+pub fn rt_counter(lab: &Lab, switch: &str, name: &str) -> u64 {
+    let stats = ctl(lab, switch, "stats");
+    stats["switch"]["rt"][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no rt counter {name} in {stats}"))
+}
