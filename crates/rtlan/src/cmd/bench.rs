@@ -11,6 +11,7 @@
 
 mod measure;
 mod report;
+mod setup;
 mod sink;
 
 use std::process::ExitCode;
@@ -45,6 +46,19 @@ on each lab in turn:
 Each figure is the median of RUNS runs; ratios are rtlan/bridge. Needs root and trafgen
 (netsniff-ng), iperf3, sockperf, taskset. docs/benchmarks.md explains the figures.")]
     Forward(ForwardArgs),
+    /// Connection-setup time, end to end and per hop, ARP-cache hit and miss (EtheReal §4.3).
+    #[command(after_help = "\
+Builds topologies/default.toml (a -> c across one switch, lab `bs1<pid>`) and then
+topologies/chain3.toml (a -> c across s1, s2, s3, lab `bs3<pid>`), starts `rtlan rtcd` on a, and
+for each of two cases opens and closes RUNS connections a -> c one after another:
+
+  ARP hit   the switches' internal ARP caches hold c (a first connection warmed them)
+  ARP miss  `flush-arp` on every switch before each open, so each hop probes for c
+
+End to end: the client's time from writing `open` to reading `opened`. Per hop: the switches'
+own SETUP handling times (`setup-latency`), the samples added during the case. Labs are removed
+on exit, also on error or Ctrl-C. Needs root. docs/benchmarks.md has the figures.")]
+    Setup(setup::SetupArgs),
 }
 
 /// Arguments of `bench forward`.
@@ -81,6 +95,7 @@ pub(crate) struct ForwardArgs {
 pub(crate) fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     match command {
         BenchCommand::Forward(args) => forward(args),
+        BenchCommand::Setup(args) => setup::run(args),
     }
 }
 
