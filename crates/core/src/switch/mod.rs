@@ -102,6 +102,10 @@ pub struct PortConfig {
     pub rate_bps: Option<u64>,
 }
 
+/// Default size of the connection table ([`RtConfig::max_connections`]): above the 10,000
+/// connections per switch issue 4 asks for, and what one port's scheduler holds by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
+
 /// Real-time configuration of a switch (EtheReal §2.2, §2.3, §3.3): the proxy-MAC plan,
 /// admission and signalling parameters. [`RtConfig::default`] gives the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +116,8 @@ pub struct RtConfig {
     pub cap_percent: u8,
     /// Line rate admission assumes for an unpaced port, wire bit/s.
     pub unpaced_line_rate_bps: u64,
-    /// Most connections the switch holds (table size, preallocated).
+    /// Most connections the switch holds (table size, preallocated). A SETUP that finds the table
+    /// full is refused with reason BUFFER (connection state memory).
     pub max_connections: usize,
     /// Storage of each port's control FIFO in bytes (signalling messages, served before the
     /// real-time connections; allocated up front).
@@ -160,7 +165,7 @@ impl Default for RtConfig {
             plan: ProxyMacPlan::DEFAULT,
             cap_percent: rt::DEFAULT_RT_CAP_PERCENT,
             unpaced_line_rate_bps: 1_000_000_000,
-            max_connections: 1024,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             control_queue_bytes: 64 * 1024,
             rt_buffer_bytes: rt::DEFAULT_RT_BUFFER_BYTES,
             backplane_bps: None,

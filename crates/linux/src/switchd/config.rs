@@ -15,13 +15,22 @@ use rtlan_core::switch::rt::{
 };
 use rtlan_core::switch::sched::{DEFAULT_WINDOW, MAX_CYCLE, MIN_CYCLE};
 use rtlan_core::switch::{
-    PortConfig, RtConfig, SwitchConfig, UnknownUnicast, DEFAULT_REFRESH_TIMEOUT,
-    MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
+    PortConfig, RtConfig, SwitchConfig, UnknownUnicast, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_REFRESH_TIMEOUT, MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
 };
 use rtlan_core::units::{format_rate, parse_duration, parse_rate};
 use rtlan_wire::ethernet::Address;
 use serde::Deserialize;
 use toml::Spanned;
+
+/// Largest `max_connections`: a connection id is 16 bits per link, and each connection costs
+/// scheduler and table memory up front.
+const MAX_CONNECTIONS_LIMIT: usize = 1 << 20;
+
+/// Default SCHED_FIFO priority of the data plane: above every normal process (compilers, traffic
+/// tools), so a busy host cannot stall the switch for milliseconds; low among real-time ones. The
+/// thread sleeps when idle, and the kernel's real-time throttling (95 % by default) still applies.
+pub(crate) const DEFAULT_REALTIME_PRIORITY: u8 = 20;
 
 /// A configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +120,10 @@ pub struct Config {
     pub cpu_budget_percent: u8,
     /// Memory for real-time connection queues, bytes.
     pub rt_buffer_bytes: usize,
+    /// Size of the connection table (most connections through this switch).
+    pub max_connections: usize,
+    /// SCHED_FIFO priority of the data-plane thread (1..=99); 0 = normal scheduling.
+    pub realtime_priority: u8,
     /// EtheReal §3.3 preemptive discard on host-facing ports.
     pub preemptive_discard: bool,
     /// Sliding window of the preemptive-discard meter.
@@ -155,6 +168,8 @@ struct RawConfig {
     cpu_cost_per_connection: Option<Spanned<String>>,
     cpu_budget_percent: Option<Spanned<u8>>,
     rt_buffer_bytes: Option<Spanned<usize>>,
+    max_connections: Option<Spanned<usize>>,
+    realtime_priority: Option<Spanned<u8>>,
     preemptive_discard: Option<bool>,
     discard_window: Option<Spanned<String>>,
     #[serde(default)]
@@ -315,6 +330,21 @@ impl Config {
             None => DEFAULT_RT_BUFFER_BYTES,
             Some(v) => src.bounded(v, "rt_buffer_bytes", usize::MAX)?,
         };
+        let max_connections = match &raw.max_connections {
+            None => DEFAULT_MAX_CONNECTIONS,
+            Some(v) => src.bounded(v, "max_connections", MAX_CONNECTIONS_LIMIT)?,
+        };
+        let realtime_priority = match &raw.realtime_priority {
+            None => DEFAULT_REALTIME_PRIORITY,
+            Some(v) if *v.get_ref() > 99 => {
+                return Err(src.error(
+                    v.span(),
+                    "realtime_priority must be 0 (normal scheduling) or 1..=99 (SCHED_FIFO)"
+                        .to_string(),
+                ))
+            }
+            Some(v) => *v.get_ref(),
+        };
         let discard_window = src.duration(raw.discard_window, "discard_window", DEFAULT_WINDOW)?;
         let ageing_time = src.duration(raw.ageing_time, "ageing_time", DEFAULT_AGEING_TIME)?;
         let pending_timeout = src.duration(
@@ -400,6 +430,8 @@ impl Config {
             cpu_cost_per_connection,
             cpu_budget_percent,
             rt_buffer_bytes,
+            max_connections,
+            realtime_priority,
             preemptive_discard: raw.preemptive_discard.unwrap_or(true),
             discard_window,
             ports,
@@ -452,6 +484,7 @@ impl Config {
                 },
                 cpu_budget_percent: self.cpu_budget_percent,
                 rt_buffer_bytes: self.rt_buffer_bytes,
+                max_connections: self.max_connections,
                 preemptive_discard: self.preemptive_discard,
                 discard_window: self.discard_window,
                 ..RtConfig::default()
@@ -505,6 +538,8 @@ struct ConfigView<'a> {
     cpu_cost_per_connection: String,
     cpu_budget_percent: u8,
     rt_buffer_bytes: usize,
+    max_connections: usize,
+    realtime_priority: u8,
     preemptive_discard: bool,
     discard_window: String,
     port: Vec<PortView<'a>>,
@@ -539,6 +574,8 @@ impl serde::Serialize for Config {
             },
             cpu_budget_percent: self.cpu_budget_percent,
             rt_buffer_bytes: self.rt_buffer_bytes,
+            max_connections: self.max_connections,
+            realtime_priority: self.realtime_priority,
             preemptive_discard: self.preemptive_discard,
             discard_window: format_duration(self.discard_window),
             port: self

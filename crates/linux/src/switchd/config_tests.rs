@@ -221,6 +221,8 @@ backplane = "2gbit"
 cpu_cost_per_connection = "250ns"
 cpu_budget_percent = 40
 rt_buffer_bytes = 1048576
+max_connections = 20000
+realtime_priority = 0
 preemptive_discard = false
 discard_window = "20ms"
 
@@ -240,6 +242,8 @@ ifname = "p0"
     assert_eq!(sc.rt.cpu_cost_per_connection, Duration::from_nanos(250));
     assert_eq!(sc.rt.cpu_budget_percent, 40);
     assert_eq!(sc.rt.rt_buffer_bytes, 1_048_576);
+    assert_eq!(sc.rt.max_connections, 20_000);
+    assert_eq!(c.realtime_priority, 0);
     assert!(!sc.rt.preemptive_discard);
     assert_eq!(sc.rt.discard_window, Duration::from_millis(20));
     // Round trip through the serialized form.
@@ -255,6 +259,11 @@ ifname = "p0"
     );
     assert_eq!(d.cpu_budget_percent, 50);
     assert_eq!(d.rt_buffer_bytes, 64 * 1024 * 1024);
+    assert_eq!(
+        d.max_connections, 16_384,
+        "above issue 4's 10,000 connections per switch"
+    );
+    assert_eq!(d.realtime_priority, 20);
     let cal = Config::from_toml_str(
         "cpu_cost_per_connection = \"calibrate\"\n[[port]]\nifname = \"p0\"\n",
     )
@@ -275,6 +284,9 @@ fn admission_key_errors_name_their_line() {
             "cpu_cost_per_connection",
         ),
         ("rt_buffer_bytes = 0\n", "rt_buffer_bytes"),
+        ("max_connections = 0\n", "max_connections"),
+        ("max_connections = 2000000\n", "max_connections"),
+        ("realtime_priority = 100\n", "realtime_priority"),
     ] {
         let (line, message) =
             invalid_line(&format!("name = \"x\"\n{text}[[port]]\nifname = \"p0\"\n"));

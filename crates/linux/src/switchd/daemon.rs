@@ -178,10 +178,21 @@ impl Daemon {
     }
 
     /// Drains up to a batch per port into the core; returns whether any port may have more.
+    ///
+    /// The port served first rotates every iteration: with a fixed order, the first port's batch
+    /// would always take the room the last transmit freed in a full non-real-time queue, and a
+    /// later port flooding the same output would lose more than its share.
     fn receive(&mut self, now: Instant) -> bool {
         let mut more = false;
         let switch = &mut self.switch;
-        for (i, port) in self.ports.iter_mut().enumerate() {
+        let count = self.ports.len();
+        if count == 0 {
+            return false;
+        }
+        // The remainder is below `count`, which is a usize.
+        let start = (self.loop_iterations % count as u64) as usize;
+        for i in (start..count).chain(0..start) {
+            let port = &mut self.ports[i];
             // Port indices fit u16: the core refuses more than u16::MAX ports at construction.
             let id = PortId(i as u16);
             let consumed = port.receive(RX_BATCH, |frame| switch.handle_frame(now, id, frame));

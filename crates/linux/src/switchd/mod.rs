@@ -133,6 +133,7 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         pin_to_cpu(cpu)?;
     }
     reduce_timer_slack();
+    set_realtime_priority(config.realtime_priority);
     let options = crate::packet::PortOptions {
         ring_frames: config.ring_frames,
         qdisc_bypass: config.qdisc_bypass,
@@ -160,6 +161,29 @@ fn reduce_timer_slack() {
     let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
     if rc != 0 {
         tracing::debug!("PR_SET_TIMERSLACK: {}", io::Error::last_os_error());
+    }
+}
+
+/// Runs the calling thread under SCHED_FIFO at `priority` (0: leave it alone). A refusal (no
+/// CAP_SYS_NICE, or a cgroup without real-time runtime) is logged, not fatal: the switch still
+/// works, with millisecond stalls whenever the host is busy.
+fn set_realtime_priority(priority: u8) {
+    if priority == 0 {
+        return;
+    }
+    let param = libc::sched_param {
+        sched_priority: libc::c_int::from(priority),
+    };
+    // SAFETY: `param` is a valid sched_param that outlives the call; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        tracing::warn!(
+            priority,
+            "SCHED_FIFO refused ({}); running with normal scheduling",
+            io::Error::last_os_error()
+        );
+    } else {
+        tracing::info!(priority, "data plane runs under SCHED_FIFO");
     }
 }
 
