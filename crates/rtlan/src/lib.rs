@@ -5,4 +5,5 @@
 //! The `rtlan` binary (subcommands `reserve`, `send`, `recv`, …) is a thin shell over this
 //! library and the `rtlan-*` crates; this library does not depend on the command-line parser.
 
+pub mod labkit;
 pub mod rttr;

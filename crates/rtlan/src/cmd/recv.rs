@@ -2,14 +2,17 @@
 //! reordering, delay and RFC 3550 jitter ([`rtlan::rttr::stats`]).
 
 use std::io::ErrorKind;
+use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use rtlan::rttr::probe::{realtime_ns, ProbeHeader};
-use rtlan::rttr::stats::{Arrival, RecvStats};
+use rtlan::rttr::stats::{sliding_rates, Arrival, RecvStats};
+use rtlan::rttr::wire_bytes;
 use rtlan_core::units::{format_rate, parse_duration};
 
 /// Arguments of `rtlan recv`.
@@ -48,6 +51,17 @@ pub(crate) struct RecvArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Add a sliding-window rate series to the JSON report (`80ms`: EtheReal Fig. 5), one
+    /// point every --series-step: `"series": {"window_ms", "step_ms", "t_ns": [..],
+    /// "wire_bps": [..]}` (window end times in CLOCK_REALTIME ns).
+    #[arg(long, value_parser = parse_duration)]
+    series: Option<Duration>,
+    /// Step between points of --series.
+    #[arg(long, value_parser = parse_duration, default_value = "10ms", requires = "series")]
+    series_step: Duration,
+    /// Write one line per received probe to FILE: `seq recv_ns sent_ns` (CLOCK_REALTIME ns).
+    #[arg(long)]
+    arrivals: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
@@ -60,6 +74,10 @@ pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
     let mut stats = RecvStats::new();
     let mut buf = vec![0u8; 65_536];
     let start = Instant::now();
+    let start_ns = realtime_ns();
+    // (seq, recv_ns, sent_ns, payload length) of every probe, kept only for --series/--arrivals.
+    let keep = args.series.is_some() || args.arrivals.is_some();
+    let mut kept: Vec<(u64, u64, u64, usize)> = Vec::new();
     let mut last_arrival: Option<Instant> = None;
     loop {
         if stop.load(Ordering::Relaxed)
@@ -74,11 +92,16 @@ pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
                 let recv_ns = realtime_ns();
                 last_arrival = Some(Instant::now());
                 match ProbeHeader::parse(&buf[..len]) {
-                    Ok(header) => stats.record(Arrival {
-                        header,
-                        payload_len: len,
-                        recv_ns,
-                    }),
+                    Ok(header) => {
+                        if keep {
+                            kept.push((header.seq, recv_ns, header.sent_ns, len));
+                        }
+                        stats.record(Arrival {
+                            header,
+                            payload_len: len,
+                            recv_ns,
+                        })
+                    }
                     Err(_) => stats.record_ignored(),
                 }
             }
@@ -87,9 +110,40 @@ pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
             Err(e) => return Err(e.into()),
         }
     }
+    let end_ns = realtime_ns();
+    if let Some(path) = &args.arrivals {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+        for (seq, recv_ns, sent_ns, _) in &kept {
+            writeln!(out, "{seq} {recv_ns} {sent_ns}")?;
+        }
+        out.flush()?;
+    }
     let r = stats.report();
     if args.json {
-        println!("{}", serde_json::to_string(&r)?);
+        let mut v = serde_json::to_value(&r)?;
+        if let (Some(window), serde_json::Value::Object(map)) = (args.series, &mut v) {
+            let arrivals: Vec<(u64, u64)> = kept
+                .iter()
+                .map(|&(_, recv_ns, _, len)| (recv_ns, wire_bytes(len)))
+                .collect();
+            let points = sliding_rates(
+                &arrivals,
+                start_ns,
+                end_ns,
+                u64::try_from(window.as_nanos()).unwrap_or(u64::MAX),
+                u64::try_from(args.series_step.as_nanos()).unwrap_or(u64::MAX),
+            );
+            map.insert(
+                "series".to_string(),
+                serde_json::json!({
+                    "window_ms": window.as_secs_f64() * 1e3,
+                    "step_ms": args.series_step.as_secs_f64() * 1e3,
+                    "t_ns": points.iter().map(|p| p.t_ns).collect::<Vec<_>>(),
+                    "wire_bps": points.iter().map(|p| p.wire_bps).collect::<Vec<_>>(),
+                }),
+            );
+        }
+        println!("{}", serde_json::to_string(&v)?);
     } else {
         println!(
             "received {} probes ({} bytes) in {:.3} s: {} payload, {} on the wire; lost {} \

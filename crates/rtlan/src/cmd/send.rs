@@ -12,6 +12,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use rtlan::rttr::pace::TokenPacer;
 use rtlan::rttr::probe::{realtime_ns, ProbeHeader};
+use rtlan::rttr::stats::summarize_intervals;
 use rtlan::rttr::{
     rtcd_socket_path, wire_bytes, Qos, RtConnection, RttrError, Shaping, FRAME_HEADERS,
     MIN_LEAKY_BUFFER,
@@ -31,7 +32,9 @@ Examples:
 
 Every payload starts with a 24-byte header: \"RTLN\", version 1, flags, 2 reserved bytes, the
 sequence number (u64, big endian) and the CLOCK_REALTIME send time in ns (u64, big endian), read
-by `rtlan recv`. Rates count whole frames: a 1000-byte payload is 1066 bytes on the wire.")]
+by `rtlan recv`. Rates count whole frames: a 1000-byte payload is 1066 bytes on the wire.
+With --reserve --shaping leaky, --json adds \"tick\": the leaky bucket's measured timer
+intervals T_m (count, mean_ms, stddev_ms, min_ms, p50_ms, p99_ms, max_ms) beside nominal_ms.")]
 pub(crate) struct SendArgs {
     /// The receiver, IP:PORT.
     #[arg(long)]
@@ -82,17 +85,28 @@ pub(crate) enum SendShaping {
 #[allow(clippy::large_enum_variant)] // one per process, never moved in a hot path
 enum Sink {
     Plain(UdpSocket, TokenPacer),
-    Rt(RtConnection),
+    /// A connection shaped by RTTR (leaky or token bucket), offered at the rate by our pacer as
+    /// an application producing a stream would: offering greedily would park up to the leaky
+    /// bucket's whole buffer (≥ 10 ms) in the library and count it as network delay.
+    Rt(RtConnection, TokenPacer),
     /// A kernel-shaped connection, offered at the rate by our own pacer.
     RtKernel(RtConnection, TokenPacer),
 }
 
 impl Sink {
-    fn send(&mut self, buf: &[u8]) -> Result<usize, RttrError> {
+    /// Sleeps until the next datagram of `len` payload bytes may be offered.
+    fn wait(&mut self, len: usize) -> Result<(), RttrError> {
         match self {
-            Sink::Plain(s, p) => p.send(s, buf),
-            Sink::Rt(c) => c.send(buf),
-            Sink::RtKernel(c, p) => p.send(c.socket(), buf),
+            Sink::Plain(_, p) | Sink::Rt(_, p) | Sink::RtKernel(_, p) => Ok(p.wait(len)?),
+        }
+    }
+
+    /// Offers `buf` now (RTTR's shaper may still hold it).
+    fn send_now(&mut self, buf: &[u8]) -> Result<usize, RttrError> {
+        match self {
+            Sink::Plain(s, _) => Ok(s.send(buf)?),
+            Sink::Rt(c, _) => c.send(buf),
+            Sink::RtKernel(c, _) => Ok(c.socket().send(buf)?),
         }
     }
 }
@@ -131,7 +145,7 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
         if shaping == Shaping::Kernel {
             Sink::RtKernel(conn, TokenPacer::new(args.rate, generator_interval, size)?)
         } else {
-            Sink::Rt(conn)
+            Sink::Rt(conn, TokenPacer::new(args.rate, generator_interval, size)?)
         }
     } else {
         let socket = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?;
@@ -151,22 +165,29 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
         {
             break;
         }
+        // Stamp after the offering pacer's wait, so the receiver's delay starts when the
+        // application hands the datagram over (for RTTR modes: includes the library's shaper).
+        sink.wait(size)?;
         let header = ProbeHeader {
             flags: 0,
             seq: sent + errors,
             sent_ns: realtime_ns(),
         };
         header.emit(&mut buf)?;
-        match sink.send(&buf) {
+        match sink.send_now(&buf) {
             Ok(_) => sent += 1,
             Err(RttrError::Io(_)) => errors += 1,
             Err(e) => return Err(e.into()),
         }
     }
-    if let Sink::Rt(c) = &sink {
+    let mut ticks = None;
+    if let Sink::Rt(c, _) | Sink::RtKernel(c, _) = &sink {
         c.flush(Duration::from_secs(5));
         errors += c.send_errors();
         sent = sent.saturating_sub(c.send_errors());
+        if args.shaping == SendShaping::Leaky {
+            ticks = Some(summarize_intervals(&c.tick_intervals_ns()));
+        }
     }
     let elapsed = start.elapsed().as_secs_f64();
     drop(sink);
@@ -177,8 +198,16 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
         0.0
     };
     if args.json {
-        let v = serde_json::json!({"sent": sent, "errors": errors, "bytes": bytes,
+        let mut v = serde_json::json!({"sent": sent, "errors": errors, "bytes": bytes,
             "elapsed_s": elapsed, "wire_bps": wire_bps});
+        if let (Some(t), serde_json::Value::Object(map)) = (ticks, &mut v) {
+            // The leaky bucket's measured tick T_m against the nominal tick (EtheReal Table 1).
+            map.insert(
+                "tick".to_string(),
+                serde_json::json!({"nominal_ms": args.tick.as_secs_f64() * 1e3,
+                    "measured": serde_json::to_value(t)?}),
+            );
+        }
         println!("{v}");
     } else {
         println!(

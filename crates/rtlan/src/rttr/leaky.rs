@@ -27,7 +27,13 @@ struct State {
     failed: Option<String>,
     /// Socket sends that failed (e.g. ICMP port unreachable reported on a connected socket).
     send_errors: u64,
+    /// Measured tick intervals `T_m` in ns (the first [`MAX_TICK_RECORDS`]), for EtheReal
+    /// Table 1.
+    tick_intervals_ns: Vec<u64>,
 }
+
+/// How many tick intervals a connection records.
+const MAX_TICK_RECORDS: usize = 1 << 20;
 
 #[derive(Debug)]
 struct Shared {
@@ -63,6 +69,7 @@ impl LeakyDriver {
                 stop: false,
                 failed: None,
                 send_errors: 0,
+                tick_intervals_ns: Vec::new(),
             }),
             changed: Condvar::new(),
         });
@@ -131,6 +138,11 @@ impl LeakyDriver {
         self.shared.lock().send_errors
     }
 
+    /// The measured tick intervals `T_m` so far, ns.
+    pub(super) fn tick_intervals_ns(&self) -> Vec<u64> {
+        self.shared.lock().tick_intervals_ns.clone()
+    }
+
     /// Stops the thread (what is still buffered is dropped) and waits for it.
     pub(super) fn stop(&mut self) {
         self.shared.lock().stop = true;
@@ -163,6 +175,7 @@ fn wait_readable(timer: &Timer) {
 fn run(shared: &Shared, mut timer: Timer, socket: &UdpSocket) {
     let mut out: Vec<Vec<u8>> = Vec::new();
     let mut next = shared.lock().shaper.poll_timeout();
+    let mut previous_tick = None;
     loop {
         if let Err(e) = timer.arm(Some(next)) {
             let mut state = shared.lock();
@@ -179,6 +192,12 @@ fn run(shared: &Shared, mut timer: Timer, socket: &UdpSocket) {
                 return;
             }
             if now >= state.shaper.poll_timeout() {
+                if let Some(previous) = previous_tick.replace(now) {
+                    if state.tick_intervals_ns.len() < MAX_TICK_RECORDS {
+                        let interval = u64::try_from((now - previous).as_nanos()).unwrap_or(0);
+                        state.tick_intervals_ns.push(interval);
+                    }
+                }
                 state.shaper.handle_tick(now);
                 while let Some(t) = state.shaper.poll_transmit(now) {
                     out.push(t.payload);

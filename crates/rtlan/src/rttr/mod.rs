@@ -281,6 +281,15 @@ impl RtConnection {
         }
     }
 
+    /// The leaky bucket's measured tick intervals `T_m` so far in ns (EtheReal Table 1; empty
+    /// for other shapings).
+    pub fn tick_intervals_ns(&self) -> Vec<u64> {
+        match &self.pacer {
+            Pacer::Leaky(d) => d.tick_intervals_ns(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The UDP socket, connected to [`proxy_addr`](Self::proxy_addr) (sending on it directly
     /// bypasses the library's shaper).
     pub fn socket(&self) -> &UdpSocket {

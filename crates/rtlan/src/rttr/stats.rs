@@ -201,6 +201,98 @@ fn summarize(ns: &[i64]) -> DelaySummary {
     }
 }
 
+/// One point of a sliding-window rate series ([`sliding_rates`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RatePoint {
+    /// End of the window, `CLOCK_REALTIME` nanoseconds.
+    pub t_ns: u64,
+    /// Wire bit/s of the arrivals in the window ending at `t_ns`.
+    pub wire_bps: f64,
+}
+
+/// Sliding-window rates (EtheReal Fig. 5 uses 80 ms windows): for every `t` from
+/// `from_ns + window_ns` to `to_ns` in steps of `step_ns`, the wire bits of the arrivals with time
+/// in `(t − window, t]`, divided by the window. `arrivals` are `(time ns, wire bytes)` in any
+/// order. Empty when the window or step is zero or the span is shorter than one window.
+pub fn sliding_rates(
+    arrivals: &[(u64, u64)],
+    from_ns: u64,
+    to_ns: u64,
+    window_ns: u64,
+    step_ns: u64,
+) -> Vec<RatePoint> {
+    let mut sorted = arrivals.to_vec();
+    sorted.sort_unstable_by_key(|a| a.0);
+    let mut points = Vec::new();
+    if window_ns == 0 || step_ns == 0 {
+        return points;
+    }
+    // `lo..hi` are the arrivals inside the current window; both only move forward.
+    let (mut lo, mut hi, mut bytes) = (0usize, 0usize, 0u64);
+    let mut t = from_ns.saturating_add(window_ns);
+    while t <= to_ns {
+        while hi < sorted.len() && sorted[hi].0 <= t {
+            bytes += sorted[hi].1;
+            hi += 1;
+        }
+        while lo < hi && sorted[lo].0 <= t - window_ns {
+            bytes -= sorted[lo].1;
+            lo += 1;
+        }
+        points.push(RatePoint {
+            t_ns: t,
+            wire_bps: bytes as f64 * 8.0 * 1e9 / window_ns as f64,
+        });
+        t = t.saturating_add(step_ns);
+        if t == u64::MAX {
+            break;
+        }
+    }
+    points
+}
+
+/// Distribution of a set of intervals (timer ticks `T_m`, inter-arrival times), milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct IntervalSummary {
+    /// How many intervals.
+    pub count: u64,
+    /// Mean.
+    pub mean_ms: f64,
+    /// Population standard deviation.
+    pub stddev_ms: f64,
+    /// Smallest.
+    pub min_ms: f64,
+    /// Median (nearest rank).
+    pub p50_ms: f64,
+    /// 99th percentile (nearest rank).
+    pub p99_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+}
+
+/// Summarizes intervals given in nanoseconds (all zero for none).
+pub fn summarize_intervals(ns: &[u64]) -> IntervalSummary {
+    if ns.is_empty() {
+        return IntervalSummary::default();
+    }
+    let mut sorted = ns.to_vec();
+    sorted.sort_unstable();
+    let n = sorted.len();
+    let ms = |v: u64| v as f64 / 1e6;
+    let mean = sorted.iter().map(|&v| ms(v)).sum::<f64>() / n as f64;
+    let var = sorted.iter().map(|&v| (ms(v) - mean).powi(2)).sum::<f64>() / n as f64;
+    let rank = |q: f64| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+    IntervalSummary {
+        count: n as u64,
+        mean_ms: mean,
+        stddev_ms: var.sqrt(),
+        min_ms: ms(sorted[0]),
+        p50_ms: ms(rank(0.5)),
+        p99_ms: ms(rank(0.99)),
+        max_ms: ms(sorted[n - 1]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,5 +371,37 @@ mod tests {
         assert_eq!(r.payload_bps, 0.0);
         assert_eq!(r.loss_pct, 0.0);
         assert_eq!(r.lost, 0);
+    }
+
+    #[test]
+    fn sliding_rates_count_only_the_window() {
+        // 1000 wire bytes every 10 ms from t = 5 ms; a 40 ms window holds 4 of them.
+        let arrivals: Vec<(u64, u64)> = (0..10)
+            .map(|i| (5_000_000 + i * 10_000_000, 1000))
+            .collect();
+        let pts = sliding_rates(&arrivals, 0, 100_000_000, 40_000_000, 10_000_000);
+        assert_eq!(pts.len(), 7); // t = 40, 50, …, 100 ms
+        assert_eq!(pts[0].t_ns, 40_000_000);
+        assert!((pts[0].wire_bps - 4.0 * 8000.0 / 0.04).abs() < 1e-6);
+        // At t = 100 ms the window (60, 100] holds 65, 75, 85, 95 ms: still 4.
+        assert!((pts[6].wire_bps - 800_000.0).abs() < 1e-6);
+        // Nothing before 5 ms: a window ending at 10 ms over (0, 10] holds one arrival.
+        let early = sliding_rates(&arrivals, 0, 10_000_000, 10_000_000, 10_000_000);
+        assert_eq!(early.len(), 1);
+        assert!((early[0].wire_bps - 800_000.0).abs() < 1e-6);
+        assert!(sliding_rates(&arrivals, 0, 100, 0, 10).is_empty());
+    }
+
+    #[test]
+    fn interval_summary_statistics() {
+        let s = summarize_intervals(&[9_000_000, 10_000_000, 11_000_000, 10_000_000]);
+        assert_eq!(s.count, 4);
+        assert!((s.mean_ms - 10.0).abs() < 1e-9);
+        assert!((s.stddev_ms - 0.5f64.sqrt()).abs() < 1e-9);
+        assert_eq!(s.min_ms, 9.0);
+        assert_eq!(s.p50_ms, 10.0);
+        assert_eq!(s.max_ms, 11.0);
+        assert_eq!(s.p99_ms, 11.0);
+        assert_eq!(summarize_intervals(&[]).count, 0);
     }
 }
