@@ -10,8 +10,8 @@ use clap::{Parser, Subcommand};
 
 /// rtlan: a software real-time Ethernet switch and its testbed.
 ///
-/// Start with `rtlan demo`: it builds three hosts on an rtlan switch in network namespaces, runs real
-/// traffic between them and prints what the switch did.
+/// Start with `rtlan demo`: four hosts in network namespaces, a 50 Mbit/s reservation kept through a
+/// UDP flood on an rtlan switch, and the same traffic on the Linux bridge for comparison.
 #[derive(Debug, Parser)]
 #[command(
     name = "rtlan",
@@ -39,8 +39,12 @@ enum Command {
     /// Build, enter and remove namespace testbeds from topology files.
     #[command(subcommand)]
     Lab(cmd::lab::LabCommand),
-    /// Show rtlan carrying real traffic between Linux hosts (embedded default topology).
+    /// Show a reserved 50 Mbit/s connection keeping its rate through a flood, on rtlan and on the
+    /// Linux bridge (embedded topology).
     Demo(cmd::demo::DemoArgs),
+    /// Reproduce the papers' figures and tables in a lab (results.json + plot per experiment).
+    #[command(subcommand)]
+    Experiment(cmd::experiment::ExperimentCommand),
     /// Benchmarks against the Linux bridge, built in the same run.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -57,6 +61,7 @@ fn main() -> std::process::ExitCode {
         Command::Lab(c) => cmd::lab::run(c),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Bench(c) => cmd::bench::run(c),
+        Command::Experiment(c) => cmd::experiment::run(c),
     };
     match result {
         Ok(code) => code,

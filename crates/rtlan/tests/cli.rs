@@ -121,3 +121,21 @@ fn lab_up_exec_show_down_from_the_command_line() {
         "namespaces left after lab down"
     );
 }
+
+#[test]
+fn demo_rejects_contradictory_or_out_of_range_arguments_before_building_anything() {
+    // Parsed before any lab exists, so this needs no root: --plot and --no-plot contradict,
+    // and the hidden --seconds must leave the demo enough traffic to measure (2..=60).
+    let out = rtlan(&["demo", "--no-plot", "--plot", "x.png"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("cannot be used with"), "{}", text(&out));
+    let out = rtlan(&["demo", "--seconds", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--seconds"), "{}", text(&out));
+    let help = text(&rtlan(&["demo", "--help"]));
+    assert!(help.contains("--plot") && help.contains("--json"), "{help}");
+    assert!(
+        !help.contains("--seconds"),
+        "--seconds is for the tests only: {help}"
+    );
+}

@@ -2,6 +2,7 @@
 
 pub(crate) mod bench;
 pub(crate) mod demo;
+pub(crate) mod experiment;
 pub(crate) mod lab;
 pub(crate) mod recv;
 pub(crate) mod reserve;
