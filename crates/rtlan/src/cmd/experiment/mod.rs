@@ -1,0 +1,142 @@
+//! `rtlan experiment`: reproductions of the papers' figures and tables (DESIGN.md §6). Each
+//! experiment reads a scenario file (`experiments/<paper>/<name>/scenario.toml`), runs it in a lab
+//! (real namespaces, real tools), writes `results.json` beside the scenario and renders a plot with
+//! the `plot.py` there (`/usr/bin/python3` + matplotlib, installed by `scripts/install-deps`). The
+//! experiment's `README.md` sets our numbers beside the paper's.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+mod capacity;
+mod fig4;
+mod fig5;
+mod fig6;
+mod fig7;
+mod table1;
+
+/// The experiments.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ExperimentCommand {
+    /// EtheReal Fig. 4: a 50 Mbit/s connection's delivered rate against 1–8 interfering
+    /// connections, on rtlan and on the Linux bridge (without and with HTB).
+    Fig4(Common),
+    /// EtheReal Fig. 5: TCP and a 30 or 70 Mbit/s connection between the same hosts, 80 ms
+    /// sliding-window time series.
+    Fig5(Common),
+    /// EtheReal Fig. 6: inter-arrival times at the switch input and at the destination, with and
+    /// without TCP from the sending host.
+    Fig6(Common),
+    /// EtheReal Fig. 7: non-real-time latency against reserved real-time bandwidth.
+    Fig7(Common),
+    /// EtheReal Table 1: shaper tick accuracy with 1–5 competing busy processes.
+    Table1(Common),
+    /// EtheReal §4.3: admitted connections against the CPU budget; scheduler cost per connection.
+    Capacity(Common),
+}
+
+/// Arguments every experiment takes.
+#[derive(Debug, Args)]
+pub(crate) struct Common {
+    /// Scenario file [default: experiments/ethereal/<name>/scenario.toml].
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+    /// Directory for results.json and the plot [default: the scenario's directory].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Shorter runs (fewer points, shorter durations) for a smoke test; results say so.
+    #[arg(long)]
+    quick: bool,
+    /// Skip rendering the plot.
+    #[arg(long)]
+    no_plot: bool,
+}
+
+/// What an experiment runner gets: resolved paths and flags.
+#[derive(Debug)]
+pub(crate) struct Run {
+    /// The scenario file.
+    pub(crate) scenario: PathBuf,
+    /// Where results.json and the plot go.
+    pub(crate) out: PathBuf,
+    /// Shorter runs.
+    pub(crate) quick: bool,
+    /// Render the plot.
+    pub(crate) plot: bool,
+    /// The rtlan executable (for processes in lab namespaces).
+    pub(crate) exe: PathBuf,
+}
+
+impl Run {
+    fn new(name: &str, common: Common) -> anyhow::Result<Run> {
+        let scenario = common
+            .scenario
+            .unwrap_or_else(|| PathBuf::from(format!("experiments/ethereal/{name}/scenario.toml")));
+        let out = match common.out {
+            Some(out) => out,
+            None => scenario
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(".")),
+        };
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        Ok(Run {
+            scenario,
+            out,
+            quick: common.quick,
+            plot: !common.no_plot,
+            exe: std::env::current_exe().context("locating the rtlan executable")?,
+        })
+    }
+
+    /// Reads and parses the scenario file as `T`.
+    pub(crate) fn load<T: serde::de::DeserializeOwned>(&self) -> anyhow::Result<T> {
+        let text = std::fs::read_to_string(&self.scenario)
+            .with_context(|| format!("reading {}", self.scenario.display()))?;
+        toml::from_str(&text).with_context(|| format!("parsing {}", self.scenario.display()))
+    }
+
+    /// Writes `results.json` (pretty) into the output directory; returns its path.
+    pub(crate) fn write_results(&self, results: &serde_json::Value) -> anyhow::Result<PathBuf> {
+        let path = self.out.join("results.json");
+        let text = serde_json::to_string_pretty(results)?;
+        std::fs::write(&path, text + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    }
+
+    /// Runs `plot.py` from the scenario's directory on results.json (`/usr/bin/python3 plot.py
+    /// RESULTS OUT_DIR`), unless plotting is off.
+    pub(crate) fn plot(&self, results: &Path) -> anyhow::Result<()> {
+        if !self.plot {
+            return Ok(());
+        }
+        let script = self
+            .scenario
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join("plot.py");
+        let status = std::process::Command::new("/usr/bin/python3")
+            .arg(&script)
+            .arg(results)
+            .arg(&self.out)
+            .status()
+            .with_context(|| format!("running {}", script.display()))?;
+        anyhow::ensure!(status.success(), "{} failed: {status}", script.display());
+        Ok(())
+    }
+}
+
+pub(crate) fn run(command: ExperimentCommand) -> anyhow::Result<ExitCode> {
+    rtlan_lab::install_signal_cleanup()?;
+    match command {
+        ExperimentCommand::Fig4(c) => fig4::run(&Run::new("fig4", c)?),
+        ExperimentCommand::Fig5(c) => fig5::run(&Run::new("fig5", c)?),
+        ExperimentCommand::Fig6(c) => fig6::run(&Run::new("fig6", c)?),
+        ExperimentCommand::Fig7(c) => fig7::run(&Run::new("fig7", c)?),
+        ExperimentCommand::Table1(c) => table1::run(&Run::new("table1", c)?),
+        ExperimentCommand::Capacity(c) => capacity::run(&Run::new("capacity", c)?),
+    }
+}
