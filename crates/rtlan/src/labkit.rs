@@ -63,11 +63,29 @@ pub struct Guarded {
 }
 
 impl Guarded {
-    fn new(child: Child, what: String) -> Guarded {
+    /// Guards an already spawned `child`, described as `what` in errors.
+    pub fn from_child(child: Child, what: impl Into<String>) -> Guarded {
         Guarded {
             child: Some(child),
-            what,
+            what: what.into(),
         }
+    }
+
+    fn new(child: Child, what: String) -> Guarded {
+        Guarded::from_child(child, what)
+    }
+
+    /// Stops the process now (SIGTERM, grace period, SIGKILL) and returns its stdout.
+    pub fn stop(mut self) -> String {
+        let Some(mut child) = self.child.take() else {
+            return String::new();
+        };
+        stop(&mut child);
+        let mut out = String::new();
+        if let Some(mut stdout) = child.stdout.take() {
+            let _ = stdout.read_to_string(&mut out);
+        }
+        out
     }
 
     /// The process id, while it runs.
@@ -151,7 +169,8 @@ fn stop(child: &mut Child) {
     let _ = child.wait();
 }
 
-fn spawn(lab: &Lab, host: &str, args: &[String], what: String) -> Result<Guarded, LabkitError> {
+/// Starts `args` in `host`'s namespace (stdin and stderr null, stdout piped) under a guard.
+pub fn spawn(lab: &Lab, host: &str, args: &[String], what: String) -> Result<Guarded, LabkitError> {
     let child = lab
         .exec(host, args)?
         .stdin(Stdio::null())

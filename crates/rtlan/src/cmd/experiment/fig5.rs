@@ -12,77 +12,21 @@ use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rtlan::labkit::{Receiver, Rtcd, Stream};
+use rtlan::labkit::{self, Guarded, Receiver, Rtcd, Stream};
 use rtlan::rttr::probe::realtime_ns;
 use rtlan::rttr::wire_bytes;
 use rtlan_lab::{Lab, LabOptions, Topology};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// A child process stopped (SIGTERM, then SIGKILL) and reaped on drop.
-#[derive(Debug)]
-pub(super) struct ChildGuard(pub(super) std::process::Child);
-
-impl ChildGuard {
-    /// SIGTERM, wait up to 3 s, SIGKILL; returns its stdout.
-    pub(super) fn stop(mut self) -> String {
-        terminate(&mut self.0);
-        let mut out = String::new();
-        if let Some(mut s) = self.0.stdout.take() {
-            use std::io::Read;
-            let _ = s.read_to_string(&mut out);
-        }
-        out
-    }
-
-    /// Waits up to `timeout` for it to exit by itself (then stops it); returns its stdout.
-    pub(super) fn finish(mut self, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        self.stop()
-    }
-}
-
-fn terminate(child: &mut std::process::Child) {
-    if let Ok(Some(_)) = child.try_wait() {
-        return;
-    }
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our own unreaped child.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-    }
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        terminate(&mut self.0);
-    }
-}
-
-/// Spawns `args` in `node`'s namespace, stdout piped, stderr discarded.
-pub(super) fn spawn(lab: &Lab, node: &str, args: &[String]) -> anyhow::Result<ChildGuard> {
-    let child = lab
-        .exec(node, args)?
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("starting {args:?} on {node}"))?;
-    Ok(ChildGuard(child))
+/// Spawns `args` in `node`'s namespace under a guard (stdout piped, stderr discarded).
+pub(super) fn spawn(lab: &Lab, node: &str, args: &[String]) -> anyhow::Result<Guarded> {
+    Ok(labkit::spawn(
+        lab,
+        node,
+        args,
+        format!("{args:?} on {node}"),
+    )?)
 }
 
 /// Hosts a (198.18.0.1) and b (198.18.0.2) on switch s1 of `kind`, links at `rate`.
@@ -104,7 +48,7 @@ pub(super) fn restart_switch_with_cap(
     exe: &Path,
     lab: &Lab,
     cap_percent: u8,
-) -> anyhow::Result<ChildGuard> {
+) -> anyhow::Result<Guarded> {
     let pid = lab.switch_pid("s1").context("s1 has no pid")?;
     let pid_t = libc::pid_t::try_from(pid)?;
     // SAFETY: kill(2) has no memory-safety preconditions; `pid` is the switch this lab started.
@@ -148,7 +92,7 @@ pub(super) fn restart_switch_with_cap(
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()?;
-    let guard = ChildGuard(child);
+    let guard = Guarded::from_child(child, "rtlan recv --arrivals");
     let deadline = Instant::now() + Duration::from_secs(10);
     while rtlan_linux::ctl::request(&socket, "stats").is_err() {
         anyhow::ensure!(Instant::now() < deadline, "restarted switch did not answer");
@@ -273,7 +217,7 @@ fn one_case(run: &super::Run, sc: &Scenario, kind: &str, mbit: u64) -> anyhow::R
         &["iperf3", "-s", "-1", "-p", "5201"].map(String::from),
     )?;
     std::thread::sleep(Duration::from_millis(300));
-    let pid = server.0.id();
+    let pid = server.id().context("iperf3 server exited")?;
     let t0 = realtime_ns();
     let sampler = std::thread::spawn(move || sample_counters(pid, total));
     let client = spawn(
@@ -302,7 +246,7 @@ fn one_case(run: &super::Run, sc: &Scenario, kind: &str, mbit: u64) -> anyhow::R
     };
     let sent = stream.run(&run.exe, &lab, "a")?;
     let rt_end_ns = realtime_ns();
-    let iperf = client.finish(Duration::from_secs_f64(duration + 5.0));
+    let iperf = client.finish(Duration::from_secs_f64(duration + 5.0))?.0;
     let report = receiver.report()?;
     let samples = sampler
         .join()

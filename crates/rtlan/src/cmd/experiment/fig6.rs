@@ -126,7 +126,7 @@ fn one_case(run: &super::Run, sc: &Scenario, with_tcp: bool) -> anyhow::Result<V
     let sent = stream.run(&run.exe, &lab, "a")?;
     let tcp_bps = match tcp {
         Some((server, client)) => {
-            let out = client.finish(Duration::from_secs(5));
+            let out = client.finish(Duration::from_secs(5))?.0;
             drop(server);
             let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
             v.pointer("/end/sum_received/bits_per_second").cloned()

@@ -10,7 +10,9 @@ use rtlan::labkit::{Receiver, Rtcd};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::fig5::{loadavg, spawn, up, ChildGuard};
+use rtlan::labkit::Guarded;
+
+use super::fig5::{loadavg, spawn, up};
 
 #[derive(Debug, Deserialize)]
 struct Scenario {
@@ -47,14 +49,14 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
     for &tick in &sc.ticks_ms {
         for &busy in busy_list {
             eprintln!("table1: tick {tick} ms, {busy} busy processes");
-            let hogs: Vec<ChildGuard> = (0..busy)
+            let hogs: Vec<Guarded> = (0..busy)
                 .map(|_| {
                     Command::new("/bin/sh")
                         .args(["-c", "while :; do :; done"])
                         .stdin(Stdio::null())
                         .stdout(Stdio::null())
                         .spawn()
-                        .map(ChildGuard)
+                        .map(|c| Guarded::from_child(c, "busy loop"))
                 })
                 .collect::<Result<_, _>>()?;
             let duration = Duration::from_secs_f64(seconds);
@@ -90,7 +92,7 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
                     "--json".to_string(),
                 ],
             )?;
-            let out = sender.finish(duration + Duration::from_secs(10));
+            let out = sender.finish(duration + Duration::from_secs(10))?.0;
             drop(hogs);
             let recv = receiver.report()?;
             let send: Value = serde_json::from_str(out.trim())
