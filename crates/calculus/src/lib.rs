@@ -9,15 +9,24 @@
 //! - [`network`]: multi-hop total flow analysis (TFA) and separated flow analysis (SFA) on
 //!   feed-forward networks.
 //! - [`rfc2212`]: the Guaranteed-Service end-to-end delay bound.
+//! - [`netfile`], [`units`]: the network file of `rtlan analyze` (issue 5 item 2).
+//! - [`analysis`]: per-port closed forms over a whole network, with the admission verdict.
+//! - [`booking`]: incremental admission for the bandwidth manager (issue 5 item 6).
 //!
 //! Units everywhere: time in seconds, data in bits, rates in bit/s, all as [`Q`].
 //! See `docs/calculus.md` for the formulas, their provenance and the rounding policy.
 
+pub mod analysis;
+#[cfg(test)]
+mod analysis_tests;
+pub mod booking;
 pub mod curve;
 pub mod loser;
+pub mod netfile;
 pub mod network;
 pub mod rational;
 pub mod rfc2212;
+pub mod units;
 
 pub use curve::{ArrivalCurve, CurveError, RateLatency, TokenBucket};
 pub use network::{Flow, Multiplexing, Network, NetworkError, Node, TfaReport};

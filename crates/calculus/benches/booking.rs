@@ -1,0 +1,116 @@
+//! Criterion benchmarks for issue 5 item 6: admitting one flow into a leaf–spine network with
+//! 10,000 booked flows (incremental), and the full analysis of 1,000 flows over 100 switches.
+
+#![allow(missing_docs)]
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use rtlan_calculus::analysis::{analyze, Flow, Topology};
+use rtlan_calculus::booking::Booking;
+use rtlan_calculus::netfile::{FlowSpec, LinkSpec, NetFile, SwitchSpec};
+use rtlan_calculus::Q;
+
+const LEAVES: usize = 90;
+const SPINES: usize = 10;
+const HOSTS_PER_LEAF: usize = 8;
+
+/// 90 leaf and 10 spine switches (1 Gbit/s, t_mux 10 µs, 16 MiB), 8 hosts per leaf at
+/// 1 Gbit/s; flows host → leaf → spine → leaf → host (3 switches) or within one leaf (1 switch).
+fn network(n: usize) -> (Topology, Vec<Flow>) {
+    let mut f = NetFile::default();
+    let sw = |name: String| SwitchSpec {
+        name,
+        t_mux: Q::micros(10),
+        buffer: Q::bytes(16 << 20),
+    };
+    let link = |a: String, b: String| LinkSpec {
+        ends: [a, b],
+        rate: Q::int(1_000_000_000),
+        effective_rate: Q::int(1_000_000_000),
+    };
+    for l in 0..LEAVES {
+        f.switches.push(sw(format!("l{l}")));
+        for h in 0..HOSTS_PER_LEAF {
+            f.links.push(link(format!("h{l}x{h}"), format!("l{l}")));
+        }
+        for s in 0..SPINES {
+            f.links.push(link(format!("l{l}"), format!("s{s}")));
+        }
+    }
+    for s in 0..SPINES {
+        f.switches.push(sw(format!("s{s}")));
+    }
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move |m: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as usize % m
+    };
+    for i in 0..n {
+        let (a, b) = (next(LEAVES), next(LEAVES));
+        let (ha, hb) = (next(HOSTS_PER_LEAF), next(HOSTS_PER_LEAF));
+        let src = format!("h{a}x{ha}");
+        let dst = format!("h{b}x{hb}");
+        let path = if a == b {
+            if ha == hb {
+                continue;
+            }
+            vec![src, format!("l{a}"), dst]
+        } else {
+            vec![
+                src,
+                format!("l{a}"),
+                format!("s{}", next(SPINES)),
+                format!("l{b}"),
+                dst,
+            ]
+        };
+        f.flows.push(FlowSpec {
+            name: format!("f{i}"),
+            path,
+            rate: Q::int(100_000),
+            max_packet: Q::bytes(1514),
+            burst: Q::bytes(1514 + 125),
+            host_delay: Q::micros(80),
+            deadline: None,
+        });
+    }
+    let topo = Topology::from_netfile(&f);
+    let flows = f
+        .flows
+        .iter()
+        .map(|x| topo.resolve(x).expect("generated paths are valid"))
+        .collect();
+    (topo, flows)
+}
+
+fn bench(c: &mut Criterion) {
+    let (topo, flows) = network(10_001);
+    let mut booking = Booking::new(topo);
+    let (last, rest) = flows.split_last().expect("non-empty");
+    for f in rest {
+        booking
+            .try_admit(f.clone())
+            .expect("no overflow")
+            .expect("admitted");
+    }
+    let mut g = c.benchmark_group("issue5");
+    g.sample_size(20);
+    g.bench_function("admit_one_into_10k", |b| {
+        b.iter(|| {
+            let v = booking
+                .try_admit(last.clone())
+                .expect("no overflow")
+                .expect("admitted");
+            booking.release(v.id).expect("booked");
+        })
+    });
+    let (topo1k, flows1k) = network(1_000);
+    g.bench_function("analyze_1k_flows_100_switches", |b| {
+        b.iter(|| analyze(&topo1k, &flows1k).expect("no overflow"))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,464 @@
+//! Incremental admission for the bandwidth manager (issue 5 items 3 and 6; seed 004 §3.2, seed
+//! 001 §3.2): keeps per-port aggregates (Σr, Σb, the multiset of inflexion times `g_k`) so that
+//! admitting or releasing a flow recomputes only the ports on its path and the ports downstream
+//! of them whose inputs actually change — not a full re-analysis. The results are exactly those
+//! of [`crate::analysis::analyze`] on the booked set (a proptest checks it).
+//!
+//! Call order: [`Booking::new`] once, then any sequence of [`Booking::try_admit`] and
+//! [`Booking::release`]; read [`Booking::report`] or [`Booking::flow_bound`] at any time.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::analysis::{
+    check_flow, inflexion, port_bounds, port_report, Flow, PortKey, Report, Topology, Violation,
+};
+use crate::rational::{ArithError, Q};
+
+/// Errors from booking (refusals are [`Refusal`], not errors).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BookingError {
+    /// Exact arithmetic overflowed.
+    #[error(transparent)]
+    Arith(#[from] ArithError),
+    /// No booked flow has this id.
+    #[error("no booked flow {0}")]
+    UnknownFlow(u64),
+    /// A hop names a port that is not in the topology.
+    #[error("flow `{0}` crosses a port that is not in the topology")]
+    BadPort(String),
+}
+
+/// Why a flow was refused: the constraints its admission would violate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("refused: {}", .violations.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; "))]
+pub struct Refusal {
+    /// The violated constraints.
+    pub violations: Vec<Violation>,
+}
+
+/// An admitted flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    /// Its id, for [`Booking::release`].
+    pub id: u64,
+    /// Its end-to-end delay bound (s).
+    pub delay_bound: Q,
+}
+
+#[derive(Debug, Clone)]
+struct PortState {
+    c: Q,
+    t_mux: Q,
+    /// Flow id → hop index at this port.
+    flows: HashMap<u64, usize>,
+    sum_r: Q,
+    sum_b: Q,
+    g: BTreeMap<Q, u32>,
+    delay: Q,
+    backlog: Q,
+    /// Next ports of the flows here, with multiplicity.
+    succ: HashMap<PortKey, u32>,
+}
+
+#[derive(Debug, Clone)]
+struct Booked {
+    flow: Flow,
+    bursts: Vec<Q>,
+    gs: Vec<Q>,
+}
+
+/// The booked state of a network (see the module doc).
+#[derive(Debug, Clone)]
+pub struct Booking {
+    topo: Topology,
+    ports: HashMap<PortKey, PortState>,
+    flows: BTreeMap<u64, Booked>,
+    switch_backlog: HashMap<usize, Q>,
+    next_id: u64,
+}
+
+enum Outcome {
+    Done,
+    Cyclic,
+}
+
+impl Booking {
+    /// An empty booking over a topology.
+    pub fn new(topo: Topology) -> Booking {
+        Booking {
+            topo,
+            ports: HashMap::new(),
+            flows: BTreeMap::new(),
+            switch_backlog: HashMap::new(),
+            next_id: 0,
+        }
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// Number of booked flows.
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// True if nothing is booked.
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
+    /// Admits `flow` if, with it, every port stays within capacity, every switch within its
+    /// buffer memory and every booked flow (the new one included) within its deadline; otherwise
+    /// leaves the booking unchanged and returns the violations.
+    pub fn try_admit(&mut self, flow: Flow) -> Result<Result<Verdict, Refusal>, BookingError> {
+        // Cheap checks first: equation (1) and r < C on every hop, without touching state.
+        let mut violations = Vec::new();
+        for hop in &flow.hops {
+            let (c, _, _) = self
+                .topo
+                .port(hop.port)
+                .ok_or_else(|| BookingError::BadPort(flow.name.clone()))?;
+            if flow.rate >= c {
+                violations.push(Violation::RateAtLinkSpeed {
+                    flow: flow.name.clone(),
+                });
+                continue;
+            }
+            let used = self.ports.get(&hop.port).map_or(Q::ZERO, |p| p.sum_r);
+            let total = used.add(flow.rate)?;
+            if total > c {
+                violations.push(Violation::RateOverCapacity {
+                    switch: self.topo.name(hop.port.switch).into(),
+                    to: self.topo.name(hop.port.to).into(),
+                    rate: total,
+                    capacity: c,
+                });
+            }
+        }
+        if !violations.is_empty() {
+            return Ok(Err(Refusal { violations }));
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut touched = Touched::default();
+        let outcome = self.insert(id, flow, &mut touched)?;
+        if let Outcome::Cyclic = outcome {
+            let name = self.flows[&id].flow.name.clone();
+            self.remove(id, &mut Touched::default())?;
+            return Ok(Err(Refusal {
+                violations: vec![Violation::Cyclic { flow: name }],
+            }));
+        }
+        for s in &touched.switches {
+            if let (Some(buffer), Some(&b)) = (self.topo.buffer(*s), self.switch_backlog.get(s)) {
+                if b > buffer {
+                    violations.push(Violation::BufferOverMemory {
+                        switch: self.topo.name(*s).into(),
+                        backlog: b,
+                        buffer,
+                    });
+                }
+            }
+        }
+        let mut checked = HashSet::new();
+        for p in touched
+            .ports
+            .iter()
+            .chain(self.flows[&id].flow.hops.iter().map(|h| &h.port))
+        {
+            for &f in self.ports[p].flows.keys() {
+                if checked.insert(f) {
+                    let b = &self.flows[&f].flow;
+                    check_flow(b, Some(self.bound_of(b)?), &mut violations);
+                }
+            }
+        }
+        if violations.is_empty() {
+            let delay_bound = self.bound_of(&self.flows[&id].flow)?;
+            Ok(Ok(Verdict { id, delay_bound }))
+        } else {
+            self.remove(id, &mut Touched::default())?;
+            Ok(Err(Refusal { violations }))
+        }
+    }
+
+    /// Releases a booked flow; the bounds of the others are updated.
+    pub fn release(&mut self, id: u64) -> Result<(), BookingError> {
+        if !self.flows.contains_key(&id) {
+            return Err(BookingError::UnknownFlow(id));
+        }
+        self.remove(id, &mut Touched::default())
+    }
+
+    /// The end-to-end bound of a booked flow (s).
+    pub fn flow_bound(&self, id: u64) -> Option<Q> {
+        let b = self.flows.get(&id)?;
+        self.bound_of(&b.flow).ok()
+    }
+
+    fn bound_of(&self, f: &Flow) -> Result<Q, ArithError> {
+        let mut t = f.host_delay;
+        for h in &f.hops {
+            t = t.add(self.ports.get(&h.port).map_or(Q::ZERO, |p| p.delay))?;
+        }
+        Ok(t)
+    }
+
+    /// The same report [`crate::analysis::analyze`] gives for the booked flows in id order.
+    pub fn report(&self) -> Result<Report, BookingError> {
+        let mut r = Report::default();
+        let mut keys: Vec<&PortKey> = self.ports.keys().collect();
+        keys.sort();
+        for k in keys {
+            let p = &self.ports[k];
+            r.ports.push(port_report(
+                &self.topo,
+                *k,
+                p.c,
+                p.t_mux,
+                Some(p.sum_b),
+                p.sum_r,
+                Some((p.delay, p.backlog)),
+            )?);
+        }
+        for b in self.flows.values() {
+            r.flows.push(crate::analysis::FlowReport {
+                name: b.flow.name.clone(),
+                delay_bound: Some(self.bound_of(&b.flow)?),
+            });
+        }
+        Ok(r)
+    }
+
+    fn insert(
+        &mut self,
+        id: u64,
+        flow: Flow,
+        touched: &mut Touched,
+    ) -> Result<Outcome, BookingError> {
+        let n = flow.hops.len();
+        let mut booked = Booked {
+            bursts: vec![Q::ZERO; n],
+            gs: vec![Q::ZERO; n],
+            flow,
+        };
+        booked.bursts[0] = booked.flow.burst;
+        // Later hops start from the burst at the first hop; `settle` grows them.
+        for h in 1..n {
+            booked.bursts[h] = booked.flow.burst;
+        }
+        for h in 0..n {
+            let hop = booked.flow.hops[h];
+            let (c, t_mux, _) = self
+                .topo
+                .port(hop.port)
+                .ok_or_else(|| BookingError::BadPort(booked.flow.name.clone()))?;
+            let g = inflexion(
+                booked.bursts[h],
+                booked.flow.max_packet,
+                hop.peak,
+                booked.flow.rate,
+            )?;
+            booked.gs[h] = g;
+            let p = self.ports.entry(hop.port).or_insert_with(|| PortState {
+                c,
+                t_mux,
+                flows: HashMap::new(),
+                sum_r: Q::ZERO,
+                sum_b: Q::ZERO,
+                g: BTreeMap::new(),
+                delay: Q::ZERO,
+                backlog: Q::ZERO,
+                succ: HashMap::new(),
+            });
+            p.flows.insert(id, h);
+            p.sum_r = p.sum_r.add(booked.flow.rate)?;
+            p.sum_b = p.sum_b.add(booked.bursts[h])?;
+            *p.g.entry(g).or_insert(0) += 1;
+            if let Some(next) = booked.flow.hops.get(h + 1) {
+                *p.succ.entry(next.port).or_insert(0) += 1;
+            }
+        }
+        let seeds: Vec<PortKey> = booked.flow.hops.iter().map(|h| h.port).collect();
+        self.flows.insert(id, booked);
+        let mut pending: HashMap<PortKey, HashSet<u64>> = HashMap::new();
+        for s in &seeds {
+            pending.entry(*s).or_default().insert(id);
+        }
+        self.settle(&seeds, pending, touched)
+    }
+
+    fn remove(&mut self, id: u64, touched: &mut Touched) -> Result<(), BookingError> {
+        let booked = self
+            .flows
+            .remove(&id)
+            .ok_or(BookingError::UnknownFlow(id))?;
+        let mut seeds = Vec::new();
+        for (h, hop) in booked.flow.hops.iter().enumerate() {
+            let Some(p) = self.ports.get_mut(&hop.port) else {
+                continue;
+            };
+            p.flows.remove(&id);
+            p.sum_r = p.sum_r.sub(booked.flow.rate)?;
+            p.sum_b = p.sum_b.sub(booked.bursts[h])?;
+            multiset_remove(&mut p.g, booked.gs[h]);
+            if let Some(next) = booked.flow.hops.get(h + 1) {
+                if let Some(c) = p.succ.get_mut(&next.port) {
+                    *c -= 1;
+                    if *c == 0 {
+                        p.succ.remove(&next.port);
+                    }
+                }
+            }
+            seeds.push(hop.port);
+        }
+        self.settle(&seeds, HashMap::new(), touched)?;
+        for s in seeds {
+            if self.ports.get(&s).is_some_and(|p| p.flows.is_empty()) {
+                self.ports.remove(&s);
+            }
+        }
+        Ok(())
+    }
+
+    /// Recomputes, in topological order, the ports reachable from `seeds`; `pending` names the
+    /// flows whose burst changed at a port.
+    fn settle(
+        &mut self,
+        seeds: &[PortKey],
+        mut pending: HashMap<PortKey, HashSet<u64>>,
+        touched: &mut Touched,
+    ) -> Result<Outcome, BookingError> {
+        // Reachable set and in-degrees within it.
+        let mut reach: HashMap<PortKey, usize> = HashMap::new();
+        let mut stack: Vec<PortKey> = Vec::new();
+        for s in seeds {
+            if reach.insert(*s, 0).is_none() {
+                stack.push(*s);
+            }
+        }
+        while let Some(p) = stack.pop() {
+            if let Some(st) = self.ports.get(&p) {
+                for n in st.succ.keys() {
+                    if reach.insert(*n, 0).is_none() {
+                        stack.push(*n);
+                    }
+                }
+            }
+        }
+        let keys: Vec<PortKey> = reach.keys().copied().collect();
+        for p in &keys {
+            if let Some(st) = self.ports.get(p) {
+                for n in st.succ.keys() {
+                    if let Some(d) = reach.get_mut(n) {
+                        *d += 1;
+                    }
+                }
+            }
+        }
+        let mut queue: Vec<PortKey> = keys.iter().filter(|k| reach[*k] == 0).copied().collect();
+        let mut done = 0;
+        while let Some(p) = queue.pop() {
+            done += 1;
+            self.recompute(
+                p,
+                pending.remove(&p).unwrap_or_default(),
+                &mut pending,
+                touched,
+            )?;
+            if let Some(st) = self.ports.get(&p) {
+                for n in st.succ.keys() {
+                    if let Some(d) = reach.get_mut(n) {
+                        *d -= 1;
+                        if *d == 0 {
+                            queue.push(*n);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(if done < keys.len() {
+            Outcome::Cyclic
+        } else {
+            Outcome::Done
+        })
+    }
+
+    fn recompute(
+        &mut self,
+        key: PortKey,
+        changed: HashSet<u64>,
+        pending: &mut HashMap<PortKey, HashSet<u64>>,
+        touched: &mut Touched,
+    ) -> Result<(), BookingError> {
+        let Some(p) = self.ports.get_mut(&key) else {
+            return Ok(());
+        };
+        let (delay, backlog) = if p.flows.is_empty() {
+            (Q::ZERO, Q::ZERO)
+        } else {
+            // Invariant: a port with flows has a non-empty multiset of g.
+            let g_max = p.g.keys().next_back().copied().unwrap_or(Q::ZERO);
+            port_bounds(p.c, p.t_mux, p.sum_b, p.sum_r, g_max)?
+        };
+        let delay_changed = delay != p.delay;
+        if backlog != p.backlog {
+            let e = self.switch_backlog.entry(key.switch).or_insert(Q::ZERO);
+            *e = e.add(backlog)?.sub(p.backlog)?;
+            p.backlog = backlog;
+            touched.switches.insert(key.switch);
+        }
+        if delay_changed {
+            p.delay = delay;
+            touched.ports.insert(key);
+        }
+        let push: Vec<(u64, usize)> = if delay_changed {
+            p.flows.iter().map(|(&f, &h)| (f, h)).collect()
+        } else {
+            changed
+                .iter()
+                .filter_map(|f| p.flows.get(f).map(|&h| (*f, h)))
+                .collect()
+        };
+        for (f, h) in push {
+            let Some(b) = self.flows.get_mut(&f) else {
+                continue;
+            };
+            let Some(next) = b.flow.hops.get(h + 1).copied() else {
+                continue;
+            };
+            let nb = b.bursts[h].add(b.flow.rate.mul(delay)?)?;
+            if nb == b.bursts[h + 1] {
+                continue;
+            }
+            let ng = inflexion(nb, b.flow.max_packet, next.peak, b.flow.rate)?;
+            let (ob, og) = (b.bursts[h + 1], b.gs[h + 1]);
+            b.bursts[h + 1] = nb;
+            b.gs[h + 1] = ng;
+            if let Some(np) = self.ports.get_mut(&next.port) {
+                np.sum_b = np.sum_b.add(nb)?.sub(ob)?;
+                multiset_remove(&mut np.g, og);
+                *np.g.entry(ng).or_insert(0) += 1;
+            }
+            pending.entry(next.port).or_default().insert(f);
+        }
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Touched {
+    ports: HashSet<PortKey>,
+    switches: HashSet<usize>,
+}
+
+fn multiset_remove(m: &mut BTreeMap<Q, u32>, k: Q) {
+    if let Some(c) = m.get_mut(&k) {
+        *c -= 1;
+        if *c == 0 {
+            m.remove(&k);
+        }
+    }
+}
