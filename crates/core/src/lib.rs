@@ -4,6 +4,7 @@
 //! current time as an argument and returns what to do. Nothing reads a clock, opens a socket or
 //! sleeps; the Linux shells (`rtlan-linux`), the simulator and the unit tests drive the same code.
 
+pub mod bwm;
 pub mod rtcd;
 pub mod shaper;
 pub mod switch;

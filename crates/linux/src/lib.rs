@@ -2,6 +2,7 @@
 //! data-plane loop with its control socket.
 //!
 //! - [`packet`]: PACKET_MMAP (TPACKET_V2) ports.
+//! - [`bwmd`]: the bandwidth manager service (`rtlan bwm`) and its blocking client.
 //! - [`clock`], [`timer`]: `CLOCK_MONOTONIC` as the cores' [`rtlan_core::Instant`], absolute
 //!   `timerfd` deadlines, wake-up lateness.
 //! - [`switchd`]: the switch daemon (`rtlan switch --config FILE`).
@@ -9,6 +10,7 @@
 //! - [`ctl`]: the client of the switch's control socket.
 //! - [`netlink`]: neighbour (ARP) entries and on-link routes for the host daemon.
 
+pub mod bwmd;
 pub mod clock;
 pub mod ctl;
 pub mod netlink;

@@ -1,0 +1,728 @@
+//! The bandwidth manager (seed 004 §3.2 "Admission process"; seed 001 §3.2–3.4): a central
+//! service that knows the topology, books link capacity and switch buffer memory per switch output
+//! port, and admits a connection only if
+//!
+//! 1. Σ r on every port of its path stays within the port rate (seed 004 eq. (1)),
+//! 2. on every switch, Σ over its ports of the backlog bounds (eq. (4)) fits the buffer memory
+//!    (so an off-the-shelf switch never drops, seed 001 §2),
+//! 3. its own end-to-end delay bound — Σ over the ports on its path of eq. (6), plus the host
+//!    delay `t_os` — meets its requirement, and
+//! 4. every existing connection that shares a port with it still meets its requirement.
+//!
+//! Only the ports on the new path are recomputed, and only the connections crossing them are
+//! re-checked. One-shot best-effort reservations (seed 001 §3.3) are booked on every switch
+//! output port ("the bandwidth manager takes care of all output queues") and expire after a
+//! configurable lifetime; a small standing reservation between every node and the manager's host
+//! (§3.4) is booked at start.
+//!
+//! Model limit: each port sees the flows' sender T-SPECs (the paper's single-switch model). On
+//! multi-switch paths, the burst growth of a flow through upstream ports is not added (see
+//! `docs/bwm.md`).
+//!
+//! Driver order (sans-IO): [`Manager::new`], then [`Manager::restore`] with the persisted
+//! [`State`]; per request [`Manager::handle_request`]; whenever [`Manager::poll_timeout`] is due,
+//! [`Manager::handle_timeout`]; after either, if [`Manager::take_changed`] is true, persist
+//! [`Manager::snapshot`].
+
+mod port;
+pub mod protocol;
+pub mod topology;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use rtlan_calculus::loser::{LoserError, Port, Tspec};
+use rtlan_calculus::Q;
+
+use crate::Instant;
+pub use protocol::{
+    BestEffortSpec, Booking, ConnId, ConnInfo, ConnSpec, ErrorCode, Kind, Op, PortInfo, Reply,
+    Request, Response, State, SwitchInfo, Violation,
+};
+use topology::Graph;
+pub use topology::{LinkSpec, SwitchSpec, Topology, TopologyError};
+
+/// Ids of standing reservations start here, apart from the ids handed out to clients.
+pub const STANDING_BASE: ConnId = 1 << 48;
+
+/// Errors building a manager.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BwmError {
+    /// The topology is malformed.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// A standing reservation could not be booked.
+    #[error("standing reservation {src} -> {dst}: {message}")]
+    Standing {
+        /// Sender.
+        src: String,
+        /// Receiver.
+        dst: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The standing reservation per node (seed 001 §3.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StandingConfig {
+    /// The host the manager runs on; every other host gets a reservation to it and from it.
+    pub manager_host: String,
+    /// Rate, bit/s.
+    pub rate_bps: u64,
+    /// Maximum packet, bytes.
+    pub max_packet: u64,
+    /// Bucket, bytes.
+    pub burst_bytes: u64,
+}
+
+/// Manager settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManagerConfig {
+    /// Host delay `t_os` added to every end-to-end bound unless a request gives its own
+    /// (seed 004 Table 1: 80 µs).
+    pub host_delay: Duration,
+    /// Lifetime of a one-shot best-effort reservation.
+    pub best_effort_ttl: Duration,
+    /// The standing reservations, if any.
+    pub standing: Option<StandingConfig>,
+}
+
+impl Default for ManagerConfig {
+    fn default() -> Self {
+        ManagerConfig {
+            host_delay: Duration::from_micros(80),
+            best_effort_ttl: Duration::from_millis(300),
+            standing: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Conn {
+    kind: Kind,
+    src: usize,
+    dst: Option<usize>,
+    rate_bps: u64,
+    max_packet: u64,
+    tspec: Tspec,
+    nodes: Vec<usize>,
+    ports: Vec<usize>,
+    requirement_ns: Option<u64>,
+    host_delay_ns: u64,
+    bound_ns: u64,
+    expires: Option<Instant>,
+    spec: Option<ConnSpec>,
+}
+
+#[derive(Debug, Clone)]
+struct PortState {
+    port: Port,
+    rate_bps: u64,
+    conns: BTreeSet<ConnId>,
+    booked_bps: u64,
+    backlog_bytes: u64,
+    delay_ns: u64,
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Refusal {
+    code: ErrorCode,
+    message: String,
+    violations: Vec<Violation>,
+}
+
+impl Refusal {
+    fn new(code: ErrorCode, message: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            message: message.into(),
+            violations: Vec::new(),
+        }
+    }
+
+    fn into_reply(self) -> Reply {
+        Reply::Error {
+            code: self.code,
+            message: self.message,
+            violations: self.violations,
+        }
+    }
+}
+
+fn arith(e: impl std::fmt::Display) -> Refusal {
+    Refusal::new(
+        ErrorCode::Internal,
+        format!("bound computation failed: {e}"),
+    )
+}
+
+/// The bandwidth manager's state machine. See the module doc for the driver order.
+#[derive(Debug, Clone)]
+pub struct Manager {
+    topo: Topology,
+    graph: Graph,
+    config: ManagerConfig,
+    ports: Vec<PortState>,
+    conns: BTreeMap<ConnId, Conn>,
+    next_conn: ConnId,
+    changed: bool,
+}
+
+impl Manager {
+    /// A manager for `topo` with nothing booked but the standing reservations.
+    pub fn new(topo: Topology, config: ManagerConfig) -> Result<Manager, BwmError> {
+        let graph = Graph::new(&topo)?;
+        let ports = graph
+            .ports
+            .iter()
+            .map(|p| {
+                // Invariant: `Graph::new` creates ports only for switch nodes.
+                let sw = &topo.switches[graph.switch_of[p.switch].expect("port of a switch")];
+                let rate_bps = topo.links[p.link].rate_bps;
+                PortState {
+                    port: Port {
+                        rate: q_int(rate_bps),
+                        t_mux: q_nanos(sw.t_mux_ns),
+                    },
+                    rate_bps,
+                    conns: BTreeSet::new(),
+                    booked_bps: 0,
+                    backlog_bytes: 0,
+                    delay_ns: 0,
+                }
+            })
+            .collect();
+        let mut m = Manager {
+            topo,
+            graph,
+            config,
+            ports,
+            conns: BTreeMap::new(),
+            next_conn: 1,
+            changed: false,
+        };
+        m.book_standing()?;
+        Ok(m)
+    }
+
+    fn book_standing(&mut self) -> Result<(), BwmError> {
+        let Some(st) = self.config.standing.clone() else {
+            return Ok(());
+        };
+        let fail = |src: &str, dst: &str, message: String| BwmError::Standing {
+            src: src.to_string(),
+            dst: dst.to_string(),
+            message,
+        };
+        let mgr = self.graph.host(&st.manager_host).ok_or_else(|| {
+            fail(
+                &st.manager_host,
+                "-",
+                "the manager host is not a host".into(),
+            )
+        })?;
+        let hosts: Vec<usize> = self.graph.hosts().filter(|&h| h != mgr).collect();
+        let mut id = STANDING_BASE;
+        for h in hosts {
+            for (src, dst) in [(h, mgr), (mgr, h)] {
+                let (s, d) = (self.graph.names[src].clone(), self.graph.names[dst].clone());
+                let spec = ConnSpec {
+                    src: s.clone(),
+                    dst: d.clone(),
+                    rate_bps: st.rate_bps,
+                    max_packet: st.max_packet,
+                    shaping_interval_us: None,
+                    burst_bytes: Some(st.burst_bytes),
+                    delay_us: None,
+                    host_delay_us: None,
+                };
+                let conn = self
+                    .guaranteed(&spec, Kind::Standing)
+                    .map_err(|r| fail(&s, &d, r.message))?;
+                self.book(id, conn)
+                    .map_err(|r| fail(&s, &d, format!("{} {:?}", r.message, r.violations)))?;
+                id += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Handles one request at `now` (expired best-effort reservations are dropped first).
+    pub fn handle_request(&mut self, now: Instant, req: Request) -> Response {
+        self.handle_timeout(now);
+        let reply = match req.op {
+            Op::Admit(spec) => self.admit(None, spec).map(|conn| self.admitted(conn)),
+            Op::Release { conn } => self.release(conn).map(|()| Reply::Released { conn }),
+            Op::BestEffort(spec) => self.best_effort(now, spec),
+            Op::List => Ok(Reply::List {
+                connections: self.list(),
+            }),
+            Op::Topology => Ok(self.topology_reply()),
+        };
+        Response::new(Some(req.id), reply.unwrap_or_else(Refusal::into_reply))
+    }
+
+    /// Drops the best-effort reservations that have expired by `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let expired: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.expires.is_some_and(|t| t <= now))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in expired {
+            // Invariant: `id` was just read from `self.conns`.
+            self.release(id).expect("expired connection exists");
+        }
+    }
+
+    /// When the next best-effort reservation expires.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.conns.values().filter_map(|c| c.expires).min()
+    }
+
+    /// True (once) if the guaranteed bookings changed since the last call: persist then.
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// The state to persist.
+    pub fn snapshot(&self) -> State {
+        State {
+            version: 1,
+            next_conn: self.next_conn,
+            bookings: self
+                .conns
+                .iter()
+                .filter(|(_, c)| c.kind == Kind::Guaranteed)
+                .filter_map(|(&conn, c)| c.spec.clone().map(|spec| Booking { conn, spec }))
+                .collect(),
+        }
+    }
+
+    /// Re-admits persisted bookings (with every check, in their order, keeping their ids).
+    /// Returns the ones refused now (e.g. after a topology change) with the reason.
+    pub fn restore(&mut self, state: State) -> Vec<(ConnId, Response)> {
+        let mut refused = Vec::new();
+        self.next_conn = self.next_conn.max(state.next_conn);
+        for b in state.bookings {
+            self.next_conn = self.next_conn.max(b.conn.saturating_add(1));
+            if let Err(r) = self.admit(Some(b.conn), b.spec) {
+                refused.push((b.conn, Response::new(None, r.into_reply())));
+            }
+        }
+        self.changed = !refused.is_empty();
+        refused
+    }
+
+    /// The current end-to-end delay bound of a connection, ns.
+    pub fn delay_bound_ns(&self, conn: ConnId) -> Option<u64> {
+        self.conns.get(&conn).map(|c| c.bound_ns)
+    }
+
+    fn admit(&mut self, id: Option<ConnId>, spec: ConnSpec) -> Result<ConnId, Refusal> {
+        let conn = self.guaranteed(&spec, Kind::Guaranteed)?;
+        let id = match id {
+            Some(id) if self.conns.contains_key(&id) => {
+                return Err(Refusal::new(
+                    ErrorCode::BadRequest,
+                    format!("connection {id} already exists"),
+                ))
+            }
+            Some(id) => id,
+            None => self.next_conn,
+        };
+        self.book(id, conn)?;
+        self.next_conn = self.next_conn.max(id.saturating_add(1));
+        self.changed = true;
+        Ok(id)
+    }
+
+    fn admitted(&self, conn: ConnId) -> Reply {
+        // Invariant: called right after `admit` booked `conn`.
+        let c = &self.conns[&conn];
+        Reply::Admitted {
+            conn,
+            path: self.names(&c.nodes),
+            delay_bound_us: port::ceil_us(c.bound_ns),
+        }
+    }
+
+    fn best_effort(&mut self, now: Instant, spec: BestEffortSpec) -> Result<Reply, Refusal> {
+        let src = self.host(&spec.src)?;
+        let tspec = make_tspec(
+            spec.rate_bps,
+            spec.max_packet,
+            spec.shaping_interval_us,
+            spec.burst_bytes,
+        )?;
+        let ports = (0..self.ports.len())
+            .filter(|&p| self.graph.ports[p].to != src)
+            .collect();
+        let ttl = self.config.best_effort_ttl;
+        let conn = Conn {
+            kind: Kind::BestEffort,
+            src,
+            dst: None,
+            rate_bps: spec.rate_bps,
+            max_packet: spec.max_packet,
+            tspec,
+            nodes: Vec::new(),
+            ports,
+            requirement_ns: None,
+            host_delay_ns: 0,
+            bound_ns: 0,
+            expires: Some(now + ttl),
+            spec: None,
+        };
+        let id = self.next_conn;
+        self.book(id, conn)?;
+        self.next_conn += 1;
+        Ok(Reply::BestEffort {
+            conn: id,
+            expires_in_us: u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX),
+        })
+    }
+
+    fn host(&self, name: &str) -> Result<usize, Refusal> {
+        self.graph.host(name).ok_or_else(|| {
+            Refusal::new(
+                ErrorCode::UnknownHost,
+                format!("`{name}` is not a host of the topology"),
+            )
+        })
+    }
+
+    /// A guaranteed (or standing) connection from a spec, routed but not booked.
+    fn guaranteed(&self, spec: &ConnSpec, kind: Kind) -> Result<Conn, Refusal> {
+        let src = self.host(&spec.src)?;
+        let dst = self.host(&spec.dst)?;
+        let tspec = make_tspec(
+            spec.rate_bps,
+            spec.max_packet,
+            spec.shaping_interval_us,
+            spec.burst_bytes,
+        )?;
+        let (nodes, ports) = self.graph.route(src, dst).ok_or_else(|| {
+            Refusal::new(
+                ErrorCode::NoPath,
+                format!("no path from `{}` to `{}`", spec.src, spec.dst),
+            )
+        })?;
+        let host_delay_ns = match spec.host_delay_us {
+            Some(us) => us.saturating_mul(1000),
+            None => u64::try_from(self.config.host_delay.as_nanos()).unwrap_or(u64::MAX),
+        };
+        Ok(Conn {
+            kind,
+            src,
+            dst: Some(dst),
+            rate_bps: spec.rate_bps,
+            max_packet: spec.max_packet,
+            tspec,
+            nodes,
+            ports,
+            requirement_ns: spec.delay_us.map(|us| us.saturating_mul(1000)),
+            host_delay_ns,
+            bound_ns: 0,
+            expires: None,
+            spec: (kind == Kind::Guaranteed).then(|| spec.clone()),
+        })
+    }
+
+    /// Checks every admission rule for `conn` and books it as `id`, or refuses with every
+    /// violated constraint and changes nothing.
+    fn book(&mut self, id: ConnId, mut conn: Conn) -> Result<(), Refusal> {
+        let mut violations = Vec::new();
+        // Rule 1 and the new port bounds (only the ports on the path).
+        let mut tentative: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+        for &p in &conn.ports {
+            let ps = &self.ports[p];
+            let booked = ps.booked_bps.saturating_add(conn.rate_bps);
+            if booked > ps.rate_bps || conn.rate_bps >= ps.rate_bps {
+                violations.push(self.capacity(p, booked));
+                continue;
+            }
+            let mut flows: Vec<Tspec> = ps.conns.iter().map(|c| self.conns[c].tspec).collect();
+            flows.push(conn.tspec);
+            match port::bounds(&ps.port, &flows) {
+                Ok(b) => {
+                    tentative.insert(p, b);
+                }
+                Err(LoserError::OverCapacity | LoserError::BadTspec(_)) => {
+                    violations.push(self.capacity(p, booked));
+                }
+                Err(e) => return Err(arith(e)),
+            }
+        }
+        if !violations.is_empty() {
+            return Err(refused(violations));
+        }
+        // Rule 2: buffer memory of every switch touched.
+        let switches: BTreeSet<usize> = conn
+            .ports
+            .iter()
+            .map(|&p| self.graph.ports[p].switch)
+            .collect();
+        for &sw in &switches {
+            let used: u64 = (0..self.ports.len())
+                .filter(|&p| self.graph.ports[p].switch == sw)
+                .map(|p| {
+                    tentative
+                        .get(&p)
+                        .map_or(self.ports[p].backlog_bytes, |b| b.0)
+                })
+                .fold(0u64, u64::saturating_add);
+            // Invariant: ports belong to switch nodes.
+            let spec = &self.topo.switches[self.graph.switch_of[sw].expect("switch node")];
+            if used > spec.buffer_bytes {
+                violations.push(Violation::Buffer {
+                    switch: spec.name.clone(),
+                    backlog_bytes: used,
+                    buffer_bytes: spec.buffer_bytes,
+                });
+            }
+        }
+        // Rules 3 and 4: delay of the new connection and of every connection sharing a port.
+        let delay_of = |ports: &[usize], host: u64| {
+            ports
+                .iter()
+                .map(|p| tentative.get(p).map_or(self.ports[*p].delay_ns, |b| b.1))
+                .fold(host, u64::saturating_add)
+        };
+        conn.bound_ns = delay_of(&conn.ports, conn.host_delay_ns);
+        if let Some(req) = conn.requirement_ns {
+            if conn.bound_ns > req {
+                violations.push(delay_violation(None, conn.bound_ns, req));
+            }
+        }
+        let affected: BTreeSet<ConnId> = conn
+            .ports
+            .iter()
+            .flat_map(|&p| self.ports[p].conns.iter().copied())
+            .collect();
+        let mut new_bounds = Vec::with_capacity(affected.len());
+        for c in affected {
+            let other = &self.conns[&c];
+            let bound = delay_of(&other.ports, other.host_delay_ns);
+            if let Some(req) = other.requirement_ns {
+                if bound > req {
+                    violations.push(delay_violation(Some(c), bound, req));
+                }
+            }
+            new_bounds.push((c, bound));
+        }
+        if !violations.is_empty() {
+            return Err(refused(violations));
+        }
+        // Commit.
+        for (p, (backlog, delay)) in tentative {
+            let ps = &mut self.ports[p];
+            ps.conns.insert(id);
+            ps.booked_bps += conn.rate_bps;
+            ps.backlog_bytes = backlog;
+            ps.delay_ns = delay;
+        }
+        for (c, bound) in new_bounds {
+            if let Some(other) = self.conns.get_mut(&c) {
+                other.bound_ns = bound;
+            }
+        }
+        self.conns.insert(id, conn);
+        Ok(())
+    }
+
+    fn capacity(&self, p: usize, booked: u64) -> Violation {
+        let pid = self.graph.ports[p];
+        Violation::Capacity {
+            switch: self.graph.names[pid.switch].clone(),
+            to: self.graph.names[pid.to].clone(),
+            rate_bps: booked,
+            capacity_bps: self.ports[p].rate_bps,
+        }
+    }
+
+    fn release(&mut self, id: ConnId) -> Result<(), Refusal> {
+        if id >= STANDING_BASE
+            && self
+                .conns
+                .get(&id)
+                .is_some_and(|c| c.kind == Kind::Standing)
+        {
+            return Err(Refusal::new(
+                ErrorCode::BadRequest,
+                format!("connection {id} is a standing reservation"),
+            ));
+        }
+        let conn = self.conns.remove(&id).ok_or_else(|| {
+            Refusal::new(ErrorCode::UnknownConnection, format!("no connection {id}"))
+        })?;
+        let mut affected = BTreeSet::new();
+        for &p in &conn.ports {
+            let flows: Vec<Tspec> = {
+                let ps = &mut self.ports[p];
+                ps.conns.remove(&id);
+                ps.booked_bps -= conn.rate_bps;
+                affected.extend(ps.conns.iter().copied());
+                ps.conns.iter().map(|c| self.conns[c].tspec).collect()
+            };
+            // Fewer flows never raise a bound; if the arithmetic fails, keep the old (larger)
+            // values, which still bound the smaller aggregate.
+            if let Ok((backlog, delay)) = port::bounds(&self.ports[p].port, &flows) {
+                self.ports[p].backlog_bytes = backlog;
+                self.ports[p].delay_ns = delay;
+            }
+        }
+        for c in affected {
+            let bound = {
+                let other = &self.conns[&c];
+                other
+                    .ports
+                    .iter()
+                    .map(|&p| self.ports[p].delay_ns)
+                    .fold(other.host_delay_ns, u64::saturating_add)
+            };
+            if let Some(other) = self.conns.get_mut(&c) {
+                other.bound_ns = bound;
+            }
+        }
+        if conn.kind == Kind::Guaranteed {
+            self.changed = true;
+        }
+        Ok(())
+    }
+
+    fn names(&self, nodes: &[usize]) -> Vec<String> {
+        nodes.iter().map(|&n| self.graph.names[n].clone()).collect()
+    }
+
+    /// Every booking, by id.
+    pub fn list(&self) -> Vec<ConnInfo> {
+        self.conns
+            .iter()
+            .map(|(&conn, c)| ConnInfo {
+                conn,
+                kind: c.kind,
+                src: self.graph.names[c.src].clone(),
+                dst: c.dst.map(|d| self.graph.names[d].clone()),
+                rate_bps: c.rate_bps,
+                max_packet: c.max_packet,
+                bucket_bytes: c
+                    .tspec
+                    .bucket
+                    .ceil_bytes()
+                    .ok()
+                    .and_then(|b| u64::try_from(b).ok())
+                    .unwrap_or(u64::MAX),
+                delay_us: c.requirement_ns.map(port::ceil_us),
+                delay_bound_us: (c.kind != Kind::BestEffort).then(|| port::ceil_us(c.bound_ns)),
+                path: self.names(&c.nodes),
+            })
+            .collect()
+    }
+
+    fn topology_reply(&self) -> Reply {
+        let ports = self
+            .ports
+            .iter()
+            .zip(&self.graph.ports)
+            .map(|(ps, pid)| PortInfo {
+                switch: self.graph.names[pid.switch].clone(),
+                to: self.graph.names[pid.to].clone(),
+                rate_bps: ps.rate_bps,
+                connections: ps.conns.len(),
+                booked_bps: ps.booked_bps,
+                backlog_bound_bytes: ps.backlog_bytes,
+                delay_bound_us: port::ceil_us(ps.delay_ns),
+            })
+            .collect();
+        let switches = self
+            .topo
+            .switches
+            .iter()
+            .map(|s| SwitchInfo {
+                name: s.name.clone(),
+                buffer_bytes: s.buffer_bytes,
+                booked_bytes: self
+                    .ports
+                    .iter()
+                    .zip(&self.graph.ports)
+                    .filter(|(_, pid)| self.graph.names[pid.switch] == s.name)
+                    .map(|(ps, _)| ps.backlog_bytes)
+                    .fold(0, u64::saturating_add),
+            })
+            .collect();
+        Reply::Topology {
+            topology: self.topo.clone(),
+            ports,
+            switches,
+        }
+    }
+}
+
+fn refused(violations: Vec<Violation>) -> Refusal {
+    let message = format!(
+        "admission refused: {} constraint(s) violated",
+        violations.len()
+    );
+    Refusal {
+        code: ErrorCode::Refused,
+        message,
+        violations,
+    }
+}
+
+fn delay_violation(conn: Option<ConnId>, bound_ns: u64, req_ns: u64) -> Violation {
+    Violation::Delay {
+        conn,
+        delay_bound_us: port::ceil_us(bound_ns),
+        delay_us: req_ns / 1000,
+    }
+}
+
+fn q_int(v: u64) -> Q {
+    // i128 holds every u64; the denominator 1 is valid.
+    Q::new(i128::from(v), 1).unwrap_or(Q::ZERO)
+}
+
+fn q_nanos(ns: u64) -> Q {
+    Q::new(i128::from(ns), 1_000_000_000).unwrap_or(Q::ZERO)
+}
+
+/// The T-SPEC a request describes (bits, bit/s), validated.
+fn make_tspec(
+    rate_bps: u64,
+    max_packet: u64,
+    shaping_interval_us: Option<u64>,
+    burst_bytes: Option<u64>,
+) -> Result<Tspec, Refusal> {
+    let bad = |m: &str| Refusal::new(ErrorCode::BadRequest, m);
+    if rate_bps == 0 {
+        return Err(bad("rate_bps must be positive"));
+    }
+    if max_packet == 0 {
+        return Err(bad("max_packet must be positive"));
+    }
+    let m = q_int(max_packet).mul(Q::int(8)).map_err(arith)?;
+    let r = q_int(rate_bps);
+    match (shaping_interval_us, burst_bytes) {
+        (Some(ts), None) => {
+            let ts = Q::new(i128::from(ts), 1_000_000).map_err(arith)?;
+            Tspec::with_shaping_interval(m, r, ts).map_err(arith)
+        }
+        (None, Some(b)) if b >= max_packet => Ok(Tspec {
+            max_packet: m,
+            rate: r,
+            bucket: q_int(b).mul(Q::int(8)).map_err(arith)?,
+        }),
+        (None, Some(_)) => Err(bad("burst_bytes must be at least max_packet")),
+        _ => Err(bad(
+            "give exactly one of shaping_interval_us and burst_bytes",
+        )),
+    }
+}

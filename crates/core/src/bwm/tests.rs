@@ -1,0 +1,462 @@
+//! Unit tests of the bandwidth manager on virtual time, one per admission rule.
+
+use std::time::Duration;
+
+use super::*;
+
+const C: u64 = 98_600_000;
+
+fn star(buffer: u64) -> Topology {
+    Topology {
+        switches: vec![SwitchSpec {
+            name: "s1".into(),
+            t_mux_ns: 45_000,
+            buffer_bytes: buffer,
+        }],
+        links: ["A", "B", "C1", "C2", "C3"]
+            .iter()
+            .map(|h| LinkSpec {
+                ends: [h.to_string(), "s1".into()],
+                rate_bps: C,
+            })
+            .collect(),
+    }
+}
+
+fn spec(src: &str, dst: &str, mbit: u64, ts_us: u64, delay_us: Option<u64>) -> ConnSpec {
+    ConnSpec {
+        src: src.into(),
+        dst: dst.into(),
+        rate_bps: mbit * 1_000_000,
+        max_packet: 1514,
+        shaping_interval_us: Some(ts_us),
+        burst_bytes: None,
+        delay_us,
+        host_delay_us: None,
+    }
+}
+
+fn req(m: &mut Manager, now: Instant, id: u64, op: Op) -> Response {
+    m.handle_request(now, Request { id, op })
+}
+
+fn admit(m: &mut Manager, s: ConnSpec) -> Result<(ConnId, u64), Reply> {
+    let r = req(m, Instant::ZERO, 7, Op::Admit(s));
+    assert_eq!(r.id, Some(7));
+    match r.reply {
+        Reply::Admitted {
+            conn,
+            delay_bound_us,
+            ..
+        } => {
+            assert!(r.ok);
+            Ok((conn, delay_bound_us))
+        }
+        other => {
+            assert!(!r.ok);
+            Err(other)
+        }
+    }
+}
+
+fn violations(reply: Reply) -> Vec<Violation> {
+    match reply {
+        Reply::Error {
+            code: ErrorCode::Refused,
+            violations,
+            ..
+        } => violations,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+fn manager() -> Manager {
+    Manager::new(star(128 * 1024), ManagerConfig::default()).expect("valid topology")
+}
+
+#[test]
+fn table4_bound_with_three_senders() {
+    // Seed 004 Table 4, Ts = 10 ms: t_max = eq. (6) + 80 µs ≈ 9357 µs (docs/calculus.md).
+    let mut m = manager();
+    let (a, _) = admit(&mut m, spec("C1", "B", 40, 10_000, None)).expect("admitted");
+    let (b, _) = admit(&mut m, spec("C2", "B", 32, 10_000, None)).expect("admitted");
+    let (c, bound) = admit(&mut m, spec("C3", "B", 20, 10_000, None)).expect("admitted");
+    assert!(
+        (9_357.0 - bound as f64).abs() / 9_357.0 < 0.01,
+        "bound {bound}"
+    );
+    // All three share the one port, so the earlier ones' bounds were raised to the same value.
+    for id in [a, b, c] {
+        assert_eq!(m.delay_bound_ns(id).map(port::ceil_us), Some(bound));
+    }
+    // Buffer booked on s1 = eq. (4) ≈ 111.8 KiB.
+    let Reply::Topology { switches, .. } = req(&mut m, Instant::ZERO, 1, Op::Topology).reply else {
+        panic!("topology reply")
+    };
+    let kib = switches[0].booked_bytes as f64 / 1024.0;
+    assert!((kib - 111.8).abs() / 111.8 < 0.01, "{kib} KiB");
+}
+
+#[test]
+fn refuses_new_connection_whose_own_bound_is_too_large() {
+    let mut m = manager();
+    admit(&mut m, spec("C1", "B", 40, 10_000, None)).expect("admitted");
+    admit(&mut m, spec("C2", "B", 32, 10_000, None)).expect("admitted");
+    let v = violations(admit(&mut m, spec("C3", "B", 20, 10_000, Some(9_000))).unwrap_err());
+    assert!(
+        matches!(v.as_slice(), [Violation::Delay { conn: None, delay_bound_us, delay_us: 9_000 }]
+            if *delay_bound_us > 9_000),
+        "{v:?}"
+    );
+    // Nothing was booked: a looser requirement is admitted with the same bound as before.
+    let (_, bound) = admit(&mut m, spec("C3", "B", 20, 10_000, Some(9_500))).expect("admitted");
+    assert!(bound > 9_000 && bound <= 9_500);
+}
+
+#[test]
+fn protects_existing_connections_requirements() {
+    let mut m = manager();
+    let (first, alone) = admit(&mut m, spec("C1", "B", 40, 1_000, None)).expect("admitted");
+    admit(&mut m, spec("C2", "B", 32, 1_000, None)).expect("admitted");
+    let _ = first;
+    let (tight, tight_bound) =
+        admit(&mut m, spec("A", "B", 5, 1_000, Some(1_200))).expect("admitted");
+    assert!(tight_bound > alone);
+    // A large burst to B would push `tight` over its 1.2 ms.
+    let v = violations(admit(&mut m, spec("C3", "B", 20, 10_000, None)).unwrap_err());
+    assert!(
+        v.iter()
+            .any(|x| matches!(x, Violation::Delay { conn: Some(c), .. } if *c == tight)),
+        "{v:?}"
+    );
+    // The same flow to another receiver shares no port with `tight`: admitted.
+    admit(&mut m, spec("C3", "A", 20, 10_000, None)).expect("admitted");
+    assert_eq!(
+        m.delay_bound_ns(tight).map(port::ceil_us),
+        Some(tight_bound)
+    );
+}
+
+#[test]
+fn refuses_rate_over_capacity_and_release_frees_it() {
+    let mut m = manager();
+    let (a, _) = admit(&mut m, spec("C1", "B", 60, 1_000, None)).expect("admitted");
+    let v = violations(admit(&mut m, spec("C2", "B", 40, 1_000, None)).unwrap_err());
+    assert_eq!(
+        v,
+        vec![Violation::Capacity {
+            switch: "s1".into(),
+            to: "B".into(),
+            rate_bps: 100_000_000,
+            capacity_bps: C,
+        }]
+    );
+    let r = req(&mut m, Instant::ZERO, 3, Op::Release { conn: a });
+    assert_eq!(r.reply, Reply::Released { conn: a });
+    admit(&mut m, spec("C2", "B", 40, 1_000, None)).expect("admitted after release");
+    let r = req(&mut m, Instant::ZERO, 4, Op::Release { conn: a });
+    assert!(matches!(
+        r.reply,
+        Reply::Error {
+            code: ErrorCode::UnknownConnection,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn refuses_backlog_over_switch_buffer() {
+    let mut m = Manager::new(star(100 * 1024), ManagerConfig::default()).expect("valid");
+    // Table 4 at Ts = 10 ms needs 111.8 KiB for three flows; two need ≈ 69 KiB.
+    admit(&mut m, spec("C1", "B", 40, 10_000, None)).expect("admitted");
+    admit(&mut m, spec("C2", "B", 32, 10_000, None)).expect("admitted");
+    let v = violations(admit(&mut m, spec("C3", "B", 20, 10_000, None)).unwrap_err());
+    assert!(
+        matches!(v.as_slice(), [Violation::Buffer { switch, backlog_bytes, buffer_bytes: 102_400 }]
+            if switch == "s1" && *backlog_bytes > 111 * 1024),
+        "{v:?}"
+    );
+    admit(&mut m, spec("C3", "B", 20, 1_000, None)).expect("smaller bucket fits");
+}
+
+#[test]
+fn best_effort_books_every_port_and_expires() {
+    let mut m = manager();
+    let t0 = Instant::from_nanos(1_000_000_000);
+    let r = req(
+        &mut m,
+        t0,
+        1,
+        Op::BestEffort(BestEffortSpec {
+            src: "A".into(),
+            rate_bps: 50_000_000,
+            max_packet: 1514,
+            shaping_interval_us: Some(1_000),
+            burst_bytes: None,
+        }),
+    );
+    assert_eq!(
+        r.reply,
+        Reply::BestEffort {
+            conn: 1,
+            expires_in_us: 300_000
+        }
+    );
+    assert_eq!(m.poll_timeout(), Some(t0 + Duration::from_millis(300)));
+    // Every port but the one towards A carries 50 Mbit/s now.
+    let Reply::Topology { ports, .. } = req(&mut m, t0, 2, Op::Topology).reply else {
+        panic!("topology")
+    };
+    for p in &ports {
+        let want = if p.to == "A" { 0 } else { 50_000_000 };
+        assert_eq!(p.booked_bps, want, "{p:?}");
+    }
+    let blocked = req(&mut m, t0, 3, Op::Admit(spec("C1", "C2", 60, 1_000, None)));
+    assert!(!blocked.ok);
+    m.handle_timeout(t0 + Duration::from_millis(299));
+    assert_eq!(m.list().len(), 1);
+    // Expired by the time of the next request: the admission goes through.
+    let later = t0 + Duration::from_millis(300);
+    let ok = req(
+        &mut m,
+        later,
+        4,
+        Op::Admit(spec("C1", "C2", 60, 1_000, None)),
+    );
+    assert!(ok.ok, "{ok:?}");
+    assert_eq!(m.poll_timeout(), None);
+    // Best-effort bookings are not persisted.
+    assert_eq!(m.snapshot().bookings.len(), 1);
+}
+
+#[test]
+fn standing_reservations_are_booked_at_start() {
+    let config = ManagerConfig {
+        standing: Some(StandingConfig {
+            manager_host: "A".into(),
+            rate_bps: 64_000,
+            max_packet: 1514,
+            burst_bytes: 3028,
+        }),
+        ..ManagerConfig::default()
+    };
+    let mut m = Manager::new(star(128 * 1024), config).expect("valid");
+    let standing: Vec<ConnInfo> = m.list();
+    assert_eq!(standing.len(), 8, "4 hosts, both directions");
+    assert!(standing.iter().all(|c| c.kind == Kind::Standing));
+    assert!(standing
+        .iter()
+        .any(|c| c.src == "B" && c.dst.as_deref() == Some("A")));
+    // They occupy capacity: a flow that would fill the port to A completely is refused.
+    let mut big = spec("B", "A", 0, 1_000, None);
+    big.rate_bps = 98_400_000;
+    let v = violations(admit(&mut m, big.clone()).unwrap_err());
+    assert!(matches!(v[0], Violation::Capacity { .. }));
+    big.dst = "C1".into();
+    admit(&mut m, big).expect("no standing reservation on s1->C1 from B");
+    let r = req(
+        &mut m,
+        Instant::ZERO,
+        1,
+        Op::Release {
+            conn: standing[0].conn,
+        },
+    );
+    assert!(matches!(
+        r.reply,
+        Reply::Error {
+            code: ErrorCode::BadRequest,
+            ..
+        }
+    ));
+    assert_eq!(
+        m.snapshot().bookings.len(),
+        1,
+        "standing reservations are not persisted"
+    );
+    // A manager host that is not in the topology is an error.
+    let bad = ManagerConfig {
+        standing: Some(StandingConfig {
+            manager_host: "nowhere".into(),
+            rate_bps: 64_000,
+            max_packet: 1514,
+            burst_bytes: 3028,
+        }),
+        ..ManagerConfig::default()
+    };
+    assert!(matches!(
+        Manager::new(star(1024), bad),
+        Err(BwmError::Standing { .. })
+    ));
+}
+
+#[test]
+fn restore_rebooks_and_keeps_ids() {
+    let mut m = manager();
+    let (a, _) = admit(&mut m, spec("C1", "B", 40, 10_000, None)).expect("admitted");
+    let (b, bound) = admit(&mut m, spec("C2", "B", 32, 10_000, Some(20_000))).expect("ok");
+    assert!(m.take_changed());
+    assert!(!m.take_changed());
+    let state = m.snapshot();
+    let mut n = manager();
+    assert!(n.restore(state.clone()).is_empty());
+    assert_eq!(n.list(), m.list());
+    assert_eq!(n.delay_bound_ns(b).map(port::ceil_us), Some(bound));
+    let (c, _) = admit(&mut n, spec("C3", "B", 20, 10_000, None)).expect("admitted");
+    assert!(c > a && c > b);
+    // On a smaller switch the second booking no longer fits and is reported.
+    let mut small = Manager::new(star(64 * 1024), ManagerConfig::default()).expect("valid");
+    let refused = small.restore(state);
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].0, b);
+}
+
+#[test]
+fn disjoint_paths_do_not_interact() {
+    // A - s1 - s2 - B, and C - s2 - D: the port s2->B is shared, s2->D is not.
+    let link = |a: &str, b: &str| LinkSpec {
+        ends: [a.into(), b.into()],
+        rate_bps: C,
+    };
+    let sw = |n: &str| SwitchSpec {
+        name: n.into(),
+        t_mux_ns: 45_000,
+        buffer_bytes: 1 << 20,
+    };
+    let topo = Topology {
+        switches: vec![sw("s1"), sw("s2")],
+        links: vec![
+            link("A", "s1"),
+            link("s1", "s2"),
+            link("s2", "B"),
+            link("C", "s2"),
+            link("s2", "D"),
+        ],
+    };
+    let mut m = Manager::new(topo, ManagerConfig::default()).expect("valid");
+    let r = req(
+        &mut m,
+        Instant::ZERO,
+        1,
+        Op::Admit(spec("A", "B", 10, 1_000, None)),
+    );
+    let Reply::Admitted {
+        conn: ab,
+        path,
+        delay_bound_us,
+    } = r.reply
+    else {
+        panic!("{r:?}")
+    };
+    assert_eq!(path, ["A", "s1", "s2", "B"]);
+    admit(&mut m, spec("C", "D", 50, 10_000, None)).expect("admitted");
+    assert_eq!(
+        m.delay_bound_ns(ab).map(port::ceil_us),
+        Some(delay_bound_us)
+    );
+    admit(&mut m, spec("C", "B", 50, 10_000, None)).expect("admitted");
+    assert!(m.delay_bound_ns(ab).map(port::ceil_us) > Some(delay_bound_us));
+}
+
+#[test]
+fn bad_requests_are_refused_without_booking() {
+    let mut m = manager();
+    let mut s = spec("A", "Z", 1, 1_000, None);
+    let r = req(&mut m, Instant::ZERO, 1, Op::Admit(s.clone()));
+    assert!(matches!(
+        r.reply,
+        Reply::Error {
+            code: ErrorCode::UnknownHost,
+            ..
+        }
+    ));
+    s.dst = "s1".into();
+    let r = req(&mut m, Instant::ZERO, 1, Op::Admit(s.clone()));
+    assert!(
+        matches!(
+            r.reply,
+            Reply::Error {
+                code: ErrorCode::UnknownHost,
+                ..
+            }
+        ),
+        "a switch is not a host"
+    );
+    s.dst = "A".into();
+    let r = req(&mut m, Instant::ZERO, 1, Op::Admit(s.clone()));
+    assert!(matches!(
+        r.reply,
+        Reply::Error {
+            code: ErrorCode::NoPath,
+            ..
+        }
+    ));
+    s.dst = "B".into();
+    s.burst_bytes = Some(10_000);
+    let r = req(&mut m, Instant::ZERO, 1, Op::Admit(s.clone()));
+    assert!(matches!(
+        r.reply,
+        Reply::Error {
+            code: ErrorCode::BadRequest,
+            ..
+        }
+    ));
+    s.shaping_interval_us = None;
+    s.burst_bytes = Some(100);
+    let r = req(&mut m, Instant::ZERO, 1, Op::Admit(s.clone()));
+    assert!(matches!(
+        r.reply,
+        Reply::Error {
+            code: ErrorCode::BadRequest,
+            ..
+        }
+    ));
+    s.burst_bytes = Some(3028);
+    s.rate_bps = 0;
+    let r = req(&mut m, Instant::ZERO, 1, Op::Admit(s));
+    assert!(matches!(
+        r.reply,
+        Reply::Error {
+            code: ErrorCode::BadRequest,
+            ..
+        }
+    ));
+    assert!(m.list().is_empty());
+    assert!(!m.take_changed());
+}
+
+#[test]
+fn json_shapes() {
+    let r: Request = serde_json::from_str(
+        r#"{"id":5,"op":"admit","src":"A","dst":"B","rate_bps":1000000,"max_packet":1514,"shaping_interval_us":1000}"#,
+    )
+    .expect("valid admit");
+    assert_eq!(r.id, 5);
+    assert!(matches!(r.op, Op::Admit(ConnSpec { delay_us: None, .. })));
+    let r: Request = serde_json::from_str(r#"{"op":"list","id":6}"#).expect("valid list");
+    assert_eq!(r.op, Op::List);
+    let r: Request = serde_json::from_str(r#"{"id":7,"op":"release","conn":3}"#).expect("release");
+    assert_eq!(r.op, Op::Release { conn: 3 });
+    assert!(serde_json::from_str::<Request>(r#"{"id":7,"op":"explode"}"#).is_err());
+    let r: Request = serde_json::from_str(
+        r#"{"id":8,"op":"besteffort","src":"A","rate_bps":1000,"max_packet":64,"burst_bytes":64}"#,
+    )
+    .expect("valid besteffort");
+    assert!(matches!(
+        r.op,
+        Op::BestEffort(BestEffortSpec {
+            burst_bytes: Some(64),
+            ..
+        })
+    ));
+    let resp = Response::new(Some(1), Reply::Released { conn: 3 });
+    assert_eq!(
+        serde_json::to_string(&resp).expect("serialises"),
+        r#"{"id":1,"ok":true,"result":"released","conn":3}"#
+    );
+    let back: Response = serde_json::from_str(
+        &serde_json::to_string(&Response::error(None, ErrorCode::BadRequest, "x")).expect("ser"),
+    )
+    .expect("round trip");
+    assert!(!back.ok);
+}

@@ -1,0 +1,196 @@
+//! The network the bandwidth manager books: switches (multiplexing delay `t_mux`, buffer memory)
+//! and links (rate), the same information as `rtlan analyze`'s network file (seed 004 §2.2, §3.2).
+//! Hosts are the link ends that are not switches. Paths are shortest paths in hops through
+//! switches only (hosts never forward), ties broken by link order so a path is reproducible.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+/// Errors in a topology.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TopologyError {
+    /// Two switches share a name.
+    #[error("switch `{0}` is declared twice")]
+    DuplicateSwitch(String),
+    /// A link joins a node to itself.
+    #[error("link {0} joins `{1}` to itself")]
+    SelfLink(usize, String),
+    /// A link has rate zero.
+    #[error("link {0} has rate zero")]
+    ZeroRate(usize),
+    /// A link joins two hosts (no switch in between).
+    #[error("link {0} joins two hosts `{1}` and `{2}`; one end must be a switch")]
+    HostToHost(usize, String, String),
+}
+
+/// A switch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwitchSpec {
+    /// Name.
+    pub name: String,
+    /// Multiplexing delay `t_mux`, ns.
+    pub t_mux_ns: u64,
+    /// Shared buffer memory, bytes.
+    pub buffer_bytes: u64,
+}
+
+/// A full-duplex link; both directions have the same rate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkSpec {
+    /// The two ends (switch or host names).
+    pub ends: [String; 2],
+    /// The rate the bounds use (the effective rate after framing overhead when known), bit/s.
+    pub rate_bps: u64,
+}
+
+/// Switches and links.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Topology {
+    /// Switches.
+    pub switches: Vec<SwitchSpec>,
+    /// Links.
+    pub links: Vec<LinkSpec>,
+}
+
+/// A switch output port: switch `switch` sending towards node `to` over `link`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PortId {
+    /// Node index of the switch.
+    pub(crate) switch: usize,
+    /// Node index of the neighbour.
+    pub(crate) to: usize,
+    /// Link index.
+    pub(crate) link: usize,
+}
+
+/// The topology indexed for path finding.
+#[derive(Debug, Clone)]
+pub(crate) struct Graph {
+    /// Node names; switches first, in declaration order, then hosts in order of appearance.
+    pub(crate) names: Vec<String>,
+    /// Switch index by node index (`None` for hosts).
+    pub(crate) switch_of: Vec<Option<usize>>,
+    /// Output ports (of switches only).
+    pub(crate) ports: Vec<PortId>,
+    /// Per node: (neighbour, port index if this node is a switch).
+    adjacency: Vec<Vec<(usize, Option<usize>)>>,
+    by_name: BTreeMap<String, usize>,
+}
+
+impl Graph {
+    /// Indexes `topo`.
+    pub(crate) fn new(topo: &Topology) -> Result<Graph, TopologyError> {
+        let mut names = Vec::new();
+        let mut by_name = BTreeMap::new();
+        let mut switch_of = Vec::new();
+        for (i, s) in topo.switches.iter().enumerate() {
+            if by_name.insert(s.name.clone(), names.len()).is_some() {
+                return Err(TopologyError::DuplicateSwitch(s.name.clone()));
+            }
+            names.push(s.name.clone());
+            switch_of.push(Some(i));
+        }
+        let mut ends = Vec::new();
+        for (li, l) in topo.links.iter().enumerate() {
+            if l.ends[0] == l.ends[1] {
+                return Err(TopologyError::SelfLink(li, l.ends[0].clone()));
+            }
+            if l.rate_bps == 0 {
+                return Err(TopologyError::ZeroRate(li));
+            }
+            let mut idx = [0; 2];
+            for (k, end) in l.ends.iter().enumerate() {
+                idx[k] = *by_name.entry(end.clone()).or_insert_with(|| {
+                    names.push(end.clone());
+                    switch_of.push(None);
+                    names.len() - 1
+                });
+            }
+            if switch_of[idx[0]].is_none() && switch_of[idx[1]].is_none() {
+                return Err(TopologyError::HostToHost(
+                    li,
+                    l.ends[0].clone(),
+                    l.ends[1].clone(),
+                ));
+            }
+            ends.push(idx);
+        }
+        let mut ports = Vec::new();
+        let mut adjacency = vec![Vec::new(); names.len()];
+        for (li, [a, b]) in ends.into_iter().enumerate() {
+            for (from, to) in [(a, b), (b, a)] {
+                let port = switch_of[from].map(|_| {
+                    ports.push(PortId {
+                        switch: from,
+                        to,
+                        link: li,
+                    });
+                    ports.len() - 1
+                });
+                adjacency[from].push((to, port));
+            }
+        }
+        Ok(Graph {
+            names,
+            switch_of,
+            ports,
+            adjacency,
+            by_name,
+        })
+    }
+
+    /// The node index of a host (not a switch).
+    pub(crate) fn host(&self, name: &str) -> Option<usize> {
+        self.by_name
+            .get(name)
+            .copied()
+            .filter(|&i| self.switch_of[i].is_none())
+    }
+
+    /// Host node indices.
+    pub(crate) fn hosts(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.names.len()).filter(|&i| self.switch_of[i].is_none())
+    }
+
+    /// Shortest path from host `src` to host `dst` through switches: the nodes and the switch
+    /// output ports crossed. `None` if there is none (or `src == dst`).
+    pub(crate) fn route(&self, src: usize, dst: usize) -> Option<(Vec<usize>, Vec<usize>)> {
+        if src == dst {
+            return None;
+        }
+        let mut prev: Vec<Option<(usize, Option<usize>)>> = vec![None; self.names.len()];
+        let mut seen = vec![false; self.names.len()];
+        seen[src] = true;
+        let mut queue = VecDeque::from([src]);
+        while let Some(n) = queue.pop_front() {
+            if n == dst {
+                break;
+            }
+            // Hosts other than the source do not forward.
+            if n != src && self.switch_of[n].is_none() {
+                continue;
+            }
+            for &(m, port) in &self.adjacency[n] {
+                if !seen[m] {
+                    seen[m] = true;
+                    prev[m] = Some((n, port));
+                    queue.push_back(m);
+                }
+            }
+        }
+        if !seen[dst] {
+            return None;
+        }
+        let (mut nodes, mut ports) = (vec![dst], Vec::new());
+        let mut n = dst;
+        while let Some((p, port)) = prev[n] {
+            nodes.push(p);
+            ports.extend(port);
+            n = p;
+        }
+        nodes.reverse();
+        ports.reverse();
+        Some((nodes, ports))
+    }
+}

@@ -1,0 +1,22 @@
+//! The bandwidth manager service (`rtlan bwm`): the Linux shell around the sans-IO
+//! [`rtlan_core::bwm::Manager`] (seed 004 §3.2 "Admission process", seed 001 §3.2–3.4).
+//!
+//! - [`network`]: reads `rtlan analyze`'s network file into a topology.
+//! - [`store`]: the state file, replaced atomically on every change and reloaded at start.
+//! - [`server`]: JSON lines over TCP, one thread per client, clean stop on a flag.
+//! - [`client`]: the blocking [`BwmClient`].
+//!
+//! Protocol, state file and examples: `docs/bwm.md`.
+
+pub mod client;
+pub mod network;
+pub mod server;
+pub mod store;
+
+#[cfg(test)]
+mod tests;
+
+pub use client::{BwmClient, ClientError};
+pub use network::{load_network, parse_network, parse_size, NetworkError};
+pub use server::{Server, ServerError, MAX_LINE};
+pub use store::{load_state, save_state, StoreError};

@@ -1,0 +1,200 @@
+//! The bandwidth manager over real TCP on 127.0.0.1: admit, refuse (delay, capacity), release,
+//! garbage, restart with reload.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rtlan_core::bwm::{ConnSpec, ErrorCode, Kind, Manager, ManagerConfig, Reply, Violation};
+
+use super::*;
+
+const NETWORK: &str = r#"
+[[switch]]
+name = "s1"
+t_mux = "45us"
+buffer = "128KiB"
+[[link]]
+ends = ["A", "s1"]
+rate = "100mbit"
+effective_rate = "98.6mbit"
+[[link]]
+ends = ["B", "s1"]
+rate = "100mbit"
+effective_rate = "98.6mbit"
+[[link]]
+ends = ["C", "s1"]
+rate = "100mbit"
+effective_rate = "98.6mbit"
+"#;
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("rtlan-bwm-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        // Invariant: the system temp dir is writable in tests.
+        std::fs::create_dir_all(&p).expect("temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Running {
+    addr: std::net::SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<(), ServerError>>>,
+}
+
+impl Running {
+    fn start(state: PathBuf) -> Running {
+        let topo = parse_network(NETWORK).expect("valid network");
+        let manager = Manager::new(topo, ManagerConfig::default()).expect("valid topology");
+        let server = Server::bind(manager, "127.0.0.1:0", state).expect("binds");
+        let addr = server.local_addr().expect("bound");
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = Some(std::thread::spawn(move || server.run(&flag)));
+        Running { addr, stop, thread }
+    }
+
+    fn client(&self) -> BwmClient {
+        BwmClient::connect(self.addr, Some(Duration::from_secs(10))).expect("connects")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let joined = t.join();
+            assert!(
+                std::thread::panicking() || matches!(joined, Ok(Ok(()))),
+                "server stops cleanly"
+            );
+        }
+    }
+}
+
+fn spec(src: &str, mbit: u64, delay_us: Option<u64>) -> ConnSpec {
+    ConnSpec {
+        src: src.into(),
+        dst: "B".into(),
+        rate_bps: mbit * 1_000_000,
+        max_packet: 1514,
+        shaping_interval_us: Some(10_000),
+        burst_bytes: None,
+        delay_us,
+        host_delay_us: None,
+    }
+}
+
+fn conn_of(r: &Reply) -> u64 {
+    match r {
+        Reply::Admitted { conn, .. } => *conn,
+        other => panic!("expected admitted, got {other:?}"),
+    }
+}
+
+#[test]
+fn bwm_over_tcp_admit_refuse_release_garbage_restart() {
+    let dir = TempDir::new("tcp");
+    let state = dir.0.join("state.json");
+    let server = Running::start(state.clone());
+    let mut c = server.client();
+
+    let a = conn_of(&c.admit(spec("A", 40, None)).expect("reply").reply);
+    let b = conn_of(&c.admit(spec("C", 32, Some(20_000))).expect("reply").reply);
+
+    // Delay: a third 10 ms-burst flow would need > 9 ms.
+    let r = c.admit(spec("A", 20, Some(9_000))).expect("reply");
+    assert!(!r.ok);
+    assert!(
+        matches!(&r.reply, Reply::Error { code: ErrorCode::Refused, violations, .. }
+        if matches!(violations[..], [Violation::Delay { conn: None, .. }]))
+    );
+    // Capacity: 40 + 32 + 30 > 98.6 Mbit/s on s1 -> B.
+    let r = c.admit(spec("A", 30, None)).expect("reply");
+    assert!(matches!(&r.reply, Reply::Error { violations, .. }
+        if matches!(violations[..], [Violation::Capacity { .. }])));
+
+    // Garbage, then an unknown op, then a well-formed request on the same connection.
+    let r = c.raw("this is not json").expect("reply");
+    assert!(matches!(
+        r.reply,
+        Reply::Error {
+            code: ErrorCode::BadRequest,
+            ..
+        }
+    ));
+    assert_eq!(r.id, None);
+    let r = c.raw(r#"{"id":99,"op":"explode"}"#).expect("reply");
+    assert_eq!(r.id, Some(99));
+    assert!(!r.ok);
+    let Reply::List { connections } = c.list().expect("reply").reply else {
+        panic!("list")
+    };
+    assert_eq!(connections.len(), 2);
+
+    // Release frees the capacity: the 30 Mbit/s flow now fits.
+    assert_eq!(
+        c.release(a).expect("reply").reply,
+        Reply::Released { conn: a }
+    );
+    let d = conn_of(&c.admit(spec("A", 30, None)).expect("reply").reply);
+    assert!(d > b);
+    // A second client is served concurrently.
+    let mut c2 = server.client();
+    assert!(c2.topology().expect("reply").ok);
+    drop(server);
+    assert!(c.list().is_err(), "the connection is closed on shutdown");
+
+    // Restart: bookings come back from the state file with their ids and requirements.
+    let server = Running::start(state);
+    let mut c = server.client();
+    let Reply::List { connections } = c.list().expect("reply").reply else {
+        panic!("list")
+    };
+    let ids: Vec<u64> = connections.iter().map(|x| x.conn).collect();
+    assert_eq!(ids, vec![b, d]);
+    assert!(connections.iter().all(|x| x.kind == Kind::Guaranteed));
+    assert_eq!(connections[0].delay_us, Some(20_000));
+    let e = conn_of(&c.admit(spec("C", 1, None)).expect("reply").reply);
+    assert!(e > d, "ids are not reused after a restart");
+}
+
+#[test]
+fn bwm_state_file_round_trip_and_corruption() {
+    let dir = TempDir::new("store");
+    let path = dir.0.join("s.json");
+    assert_eq!(
+        load_state(&path).expect("missing = empty").bookings.len(),
+        0
+    );
+    let mut m = Manager::new(
+        parse_network(NETWORK).expect("valid"),
+        ManagerConfig::default(),
+    )
+    .expect("valid");
+    let r = m.handle_request(
+        rtlan_core::Instant::ZERO,
+        rtlan_core::bwm::Request {
+            id: 1,
+            op: rtlan_core::bwm::Op::Admit(spec("A", 10, None)),
+        },
+    );
+    assert!(r.ok);
+    save_state(&path, &m.snapshot()).expect("saved");
+    assert_eq!(load_state(&path).expect("loads"), m.snapshot());
+    assert!(!dir.0.join("s.json.tmp").exists());
+    std::fs::write(&path, "{ nope").expect("write");
+    assert!(matches!(load_state(&path), Err(StoreError::Corrupt { .. })));
+}
