@@ -36,6 +36,8 @@ enum Command {
     Send(cmd::send::SendArgs),
     /// Receive a probe stream and report rate, loss, delay and jitter.
     Recv(cmd::recv::RecvArgs),
+    /// Print the tc commands (TBF or HTB) that make a plain Linux host conform to a T-SPEC.
+    TcConfig(cmd::tc_config::TcConfigArgs),
     /// Build, enter and remove namespace testbeds from topology files.
     #[command(subcommand)]
     Lab(cmd::lab::LabCommand),
@@ -45,6 +47,10 @@ enum Command {
     /// Reproduce the papers' figures and tables in a lab (results.json + plot per experiment).
     #[command(subcommand)]
     Experiment(cmd::experiment::ExperimentCommand),
+    /// Worst-case backlog and delay bounds of a network file, and the admission verdict.
+    Analyze(cmd::analyze::AnalyzeArgs),
+    /// Run the bandwidth manager: central admission with delay bounds over TCP (docs/bwm.md).
+    Bwm(cmd::bwm::BwmArgs),
     /// Benchmarks against the Linux bridge, built in the same run.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -58,8 +64,11 @@ fn main() -> std::process::ExitCode {
         Command::Reserve(args) => cmd::reserve::run(args),
         Command::Send(args) => cmd::send::run(args),
         Command::Recv(args) => cmd::recv::run(args),
+        Command::TcConfig(args) => cmd::tc_config::run(args),
         Command::Lab(c) => cmd::lab::run(c),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Analyze(args) => cmd::analyze::run(args),
+        Command::Bwm(args) => cmd::bwm::run(args),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Experiment(c) => cmd::experiment::run(c),
     };

@@ -144,8 +144,8 @@ fn buffer_full_is_an_error_and_counted() {
 
 #[test]
 fn token_bucket_releases_when_tokens_accrue() {
-    // 8 Mbit/s = 1 byte/µs; b = 8 Mbit/s × 1 ms + 1538 = 2538 bytes.
-    let cfg = TokenBucketConfig::with_interval(8_000_000, Duration::from_millis(1));
+    // 8 Mbit/s = 1 byte/µs; b = 8 Mbit/s × 1 ms + 1538 = 2538 bytes; no Ts gate.
+    let cfg = TokenBucketConfig::with_interval(8_000_000, Duration::from_millis(1)).continuous();
     let mut s = TokenBucketShaper::new(cfg, Instant::ZERO).unwrap();
     assert_eq!(s.poll_timeout(), None);
     for i in 0..5u32 {
@@ -163,6 +163,176 @@ fn token_bucket_releases_when_tokens_accrue() {
     assert_eq!(s.poll_timeout(), Some(at(1_462_000)));
     // After a long idle the bucket holds b, not more.
     assert_eq!(s.tokens_at(at(10_000 * MS)), 2538);
+}
+
+#[test]
+fn token_bucket_refills_an_empty_bucket_at_most_once_per_interval() {
+    // 8 Mbit/s = 1 byte/µs, Ts = 1 ms: b = 1000 + 1538 = 2538. Datagrams of 434 payload bytes
+    // cost 500 wire bytes.
+    let cfg = TokenBucketConfig::with_interval(8_000_000, Duration::from_millis(1));
+    assert_eq!(cfg.interval, Duration::from_millis(1));
+    let mut s = TokenBucketShaper::new(cfg, Instant::ZERO).unwrap();
+    for i in 0..10u32 {
+        s.handle_send(Instant::ZERO, 434, i).unwrap();
+    }
+    // The full bucket: five at once, 38 tokens left; the bucket is now empty.
+    assert_eq!(
+        std::iter::from_fn(|| s.poll_transmit(Instant::ZERO)).count(),
+        5
+    );
+    // Tokens for the next would accrue at 462 µs, but the gate holds it until Ts.
+    assert_eq!(s.poll_timeout(), Some(at(MS)));
+    assert_eq!(s.poll_transmit(at(462_000)), None);
+    assert_eq!(s.poll_transmit(at(MS - 1)), None);
+    // At Ts: 38 + 1000 tokens, two datagrams (one quantum r·Ts), 38 left, gate closes again.
+    let batch: Vec<u32> = std::iter::from_fn(|| s.poll_transmit(at(MS)))
+        .map(|t| t.payload)
+        .collect();
+    assert_eq!(batch, vec![5, 6]);
+    assert_eq!(s.poll_timeout(), Some(at(2 * MS)));
+    // A wake-up 300 µs late: 38 + 1300 tokens, still two, and the next gate counts from now.
+    assert_eq!(
+        std::iter::from_fn(|| s.poll_transmit(at(2 * MS + 300_000))).count(),
+        2
+    );
+    assert_eq!(s.poll_timeout(), Some(at(3 * MS + 300_000)));
+    // Tokens keep accruing while the gate is closed: 38 + 1300 − 1000 left at 2.3 ms, one
+    // datagram queued, 2 ms later 2338.
+    assert_eq!(s.tokens_at(at(4 * MS + 300_000)), 2338);
+}
+
+#[test]
+fn token_bucket_gate_waits_for_tokens_when_ts_earns_less_than_a_datagram() {
+    // 4 Mbit/s × 100 µs = 50 bytes < one 1538-byte datagram: the gate opens at Ts, the tokens
+    // only at 1538·2 µs; the release waits for the later, once.
+    let cfg = TokenBucketConfig::with_interval(4_000_000, Duration::from_micros(100));
+    assert_eq!(cfg.bucket_bytes, 50 + 1538);
+    let mut s = TokenBucketShaper::new(cfg, Instant::ZERO).unwrap();
+    for i in 0..2u32 {
+        s.handle_send(Instant::ZERO, 1472, i).unwrap();
+    }
+    assert!(s.poll_transmit(Instant::ZERO).is_some());
+    assert_eq!(s.poll_transmit(Instant::ZERO), None);
+    // 50 tokens left; 1488 more take 2976 µs.
+    assert_eq!(s.poll_timeout(), Some(at(2_976_000)));
+    assert_eq!(s.poll_transmit(at(200_000)), None);
+    assert_eq!(s.poll_timeout(), Some(at(2_976_000)));
+    assert!(s.poll_transmit(at(2_976_000)).is_some());
+}
+
+#[test]
+fn gated_bucket_must_hold_one_interval() {
+    let mut cfg = TokenBucketConfig::with_interval(8_000_000, Duration::from_millis(10));
+    cfg.bucket_bytes -= 1;
+    assert_eq!(
+        TokenBucketShaper::<()>::new(cfg.clone(), Instant::ZERO).err(),
+        Some(ShaperError::BucketTooSmall {
+            bucket_bytes: 10_000 + 1538 - 1,
+            needed: 10_000 + 1538
+        })
+    );
+    // Without the gate the same bucket is fine (it only needs one datagram).
+    assert!(TokenBucketShaper::<()>::new(cfg.continuous(), Instant::ZERO).is_ok());
+    // r·Ts is rounded up to whole bytes: 1 bit/s × 1 s.
+    assert_eq!(
+        TokenBucketConfig::with_interval(1, Duration::from_secs(1)).bucket_bytes,
+        1 + 1538
+    );
+}
+
+/// A greedy (always backlogged) gated shaper woken exactly at `poll_timeout`, plus `late_ns`
+/// after every wake-up; returns (release time, wire bytes) of everything sent until `end_ns`.
+fn run_greedy(rate: u64, ts: Duration, len: usize, late_ns: u64, end_ns: u64) -> Vec<(u64, u64)> {
+    let cfg = TokenBucketConfig::with_interval(rate, ts);
+    let mut s = TokenBucketShaper::new(cfg, Instant::ZERO).unwrap();
+    let mut out = Vec::new();
+    let mut now = 0u64;
+    while now <= end_ns {
+        while s.handle_send(at(now), len, ()).is_ok() {}
+        while let Some(t) = s.poll_transmit(at(now)) {
+            out.push((now, wire_bytes(t.len)));
+        }
+        while s.handle_send(at(now), len, ()).is_ok() {}
+        now = s.poll_timeout().expect("backlogged").as_nanos() + late_ns;
+    }
+    out
+}
+
+#[test]
+fn greedy_long_run_rate_is_exact_and_wakeups_are_ts_apart() {
+    for (ts_ns, rate) in [
+        (10 * MS, 40_000_000u64),
+        (MS, 32_000_000),
+        (100_000, 20_000_000),
+    ] {
+        let ts = Duration::from_nanos(ts_ns);
+        let end = 2_000 * MS;
+        let out = run_greedy(rate, ts, 1472, 0, end);
+        let b = TokenBucketConfig::with_interval(rate, ts).bucket_bytes;
+        let last = out.last().expect("sent something").0;
+        let sent: u64 = out.iter().map(|&(_, w)| w).sum();
+        // Bytes up to the last release: at most b + r·t, at least r·t + b − M (only the
+        // leftover below one datagram stays in the bucket).
+        let earned = u128::from(rate) * u128::from(last) / 8_000_000_000;
+        let sent = u128::from(sent);
+        assert!(
+            sent <= earned + u128::from(b),
+            "Ts {ts:?}: {sent} > {earned} + {b}"
+        );
+        assert!(
+            sent + 1538 >= earned + u128::from(b),
+            "Ts {ts:?}: {sent} < {earned} + {b} − M"
+        );
+        // Distinct release instants are at least Ts apart, and no further apart than the gate
+        // or (when r·Ts is less than a datagram) the tokens for one datagram demand.
+        let mut instants: Vec<u64> = out.iter().map(|&(t, _)| t).collect();
+        instants.dedup();
+        let pace = ts_ns.max((1538 * 8 * 1_000_000_000u64).div_ceil(rate));
+        assert!(
+            instants.windows(2).all(|w| w[1] - w[0] >= ts_ns),
+            "Ts {ts:?}"
+        );
+        assert!(
+            instants.windows(2).all(|w| w[1] - w[0] <= pace),
+            "Ts {ts:?}"
+        );
+        assert!(
+            instants.len() as u64 >= end / pace - 1,
+            "Ts {ts:?}: too few wake-ups"
+        );
+    }
+}
+
+#[test]
+fn late_wakeups_cost_rate_never_conformance() {
+    // 1 ms Ts, every wake-up 200 µs late: at most r·δ per interval is forfeit, nothing more.
+    let (rate, ts) = (40_000_000u64, Duration::from_millis(1));
+    let out = run_greedy(rate, ts, 1472, 200_000, 1_000 * MS);
+    let b = TokenBucketConfig::with_interval(rate, ts).bucket_bytes;
+    assert_window_bound(&out, rate, b);
+    let sent: u64 = out.iter().map(|&(_, w)| w).sum();
+    let full = rate / 8; // one second
+    assert!(sent <= full + b);
+    assert!(
+        sent * 10 >= full * 8,
+        "{sent} of {full}: lost more than the late share"
+    );
+}
+
+/// Over every interval `[t_i, t_j]` of the output: bytes ≤ b + r·(t_j − t_i).
+fn assert_window_bound(out: &[(u64, u64)], rate: u64, b: u64) {
+    for i in 0..out.len() {
+        let mut sum = 0u128;
+        for &(t, bytes) in &out[i..] {
+            sum += u128::from(bytes) * 8 * 1_000_000_000;
+            let allowed =
+                u128::from(b) * 8 * 1_000_000_000 + u128::from(rate) * u128::from(t - out[i].0);
+            assert!(sum <= allowed, "window {}..{t}", out[i].0);
+            if t - out[i].0 > 50 * MS {
+                break;
+            }
+        }
+    }
 }
 
 /// Checks the leaky bucket's per-tick bound and returns total wire bytes sent.
@@ -210,7 +380,7 @@ fn leaky_window_bound_with_fixed_ticks() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     #[test]
     fn leaky_time_windows_with_arrivals_between_ticks(
@@ -277,9 +447,12 @@ proptest! {
     fn token_bucket_output_conforms_to_arrival_curve(
         arrivals in proptest::collection::vec((0u64..3 * MS, 0usize..=1472), 1..300),
         wake_every in prop_oneof![Just(None), (1u64..=2 * MS).prop_map(Some)],
+        ts in prop_oneof![Just(10 * MS), Just(MS), Just(100_000u64)],
+        gated in any::<bool>(),
+        rate in prop_oneof![Just(4_000_000u64), Just(40_000_000u64)],
     ) {
-        let rate = 4_000_000u64;
-        let cfg = TokenBucketConfig::with_interval(rate, Duration::from_millis(1));
+        let cfg = TokenBucketConfig::with_interval(rate, Duration::from_nanos(ts));
+        let cfg = if gated { cfg } else { cfg.continuous() };
         let b = cfg.bucket_bytes;
         let mut s = TokenBucketShaper::new(cfg, Instant::ZERO).unwrap();
         let mut out: Vec<(u64, u64)> = Vec::new();

@@ -1,6 +1,8 @@
 //! Subcommands.
 
+pub(crate) mod analyze;
 pub(crate) mod bench;
+pub(crate) mod bwm;
 pub(crate) mod demo;
 pub(crate) mod experiment;
 pub(crate) mod lab;
@@ -9,3 +11,4 @@ pub(crate) mod reserve;
 pub(crate) mod rtcd;
 pub(crate) mod send;
 pub(crate) mod switch;
+pub(crate) mod tc_config;

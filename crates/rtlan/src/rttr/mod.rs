@@ -20,8 +20,9 @@
 //!   fills; `send` blocks while it is full. `N` is 2 (the paper's double buffering) or more, so
 //!   that the buffer holds at least [`MIN_LEAKY_BUFFER`] (10 ms) of traffic: a wake-up that is
 //!   late by less than that loses no rate ([`buffer_factor`]).
-//! - [`Shaping::TokenBucket`]: inline pacing (Löser/Härtig): `send` sleeps until the bucket holds
-//!   the datagram's wire cost, bucket `rate × interval + one datagram`.
+//! - [`Shaping::TokenBucket`]: inline pacing (Löser/Härtig, seed 004 §3.1): bucket
+//!   `b = rate × Ts + one datagram`; once it is empty, `send` sleeps until `Ts` later (an empty
+//!   bucket is refilled at most once per `Ts`), so the output conforms to the T-SPEC `(r, b)`.
 //! - [`Shaping::Kernel`]: plain sends; the daemon installed an HTB class for the connection
 //!   (`"shaping":"kernel"`, see `docs/rttr.md`).
 //! - [`Shaping::None`]: plain sends; the application promises to shape itself.
@@ -126,9 +127,10 @@ pub enum Shaping {
         /// Timer period `T`.
         tick: Duration,
     },
-    /// Inline token bucket pacing with shaping interval `interval` (bucket `r·Ts + M`).
+    /// Inline token bucket pacing with shaping interval `interval` (bucket `r·Ts + M`, an empty
+    /// bucket refilled at most once per `Ts`; see [`pace::TokenPacer::with_shaping_interval`]).
     TokenBucket {
-        /// Shaping interval `Ts`.
+        /// Shaping interval `Ts` (must be positive).
         interval: Duration,
     },
     /// The daemon shapes in the kernel (an HTB class per connection).
@@ -141,7 +143,7 @@ pub enum Shaping {
 #[derive(Debug)]
 enum Pacer {
     Plain,
-    Token(Mutex<TokenPacer>),
+    Token(Box<Mutex<TokenPacer>>),
     Leaky(LeakyDriver),
 }
 
@@ -173,9 +175,11 @@ impl RtConnection {
         let now = rtlan_linux::clock::now();
         let max_datagram = qos.max_datagram();
         let token = match shaping {
-            Shaping::TokenBucket { interval } => {
-                Some(TokenPacer::new(qos.rate_bps, interval, max_datagram)?)
-            }
+            Shaping::TokenBucket { interval } => Some(TokenPacer::with_shaping_interval(
+                qos.rate_bps,
+                interval,
+                max_datagram,
+            )?),
             _ => None,
         };
         let leaky = match shaping {
@@ -225,7 +229,7 @@ impl RtConnection {
             }
         };
         let pacer = match (token, leaky) {
-            (Some(t), _) => Pacer::Token(Mutex::new(t)),
+            (Some(t), _) => Pacer::Token(Box::new(Mutex::new(t))),
             (_, Some(shaper)) => match LeakyDriver::start(shaper, Arc::clone(&socket)) {
                 Ok(d) => Pacer::Leaky(d),
                 Err(e) => {

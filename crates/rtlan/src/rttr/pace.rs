@@ -1,6 +1,10 @@
-//! Inline token-bucket pacing of a UDP socket (Löser/Härtig's shaper with interval `Ts`, bucket
-//! `r·Ts + M`), used by [`super::Shaping::TokenBucket`] and by `rtlan send` as a paced traffic
-//! generator. Rates count whole frames ([`super::wire_bytes`]).
+//! Inline token-bucket pacing of a UDP socket (Löser/Härtig, seed 004 §3.1: shaping interval
+//! `Ts`, bucket `b = r·Ts + M`), used by [`super::Shaping::TokenBucket`]
+//! ([`TokenPacer::with_shaping_interval`]: an empty bucket is refilled at most once per `Ts`, so
+//! the sender sleeps once per `Ts` and sends about `r·Ts` per wake-up) and by `rtlan send` as a
+//! smooth traffic generator ([`TokenPacer::new`]: the same bucket, each datagram released as
+//! soon as its tokens accrue). Both outputs conform to the T-SPEC `(r, b)`. Rates count whole
+//! frames ([`super::wire_bytes`]).
 
 use std::net::UdpSocket;
 use std::time::Duration;
@@ -15,14 +19,30 @@ pub struct TokenPacer {
 }
 
 impl TokenPacer {
-    /// Rate `rate_bps` (whole frames), shaping interval `interval`, largest payload
-    /// `max_datagram` bytes.
+    /// A smooth pacer: rate `rate_bps` (whole frames), bucket `rate × interval + M` for the
+    /// largest payload `max_datagram`, each datagram released the moment its tokens accrue.
     pub fn new(
         rate_bps: u64,
         interval: Duration,
         max_datagram: usize,
     ) -> Result<TokenPacer, ShaperError> {
-        let cfg = TokenBucketConfig::new(rate_bps, interval, max_datagram);
+        let cfg = TokenBucketConfig::new(rate_bps, interval, max_datagram).continuous();
+        Ok(TokenPacer {
+            shaper: TokenBucketShaper::new(cfg, clock::now())?,
+        })
+    }
+
+    /// The paper's shaper (seed 004 §3.1): bucket `rate × ts + M`, and once the bucket is empty
+    /// the caller sleeps until `ts` later (or until the datagram's tokens accrue, if later).
+    pub fn with_shaping_interval(
+        rate_bps: u64,
+        ts: Duration,
+        max_datagram: usize,
+    ) -> Result<TokenPacer, ShaperError> {
+        if ts.is_zero() {
+            return Err(ShaperError::ZeroInterval);
+        }
+        let cfg = TokenBucketConfig::new(rate_bps, ts, max_datagram);
         Ok(TokenPacer {
             shaper: TokenBucketShaper::new(cfg, clock::now())?,
         })
@@ -79,5 +99,35 @@ mod tests {
             start.elapsed()
         );
         assert!(matches!(p.wait(1001), Err(ShaperError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn shaping_interval_sleeps_once_per_interval() {
+        // 8.528 Mbit/s, 1000-byte payloads (1066 wire bytes, one per ms), Ts = 20 ms: the bucket
+        // (20 + 1 datagrams) lets 21 go at once; then each wake-up, 20 ms after the bucket got
+        // empty, releases at least 20. 61 datagrams therefore take exactly two sleeps of >= 20 ms
+        // (a smooth pacer would sleep ~1 ms before each of the last 40 instead).
+        let mut p = TokenPacer::with_shaping_interval(8_528_000, Duration::from_millis(20), 1000)
+            .expect("valid");
+        assert_eq!(p.burst_bytes(), 21 * 1066);
+        let start = std::time::Instant::now();
+        let mut last = start;
+        let mut gaps = Vec::new();
+        for _ in 0..61 {
+            p.wait(1000).expect("fits");
+            let now = std::time::Instant::now();
+            gaps.push(now - last);
+            last = now;
+        }
+        let long = gaps
+            .iter()
+            .filter(|g| **g >= Duration::from_millis(15))
+            .count();
+        assert_eq!(long, 2, "{gaps:?}");
+        assert!(start.elapsed() >= Duration::from_millis(40));
+        assert_eq!(
+            TokenPacer::with_shaping_interval(1_000_000, Duration::ZERO, 1000).err(),
+            Some(ShaperError::ZeroInterval)
+        );
     }
 }
