@@ -9,21 +9,21 @@
 //!    delay `t_os` — meets its requirement, and
 //! 4. every existing connection that shares a port with it still meets its requirement.
 //!
-//! Only the ports on the new path are recomputed, and only the connections crossing them are
-//! re-checked. One-shot best-effort reservations (seed 001 §3.3) are booked on every switch
+//! Bounds come from `rtlan_calculus::booking::Booking`: total flow analysis over the whole
+//! network, where a flow's burst grows by `r·d` at every upstream port, so every bound is an
+//! upper bound on multi-switch paths too and equals `rtlan analyze`'s for the same flows. Only the
+//! ports on the new path and the ports downstream of them are recomputed, and only the
+//! connections crossing changed ports are re-checked. One-shot best-effort reservations (seed 001 §3.3) are booked on every switch
 //! output port ("the bandwidth manager takes care of all output queues") and expire after a
 //! configurable lifetime; a small standing reservation between every node and the manager's host
 //! (§3.4) is booked at start.
-//!
-//! Model limit: each port sees the flows' sender T-SPECs (the paper's single-switch model). On
-//! multi-switch paths, the burst growth of a flow through upstream ports is not added (see
-//! `docs/bwm.md`).
 //!
 //! Driver order (sans-IO): [`Manager::new`], then [`Manager::restore`] with the persisted
 //! [`State`]; per request [`Manager::handle_request`]; whenever [`Manager::poll_timeout`] is due,
 //! [`Manager::handle_timeout`]; after either, if [`Manager::take_changed`] is true, persist
 //! [`Manager::snapshot`].
 
+mod ledger;
 mod port;
 pub mod protocol;
 pub mod topology;
@@ -34,10 +34,13 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use rtlan_calculus::loser::{LoserError, Port, Tspec};
+use rtlan_calculus::booking::Booking as Ledger;
+use rtlan_calculus::loser::Tspec;
 use rtlan_calculus::Q;
 
 use crate::Instant;
+use ledger::q_int;
+pub use ledger::LedgerError;
 pub use protocol::{
     BestEffortSpec, Booking, ConnId, ConnInfo, ConnSpec, ErrorCode, Kind, Op, PortInfo, Reply,
     Request, Response, State, SwitchInfo, Violation,
@@ -54,6 +57,9 @@ pub enum BwmError {
     /// The topology is malformed.
     #[error(transparent)]
     Topology(#[from] TopologyError),
+    /// The analysis model could not be built.
+    #[error(transparent)]
+    Model(#[from] LedgerError),
     /// A standing reservation could not be booked.
     #[error("standing reservation {src} -> {dst}: {message}")]
     Standing {
@@ -113,19 +119,19 @@ struct Conn {
     ports: Vec<usize>,
     requirement_ns: Option<u64>,
     host_delay_ns: u64,
-    bound_ns: u64,
+    /// Ids in the ledger: one flow for a connection, one per port for a best-effort booking.
+    flows: Vec<u64>,
     expires: Option<Instant>,
     spec: Option<ConnSpec>,
 }
 
 #[derive(Debug, Clone)]
 struct PortState {
-    port: Port,
     rate_bps: u64,
+    /// Fastest link of the switch: the peak of a best-effort flow arriving there.
+    peak_bps: u64,
     conns: BTreeSet<ConnId>,
     booked_bps: u64,
-    backlog_bytes: u64,
-    delay_ns: u64,
 }
 
 /// Why a request failed.
@@ -168,6 +174,7 @@ pub struct Manager {
     graph: Graph,
     config: ManagerConfig,
     ports: Vec<PortState>,
+    ledger: Ledger,
     conns: BTreeMap<ConnId, Conn>,
     next_conn: ConnId,
     changed: bool,
@@ -181,27 +188,28 @@ impl Manager {
             .ports
             .iter()
             .map(|p| {
-                // Invariant: `Graph::new` creates ports only for switch nodes.
-                let sw = &topo.switches[graph.switch_of[p.switch].expect("port of a switch")];
-                let rate_bps = topo.links[p.link].rate_bps;
+                let peak_bps = topo
+                    .links
+                    .iter()
+                    .filter(|l| l.ends.contains(&graph.names[p.switch]))
+                    .map(|l| l.rate_bps)
+                    .max()
+                    .unwrap_or(0);
                 PortState {
-                    port: Port {
-                        rate: q_int(rate_bps),
-                        t_mux: q_nanos(sw.t_mux_ns),
-                    },
-                    rate_bps,
+                    rate_bps: topo.links[p.link].rate_bps,
+                    peak_bps,
                     conns: BTreeSet::new(),
                     booked_bps: 0,
-                    backlog_bytes: 0,
-                    delay_ns: 0,
                 }
             })
             .collect();
+        let ledger = Ledger::new(ledger::model(&topo, &graph)?);
         let mut m = Manager {
             topo,
             graph,
             config,
             ports,
+            ledger,
             conns: BTreeMap::new(),
             next_conn: 1,
             changed: false,
@@ -262,7 +270,7 @@ impl Manager {
             Op::List => Ok(Reply::List {
                 connections: self.list(),
             }),
-            Op::Topology => Ok(self.topology_reply()),
+            Op::Topology => self.topology_reply(),
         };
         Response::new(Some(req.id), reply.unwrap_or_else(Refusal::into_reply))
     }
@@ -276,8 +284,9 @@ impl Manager {
             .map(|(&id, _)| id)
             .collect();
         for id in expired {
-            // Invariant: `id` was just read from `self.conns`.
-            self.release(id).expect("expired connection exists");
+            // `id` was just read from `self.conns`, so release only fails if the exact
+            // arithmetic overflows; the reservation is dropped either way.
+            let _ = self.release(id);
         }
     }
 
@@ -322,7 +331,18 @@ impl Manager {
 
     /// The current end-to-end delay bound of a connection, ns.
     pub fn delay_bound_ns(&self, conn: ConnId) -> Option<u64> {
-        self.conns.get(&conn).map(|c| c.bound_ns)
+        self.conns
+            .get(&conn)
+            .and_then(|c| self.bound(c))
+            .map(ledger::ceil_ns)
+    }
+
+    /// The exact end-to-end bound of a connection or standing reservation (s).
+    fn bound(&self, c: &Conn) -> Option<Q> {
+        if c.kind == Kind::BestEffort {
+            return None;
+        }
+        self.ledger.flow_bound(*c.flows.first()?)
     }
 
     fn admit(&mut self, id: Option<ConnId>, spec: ConnSpec) -> Result<ConnId, Refusal> {
@@ -349,7 +369,7 @@ impl Manager {
         Reply::Admitted {
             conn,
             path: self.names(&c.nodes),
-            delay_bound_us: port::ceil_us(c.bound_ns),
+            delay_bound_us: self.bound(c).map_or(u64::MAX, ledger::ceil_us),
         }
     }
 
@@ -376,7 +396,7 @@ impl Manager {
             ports,
             requirement_ns: None,
             host_delay_ns: 0,
-            bound_ns: 0,
+            flows: Vec::new(),
             expires: Some(now + ttl),
             spec: None,
         };
@@ -429,7 +449,7 @@ impl Manager {
             ports,
             requirement_ns: spec.delay_us.map(|us| us.saturating_mul(1000)),
             host_delay_ns,
-            bound_ns: 0,
+            flows: Vec::new(),
             expires: None,
             spec: (kind == Kind::Guaranteed).then(|| spec.clone()),
         })
@@ -438,101 +458,79 @@ impl Manager {
     /// Checks every admission rule for `conn` and books it as `id`, or refuses with every
     /// violated constraint and changes nothing.
     fn book(&mut self, id: ConnId, mut conn: Conn) -> Result<(), Refusal> {
+        // Rule 1 on the manager's integer rates (so the ledger sees only admissible rates).
         let mut violations = Vec::new();
-        // Rule 1 and the new port bounds (only the ports on the path).
-        let mut tentative: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
         for &p in &conn.ports {
             let ps = &self.ports[p];
             let booked = ps.booked_bps.saturating_add(conn.rate_bps);
             if booked > ps.rate_bps || conn.rate_bps >= ps.rate_bps {
                 violations.push(self.capacity(p, booked));
-                continue;
-            }
-            let mut flows: Vec<Tspec> = ps.conns.iter().map(|c| self.conns[c].tspec).collect();
-            flows.push(conn.tspec);
-            match port::bounds(&ps.port, &flows) {
-                Ok(b) => {
-                    tentative.insert(p, b);
-                }
-                Err(LoserError::OverCapacity | LoserError::BadTspec(_)) => {
-                    violations.push(self.capacity(p, booked));
-                }
-                Err(e) => return Err(arith(e)),
             }
         }
         if !violations.is_empty() {
             return Err(refused(violations));
         }
-        // Rule 2: buffer memory of every switch touched.
-        let switches: BTreeSet<usize> = conn
-            .ports
-            .iter()
-            .map(|&p| self.graph.ports[p].switch)
-            .collect();
-        for &sw in &switches {
-            let used: u64 = (0..self.ports.len())
-                .filter(|&p| self.graph.ports[p].switch == sw)
-                .map(|p| {
-                    tentative
-                        .get(&p)
-                        .map_or(self.ports[p].backlog_bytes, |b| b.0)
-                })
-                .fold(0u64, u64::saturating_add);
-            // Invariant: ports belong to switch nodes.
-            let spec = &self.topo.switches[self.graph.switch_of[sw].expect("switch node")];
-            if used > spec.buffer_bytes {
-                violations.push(Violation::Buffer {
-                    switch: spec.name.clone(),
-                    backlog_bytes: used,
-                    buffer_bytes: spec.buffer_bytes,
-                });
-            }
-        }
-        // Rules 3 and 4: delay of the new connection and of every connection sharing a port.
-        let delay_of = |ports: &[usize], host: u64| {
-            ports
-                .iter()
-                .map(|p| tentative.get(p).map_or(self.ports[*p].delay_ns, |b| b.1))
-                .fold(host, u64::saturating_add)
+        // Rules 2–4 with burst propagation: the ledger.
+        let spec = ledger::Spec {
+            rate: conn.tspec.rate,
+            max_packet: conn.tspec.max_packet,
+            burst: conn.tspec.bucket,
         };
-        conn.bound_ns = delay_of(&conn.ports, conn.host_delay_ns);
-        if let Some(req) = conn.requirement_ns {
-            if conn.bound_ns > req {
-                violations.push(delay_violation(None, conn.bound_ns, req));
-            }
-        }
-        let affected: BTreeSet<ConnId> = conn
-            .ports
-            .iter()
-            .flat_map(|&p| self.ports[p].conns.iter().copied())
-            .collect();
-        let mut new_bounds = Vec::with_capacity(affected.len());
-        for c in affected {
-            let other = &self.conns[&c];
-            let bound = delay_of(&other.ports, other.host_delay_ns);
-            if let Some(req) = other.requirement_ns {
-                if bound > req {
-                    violations.push(delay_violation(Some(c), bound, req));
+        let flows = if conn.kind == Kind::BestEffort {
+            conn.ports
+                .iter()
+                .map(|&p| {
+                    let pid = self.graph.ports[p];
+                    ledger::port_flow(id, pid.switch, pid.to, self.ports[p].peak_bps, spec)
+                })
+                .collect()
+        } else {
+            vec![ledger::path_flow(
+                self.ledger.topology(),
+                &self.graph,
+                id,
+                &conn.nodes,
+                spec,
+                conn.host_delay_ns,
+                conn.requirement_ns,
+            )
+            .map_err(arith)?]
+        };
+        let mut admitted = Vec::new();
+        let mut failure = None;
+        for f in flows {
+            match self.ledger.try_admit(f) {
+                Ok(Ok(verdict)) => admitted.push(verdict.id),
+                Ok(Err(refusal)) => {
+                    for v in refusal.violations {
+                        match ledger::violation(v, id) {
+                            Ok(v) if !violations.contains(&v) => violations.push(v),
+                            Ok(_) => {}
+                            Err(m) => {
+                                failure.get_or_insert_with(|| arith(m));
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    failure = Some(arith(e));
+                    break;
                 }
             }
-            new_bounds.push((c, bound));
         }
-        if !violations.is_empty() {
-            return Err(refused(violations));
+        if failure.is_some() || !violations.is_empty() {
+            for f in admitted {
+                // Only fails on overflow, which admitting the same flow did not hit.
+                let _ = self.ledger.release(f);
+            }
+            return Err(failure.unwrap_or_else(|| refused(violations)));
         }
-        // Commit.
-        for (p, (backlog, delay)) in tentative {
+        for &p in &conn.ports {
             let ps = &mut self.ports[p];
             ps.conns.insert(id);
             ps.booked_bps += conn.rate_bps;
-            ps.backlog_bytes = backlog;
-            ps.delay_ns = delay;
         }
-        for (c, bound) in new_bounds {
-            if let Some(other) = self.conns.get_mut(&c) {
-                other.bound_ns = bound;
-            }
-        }
+        conn.flows = admitted;
         self.conns.insert(id, conn);
         Ok(())
     }
@@ -562,39 +560,21 @@ impl Manager {
         let conn = self.conns.remove(&id).ok_or_else(|| {
             Refusal::new(ErrorCode::UnknownConnection, format!("no connection {id}"))
         })?;
-        let mut affected = BTreeSet::new();
         for &p in &conn.ports {
-            let flows: Vec<Tspec> = {
-                let ps = &mut self.ports[p];
-                ps.conns.remove(&id);
-                ps.booked_bps -= conn.rate_bps;
-                affected.extend(ps.conns.iter().copied());
-                ps.conns.iter().map(|c| self.conns[c].tspec).collect()
-            };
-            // Fewer flows never raise a bound; if the arithmetic fails, keep the old (larger)
-            // values, which still bound the smaller aggregate.
-            if let Ok((backlog, delay)) = port::bounds(&self.ports[p].port, &flows) {
-                self.ports[p].backlog_bytes = backlog;
-                self.ports[p].delay_ns = delay;
-            }
+            let ps = &mut self.ports[p];
+            ps.conns.remove(&id);
+            ps.booked_bps -= conn.rate_bps;
         }
-        for c in affected {
-            let bound = {
-                let other = &self.conns[&c];
-                other
-                    .ports
-                    .iter()
-                    .map(|&p| self.ports[p].delay_ns)
-                    .fold(other.host_delay_ns, u64::saturating_add)
-            };
-            if let Some(other) = self.conns.get_mut(&c) {
-                other.bound_ns = bound;
+        let mut failure = None;
+        for &f in &conn.flows {
+            if let Err(e) = self.ledger.release(f) {
+                failure.get_or_insert_with(|| arith(e));
             }
         }
         if conn.kind == Kind::Guaranteed {
             self.changed = true;
         }
-        Ok(())
+        failure.map_or(Ok(()), Err)
     }
 
     fn names(&self, nodes: &[usize]) -> Vec<String> {
@@ -620,25 +600,41 @@ impl Manager {
                     .and_then(|b| u64::try_from(b).ok())
                     .unwrap_or(u64::MAX),
                 delay_us: c.requirement_ns.map(port::ceil_us),
-                delay_bound_us: (c.kind != Kind::BestEffort).then(|| port::ceil_us(c.bound_ns)),
+                delay_bound_us: self.bound(c).map(ledger::ceil_us),
                 path: self.names(&c.nodes),
             })
             .collect()
     }
 
-    fn topology_reply(&self) -> Reply {
+    fn topology_reply(&self) -> Result<Reply, Refusal> {
+        let report = self.ledger.report().map_err(arith)?;
+        let mut bounds = vec![(0u64, 0u64); self.ports.len()];
+        for pr in &report.ports {
+            let found = self
+                .graph
+                .ports
+                .iter()
+                .position(|pid| pid.switch == pr.key.switch && pid.to == pr.key.to);
+            if let Some(p) = found {
+                bounds[p] = (
+                    pr.backlog_bound.map_or(u64::MAX, ledger::ceil_bytes),
+                    pr.delay_bound.map_or(u64::MAX, ledger::ceil_us),
+                );
+            }
+        }
         let ports = self
             .ports
             .iter()
             .zip(&self.graph.ports)
-            .map(|(ps, pid)| PortInfo {
+            .zip(&bounds)
+            .map(|((ps, pid), &(backlog, delay))| PortInfo {
                 switch: self.graph.names[pid.switch].clone(),
                 to: self.graph.names[pid.to].clone(),
                 rate_bps: ps.rate_bps,
                 connections: ps.conns.len(),
                 booked_bps: ps.booked_bps,
-                backlog_bound_bytes: ps.backlog_bytes,
-                delay_bound_us: port::ceil_us(ps.delay_ns),
+                backlog_bound_bytes: backlog,
+                delay_bound_us: delay,
             })
             .collect();
         let switches = self
@@ -649,19 +645,20 @@ impl Manager {
                 name: s.name.clone(),
                 buffer_bytes: s.buffer_bytes,
                 booked_bytes: self
+                    .graph
                     .ports
                     .iter()
-                    .zip(&self.graph.ports)
-                    .filter(|(_, pid)| self.graph.names[pid.switch] == s.name)
-                    .map(|(ps, _)| ps.backlog_bytes)
+                    .zip(&bounds)
+                    .filter(|(pid, _)| self.graph.names[pid.switch] == s.name)
+                    .map(|(_, b)| b.0)
                     .fold(0, u64::saturating_add),
             })
             .collect();
-        Reply::Topology {
+        Ok(Reply::Topology {
             topology: self.topo.clone(),
             ports,
             switches,
-        }
+        })
     }
 }
 
@@ -675,23 +672,6 @@ fn refused(violations: Vec<Violation>) -> Refusal {
         message,
         violations,
     }
-}
-
-fn delay_violation(conn: Option<ConnId>, bound_ns: u64, req_ns: u64) -> Violation {
-    Violation::Delay {
-        conn,
-        delay_bound_us: port::ceil_us(bound_ns),
-        delay_us: req_ns / 1000,
-    }
-}
-
-fn q_int(v: u64) -> Q {
-    // i128 holds every u64; the denominator 1 is valid.
-    Q::new(i128::from(v), 1).unwrap_or(Q::ZERO)
-}
-
-fn q_nanos(ns: u64) -> Q {
-    Q::new(i128::from(ns), 1_000_000_000).unwrap_or(Q::ZERO)
 }
 
 /// The T-SPEC a request describes (bits, bit/s), validated.

@@ -222,6 +222,12 @@ pub enum Violation {
         /// Its requirement, µs.
         delay_us: u64,
     },
+    /// The output ports would depend on each other in a cycle, so no bound can be derived
+    /// (total flow analysis needs a feed-forward network).
+    Cyclic {
+        /// The connection whose path closes the cycle; `null` for the new one.
+        conn: Option<ConnId>,
+    },
 }
 
 /// Kind of booking.

@@ -460,3 +460,146 @@ fn json_shapes() {
     .expect("round trip");
     assert!(!back.ok);
 }
+
+/// Seed 004 §2.2 on a 2-switch path: the burst of a flow grows by `r·d` at `s1 → s2`, so the
+/// bound at `s2 → B` (and end to end) exceeds the sum of per-port eq. (6) bounds computed from the
+/// sender T-SPECs, and equals `rtlan analyze` on the same flows.
+#[test]
+fn two_switch_bound_includes_propagated_burst_and_matches_analyze() {
+    use rtlan_calculus::analysis::{analyze, Topology as Model};
+    use rtlan_calculus::loser::{self, Port};
+    use rtlan_calculus::netfile;
+
+    const NET: &str = r#"
+[[switch]]
+name = "s1"
+t_mux = "45us"
+buffer = "1MiB"
+[[switch]]
+name = "s2"
+t_mux = "45us"
+buffer = "1MiB"
+[[link]]
+ends = ["A", "s1"]
+rate = "98.6mbit"
+[[link]]
+ends = ["X", "s1"]
+rate = "98.6mbit"
+[[link]]
+ends = ["s1", "s2"]
+rate = "98.6mbit"
+[[link]]
+ends = ["s2", "B"]
+rate = "98.6mbit"
+[[flow]]
+name = "A-B"
+path = ["A", "s1", "s2", "B"]
+rate = "20mbit"
+max_packet = 1514
+shaping_interval = "10ms"
+host_delay = "80us"
+[[flow]]
+name = "X-B"
+path = ["X", "s1", "s2", "B"]
+rate = "30mbit"
+max_packet = 1514
+shaping_interval = "10ms"
+host_delay = "80us"
+"#;
+    let file = netfile::parse(NET).expect("valid network file");
+    let model = Model::from_netfile(&file);
+    let flows: Vec<_> = file
+        .flows
+        .iter()
+        .map(|f| model.resolve(f).expect("valid path"))
+        .collect();
+    let report = analyze(&model, &flows).expect("analysis");
+    assert!(report.admitted(), "{:?}", report.violations);
+
+    let sw = |n: &str| SwitchSpec {
+        name: n.into(),
+        t_mux_ns: 45_000,
+        buffer_bytes: 1 << 20,
+    };
+    let link = |a: &str, b: &str| LinkSpec {
+        ends: [a.into(), b.into()],
+        rate_bps: C,
+    };
+    let topo = Topology {
+        switches: vec![sw("s1"), sw("s2")],
+        links: vec![
+            link("A", "s1"),
+            link("X", "s1"),
+            link("s1", "s2"),
+            link("s2", "B"),
+        ],
+    };
+    let mut m = Manager::new(topo, ManagerConfig::default()).expect("valid");
+    let (ab, _) = admit(&mut m, spec("A", "B", 20, 10_000, None)).expect("admitted");
+    let (xb, xb_us) = admit(&mut m, spec("X", "B", 30, 10_000, None)).expect("admitted");
+
+    // Equal to `rtlan analyze` (exact bound rounded up to µs) for both flows.
+    for (conn, fr) in [(ab, &report.flows[0]), (xb, &report.flows[1])] {
+        let exact = fr.delay_bound.expect("finite bound");
+        let us = exact
+            .mul(Q::int(1_000_000))
+            .expect("small")
+            .ceil()
+            .try_into()
+            .ok();
+        assert_eq!(m.delay_bound_ns(conn).map(port::ceil_us), us);
+    }
+    assert_eq!(m.delay_bound_ns(xb).map(port::ceil_us), Some(xb_us));
+
+    // The old per-port sum from sender T-SPECs is strictly below: the burst growth is included.
+    let port = Port {
+        rate: Q::int(98_600_000),
+        t_mux: Q::new(45, 1_000_000).expect("valid"),
+    };
+    let tspec = |mbit: i64| {
+        Tspec::with_shaping_interval(
+            Q::int(1514 * 8),
+            Q::int(mbit * 1_000_000),
+            Q::new(1, 100).expect("valid"),
+        )
+        .expect("valid T-SPEC")
+    };
+    let per_port = loser::delay_bound(&port, &[tspec(20), tspec(30)]).expect("bound");
+    let old = per_port
+        .add(per_port)
+        .and_then(|t| t.add(Q::new(80, 1_000_000)?))
+        .expect("small");
+    let old_us = u64::try_from(old.mul(Q::int(1_000_000)).expect("small").ceil()).ok();
+    let new_us = m.delay_bound_ns(ab).map(port::ceil_us);
+    assert!(new_us > old_us, "{new_us:?} vs old {old_us:?}");
+    // Growth at s2 → B by eq. (6): Σb grows by Σr·d1 (+ Σr·d1/C) and g_max (flow X-B) by
+    // r_X·d1/(C − r_X) (− that · (1 − Σr/C)); about 0.29·d1 ≈ 935 µs.
+    let d1_us = per_port.to_f64() * 1e6;
+    let c = 98.6;
+    let expected = d1_us * (50.0 / c - 30.0 / (c - 30.0) * (1.0 - 50.0 / c));
+    let grown = new_us.unwrap_or(0) as f64 - old_us.unwrap_or(0) as f64;
+    assert!(
+        (grown - expected).abs() <= 2.0,
+        "growth {grown} µs, expected {expected} µs"
+    );
+
+    // The per-port bounds of the topology reply match the analysis' too.
+    let Reply::Topology { ports, .. } = req(&mut m, Instant::ZERO, 2, Op::Topology).reply else {
+        panic!("expected a topology reply")
+    };
+    for pr in &report.ports {
+        let info = ports
+            .iter()
+            .find(|p| p.switch == pr.switch && p.to == pr.to)
+            .expect("port listed");
+        let d = pr.delay_bound.expect("finite");
+        let us: Option<u64> = d
+            .mul(Q::int(1_000_000))
+            .expect("small")
+            .ceil()
+            .try_into()
+            .ok();
+        assert_eq!(Some(info.delay_bound_us), us, "{}->{}", pr.switch, pr.to);
+        assert_eq!(info.connections, 2);
+    }
+}

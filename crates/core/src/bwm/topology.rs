@@ -2,9 +2,12 @@
 //! and links (rate), the same information as `rtlan analyze`'s network file (seed 004 §2.2, §3.2).
 //! Hosts are the link ends that are not switches. Paths are shortest paths in hops through
 //! switches only (hosts never forward), ties broken by link order so a path is reproducible.
+//! [`Topology::parse`] reads it with `rtlan_calculus::netfile`, the parser of `rtlan analyze`.
 
 use std::collections::{BTreeMap, VecDeque};
 
+use rtlan_calculus::netfile::{self, NetfileError};
+use rtlan_calculus::Q;
 use serde::{Deserialize, Serialize};
 
 /// Errors in a topology.
@@ -22,6 +25,12 @@ pub enum TopologyError {
     /// A link joins two hosts (no switch in between).
     #[error("link {0} joins two hosts `{1}` and `{2}`; one end must be a switch")]
     HostToHost(usize, String, String),
+    /// The network file is invalid (`rtlan analyze`'s rules).
+    #[error("network file: {0}")]
+    File(#[from] NetfileError),
+    /// A value of the network file does not fit the manager's integer units.
+    #[error("network file: {0} out of range")]
+    Range(String),
 }
 
 /// A switch.
@@ -51,6 +60,41 @@ pub struct Topology {
     pub switches: Vec<SwitchSpec>,
     /// Links.
     pub links: Vec<LinkSpec>,
+}
+
+impl Topology {
+    /// Parses `rtlan analyze`'s network file (`docs/analyze.md`) with its own parser: switches
+    /// (`t_mux` rounded up to ns, `buffer` down to bytes) and links (the effective rate, rounded
+    /// down to bit/s). `[[flow]]` tables are checked but not booked.
+    pub fn parse(text: &str) -> Result<Topology, TopologyError> {
+        let file = netfile::parse(text)?;
+        let int =
+            |v: i128, what: &str| u64::try_from(v).map_err(|_| TopologyError::Range(what.into()));
+        let mut topo = Topology::default();
+        for s in file.switches {
+            let ns = s
+                .t_mux
+                .mul(Q::int(1_000_000_000))
+                .map_err(|_| TopologyError::Range(format!("switch `{}` t_mux", s.name)))?;
+            let bytes = s
+                .buffer
+                .div(Q::int(8))
+                .map_err(|_| TopologyError::Range(format!("switch `{}` buffer", s.name)))?;
+            topo.switches.push(SwitchSpec {
+                t_mux_ns: int(ns.ceil(), &format!("switch `{}` t_mux", s.name))?,
+                buffer_bytes: int(bytes.floor(), &format!("switch `{}` buffer", s.name))?,
+                name: s.name,
+            });
+        }
+        for l in file.links {
+            let what = format!("link {}-{} rate", l.ends[0], l.ends[1]);
+            topo.links.push(LinkSpec {
+                rate_bps: int(l.effective_rate.floor(), &what)?,
+                ends: l.ends,
+            });
+        }
+        Ok(topo)
+    }
 }
 
 /// A switch output port: switch `switch` sending towards node `to` over `link`.

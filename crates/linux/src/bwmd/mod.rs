@@ -17,6 +17,6 @@ pub mod store;
 mod tests;
 
 pub use client::{BwmClient, ClientError};
-pub use network::{load_network, parse_network, parse_size, NetworkError};
+pub use network::{load_network, parse_network, NetworkError};
 pub use server::{Server, ServerError, MAX_LINE};
 pub use store::{load_state, save_state, StoreError};

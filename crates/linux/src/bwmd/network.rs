@@ -1,13 +1,12 @@
-//! Reads the network file of `rtlan analyze` (issue 5 item 2; `docs/bwm.md`) into the manager's
-//! [`Topology`]: `[[switch]]` tables (`name`, `t_mux`, `buffer`) and `[[link]]` tables (`ends`,
-//! `rate`, optional `effective_rate`, which the bounds then use). Other tables (`[[flow]]`,
-//! `[[host]]`, …) and unknown keys are ignored, so the same file serves both tools.
+//! Reads the network file of `rtlan analyze` (issue 5 item 2; `docs/analyze.md`, `docs/bwm.md`)
+//! into the manager's [`Topology`] with the one parser both tools share
+//! (`rtlan_calculus::netfile`, via [`Topology::parse`]): `[[switch]]` (`name`, `t_mux`,
+//! `buffer`) and `[[link]]` (`ends`, `rate`, optional `effective_rate`, which the bounds use).
+//! `[[flow]]` tables are checked by that parser but not booked.
 
 use std::path::Path;
 
-use rtlan_core::bwm::{LinkSpec, SwitchSpec, Topology};
-use rtlan_core::units::{parse_duration, parse_rate, UnitError};
-use serde::Deserialize;
+use rtlan_core::bwm::{Topology, TopologyError};
 
 /// A network file that could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -20,100 +19,14 @@ pub enum NetworkError {
         /// The cause.
         source: std::io::Error,
     },
-    /// Not valid TOML or a field has the wrong type.
-    #[error("network file: {0}")]
-    Toml(String),
-    /// A rate or duration is malformed.
-    #[error("{what}: {source}")]
-    Unit {
-        /// Which field.
-        what: String,
-        /// The cause.
-        source: UnitError,
-    },
-    /// A buffer size is malformed.
-    #[error("switch `{0}`: bad buffer size `{1}` (expected e.g. 131072, \"128KiB\", \"64KB\")")]
-    Size(String, String),
-}
-
-#[derive(Deserialize)]
-struct RawNetwork {
-    #[serde(default)]
-    switch: Vec<RawSwitch>,
-    #[serde(default)]
-    link: Vec<RawLink>,
-}
-
-#[derive(Deserialize)]
-struct RawSwitch {
-    name: String,
-    #[serde(default = "default_t_mux")]
-    t_mux: String,
-    #[serde(default = "default_buffer")]
-    buffer: String,
-}
-
-fn default_t_mux() -> String {
-    "45us".into()
-}
-
-fn default_buffer() -> String {
-    "128KiB".into()
-}
-
-#[derive(Deserialize)]
-struct RawLink {
-    ends: [String; 2],
-    rate: String,
-    effective_rate: Option<String>,
-}
-
-/// Parses a byte size: a plain number of bytes, or with suffix `B`, `KB`/`MB` (10³, 10⁶) or
-/// `KiB`/`MiB` (2¹⁰, 2²⁰).
-pub fn parse_size(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let n: u64 = t[..end].parse().ok()?;
-    let mul = match t[end..].trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1000,
-        "mb" => 1_000_000,
-        "kib" | "k" => 1024,
-        "mib" | "m" => 1 << 20,
-        _ => return None,
-    };
-    n.checked_mul(mul)
+    /// The file is not a valid network file.
+    #[error(transparent)]
+    Invalid(#[from] TopologyError),
 }
 
 /// Parses the text of a network file.
 pub fn parse_network(text: &str) -> Result<Topology, NetworkError> {
-    let raw: RawNetwork = toml::from_str(text).map_err(|e| NetworkError::Toml(e.to_string()))?;
-    let mut topo = Topology::default();
-    for s in raw.switch {
-        let t_mux = parse_duration(&s.t_mux).map_err(|source| NetworkError::Unit {
-            what: format!("switch `{}` t_mux", s.name),
-            source,
-        })?;
-        let buffer =
-            parse_size(&s.buffer).ok_or_else(|| NetworkError::Size(s.name.clone(), s.buffer))?;
-        topo.switches.push(SwitchSpec {
-            name: s.name,
-            t_mux_ns: u64::try_from(t_mux.as_nanos()).unwrap_or(u64::MAX),
-            buffer_bytes: buffer,
-        });
-    }
-    for l in raw.link {
-        let text = l.effective_rate.as_deref().unwrap_or(&l.rate);
-        let rate_bps = parse_rate(text).map_err(|source| NetworkError::Unit {
-            what: format!("link {}-{} rate", l.ends[0], l.ends[1]),
-            source,
-        })?;
-        topo.links.push(LinkSpec {
-            ends: l.ends,
-            rate_bps,
-        });
-    }
-    Ok(topo)
+    Ok(Topology::parse(text)?)
 }
 
 /// Reads a network file.
@@ -147,7 +60,9 @@ mod tests {
             [[flow]]
             name = "C-B"
             path = ["C", "s1", "B"]
-            rate = "40mbit"
+            rate = "4mbit"
+            max_packet = 1514
+            shaping_interval = "10ms"
             "#,
         )
         .expect("valid file");
@@ -158,23 +73,27 @@ mod tests {
     }
 
     #[test]
-    fn sizes_and_errors() {
-        assert_eq!(parse_size("64KB"), Some(64_000));
-        assert_eq!(parse_size("2MiB"), Some(2 << 20));
-        assert_eq!(parse_size("1500"), Some(1500));
-        assert_eq!(parse_size("lots"), None);
-        assert_eq!(parse_size("5 parsecs"), None);
+    fn errors_are_the_analyze_parsers() {
+        let switch = "[[switch]]\nname = \"s\"\nt_mux = \"45us\"\n";
         assert!(matches!(
-            parse_network("[[switch]]\nname = \"s\"\nbuffer = \"big\""),
-            Err(NetworkError::Size(..))
+            parse_network(&format!("{switch}buffer = \"big\"")),
+            Err(NetworkError::Invalid(TopologyError::File(_)))
         ));
         assert!(matches!(
-            parse_network("[[link]]\nends = [\"a\", \"s\"]\nrate = \"fast\""),
-            Err(NetworkError::Unit { .. })
+            parse_network(&format!(
+                "{switch}buffer = \"64KB\"\n[[link]]\nends = [\"a\", \"s\"]\nrate = \"fast\""
+            )),
+            Err(NetworkError::Invalid(TopologyError::File(_)))
         ));
         assert!(matches!(
             parse_network("[[link]]\nends = 3"),
-            Err(NetworkError::Toml(_))
+            Err(NetworkError::Invalid(TopologyError::File(_)))
         ));
+        let ok = parse_network(&format!(
+            "{switch}buffer = \"64KB\"\n[[link]]\nends = [\"a\", \"s\"]\nrate = \"1gbit\""
+        ))
+        .expect("valid");
+        assert_eq!(ok.switches[0].buffer_bytes, 64_000);
+        assert_eq!(ok.links[0].rate_bps, 1_000_000_000);
     }
 }
