@@ -11,7 +11,7 @@ use rtlan_core::time::Instant;
 
 use super::control::{ControlServer, Request};
 use super::epoll::{Epoll, EMPTY_EVENT};
-use super::{Config, Error, RunReport, ShellPortStats, ShellStats, RX_BATCH};
+use super::{Config, Error, RunReport, ShellPortStats, ShellStats, RX_BATCH, RX_QUANTUM};
 use crate::clock;
 use crate::packet::{PacketPort, TxOutcome};
 use crate::timer::Timer;
@@ -38,6 +38,10 @@ pub(super) struct Daemon {
     /// Per port: whether EPOLLOUT is currently requested (the TX ring was full).
     out_interest: Vec<bool>,
     loop_iterations: u64,
+    /// Frames taken from each port in the current [`Daemon::receive`] (preallocated).
+    rx_taken: Vec<usize>,
+    /// State of the xorshift generator that picks the first port of each receive (non-zero).
+    rx_seed: u64,
     stale_deadlines: u64,
     started: Instant,
     stopped: Option<Instant>,
@@ -58,6 +62,7 @@ impl Daemon {
         control_path: Option<&Path>,
     ) -> Result<Self, Error> {
         let started = clock::now();
+        let port_count = ports.len();
         let macs: Vec<_> = ports.iter().map(PacketPort::mac).collect();
         let mut switch_config = config.switch_config(&macs);
         if config.cpu_cost_per_connection == super::CpuCost::Calibrate {
@@ -99,6 +104,8 @@ impl Daemon {
             epoll,
             control,
             loop_iterations: 0,
+            rx_taken: vec![0; port_count],
+            rx_seed: 0x9e37_79b9_7f4a_7c15,
             stale_deadlines: 0,
             started,
             stopped: None,
@@ -177,28 +184,56 @@ impl Daemon {
         }
     }
 
-    /// Drains up to a batch per port into the core; returns whether any port may have more.
+    /// Drains up to a batch per port into the core, interleaving the ports in rounds of
+    /// [`RX_QUANTUM`] frames; returns whether any port may have more.
     ///
-    /// The port served first rotates every iteration: with a fixed order, the first port's batch
-    /// would always take the room the last transmit freed in a full non-real-time queue, and a
-    /// later port flooding the same output would lose more than its share.
+    /// Interleaving keeps ingress fair: with a whole batch per port in a fixed (or merely
+    /// rotating) order, one port's batch would take all the room the last transmit freed in a full
+    /// non-real-time queue, and another port flooding the same output would lose far more than
+    /// its share.
     fn receive(&mut self, now: Instant) -> bool {
-        let mut more = false;
-        let switch = &mut self.switch;
-        let count = self.ports.len();
+        let Daemon {
+            switch,
+            ports,
+            rx_taken,
+            rx_seed,
+            ..
+        } = self;
+        let count = ports.len();
         if count == 0 {
             return false;
         }
+        rx_taken.iter_mut().for_each(|t| *t = 0);
+        // A pseudo-random first port (xorshift64): a rotation by the iteration count falls into
+        // step with the wake-up pattern and hands the same port the freed room again and again
+        // (measured: two equal 100 Mbit/s floods into one full 100 Mbit/s output got 74 % and
+        // 26 % of it; 64 % and 36 % with the random start — what remains is the two paced
+        // sources' phase against the drain, which a tail-drop FIFO cannot undo).
+        *rx_seed ^= *rx_seed << 13;
+        *rx_seed ^= *rx_seed >> 7;
+        *rx_seed ^= *rx_seed << 17;
         // The remainder is below `count`, which is a usize.
-        let start = (self.loop_iterations % count as u64) as usize;
-        for i in (start..count).chain(0..start) {
-            let port = &mut self.ports[i];
-            // Port indices fit u16: the core refuses more than u16::MAX ports at construction.
-            let id = PortId(i as u16);
-            let consumed = port.receive(RX_BATCH, |frame| switch.handle_frame(now, id, frame));
-            more |= consumed == RX_BATCH;
+        let start = (*rx_seed % count as u64) as usize;
+        for _round in 0..RX_BATCH.div_ceil(RX_QUANTUM) {
+            let mut any_full = false;
+            for i in (start..count).chain(0..start) {
+                let quantum = RX_QUANTUM.min(RX_BATCH - rx_taken[i]);
+                if quantum == 0 {
+                    continue;
+                }
+                // Port indices fit u16: the core refuses more than u16::MAX ports at construction.
+                let id = PortId(i as u16);
+                let consumed =
+                    ports[i].receive(quantum, |frame| switch.handle_frame(now, id, frame));
+                rx_taken[i] += consumed;
+                any_full |= consumed == quantum;
+            }
+            if !any_full {
+                // Every ring came up short of its quantum: all drained.
+                return false;
+            }
         }
-        more
+        rx_taken.iter().any(|&t| t >= RX_BATCH)
     }
 
     /// Moves due frames from the core into free TX slots, flushes, and asks for EPOLLOUT on ports

@@ -7,7 +7,8 @@
 //!
 //! 1. `epoll_wait` over the ports, the timer and the control socket — sleeping when idle, for at
 //!    most 100 ms so that `shutdown` is seen promptly (or not at all with `busy_poll`);
-//! 2. drain up to [`RX_BATCH`] frames per port into `handle_frame`;
+//! 2. drain up to [`RX_BATCH`] frames per port into `handle_frame`, interleaving the ports in
+//!    rounds of [`RX_QUANTUM`];
 //! 3. `handle_timeout` when the core's deadline has come;
 //! 4. per port, `poll_transmit` straight into free TX-ring slots, then one flush per port;
 //! 5. arm the timerfd at `poll_timeout()`.
@@ -38,8 +39,12 @@ pub use control::{ControlError, Request, MAX_CONNECTIONS, MAX_REQUEST_LINE};
 use crate::packet::{PacketError, PacketPort, PortCounters};
 use crate::timer::{LatenessStats, TimerError};
 
-/// Frames taken from one port's RX ring per loop iteration before other ports get a turn.
+/// Most frames taken from one port's RX ring per loop iteration.
 pub const RX_BATCH: usize = 64;
+
+/// Frames taken from one port before the next port gets a turn, within an iteration's
+/// [`RX_BATCH`]: ports are interleaved in rounds of this many frames, so ingress is shared fairly.
+pub const RX_QUANTUM: usize = 8;
 
 /// The daemon could not start or its event loop failed.
 #[derive(Debug, thiserror::Error)]
