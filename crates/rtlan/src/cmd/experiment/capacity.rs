@@ -8,11 +8,11 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rtlan::labkit::Rtcd;
+use rtlan::labkit::{Guarded, Rtcd};
 use rtlan_lab::Lab;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -45,94 +45,12 @@ pub(super) fn now_utc() -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
-/// `/proc/loadavg`'s first three fields.
-pub(super) fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
-}
-
-/// A switch process we started; stopped and reaped on drop.
-struct SwitchProcess(Child);
-
-impl Drop for SwitchProcess {
-    fn drop(&mut self) {
-        if let Ok(pid) = libc::pid_t::try_from(self.0.id()) {
-            // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our unreaped child.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
-        }
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Removes JSON nulls (TOML has none) recursively.
-fn strip_nulls(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            map.retain(|_, x| !x.is_null());
-            map.values_mut().for_each(strip_nulls);
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_nulls),
-        _ => {}
-    }
-}
-
-/// Stops the lab's switch s1 and starts it again with `budget` and `cost`; waits (calibration
-/// included) until its control socket answers.
-fn restart_switch(
-    run: &super::Run,
-    lab: &Lab,
-    budget: u32,
-    cost: &str,
-) -> anyhow::Result<SwitchProcess> {
-    let socket = lab.switch_socket("s1").context("s1 is an rtlan switch")?;
-    let mut config = rtlan_linux::ctl::request(&socket, "config")?;
-    strip_nulls(&mut config);
-    config["cpu_budget_percent"] = json!(budget);
-    config["cpu_cost_per_connection"] = json!(cost);
-    let text = toml::to_string(&config).context("configuration as TOML")?;
-    let path = lab.state_dir().join(format!("s1-budget{budget}.toml"));
-    std::fs::write(&path, text)?;
-    let pid = lab.switch_pid("s1").context("s1 runs")?;
-    // SAFETY: kill(2) has no memory-safety preconditions; the lab started this switch for us and
-    // recorded its PID; it is still running (its socket answered just now).
-    unsafe { libc::kill(libc::pid_t::try_from(pid)?, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while socket.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    anyhow::ensure!(!socket.exists(), "s1 did not stop");
-    let log = std::fs::File::create(lab.state_dir().join(format!("s1-budget{budget}.log")))?;
-    let args = [
-        run.exe.display().to_string(),
-        "switch".to_string(),
-        "--config".to_string(),
-        path.display().to_string(),
-    ];
-    let child = lab
-        .exec("s1", &args)?
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .context("starting s1")?;
-    let process = SwitchProcess(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if socket.exists() && rtlan_linux::ctl::request(&socket, "ping").is_ok() {
-            return Ok(process);
-        }
-        anyhow::ensure!(Instant::now() < deadline, "s1 did not come back");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// Restarts s1 with `budget` and `cost` (see [`super::restart_switch`]).
+fn restart_switch(run: &super::Run, lab: &Lab, budget: u32, cost: &str) -> anyhow::Result<Guarded> {
+    super::restart_switch(run, lab, &format!("budget{budget}"), |config| {
+        config["cpu_budget_percent"] = json!(budget);
+        config["cpu_cost_per_connection"] = json!(cost);
+    })
 }
 
 /// The outcome of opening reservations until refused.
@@ -205,7 +123,7 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
     };
     eprintln!("capacity: waiting for the lab lock");
     let _serial = rtlan_lab::serial_lock()?;
-    let load_before = loadavg();
+    let load_before = super::loadavg();
     let mut points = Vec::new();
     for cost in &sc.cpu_costs {
         for &budget in budgets {
@@ -297,21 +215,4 @@ fn run_budget(
         "buffer_booked_bytes": after["admission"]["buffer_booked_bytes"],
         "sched_ports": sched,
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn config_without_nulls_becomes_toml() {
-        let mut config = json!({"name": "s1", "cpu": null, "cpu_budget_percent": 50,
-            "port": [{"ifname": "p0", "rate": null}]});
-        assert!(toml::to_string(&config).is_err(), "TOML has no null");
-        strip_nulls(&mut config);
-        let text = toml::to_string(&config).expect("no nulls left");
-        assert!(text.contains("cpu_budget_percent = 50"));
-        assert!(!text.contains("cpu ="));
-        assert!(text.contains("ifname = \"p0\"") && !text.contains("rate"));
-    }
 }

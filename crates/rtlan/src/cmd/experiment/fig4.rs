@@ -97,7 +97,7 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
         "per_link_max_bps": sc.per_link_max_bps,
         "payload": sc.payload,
         "date": super::capacity::now_utc(),
-        "load_before": super::capacity::loadavg(),
+        "load_before": super::loadavg(),
         "variants": variants,
     });
     let path = run.write_results(&results)?;

@@ -8,7 +8,7 @@
 //! holds the helpers the fig6 and table1 runners share (lab set-up, guarded children).
 
 use std::path::{Path, PathBuf};
-use std::process::{ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -39,74 +39,6 @@ pub(super) fn up(exe: &Path, name: &str, kind: &str, rate: &str) -> anyhow::Resu
     );
     let topology = Topology::from_str(&text, name)?;
     Ok(Lab::up(&topology, name, &LabOptions::new(exe))?)
-}
-
-/// The lab topology file has no `realtime_cap_percent`: stops the switch the lab started, adds
-/// the key to its config file (`<state>/s1.toml`) and runs the switch again (lab teardown stops
-/// every process in the lab's namespaces, so the new one goes with it).
-pub(super) fn restart_switch_with_cap(
-    exe: &Path,
-    lab: &Lab,
-    cap_percent: u8,
-) -> anyhow::Result<Guarded> {
-    let pid = lab.switch_pid("s1").context("s1 has no pid")?;
-    let pid_t = libc::pid_t::try_from(pid)?;
-    // SAFETY: kill(2) has no memory-safety preconditions; `pid` is the switch this lab started.
-    unsafe { libc::kill(pid_t, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    // The lab spawned the switch as our child and reaps it at teardown: until then it is a
-    // zombie, so "stopped" means gone or in state Z.
-    let running = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| {
-                !s.rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('Z')
-            })
-            .unwrap_or(false)
-    };
-    while running() {
-        anyhow::ensure!(Instant::now() < deadline, "switch {pid} did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let config = lab.state_dir().join("s1.toml");
-    let text = std::fs::read_to_string(&config)?;
-    std::fs::write(
-        &config,
-        format!("realtime_cap_percent = {cap_percent}\n{text}"),
-    )?;
-    let socket = lab.switch_socket("s1").context("s1 has no socket")?;
-    let _ = std::fs::remove_file(&socket);
-    let log = std::fs::File::create(lab.state_dir().join("s1-restarted.log"))?;
-    let args = [
-        exe.display().to_string(),
-        "switch".to_string(),
-        "--config".to_string(),
-        config.display().to_string(),
-    ];
-    let child = lab
-        .exec("s1", &args)?
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()?;
-    let guard = Guarded::from_child(child, "rtlan recv --arrivals");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while rtlan_linux::ctl::request(&socket, "stats").is_err() {
-        anyhow::ensure!(Instant::now() < deadline, "restarted switch did not answer");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(guard)
-}
-
-/// `/proc/loadavg`, for the record.
-pub(super) fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .trim()
-        .to_string()
 }
 
 /// Reads `(seq, recv_ns, sent_ns)` lines written by `rtlan recv --arrivals`.
@@ -152,7 +84,7 @@ struct Scenario {
 pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
     let sc: Scenario = run.load()?;
     let _lock = rtlan_lab::serial_lock()?;
-    let load_before = loadavg();
+    let load_before = super::loadavg();
     let mut cases = Vec::new();
     for kind in ["rtlan", "linux-bridge"] {
         for &mbit in &sc.rt_mbit {
@@ -162,7 +94,7 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
     }
     let results = json!({
         "experiment": "fig5", "quick": run.quick, "loadavg_before": load_before,
-        "loadavg_after": loadavg(), "window_ms": sc.window_ms, "step_ms": sc.step_ms,
+        "loadavg_after": super::loadavg(), "window_ms": sc.window_ms, "step_ms": sc.step_ms,
         "link_rate": sc.link_rate, "size": sc.size, "cases": cases,
     });
     let path = run.write_results(&results)?;
@@ -181,11 +113,10 @@ fn one_case(run: &super::Run, sc: &Scenario, kind: &str, mbit: u64) -> anyhow::R
     let link_bps = rtlan_core::units::parse_rate(&sc.link_rate)?;
     let needs_cap = kind == "rtlan" && mbit * 1_000_000 * 100 > link_bps * 60;
     let _switch = if needs_cap {
-        Some(restart_switch_with_cap(
-            &run.exe,
-            &lab,
-            sc.raised_cap_percent,
-        )?)
+        // The lab topology format has no `realtime_cap_percent`.
+        Some(super::restart_switch(run, &lab, "cap", |config| {
+            config["realtime_cap_percent"] = json!(sc.raised_cap_percent);
+        })?)
     } else {
         None
     };

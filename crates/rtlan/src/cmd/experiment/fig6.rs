@@ -13,7 +13,8 @@ use rtlan::rttr::stats::summarize_intervals;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::fig5::{loadavg, read_arrivals, spawn, up};
+use super::fig5::{read_arrivals, spawn, up};
+use super::loadavg;
 
 #[derive(Debug, Deserialize)]
 struct Scenario {

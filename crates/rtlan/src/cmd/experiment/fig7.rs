@@ -48,7 +48,7 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
     let duration = Duration::from_secs_f64(seconds);
     eprintln!("fig7: waiting for the lab lock");
     let _serial = rtlan_lab::serial_lock()?;
-    let load_before = super::capacity::loadavg();
+    let load_before = super::loadavg();
     let mut variants = Vec::new();
     for (variant, topology, loads) in [
         ("direct", &sc.topology_direct, &vec![0]),

@@ -5,10 +5,14 @@
 //! experiment's `README.md` sets our numbers beside the paper's.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use rtlan::labkit::Guarded;
+use rtlan_lab::Lab;
+use serde_json::Value;
 
 mod capacity;
 mod fig4;
@@ -138,5 +142,95 @@ pub(crate) fn run(command: ExperimentCommand) -> anyhow::Result<ExitCode> {
         ExperimentCommand::Fig7(c) => fig7::run(&Run::new("fig7", c)?),
         ExperimentCommand::Table1(c) => table1::run(&Run::new("table1", c)?),
         ExperimentCommand::Capacity(c) => capacity::run(&Run::new("capacity", c)?),
+    }
+}
+
+/// `/proc/loadavg`'s first three fields, recorded with every run (the machine is shared).
+pub(crate) fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Removes JSON nulls (TOML has none) recursively.
+fn strip_nulls(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.retain(|_, x| !x.is_null());
+            map.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
+/// Restarts the lab's rtlan switch `s1` with configuration keys the topology format cannot set:
+/// reads its configuration in force (`config` on its control socket), lets `edit` change it,
+/// writes `<state>/s1-<tag>.toml`, stops the switch the lab started and starts `rtlan switch` on
+/// the new file in s1's namespace. Returns once the new switch answers (start-up calibration
+/// included); the guard stops it, and lab teardown would too.
+pub(crate) fn restart_switch(
+    run: &Run,
+    lab: &Lab,
+    tag: &str,
+    edit: impl FnOnce(&mut Value),
+) -> anyhow::Result<Guarded> {
+    let socket = lab.switch_socket("s1").context("s1 is an rtlan switch")?;
+    let mut config = rtlan_linux::ctl::request(&socket, "config")?;
+    strip_nulls(&mut config);
+    edit(&mut config);
+    let path = lab.state_dir().join(format!("s1-{tag}.toml"));
+    std::fs::write(
+        &path,
+        toml::to_string(&config).context("configuration as TOML")?,
+    )?;
+    let pid = lab.switch_pid("s1").context("s1 runs")?;
+    // SAFETY: kill(2) has no memory-safety preconditions; the lab started this switch and
+    // recorded its PID; it is still running (its socket answered just now).
+    unsafe { libc::kill(libc::pid_t::try_from(pid)?, libc::SIGTERM) };
+    // The switch removes its socket when it stops.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while socket.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    anyhow::ensure!(!socket.exists(), "s1 did not stop");
+    let log = std::fs::File::create(lab.state_dir().join(format!("s1-{tag}.log")))?;
+    let args = [
+        run.exe.display().to_string(),
+        "switch".to_string(),
+        "--config".to_string(),
+        path.display().to_string(),
+    ];
+    let child = lab
+        .exec("s1", &args)?
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .context("starting s1")?;
+    let process = Guarded::from_child(child, format!("rtlan switch s1 ({tag})"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(socket.exists() && rtlan_linux::ctl::request(&socket, "ping").is_ok()) {
+        anyhow::ensure!(Instant::now() < deadline, "s1 did not come back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(process)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn config_without_nulls_becomes_toml() {
+        let mut config = json!({"name": "s1", "cpu": null, "cpu_budget_percent": 50,
+            "port": [{"ifname": "p0", "rate": null}]});
+        assert!(toml::to_string(&config).is_err(), "TOML has no null");
+        strip_nulls(&mut config);
+        let text = toml::to_string(&config).expect("no nulls left");
+        assert!(text.contains("cpu_budget_percent = 50"));
+        assert!(!text.contains("cpu ="));
+        assert!(text.contains("ifname = \"p0\"") && !text.contains("rate"));
     }
 }

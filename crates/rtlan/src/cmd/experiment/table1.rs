@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use rtlan::labkit::Guarded;
 
-use super::fig5::{loadavg, spawn, up};
+use super::fig5::{spawn, up};
+use super::loadavg;
 
 #[derive(Debug, Deserialize)]
 struct Scenario {
