@@ -78,9 +78,20 @@ pub struct FlowSpec {
     pub deadline: Option<Q>,
 }
 
+/// A host's address (`[[host]]`): lets clients of the bandwidth manager name a host by IP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSpec {
+    /// The host's name: a link end that is not a switch.
+    pub name: String,
+    /// Its IPv4 address, unique in the file.
+    pub ip: std::net::Ipv4Addr,
+}
+
 /// A parsed and checked network file.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NetFile {
+    /// Host addresses, in file order (optional tables).
+    pub hosts: Vec<HostSpec>,
     /// Switches, in file order.
     pub switches: Vec<SwitchSpec>,
     /// Links, in file order.
@@ -93,11 +104,20 @@ pub struct NetFile {
 #[serde(deny_unknown_fields)]
 struct RawFile {
     #[serde(default)]
+    host: Vec<RawHost>,
+    #[serde(default)]
     switch: Vec<RawSwitch>,
     #[serde(default)]
     link: Vec<RawLink>,
     #[serde(default)]
     flow: Vec<RawFlow>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHost {
+    name: Spanned<String>,
+    ip: Spanned<String>,
 }
 
 #[derive(Deserialize)]
@@ -239,12 +259,51 @@ pub fn parse(text: &str) -> Result<NetFile, NetfileError> {
             effective_rate,
         });
     }
+    hosts(&cx, &raw.host, &switch_names, &out.links, &mut out.hosts)?;
     let mut flow_names = HashSet::new();
     for f in &raw.flow {
         out.flows
             .push(flow(&cx, f, &switch_names, &links, &mut flow_names)?);
     }
     Ok(out)
+}
+
+/// Checks the `[[host]]` tables: each names a link end that is not a switch, once, with an IPv4
+/// address no other host has.
+fn hosts(
+    cx: &Ctx<'_>,
+    raw: &[RawHost],
+    switches: &HashSet<String>,
+    links: &[LinkSpec],
+    out: &mut Vec<HostSpec>,
+) -> Result<(), NetfileError> {
+    for h in raw {
+        let name = h.name.get_ref();
+        if switches.contains(name) {
+            return Err(cx.err(&h.name.span(), format!("`{name}` is a switch, not a host")));
+        }
+        if !links.iter().any(|l| l.ends.contains(name)) {
+            return Err(cx.err(&h.name.span(), format!("host `{name}` has no link")));
+        }
+        if out.iter().any(|o| &o.name == name) {
+            return Err(cx.err(&h.name.span(), format!("host `{name}` is listed twice")));
+        }
+        let ip: std::net::Ipv4Addr = cx.value(&h.ip, "ip", |t| t.trim().parse())?;
+        if ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() || ip.is_loopback() {
+            return Err(cx.err(&h.ip.span(), "ip must be a unicast host address"));
+        }
+        if let Some(o) = out.iter().find(|o| o.ip == ip) {
+            return Err(cx.err(
+                &h.ip.span(),
+                format!("ip {ip} is already host `{}`'s", o.name),
+            ));
+        }
+        out.push(HostSpec {
+            name: name.clone(),
+            ip,
+        });
+    }
+    Ok(())
 }
 
 fn flow(
@@ -422,5 +481,24 @@ host_delay = "80us"
         assert!(msg.contains("max_packet"), "{msg}");
         let (line, _, _) = err_at("[[switch]\nname=");
         assert_eq!(line, 1);
+    }
+
+    #[test]
+    fn host_tables_give_addresses_and_are_checked() {
+        let hosts = "[[host]]\nname = \"C\"\nip = \"198.18.0.3\"\n[[host]]\nname = \"B\"\nip = \"198.18.0.2\"\n";
+        let n = parse(&format!("{hosts}{GOOD}")).unwrap();
+        assert_eq!(n.hosts.len(), 2);
+        assert_eq!(n.hosts[0].name, "C");
+        assert_eq!(n.hosts[1].ip, std::net::Ipv4Addr::new(198, 18, 0, 2));
+        let bad = |h: &str| err_at(&format!("{h}{GOOD}")).2;
+        assert!(bad("[[host]]\nname = \"s1\"\nip = \"198.18.0.9\"\n").contains("is a switch"));
+        assert!(bad("[[host]]\nname = \"Z\"\nip = \"198.18.0.9\"\n").contains("no link"));
+        assert!(bad("[[host]]\nname = \"C\"\nip = \"198.18.0\"\n").contains("ip"));
+        assert!(bad("[[host]]\nname = \"C\"\nip = \"224.0.0.1\"\n").contains("unicast"));
+        let dup_ip = hosts.replace("198.18.0.2", "198.18.0.3");
+        assert!(bad(&dup_ip).contains("already host `C`"));
+        let dup_name = hosts.replace("\"B\"", "\"C\"");
+        assert!(bad(&dup_name).contains("listed twice"));
+        assert!(bad("[[host]]\nname = \"C\"\n").contains("ip"));
     }
 }

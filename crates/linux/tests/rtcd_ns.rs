@@ -130,12 +130,17 @@ fn open_installs_and_close_removes() {
             rate_bps: 1_000_000,
             max_burst: 3028,
             max_packet: 1514,
+            delay_us: None,
         })
         .expect("open");
     let octets = opened.proxy_ip.octets();
     assert_eq!(octets[..3], [198, 19, 0], "{opened:?}");
     let neigh = stdout(&ns, &["ip", "neigh", "show", "dev", "eth0"]);
-    let want = format!("{} lladdr {} PERMANENT", opened.proxy_ip, opened.proxy_mac);
+    let want = format!(
+        "{} lladdr {} PERMANENT",
+        opened.proxy_ip,
+        opened.proxy_mac.expect("per-hop admission has a proxy MAC")
+    );
     assert!(neigh.contains(&want), "want `{want}` in:\n{neigh}");
     let routes = stdout(&ns, &["ip", "route", "show", "dev", "eth0"]);
     assert!(
@@ -171,6 +176,7 @@ fn open_installs_and_close_removes() {
             rate_bps: 1_000_000,
             max_burst: 1514,
             max_packet: 1514,
+            delay_us: None,
         })
         .expect("second open");
     drop(stopper);

@@ -30,6 +30,7 @@ fn reserve_and_send(lab: &Lab, from: &str, to: &str) {
             rate_bps: 1_000_000,
             max_burst: 3000,
             max_packet: 1500,
+            delay_us: None,
         })
         .expect("the path admits 1 Mbit/s");
     assert!(
@@ -43,7 +44,8 @@ fn reserve_and_send(lab: &Lab, from: &str, to: &str) {
         &["ip", "neigh", "show", &opened.proxy_ip.to_string()],
     );
     assert!(
-        neigh.contains(&opened.proxy_mac.to_string()) && neigh.contains("PERMANENT"),
+        neigh.contains(&opened.proxy_mac.expect("proxy MAC").to_string())
+            && neigh.contains("PERMANENT"),
         "neighbour entry: {neigh}"
     );
 

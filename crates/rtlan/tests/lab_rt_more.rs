@@ -238,7 +238,10 @@ fn a_forged_connection_id_gets_nothing_through() {
         .open(&open_params(ip(&lab, "c"), 7000))
         .expect("a -> c admitted");
     // b plants a's proxy IP -> proxy MAC (carrying a's link id) and sends to it.
-    let (proxy_ip, proxy_mac) = (opened.proxy_ip.to_string(), opened.proxy_mac.to_string());
+    let (proxy_ip, proxy_mac) = (
+        opened.proxy_ip.to_string(),
+        opened.proxy_mac.expect("proxy MAC").to_string(),
+    );
     exec_ok(
         &lab,
         "b",

@@ -46,7 +46,7 @@ pub use protocol::{
     Request, Response, State, SwitchInfo, Violation,
 };
 use topology::Graph;
-pub use topology::{LinkSpec, SwitchSpec, Topology, TopologyError};
+pub use topology::{HostSpec, LinkSpec, SwitchSpec, Topology, TopologyError};
 
 /// Ids of standing reservations start here, apart from the ids handed out to clients.
 pub const STANDING_BASE: ConnId = 1 << 48;
@@ -345,7 +345,10 @@ impl Manager {
         self.ledger.flow_bound(*c.flows.first()?)
     }
 
-    fn admit(&mut self, id: Option<ConnId>, spec: ConnSpec) -> Result<ConnId, Refusal> {
+    fn admit(&mut self, id: Option<ConnId>, mut spec: ConnSpec) -> Result<ConnId, Refusal> {
+        // Hosts may be named by address; bookings (and the state file) keep the names.
+        spec.src = self.graph.names[self.host(&spec.src)?].clone();
+        spec.dst = self.graph.names[self.host(&spec.dst)?].clone();
         let conn = self.guaranteed(&spec, Kind::Guaranteed)?;
         let id = match id {
             Some(id) if self.conns.contains_key(&id) => {
@@ -409,11 +412,17 @@ impl Manager {
         })
     }
 
+    /// A host by name, or by the IPv4 address its `[[host]]` table gives.
     fn host(&self, name: &str) -> Result<usize, Refusal> {
-        self.graph.host(name).ok_or_else(|| {
+        let by_ip = || {
+            let ip: std::net::Ipv4Addr = name.parse().ok()?;
+            let h = self.topo.hosts.iter().find(|h| h.ip == ip)?;
+            self.graph.host(&h.name)
+        };
+        self.graph.host(name).or_else(by_ip).ok_or_else(|| {
             Refusal::new(
                 ErrorCode::UnknownHost,
-                format!("`{name}` is not a host of the topology"),
+                format!("`{name}` is not a host of the topology (by name or address)"),
             )
         })
     }

@@ -20,6 +20,7 @@ fn star(buffer: u64) -> Topology {
                 rate_bps: C,
             })
             .collect(),
+        hosts: Vec::new(),
     }
 }
 
@@ -332,6 +333,7 @@ fn disjoint_paths_do_not_interact() {
             link("C", "s2"),
             link("s2", "D"),
         ],
+        hosts: Vec::new(),
     };
     let mut m = Manager::new(topo, ManagerConfig::default()).expect("valid");
     let r = req(
@@ -533,6 +535,7 @@ host_delay = "80us"
             link("s1", "s2"),
             link("s2", "B"),
         ],
+        hosts: Vec::new(),
     };
     let mut m = Manager::new(topo, ManagerConfig::default()).expect("valid");
     let (ab, _) = admit(&mut m, spec("A", "B", 20, 10_000, None)).expect("admitted");
@@ -602,4 +605,43 @@ host_delay = "80us"
         assert_eq!(Some(info.delay_bound_us), us, "{}->{}", pr.switch, pr.to);
         assert_eq!(info.connections, 2);
     }
+}
+
+#[test]
+fn hosts_can_be_named_by_address_and_bookings_keep_names() {
+    let mut topo = star(128 * 1024);
+    topo.hosts = vec![
+        HostSpec {
+            name: "C1".into(),
+            ip: "198.18.0.3".parse().expect("literal"),
+        },
+        HostSpec {
+            name: "B".into(),
+            ip: "198.18.0.2".parse().expect("literal"),
+        },
+    ];
+    let mut m = Manager::new(topo, ManagerConfig::default()).expect("valid topology");
+    let (by_ip, bound_ip) = admit(&mut m, spec("198.18.0.3", "198.18.0.2", 40, 10_000, None))
+        .expect("admitted by address");
+    let listed = m.list();
+    assert_eq!(listed[0].src, "C1");
+    assert_eq!(listed[0].dst.as_deref(), Some("B"));
+    let snap = m.snapshot();
+    assert_eq!(
+        snap.bookings[0].spec.src, "C1",
+        "the state file keeps names"
+    );
+    // The same flow by name gets the same bound as by address once the first is released.
+    req(&mut m, Instant::ZERO, 8, Op::Release { conn: by_ip });
+    let (_, bound_name) = admit(&mut m, spec("C1", "B", 40, 10_000, None)).expect("by name");
+    assert_eq!(bound_ip, bound_name);
+    // An address no host has is unknown.
+    let err = admit(&mut m, spec("198.18.0.99", "B", 1, 10_000, None)).expect_err("unknown");
+    assert!(matches!(
+        err,
+        Reply::Error {
+            code: ErrorCode::UnknownHost,
+            ..
+        }
+    ));
 }

@@ -53,13 +53,25 @@ pub struct LinkSpec {
     pub rate_bps: u64,
 }
 
-/// Switches and links.
+/// A host's address, so that clients may name it by IP (`[[host]]` of the network file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostSpec {
+    /// The host's name (a link end that is not a switch).
+    pub name: String,
+    /// Its IPv4 address.
+    pub ip: std::net::Ipv4Addr,
+}
+
+/// Switches, links and host addresses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Topology {
     /// Switches.
     pub switches: Vec<SwitchSpec>,
     /// Links.
     pub links: Vec<LinkSpec>,
+    /// Host addresses (optional; hosts without one are known by name only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostSpec>,
 }
 
 impl Topology {
@@ -93,6 +105,14 @@ impl Topology {
                 ends: l.ends,
             });
         }
+        topo.hosts = file
+            .hosts
+            .into_iter()
+            .map(|h| HostSpec {
+                name: h.name,
+                ip: h.ip,
+            })
+            .collect();
         Ok(topo)
     }
 }

@@ -53,6 +53,10 @@ pub enum Request {
         /// Whether the daemon shapes the connection in the kernel (`"shaping"`, default none).
         #[serde(default)]
         shaping: DaemonShaping,
+        /// End-to-end delay the connection requires, µs (central admission: the bandwidth
+        /// manager refuses if its bound is larger; ignored by per-hop admission).
+        #[serde(default)]
+        delay_us: Option<u64>,
     },
     /// Release a connection of this client. Replied with [`Reply::Closed`].
     Close {
@@ -78,6 +82,8 @@ pub enum DaemonShaping {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConnPhase {
+    /// Asked the bandwidth manager, no answer yet (central admission).
+    Admitting,
     /// SETUP sent, no answer yet.
     Opening,
     /// Admitted on the whole path.
@@ -105,6 +111,8 @@ pub struct ConnInfo {
     pub rate_bps: u64,
     /// Where the connection stands.
     pub phase: ConnPhase,
+    /// The bandwidth manager's end-to-end delay bound, µs (central admission, once admitted).
+    pub delay_bound_us: Option<u64>,
 }
 
 /// A reply to a client.
@@ -119,14 +127,17 @@ pub enum Reply {
     Opened {
         /// Handle for [`Request::Close`].
         conn: ConnHandle,
-        /// Address the application sends to (the ARP entry maps it to `proxy_mac`).
+        /// Address the application sends to: the proxy IP (the ARP entry maps it to
+        /// `proxy_mac`), or the receiver's own address under central-only admission.
         proxy_ip: Ipv4Addr,
-        /// Proxy MAC the frames carry.
-        proxy_mac: Address,
-        /// Connection id on the host's link.
+        /// Proxy MAC the frames carry; `None` under central-only admission (plain frames).
+        proxy_mac: Option<Address>,
+        /// Connection id on the host's link (names the connection's kernel shaper).
         id: u16,
         /// Switches on the admitted path.
         hops: u8,
+        /// The bandwidth manager's end-to-end delay bound, µs (central admission).
+        delay_bound_us: Option<u64>,
     },
     /// The request failed.
     Failed {
@@ -197,8 +208,12 @@ pub enum Action {
     InstallShaper {
         /// Connection id on the host's link (names the shaper).
         id: u16,
-        /// The proxy IP whose traffic is shaped.
+        /// The proxy IP whose traffic is shaped (the receiver's own address under central-only
+        /// admission).
         proxy_ip: Ipv4Addr,
+        /// Also match this UDP destination port (central-only admission: several connections
+        /// may go to one receiver's address); `None` = every packet to `proxy_ip`.
+        dst_port: Option<u16>,
         /// Reserved rate, bit/s of whole frames.
         rate_bps: u64,
         /// Largest burst, bytes.
@@ -216,4 +231,54 @@ pub enum Action {
     },
     /// Report which of these PIDs are dead through [`super::Rtcd::handle_dead_pids`].
     CheckPids(Vec<u32>),
+    /// Ask the bandwidth manager to admit `request` (central admission) and report its answer
+    /// through [`super::Rtcd::handle_manager_answer`] with `conn` — always, also when the
+    /// manager cannot be reached.
+    ManagerAdmit {
+        /// The connection the answer is for.
+        conn: ConnHandle,
+        /// What to book.
+        request: ManagerRequest,
+    },
+    /// Release booking `manager_conn` at the bandwidth manager (no answer expected).
+    ManagerRelease {
+        /// The manager's connection id.
+        manager_conn: u64,
+    },
+}
+
+/// A guaranteed connection as the bandwidth manager books it (`docs/bwm.md`, op `admit`): hosts
+/// by address, T-SPEC `(r, M, b)`, optional delay requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ManagerRequest {
+    /// This host's address.
+    pub src_ip: Ipv4Addr,
+    /// The receiver's address.
+    pub dst_ip: Ipv4Addr,
+    /// Token rate, bit/s of whole frames.
+    pub rate_bps: u64,
+    /// Largest frame, bytes.
+    pub max_packet: u16,
+    /// Bucket size, bytes.
+    pub burst_bytes: u32,
+    /// Required end-to-end delay, µs.
+    pub delay_us: Option<u64>,
+}
+
+/// The bandwidth manager's answer to [`Action::ManagerAdmit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManagerAnswer {
+    /// Booked.
+    Admitted {
+        /// The manager's connection id (for the release).
+        manager_conn: u64,
+        /// End-to-end delay bound, µs.
+        delay_bound_us: u64,
+        /// Switches on the manager's path.
+        hops: u8,
+    },
+    /// The manager refused; the text carries its code, message and violations.
+    Refused(String),
+    /// The manager could not be asked (connection, timeout, protocol error).
+    Unreachable(String),
 }

@@ -2,16 +2,20 @@
 //! local admission, §3.2 proxy IP/MAC installation, orphan reclaim).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use rtlan_wire::control::{Message, Packet, Repr, SetupRepr, FLAG_RETRANSMISSION};
 
 use super::alloc::IdAllocator;
 use super::api::{
-    Action, ClientId, ConnHandle, ConnInfo, ConnPhase, DaemonShaping, Reply, Request,
+    Action, ClientId, ConnHandle, ConnInfo, ConnPhase, DaemonShaping, ManagerRequest, Reply,
+    Request,
 };
-use super::{Config, RtcdError};
+use super::{Admission, Config, RtcdError};
 use crate::time::Instant;
+
+mod central;
 
 /// One connection of the host's link, from SETUP until TEARDOWN_ACK (or giving up).
 #[derive(Debug, Clone)]
@@ -30,6 +34,12 @@ struct Conn {
     attempts: u8,
     /// When to retransmit or give up; `None` while Open.
     deadline: Option<Instant>,
+    /// Central-only admission: no switch state, frames go to the receiver's own address.
+    direct: bool,
+    /// The manager's booking, while it holds one for this connection.
+    manager_conn: Option<u64>,
+    /// The manager's end-to-end delay bound, µs.
+    delay_bound_us: Option<u64>,
 }
 
 /// The host daemon core.
@@ -41,6 +51,8 @@ struct Conn {
 ///    a control frame from the link ([`Rtcd::handle_control_payload`] with the Ethernet payload,
 ///    or [`Rtcd::handle_control`] with a parsed message), the answer to [`Action::CheckPids`]
 ///    ([`Rtcd::handle_dead_pids`]), or the timer firing ([`Rtcd::handle_timeout`]).
+///    Under central admission, also the manager's answer to each [`Action::ManagerAdmit`]
+///    ([`Rtcd::handle_manager_answer`]).
 /// 3. Then drain [`Rtcd::poll_action`] until `None`, performing each action in order.
 /// 4. Then arm the timer at [`Rtcd::poll_timeout`] (always `Some`: the reclaim period ticks).
 #[derive(Debug)]
@@ -188,6 +200,7 @@ impl Rtcd {
                 max_burst,
                 max_packet,
                 shaping,
+                delay_us,
             } => {
                 let setup = SetupRepr {
                     src_ip: self.config.host_ip,
@@ -200,7 +213,7 @@ impl Rtcd {
                     connection_id: 0,
                     hop_limit: self.config.hop_limit,
                 };
-                if let Err(error) = self.open(now, client, tag, setup, shaping) {
+                if let Err(error) = self.open(now, client, tag, setup, shaping, delay_us) {
                     self.fail(client, tag, error);
                 }
             }
@@ -223,12 +236,17 @@ impl Rtcd {
                     .map(|(&id, c)| ConnInfo {
                         conn: c.handle,
                         id,
-                        proxy_ip: self.config.proxy_prefix.ip_for(id),
+                        proxy_ip: if c.direct {
+                            c.setup.dst_ip
+                        } else {
+                            self.config.proxy_prefix.ip_for(id)
+                        },
                         dst_ip: c.setup.dst_ip,
                         dst_port: c.setup.dst_port,
                         src_port: c.setup.src_port,
                         rate_bps: c.setup.rate,
                         phase: c.phase,
+                        delay_bound_us: c.delay_bound_us,
                     })
                     .collect();
                 self.reply(client, tag, Reply::List(list));
@@ -243,6 +261,7 @@ impl Rtcd {
         tag: u64,
         mut setup: SetupRepr,
         shaping: DaemonShaping,
+        delay_us: Option<u64>,
     ) -> Result<(), RtcdError> {
         if setup.rate == 0 {
             return Err(RtcdError::Malformed("rate must be non-zero"));
@@ -284,6 +303,11 @@ impl Rtcd {
         let request_id = self.fresh_request_id();
         self.reserved_bps += setup.rate;
         self.handles.insert(handle, id);
+        let admission = self.config.admission;
+        let phase = match admission {
+            Admission::Local => ConnPhase::Opening,
+            Admission::Central | Admission::Both => ConnPhase::Admitting,
+        };
         self.conns.insert(
             id,
             Conn {
@@ -292,13 +316,31 @@ impl Rtcd {
                 open_tag: tag,
                 setup,
                 shaping,
-                phase: ConnPhase::Opening,
+                phase,
                 request_id,
                 attempts: 0,
                 deadline: None,
+                direct: admission == Admission::Central,
+                manager_conn: None,
+                delay_bound_us: None,
             },
         );
-        self.transmit(now, id);
+        if phase == ConnPhase::Admitting {
+            let request = ManagerRequest {
+                src_ip: self.config.host_ip,
+                dst_ip: setup.dst_ip,
+                rate_bps: setup.rate,
+                max_packet: setup.max_packet,
+                burst_bytes: setup.max_burst,
+                delay_us,
+            };
+            self.actions.push_back(Action::ManagerAdmit {
+                conn: handle,
+                request,
+            });
+        } else {
+            self.transmit(now, id);
+        }
         Ok(())
     }
 
@@ -311,7 +353,7 @@ impl Rtcd {
         let message = match conn.phase {
             ConnPhase::Opening => Message::Setup(conn.setup),
             ConnPhase::Closing => Message::Teardown { connection_id: id },
-            ConnPhase::Open => return,
+            ConnPhase::Open | ConnPhase::Admitting => return,
         };
         let mut repr = Repr::new(0, conn.request_id, message);
         if conn.attempts > 0 {
@@ -326,8 +368,10 @@ impl Rtcd {
         self.actions.push_back(Action::SendControl { dst, repr });
     }
 
-    /// Forgets connection `id` and frees its id (and with it the proxy IP).
+    /// Forgets connection `id` and frees its id (and with it the proxy IP), and its booking at
+    /// the manager.
     fn release(&mut self, id: u16) -> Option<Conn> {
+        self.release_at_manager(id);
         let conn = self.conns.remove(&id)?;
         self.ids.release(id);
         self.handles.remove(&conn.handle);
@@ -335,21 +379,81 @@ impl Rtcd {
             self.reserved_bps = self.reserved_bps.saturating_sub(conn.setup.rate);
         }
         if conn.phase == ConnPhase::Open {
-            self.unpublish(id, conn.shaping);
+            self.unpublish(id, conn.shaping, conn.direct, conn.setup.dst_ip);
         }
         Some(conn)
     }
 
-    /// Removes the neighbour entry of an open connection, and the route with the last one.
-    fn unpublish(&mut self, id: u16, shaping: DaemonShaping) {
-        let proxy_ip = self.config.proxy_prefix.ip_for(id);
+    /// An admitted connection becomes usable: kernel shaper, neighbour entry and route (not for
+    /// direct connections, which send plainly to the receiver), then the client's reply.
+    fn publish(&mut self, id: u16, hops: u8) {
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        let (client, tag, handle) = (conn.client, conn.open_tag, conn.handle);
+        let (shaping, setup, direct) = (conn.shaping, conn.setup, conn.direct);
+        let delay_bound_us = conn.delay_bound_us;
+        let (proxy_ip, proxy_mac) = if direct {
+            (setup.dst_ip, None)
+        } else {
+            let ip = self.config.proxy_prefix.ip_for(id);
+            (ip, Some(self.config.plan.mac_for(id)))
+        };
+        if shaping == DaemonShaping::Kernel {
+            self.actions.push_back(Action::InstallShaper {
+                id,
+                proxy_ip,
+                dst_port: direct.then_some(setup.dst_port),
+                rate_bps: setup.rate,
+                max_burst: setup.max_burst,
+                max_packet: setup.max_packet,
+            });
+        }
+        self.open_count += 1;
+        if let Some(proxy_mac) = proxy_mac {
+            self.actions.push_back(Action::InstallNeighbour {
+                proxy_ip,
+                proxy_mac,
+            });
+            if !self.route_installed {
+                self.route_installed = true;
+                let prefix = self.config.proxy_prefix;
+                self.actions.push_back(Action::InstallRoute { prefix });
+            }
+        }
+        let reply = Reply::Opened {
+            conn: handle,
+            proxy_ip,
+            proxy_mac,
+            id,
+            hops,
+            delay_bound_us,
+        };
+        self.reply(client, tag, reply);
+    }
+
+    /// Removes the neighbour entry of an open connection, and the route with the last proxied
+    /// one.
+    fn unpublish(&mut self, id: u16, shaping: DaemonShaping, direct: bool, dst_ip: Ipv4Addr) {
+        let proxy_ip = if direct {
+            dst_ip
+        } else {
+            self.config.proxy_prefix.ip_for(id)
+        };
         if shaping == DaemonShaping::Kernel {
             self.actions
                 .push_back(Action::RemoveShaper { id, proxy_ip });
         }
-        self.actions.push_back(Action::RemoveNeighbour { proxy_ip });
         self.open_count = self.open_count.saturating_sub(1);
-        if self.open_count == 0 && self.route_installed {
+        if direct {
+            return;
+        }
+        self.actions.push_back(Action::RemoveNeighbour { proxy_ip });
+        let proxied = self
+            .conns
+            .values()
+            .any(|c| c.phase == ConnPhase::Open && !c.direct);
+        if !proxied && self.route_installed {
             self.route_installed = false;
             let prefix = self.config.proxy_prefix;
             self.actions.push_back(Action::RemoveRoute { prefix });
@@ -357,8 +461,26 @@ impl Rtcd {
     }
 
     /// Moves connection `id` to Closing and sends TEARDOWN; an opening connection's client gets
-    /// `Failed(Cancelled)` if `notify` is set.
+    /// `Failed(Cancelled)` if `notify` is set. The manager's booking is released at once; a
+    /// connection the switches never saw (admitting, or direct) is forgotten at once.
     fn begin_teardown(&mut self, now: Instant, id: u16, notify: Option<RtcdError>) {
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        if conn.phase == ConnPhase::Admitting || conn.direct {
+            let open = conn.phase == ConnPhase::Open;
+            if let Some(conn) = self.release(id) {
+                if let (false, Some(error)) = (open, notify) {
+                    let reply = Reply::Failed {
+                        conn: Some(conn.handle),
+                        error,
+                    };
+                    self.reply(conn.client, conn.open_tag, reply);
+                }
+            }
+            return;
+        }
+        self.release_at_manager(id);
         let request_id = self.fresh_request_id();
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
@@ -377,10 +499,11 @@ impl Rtcd {
             conn.setup.rate,
             conn.shaping,
         );
+        let conn_dst = conn.setup.dst_ip;
         self.reserved_bps = self.reserved_bps.saturating_sub(rate);
         match old {
-            ConnPhase::Open => self.unpublish(id, shaping),
-            ConnPhase::Opening => {
+            ConnPhase::Open => self.unpublish(id, shaping, false, conn_dst),
+            ConnPhase::Opening | ConnPhase::Admitting => {
                 if let Some(error) = notify {
                     let reply = Reply::Failed {
                         conn: Some(handle),
@@ -512,37 +635,7 @@ impl Rtcd {
         };
         conn.phase = ConnPhase::Open;
         conn.deadline = None;
-        let (client, tag, handle) = (conn.client, conn.open_tag, conn.handle);
-        let (shaping, setup) = (conn.shaping, conn.setup);
-        let proxy_ip = self.config.proxy_prefix.ip_for(id);
-        let proxy_mac = self.config.plan.mac_for(id);
-        if shaping == DaemonShaping::Kernel {
-            self.actions.push_back(Action::InstallShaper {
-                id,
-                proxy_ip,
-                rate_bps: setup.rate,
-                max_burst: setup.max_burst,
-                max_packet: setup.max_packet,
-            });
-        }
-        self.actions.push_back(Action::InstallNeighbour {
-            proxy_ip,
-            proxy_mac,
-        });
-        self.open_count += 1;
-        if !self.route_installed {
-            self.route_installed = true;
-            let prefix = self.config.proxy_prefix;
-            self.actions.push_back(Action::InstallRoute { prefix });
-        }
-        let reply = Reply::Opened {
-            conn: handle,
-            proxy_ip,
-            proxy_mac,
-            id,
-            hops,
-        };
-        self.reply(client, tag, reply);
+        self.publish(id, hops);
     }
 
     /// Sends REFRESH for every open connection (soft state, `docs/protocol.md` §5). Answers
@@ -552,7 +645,7 @@ impl Rtcd {
         let open: Vec<u16> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.phase == ConnPhase::Open)
+            .filter(|(_, c)| c.phase == ConnPhase::Open && !c.direct)
             .map(|(&id, _)| id)
             .collect();
         for id in open {
@@ -573,7 +666,7 @@ impl Rtcd {
                 ConnPhase::Open => {
                     self.reply(conn.client, 0, Reply::Revoked { conn: conn.handle });
                 }
-                ConnPhase::Opening => {
+                ConnPhase::Opening | ConnPhase::Admitting => {
                     let reply = Reply::Failed {
                         conn: Some(conn.handle),
                         error: RtcdError::Cancelled,
@@ -645,6 +738,11 @@ impl Rtcd {
             .filter(|c| c.phase == ConnPhase::Open)
             .count();
         assert_eq!(open, self.open_count);
-        assert_eq!(self.route_installed, open > 0);
+        let proxied = self
+            .conns
+            .values()
+            .filter(|c| c.phase == ConnPhase::Open && !c.direct)
+            .count();
+        assert_eq!(self.route_installed, proxied > 0);
     }
 }

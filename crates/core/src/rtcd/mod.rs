@@ -20,7 +20,10 @@ use std::time::Duration;
 use rtlan_wire::control::{FailReason, ProxyMacPlan};
 use rtlan_wire::ethernet::Address;
 
-pub use api::{Action, ClientId, ConnHandle, ConnInfo, ConnPhase, DaemonShaping, Reply, Request};
+pub use api::{
+    Action, ClientId, ConnHandle, ConnInfo, ConnPhase, DaemonShaping, ManagerAnswer,
+    ManagerRequest, Reply, Request,
+};
 pub use daemon::Rtcd;
 
 /// Everything the daemon refuses or reports as failed. Client-facing errors travel back in
@@ -60,6 +63,12 @@ pub enum RtcdError {
     /// No answer to SETUP after the last retransmission.
     #[error("no answer from the first switch")]
     Timeout,
+    /// The bandwidth manager refused the connection (central admission).
+    #[error("refused by the bandwidth manager: {0}")]
+    ManagerRefused(String),
+    /// The bandwidth manager could not be asked (central admission).
+    #[error("bandwidth manager unreachable: {0}")]
+    ManagerUnreachable(String),
     /// The client closed the connection while it was being set up.
     #[error("closed while being set up")]
     Cancelled,
@@ -136,6 +145,20 @@ impl std::fmt::Display for ProxyPrefix {
     }
 }
 
+/// How the daemon admits a connection (`admission` in the configuration, `docs/rtcd.md`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Admission {
+    /// EtheReal per-hop admission: SETUP through the rtlan switches, proxy IP/MAC (§2.2–2.3).
+    #[default]
+    Local,
+    /// Löser/Härtig central admission only: the bandwidth manager books the path with
+    /// network-calculus bounds (seed 004 §3.2); frames go plainly to the receiver's address
+    /// through off-the-shelf switches, shaped at the sender.
+    Central,
+    /// Both: the manager's delay-bounded booking first, then per-hop SETUP through rtlan switches.
+    Both,
+}
+
 /// Default [`Config::refresh_period`].
 pub const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_secs(10);
 
@@ -166,6 +189,8 @@ pub struct Config {
     /// `docs/protocol.md` §5; switches release a connection after 3 periods without one by
     /// default); zero = send none.
     pub refresh_period: Duration,
+    /// Per-hop, central or both (default per-hop).
+    pub admission: Admission,
 }
 
 impl Config {
@@ -185,6 +210,7 @@ impl Config {
             realtime_cap_percent: 60,
             hop_limit: 16,
             refresh_period: DEFAULT_REFRESH_PERIOD,
+            admission: Admission::Local,
         }
     }
 

@@ -45,6 +45,23 @@ impl BwmClient {
         })
     }
 
+    /// Connects to `addr` within `timeout`; every reply (and every send) is then awaited for at
+    /// most `timeout` too.
+    pub fn connect_timeout(
+        addr: std::net::SocketAddr,
+        timeout: Duration,
+    ) -> Result<BwmClient, ClientError> {
+        let stream = TcpStream::connect_timeout(&addr, timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        stream.set_nodelay(true)?;
+        Ok(BwmClient {
+            reader: BufReader::new(stream.try_clone()?),
+            writer: stream,
+            next_id: 1,
+        })
+    }
+
     /// Sends `op` and returns the manager's reply to it.
     pub fn request(&mut self, op: Op) -> Result<Response, ClientError> {
         let id = self.next_id;

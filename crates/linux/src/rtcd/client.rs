@@ -55,6 +55,8 @@ pub struct OpenParams {
     pub max_burst: u32,
     /// Largest frame, bytes.
     pub max_packet: u16,
+    /// Required end-to-end delay, µs (central admission; `None` = no requirement).
+    pub delay_us: Option<u64>,
 }
 
 /// A reservation in place.
@@ -62,14 +64,16 @@ pub struct OpenParams {
 pub struct Opened {
     /// Handle for [`RtcdClient::close`].
     pub conn: u64,
-    /// Address to send UDP to.
+    /// Address to send UDP to (the receiver's own under central-only admission).
     pub proxy_ip: Ipv4Addr,
-    /// Proxy MAC the frames carry.
-    pub proxy_mac: Address,
+    /// Proxy MAC the frames carry (`None` under central-only admission: plain frames).
+    pub proxy_mac: Option<Address>,
     /// Connection id on the host's link.
     pub id: u16,
     /// Switches on the path.
     pub hops: u8,
+    /// The bandwidth manager's end-to-end delay bound, µs (central admission).
+    pub delay_bound_us: Option<u64>,
 }
 
 /// One connection as listed.
@@ -219,15 +223,23 @@ impl RtcdClient {
             max_burst: params.max_burst,
             max_packet: params.max_packet,
             shaping,
+            delay_us: params.delay_us,
         })?;
         let bad = |name: &str| ClientError::Protocol(format!("`{name}` out of range in {reply}"));
         Ok(Opened {
             conn: u64_field(&reply, "conn")?,
             proxy_ip: ip_field(&reply, "proxy_ip")?,
-            proxy_mac: parse_mac(str_field(&reply, "proxy_mac")?)
-                .ok_or_else(|| bad("proxy_mac"))?,
+            proxy_mac: match reply.get("proxy_mac") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(_) => Some(
+                    parse_mac(str_field(&reply, "proxy_mac")?).ok_or_else(|| bad("proxy_mac"))?,
+                ),
+            },
             id: u16::try_from(u64_field(&reply, "id")?).map_err(|_| bad("id"))?,
             hops: u8::try_from(u64_field(&reply, "hops")?).map_err(|_| bad("hops"))?,
+            delay_bound_us: reply
+                .get("delay_bound_us")
+                .and_then(serde_json::Value::as_u64),
         })
     }
 

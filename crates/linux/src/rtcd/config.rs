@@ -2,11 +2,11 @@
 //! `docs/rtcd.md`. Everything but the interface has a default; the host's MAC and IPv4 address
 //! are read from the interface when the daemon starts unless given here.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rtlan_core::rtcd::ProxyPrefix;
+use rtlan_core::rtcd::{Admission, ProxyPrefix};
 use rtlan_core::units::{parse_duration, parse_rate};
 use rtlan_wire::ethernet::Address;
 use serde::Deserialize;
@@ -17,6 +17,8 @@ use crate::switchd::parse_mac;
 pub const DEFAULT_SOCKET: &str = "/run/rtlan/rtcd.sock";
 /// Default rate of the host's link, bit/s (100 Mbit/s, as in EtheReal's testbed).
 pub const DEFAULT_LINK_RATE: u64 = 100_000_000;
+/// Default wait for the bandwidth manager (connecting, and each reply).
+pub const DEFAULT_MANAGER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The configuration is unreadable or invalid.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +69,12 @@ pub struct Config {
     pub hop_limit: u8,
     /// Period of REFRESH for open connections; zero = none.
     pub refresh_period: Duration,
+    /// Per-hop (`local`, default), `central` (bandwidth manager only) or `both`.
+    pub admission: Admission,
+    /// The bandwidth manager's TCP address (required unless admission is local).
+    pub manager: Option<SocketAddr>,
+    /// Wait for the manager: connecting, and each reply.
+    pub manager_timeout: Duration,
 }
 
 #[derive(Deserialize)]
@@ -85,6 +93,21 @@ struct RawConfig {
     reclaim_period: Option<String>,
     hop_limit: Option<u8>,
     refresh_period: Option<String>,
+    admission: Option<String>,
+    manager: Option<String>,
+    manager_timeout: Option<String>,
+}
+
+/// Parses `local`, `central` or `both`.
+pub fn parse_admission(text: &str) -> Result<Admission, ConfigError> {
+    match text.trim() {
+        "local" => Ok(Admission::Local),
+        "central" => Ok(Admission::Central),
+        "both" => Ok(Admission::Both),
+        other => Err(ConfigError::Value(format!(
+            "admission: `{other}` is not local, central or both"
+        ))),
+    }
 }
 
 /// Parses `a.b.c.d/len` into a [`ProxyPrefix`].
@@ -114,6 +137,9 @@ impl Config {
             reclaim_period: core.reclaim_period,
             hop_limit: core.hop_limit,
             refresh_period: core.refresh_period,
+            admission: Admission::Local,
+            manager: None,
+            manager_timeout: DEFAULT_MANAGER_TIMEOUT,
         }
     }
 
@@ -177,9 +203,39 @@ impl Config {
             config.refresh_period = parse_duration(&d)
                 .map_err(|e| ConfigError::Value(format!("refresh_period: {e}")))?;
         }
+        if let Some(a) = raw.admission {
+            config.admission = parse_admission(&a)?;
+        }
+        if let Some(m) = raw.manager {
+            config.manager = Some(m.trim().parse().map_err(|_| {
+                ConfigError::Value(format!("manager: `{m}` is not like 198.18.0.1:7470"))
+            })?);
+        }
+        if let Some(d) = raw.manager_timeout {
+            config.manager_timeout = parse_duration(&d)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    ConfigError::Value(format!("manager_timeout: `{d}` is not a positive duration"))
+                })?;
+        }
+        config.check_manager()?;
         // Catch what the core would refuse now, with the file in mind.
         config.core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))?;
         Ok(config)
+    }
+
+    /// Central admission needs a manager address; per-hop admission takes none.
+    pub fn check_manager(&self) -> Result<(), ConfigError> {
+        match (self.admission, self.manager) {
+            (Admission::Central | Admission::Both, None) => Err(ConfigError::Value(
+                "manager: admission = central or both needs the manager's address".to_string(),
+            )),
+            (Admission::Local, Some(_)) => Err(ConfigError::Value(
+                "manager: only used with admission = central or both".to_string(),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The core's configuration for a host with `host_mac` and `host_ip` (the configured values
@@ -205,6 +261,7 @@ impl Config {
         core.reclaim_period = self.reclaim_period;
         core.hop_limit = self.hop_limit;
         core.refresh_period = self.refresh_period;
+        core.admission = self.admission;
         // Validate by construction; the instant does not matter.
         rtlan_core::rtcd::Rtcd::new(core.clone(), rtlan_core::time::Instant::from_nanos(0))
             .map_err(|e| ConfigError::Value(e.to_string()))?;
@@ -258,6 +315,9 @@ mod tests {
             reclaim_period = "5s"
             hop_limit = 4
             refresh_period = "2s"
+            admission = "central"
+            manager = "198.18.0.1:7470"
+            manager_timeout = "500ms"
         "#;
         let c = Config::from_toml_str(text).expect("valid");
         let core = c
@@ -274,6 +334,9 @@ mod tests {
         assert_eq!(core.hop_limit, 4);
         assert_eq!(core.refresh_period, Duration::from_secs(2));
         assert_eq!(core.realtime_cap_percent, 50);
+        assert_eq!(core.admission, Admission::Central);
+        assert_eq!(c.manager, Some("198.18.0.1:7470".parse().expect("literal")));
+        assert_eq!(c.manager_timeout, Duration::from_millis(500));
     }
 
     #[test]
@@ -315,6 +378,20 @@ mod tests {
             ),
             ("interface = \"eth0\"\nrealtime_cap_percent = 101\n", "cap"),
             ("interface = \"eth0\"\nmax_attempts = 0\n", "attempts"),
+            ("interface = \"eth0\"\nadmission = \"global\"\n", "admission"),
+            ("interface = \"eth0\"\nadmission = \"central\"\n", "manager"),
+            (
+                "interface = \"eth0\"\nmanager = \"198.18.0.1:7470\"\n",
+                "manager",
+            ),
+            (
+                "interface = \"eth0\"\nadmission = \"both\"\nmanager = \"198.18.0.1\"\n",
+                "manager",
+            ),
+            (
+                "interface = \"eth0\"\nadmission = \"central\"\nmanager = \"198.18.0.1:1\"\nmanager_timeout = \"0s\"\n",
+                "manager_timeout",
+            ),
         ] {
             let err = Config::from_toml_str(text).expect_err(text).to_string();
             assert!(err.contains(key), "{text:?}: {err}");

@@ -8,12 +8,13 @@ use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rtlan_core::rtcd::{Action, ClientId, ProxyPrefix, Rtcd};
+use rtlan_core::rtcd::{Action, ClientId, ManagerAnswer, ProxyPrefix, Rtcd};
 use rtlan_wire::control::Packet;
 
 use super::clients::{ClientEvent, ClientServer};
 use super::json;
 use super::link::ControlLink;
+use super::manager::ManagerLink;
 use super::tc::KernelShaper;
 use super::{Error, RunReport};
 use crate::clock;
@@ -23,6 +24,7 @@ use crate::timer::Timer;
 
 const LINK_TOKEN: u64 = 1;
 const TIMER_TOKEN: u64 = 2;
+const MANAGER_TOKEN: u64 = 3;
 /// Longest sleep, so that the shutdown flag is seen promptly.
 const MAX_SLEEP_MS: i32 = 100;
 
@@ -41,6 +43,8 @@ pub(super) struct Daemon {
     route: Option<ProxyPrefix>,
     /// The `tc` HTB tree for kernel-shaped connections (`docs/rttr.md`).
     shaper: KernelShaper,
+    /// The bandwidth manager's worker (central admission).
+    manager: Option<ManagerLink>,
     report: RunReport,
 }
 
@@ -65,6 +69,7 @@ impl Daemon {
         netlink: Netlink,
         socket: &std::path::Path,
         link_rate_bps: u64,
+        manager: Option<ManagerLink>,
     ) -> Result<Daemon, Error> {
         let timer = Timer::new()?;
         let epoll = Epoll::new().map_err(Error::Epoll)?;
@@ -74,9 +79,15 @@ impl Daemon {
         epoll
             .add(timer.as_raw_fd(), libc::EPOLLIN as u32, TIMER_TOKEN)
             .map_err(Error::Epoll)?;
+        if let Some(m) = &manager {
+            epoll
+                .add(m.wake_fd(), libc::EPOLLIN as u32, MANAGER_TOKEN)
+                .map_err(Error::Epoll)?;
+        }
         let clients = ClientServer::bind(socket, &epoll)?;
         Ok(Daemon {
             shaper: KernelShaper::new(ifname.clone(), link_rate_bps),
+            manager,
             ifname,
             rtcd,
             link,
@@ -104,6 +115,7 @@ impl Daemon {
                 let (token, flags) = (ev.u64, ev.events);
                 match token {
                     TIMER_TOKEN => self.timer.drain(),
+                    MANAGER_TOKEN => self.manager_answers(),
                     LINK_TOKEN => self.receive_control(),
                     t if ClientServer::owns(t) => {
                         self.clients
@@ -124,6 +136,13 @@ impl Daemon {
         }
         self.shutdown();
         Ok(())
+    }
+
+    fn manager_answers(&mut self) {
+        let answers = self.manager.as_ref().map(ManagerLink::answers);
+        for (conn, answer) in answers.into_iter().flatten() {
+            self.rtcd.handle_manager_answer(clock::now(), conn, answer);
+        }
     }
 
     fn receive_control(&mut self) {
@@ -238,11 +257,15 @@ impl Daemon {
                 Action::InstallShaper {
                     id,
                     proxy_ip,
+                    dst_port,
                     rate_bps,
                     max_burst,
                     ..
                 } => {
-                    if let Err(e) = self.shaper.install(id, proxy_ip, rate_bps, max_burst) {
+                    if let Err(e) = self
+                        .shaper
+                        .install(id, proxy_ip, dst_port, rate_bps, max_burst)
+                    {
                         self.shaper_error("install shaper", &e);
                     }
                 }
@@ -253,6 +276,21 @@ impl Daemon {
                 }
                 Action::Reply { client, tag, reply } => {
                     self.send_line(client, &json::reply_to_json(tag, &reply));
+                }
+                Action::ManagerAdmit { conn, request } => {
+                    let queued = self
+                        .manager
+                        .as_ref()
+                        .is_some_and(|m| m.admit(conn, request));
+                    if !queued {
+                        let answer = ManagerAnswer::Unreachable("no bandwidth manager".into());
+                        self.rtcd.handle_manager_answer(clock::now(), conn, answer);
+                    }
+                }
+                Action::ManagerRelease { manager_conn } => {
+                    if let Some(m) = &self.manager {
+                        m.release(manager_conn);
+                    }
                 }
                 Action::CheckPids(pids) => {
                     let dead: Vec<u32> = pids.into_iter().filter(|&p| pid_is_dead(p)).collect();
@@ -307,6 +345,9 @@ impl Daemon {
         }
         if let Err(e) = self.shaper.shutdown() {
             self.shaper_error("remove root qdisc", &e);
+        }
+        if let Some(m) = &mut self.manager {
+            m.finish();
         }
     }
 

@@ -64,11 +64,14 @@ pub fn error_code(error: &RtcdError) -> &'static str {
         RtcdError::Cancelled => "cancelled",
         RtcdError::UnknownConnection => "unknown_connection",
         RtcdError::NotOwner => "not_owner",
+        RtcdError::ManagerRefused(_) => "manager_refused",
+        RtcdError::ManagerUnreachable(_) => "manager_unreachable",
     }
 }
 
 fn phase_name(phase: ConnPhase) -> &'static str {
     match phase {
+        ConnPhase::Admitting => "admitting",
         ConnPhase::Opening => "opening",
         ConnPhase::Open => "open",
         ConnPhase::Closing => "closing",
@@ -99,9 +102,11 @@ pub fn reply_to_json(tag: u64, reply: &Reply) -> Value {
             proxy_mac,
             id,
             hops,
+            delay_bound_us,
         } => json!({"ok": true, "tag": tag, "reply": "opened", "conn": conn.0,
-                    "proxy_ip": proxy_ip.to_string(), "proxy_mac": proxy_mac.to_string(),
-                    "id": id, "hops": hops}),
+                    "proxy_ip": proxy_ip.to_string(),
+                    "proxy_mac": proxy_mac.map(|m| m.to_string()),
+                    "id": id, "hops": hops, "delay_bound_us": delay_bound_us}),
         Reply::Failed { conn, error } => {
             let mut v = json!({"ok": false, "tag": tag, "reply": "failed",
                                "conn": conn.map(|c| c.0), "code": error_code(error),
@@ -140,7 +145,7 @@ pub fn reply_to_json(tag: u64, reply: &Reply) -> Value {
                     json!({"conn": c.conn.0, "id": c.id, "proxy_ip": c.proxy_ip.to_string(),
                            "dst_ip": c.dst_ip.to_string(), "dst_port": c.dst_port,
                            "src_port": c.src_port, "rate_bps": c.rate_bps,
-                           "phase": phase_name(c.phase)})
+                           "phase": phase_name(c.phase), "delay_bound_us": c.delay_bound_us})
                 })
                 .collect();
             json!({"ok": true, "tag": tag, "reply": "list", "connections": connections})
@@ -160,7 +165,7 @@ mod tests {
 
     #[test]
     fn requests_map_from_documented_lines() {
-        let cases: [(&str, u64, Request); 5] = [
+        let cases: [(&str, u64, Request); 6] = [
             (
                 r#"{"op":"register","pid":42}"#,
                 0,
@@ -182,6 +187,21 @@ mod tests {
                     max_burst: 3028,
                     max_packet: 1514,
                     shaping: rtlan_core::rtcd::DaemonShaping::None,
+                    delay_us: None,
+                },
+            ),
+            (
+                r#"{"op":"open","tag":10,"dst_ip":"198.18.0.2","dst_port":5004,"src_port":0,"rate_bps":1000000,"max_burst":3028,"max_packet":1514,"delay_us":2000}"#,
+                10,
+                Request::Open {
+                    dst_ip: Ipv4Addr::new(198, 18, 0, 2),
+                    dst_port: 5004,
+                    src_port: 0,
+                    rate_bps: 1_000_000,
+                    max_burst: 3028,
+                    max_packet: 1514,
+                    shaping: rtlan_core::rtcd::DaemonShaping::None,
+                    delay_us: Some(2000),
                 },
             ),
             (
@@ -228,14 +248,38 @@ mod tests {
         let opened = Reply::Opened {
             conn: ConnHandle(1),
             proxy_ip: Ipv4Addr::new(198, 19, 0, 16),
-            proxy_mac: Address([2, 0x52, 0x54, 0x4c, 0, 16]),
+            proxy_mac: Some(Address([2, 0x52, 0x54, 0x4c, 0, 16])),
             id: 16,
             hops: 2,
+            delay_bound_us: None,
         };
         assert_eq!(
             reply_to_json(9, &opened).to_string(),
-            r#"{"conn":1,"hops":2,"id":16,"ok":true,"proxy_ip":"198.19.0.16","proxy_mac":"02:52:54:4c:00:10","reply":"opened","tag":9}"#
+            r#"{"conn":1,"delay_bound_us":null,"hops":2,"id":16,"ok":true,"proxy_ip":"198.19.0.16","proxy_mac":"02:52:54:4c:00:10","reply":"opened","tag":9}"#
         );
+        let central = Reply::Opened {
+            conn: ConnHandle(3),
+            proxy_ip: Ipv4Addr::new(198, 18, 0, 2),
+            proxy_mac: None,
+            id: 16,
+            hops: 1,
+            delay_bound_us: Some(9368),
+        };
+        let v = reply_to_json(1, &central);
+        assert_eq!(v["proxy_ip"], json!("198.18.0.2"));
+        assert_eq!(v["proxy_mac"], Value::Null);
+        assert_eq!(v["delay_bound_us"], json!(9368));
+        let v = reply_to_json(
+            2,
+            &Reply::Failed {
+                conn: Some(ConnHandle(3)),
+                error: RtcdError::ManagerRefused("refused: delay".into()),
+            },
+        );
+        assert_eq!(v["code"], json!("manager_refused"));
+        assert!(v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("refused: delay")));
         let refused = Reply::Failed {
             conn: Some(ConnHandle(2)),
             error: RtcdError::Refused {
@@ -268,6 +312,7 @@ mod tests {
             src_port: 0,
             rate_bps: 1000,
             phase: ConnPhase::Opening,
+            delay_bound_us: None,
         }]);
         let v = reply_to_json(0, &list);
         assert_eq!(v["reply"], json!("list"));

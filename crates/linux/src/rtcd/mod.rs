@@ -14,6 +14,7 @@ mod config;
 mod daemon;
 mod json;
 mod link;
+mod manager;
 mod tc;
 
 use std::io;
@@ -23,7 +24,10 @@ use std::sync::atomic::AtomicBool;
 
 pub use client::{ClientError, ListedConn, OpenParams, Opened, RtcdClient};
 pub use clients::{ClientsError, MAX_CLIENTS, MAX_LINE};
-pub use config::{parse_prefix, Config, ConfigError, DEFAULT_LINK_RATE, DEFAULT_SOCKET};
+pub use config::{
+    parse_admission, parse_prefix, Config, ConfigError, DEFAULT_LINK_RATE, DEFAULT_MANAGER_TIMEOUT,
+    DEFAULT_SOCKET,
+};
 pub use json::{error_code, parse_request, reply_to_json, LineError};
 pub use link::{ControlLink, LinkError, Received};
 
@@ -54,6 +58,9 @@ pub enum Error {
     /// `epoll` failed.
     #[error("epoll: {0}")]
     Epoll(#[source] io::Error),
+    /// The bandwidth manager's worker thread could not start.
+    #[error("bandwidth manager worker: {0}")]
+    Manager(#[source] io::Error),
     /// The core refused the configuration.
     #[error("rtcd core: {0}")]
     Core(#[from] rtlan_core::rtcd::RtcdError),
@@ -121,6 +128,12 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
     let core = config.core_config(link.mac(), host_ip)?;
     let rtcd = rtlan_core::rtcd::Rtcd::new(core.clone(), crate::clock::now())?;
     let netlink = Netlink::open()?;
+    let manager = match config.manager {
+        Some(addr) if core.admission != rtlan_core::rtcd::Admission::Local => Some(
+            manager::ManagerLink::start(addr, config.manager_timeout).map_err(Error::Manager)?,
+        ),
+        _ => None,
+    };
     let mut daemon = daemon::Daemon::new(
         config.interface.clone(),
         rtcd,
@@ -128,12 +141,14 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         netlink,
         &config.socket,
         core.link_rate_bps,
+        manager,
     )?;
     tracing::info!(
         interface = %config.interface,
         mac = %core.host_mac,
         ip = %core.host_ip,
         proxy_prefix = %core.proxy_prefix,
+        admission = ?core.admission,
         socket = %config.socket.display(),
         "rtcd running"
     );

@@ -90,13 +90,26 @@ fn class_args(
 }
 
 /// `tc` arguments for the filter steering `proxy_ip` into class `1:<id>` (pref `id`).
-fn filter_add_args(ifname: &str, id: u16, proxy_ip: Ipv4Addr) -> Vec<String> {
+fn filter_add_args(
+    ifname: &str,
+    id: u16,
+    proxy_ip: Ipv4Addr,
+    dst_port: Option<u16>,
+) -> Vec<String> {
     let mut v = args(&[
         "filter", "add", "dev", ifname, "parent", "1:", "protocol", "ip", "pref",
     ]);
     v.push(id.to_string());
     v.extend(args(&["u32", "match", "ip", "dst"]));
     v.push(format!("{proxy_ip}/32"));
+    if let Some(port) = dst_port {
+        // Central-only admission: several connections may share the receiver's address.
+        v.extend(args(&[
+            "match", "ip", "protocol", "17", "0xff", "match", "ip", "dport",
+        ]));
+        v.push(port.to_string());
+        v.push("0xffff".into());
+    }
     v.push("flowid".into());
     v.push(format!("1:{id:x}"));
     v
@@ -191,6 +204,7 @@ impl KernelShaper {
         &mut self,
         id: u16,
         proxy_ip: Ipv4Addr,
+        dst_port: Option<u16>,
         rate_bps: u64,
         max_burst: u32,
     ) -> Result<(), TcError> {
@@ -209,7 +223,7 @@ impl KernelShaper {
             Some(max_burst),
         ))?;
         self.classes.insert(id, rate_bps);
-        run_tc(&filter_add_args(ifname, id, proxy_ip))?;
+        run_tc(&filter_add_args(ifname, id, proxy_ip, dst_port))?;
         self.update_default()
     }
 
@@ -270,9 +284,14 @@ mod tests {
              burst 3028 cburst 3028"
         );
         assert_eq!(
-            filter_add_args("eth0", 26, Ipv4Addr::new(198, 19, 0, 26)).join(" "),
+            filter_add_args("eth0", 26, Ipv4Addr::new(198, 19, 0, 26), None).join(" "),
             "filter add dev eth0 parent 1: protocol ip pref 26 u32 match ip dst 198.19.0.26/32 \
              flowid 1:1a"
+        );
+        assert_eq!(
+            filter_add_args("eth0", 26, Ipv4Addr::new(198, 18, 0, 2), Some(5004)).join(" "),
+            "filter add dev eth0 parent 1: protocol ip pref 26 u32 match ip dst 198.18.0.2/32 \
+             match ip protocol 17 0xff match ip dport 5004 0xffff flowid 1:1a"
         );
         assert_eq!(
             filter_del_args("eth0", 26).join(" "),
@@ -295,7 +314,7 @@ mod tests {
     fn reserved_ids_are_refused_without_running_tc() {
         let mut k = KernelShaper::new("nonexistent0".into(), 1_000_000);
         assert!(matches!(
-            k.install(0xffff, Ipv4Addr::LOCALHOST, 1, 1),
+            k.install(0xffff, Ipv4Addr::LOCALHOST, None, 1, 1),
             Err(TcError::BadId(0xffff))
         ));
         assert!(!k.root_installed);

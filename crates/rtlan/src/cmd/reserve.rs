@@ -24,6 +24,8 @@ daemon shaping in the kernel, and print everything the daemon answered:
     rtlan reserve --to 198.18.0.3:5004 --rate 50mbit --shaping kernel --duration 60s --json
 
 Then send plain UDP to the printed proxy IP (port 5004), e.g. `rtlan send --to PROXY:5004 ...`.
+With a daemon on central admission (docs/rtcd.md), the printed address is the receiver's own and
+--json carries the bandwidth manager's end-to-end \"delay_bound_us\".
 Rates count whole frames on the wire (headers, FCS, preamble and gap: a 1000-byte payload costs
 1066 bytes). A refusal prints the code, the reason, the refusing hop and switch, and exits 1.")]
 pub(crate) struct ReserveArgs {
@@ -45,6 +47,10 @@ pub(crate) struct ReserveArgs {
     /// Who shapes: nobody (the sender must) or the daemon with an HTB class in the kernel.
     #[arg(long, value_enum, default_value_t = ReserveShaping::None)]
     shaping: ReserveShaping,
+    /// End-to-end delay the connection requires (`9ms`); under central admission the bandwidth
+    /// manager refuses when its bound is larger (per-hop admission ignores it).
+    #[arg(long, value_parser = parse_duration)]
+    delay: Option<Duration>,
     /// The daemon's socket [default: $RTLAN_RTCD_SOCKET or /run/rtlan/rtcd.sock].
     #[arg(long)]
     socket: Option<PathBuf>,
@@ -112,6 +118,9 @@ pub(crate) fn run(args: ReserveArgs) -> anyhow::Result<ExitCode> {
         rate_bps: args.rate,
         max_burst: args.burst.unwrap_or_else(|| 2 * u32::from(args.max_packet)),
         max_packet: args.max_packet,
+        delay_us: args
+            .delay
+            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
     };
     let shaping = match args.shaping {
         ReserveShaping::None => DaemonShaping::None,
@@ -127,7 +136,8 @@ pub(crate) fn run(args: ReserveArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let v = serde_json::json!({
             "conn": opened.conn, "proxy_ip": opened.proxy_ip.to_string(),
-            "proxy_mac": opened.proxy_mac.to_string(), "id": opened.id, "hops": opened.hops,
+            "proxy_mac": opened.proxy_mac.map(|m| m.to_string()),
+            "delay_bound_us": opened.delay_bound_us, "id": opened.id, "hops": opened.hops,
             "dst": args.to.to_string(), "rate_bps": args.rate,
         });
         println!("{v}");

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use clap::Args;
-use rtlan_linux::rtcd::{Config, DEFAULT_SOCKET};
+use rtlan_linux::rtcd::{parse_admission, Config, DEFAULT_SOCKET};
 
 /// Arguments of `rtlan rtcd`.
 #[derive(Debug, Args)]
@@ -26,15 +26,23 @@ connection it installs a permanent ARP entry proxy IP -> proxy MAC and an on-lin
 proxy prefix (198.19.0.0/16, or 1.1.0.0/16 with --paper), and answers with the proxy IP: the
 application sends plain UDP there. Connections of clients that disconnect or die are released.
 
+Central admission (Löser/Härtig, seed 004 §3.2): with --admission central the daemon first asks
+the bandwidth manager (`rtlan bwm`, docs/bwm.md) at --manager, which books the path with
+network-calculus bounds; the application then sends plainly to the receiver's own address (no
+proxy, off-the-shelf switches) and the reply carries the manager's \"delay_bound_us\".
+--admission both books at the manager and then sets up per hop through rtlan switches.
+
 Either give a TOML file (--config) or the flags. A minimal file:
 
     interface = \"eth0\"
     socket = \"/run/rtlan/rtcd.sock\"
+    # admission = \"central\"            # local (default), central or both
+    # manager = \"198.18.0.1:7470\"
 
 SIGINT/SIGTERM stop it cleanly: connections released, ARP entries and route removed.")]
 pub(crate) struct RtcdArgs {
     /// The daemon configuration file (TOML); the flags below are then not allowed.
-    #[arg(long, short, conflicts_with_all = ["interface", "socket", "paper"])]
+    #[arg(long, short, conflicts_with_all = ["interface", "socket", "paper", "admission", "manager"])]
     config: Option<PathBuf>,
     /// The host's interface towards the first switch.
     #[arg(long, short, required_unless_present = "config")]
@@ -45,9 +53,19 @@ pub(crate) struct RtcdArgs {
     /// Paper-compatible addressing: proxy IPs 1.1.X.Y, proxy MACs FF:FF:FF:FF:X:Y.
     #[arg(long)]
     paper: bool,
+    /// Admission: `local` (EtheReal per hop), `central` (bandwidth manager only) or `both`.
+    #[arg(long, value_parser = parse_admission_arg)]
+    admission: Option<rtlan_core::rtcd::Admission>,
+    /// The bandwidth manager, IP:PORT (with --admission central or both).
+    #[arg(long)]
+    manager: Option<std::net::SocketAddr>,
     /// Print the final counters as JSON instead of text.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_admission_arg(text: &str) -> Result<rtlan_core::rtcd::Admission, String> {
+    parse_admission(text).map_err(|e| e.to_string())
 }
 
 static SHUTDOWN: AtomicBool = AtomicBool::new(false);
@@ -85,6 +103,11 @@ fn config(args: &RtcdArgs) -> anyhow::Result<Config> {
         .context("--interface or --config is required")?;
     let mut config = Config::new(interface, &args.socket);
     config.paper = args.paper;
+    if let Some(a) = args.admission {
+        config.admission = a;
+    }
+    config.manager = args.manager;
+    config.check_manager()?;
     Ok(config)
 }
 

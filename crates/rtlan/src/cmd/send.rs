@@ -30,9 +30,19 @@ Examples:
     # reserve 20 Mbit/s and send 3 s through the paper's leaky bucket (1 ms timer)
     rtlan send --to 198.18.0.3:5004 --rate 20mbit --size 1000 --duration 3s --reserve
 
+    # Löser/Härtig: 40 Mbit/s shaped by a token bucket with shaping interval Ts = 1 ms
+    # (bucket r·Ts + M), reserved through a daemon on central admission with a 2 ms requirement
+    rtlan send --to 198.18.0.2:5004 --rate 40mbit --size 1472 --duration 10s --reserve \\
+               --shaping token --tick 1ms --delay 2ms --json
+
+    # the same token bucket on a plain stream, no reservation (a conforming non-real-time host)
+    rtlan send --to 198.18.0.2:5004 --rate 40mbit --size 1472 --duration 10s --shaping token --tick 1ms
+
 Every payload starts with a 24-byte header: \"RTLN\", version 1, flags, 2 reserved bytes, the
 sequence number (u64, big endian) and the CLOCK_REALTIME send time in ns (u64, big endian), read
 by `rtlan recv`. Rates count whole frames: a 1000-byte payload is 1066 bytes on the wire.
+With --reserve, --json adds \"reservation\" (conn, proxy_ip, id, hops, and the bandwidth
+manager's \"delay_bound_us\" under central admission, else null).
 With --reserve --shaping leaky, --json adds \"tick\": the leaky bucket's measured timer
 intervals T_m (count, mean_ms, stddev_ms, min_ms, p50_ms, p99_ms, max_ms) beside nominal_ms.")]
 pub(crate) struct SendArgs {
@@ -55,9 +65,14 @@ pub(crate) struct SendArgs {
     /// Reserve a real-time connection and send to its proxy IP.
     #[arg(long)]
     reserve: bool,
-    /// How a reserved stream is shaped (with --reserve).
-    #[arg(long, value_enum, default_value_t = SendShaping::Leaky, requires = "reserve")]
-    shaping: SendShaping,
+    /// How the stream is shaped [default: leaky with --reserve]. Without --reserve only `token`
+    /// applies: the plain stream then passes the same token bucket (shaping interval --tick).
+    #[arg(long, value_enum)]
+    shaping: Option<SendShaping>,
+    /// End-to-end delay the reservation requires (`2ms`, with --reserve): under central
+    /// admission the bandwidth manager refuses when its bound is larger.
+    #[arg(long, value_parser = parse_duration, requires = "reserve")]
+    delay: Option<Duration>,
     /// Leaky-bucket timer period / token-bucket interval (the plain generator's bucket spans at
     /// least 10 ms).
     #[arg(long, value_parser = parse_duration, default_value = "1ms")]
@@ -85,6 +100,8 @@ pub(crate) enum SendShaping {
 #[allow(clippy::large_enum_variant)] // one per process, never moved in a hot path
 enum Sink {
     Plain(UdpSocket, TokenPacer),
+    /// A plain stream offered at the rate and passed through the §3 token bucket (seed 004).
+    PlainShaped(UdpSocket, TokenPacer, TokenPacer),
     /// A connection shaped by RTTR (leaky or token bucket), offered at the rate by our pacer as
     /// an application producing a stream would: offering greedily would park up to the leaky
     /// bucket's whole buffer (≥ 10 ms) in the library and count it as network delay.
@@ -97,7 +114,10 @@ impl Sink {
     /// Sleeps until the next datagram of `len` payload bytes may be offered.
     fn wait(&mut self, len: usize) -> Result<(), RttrError> {
         match self {
-            Sink::Plain(_, p) | Sink::Rt(_, p) | Sink::RtKernel(_, p) => Ok(p.wait(len)?),
+            Sink::Plain(_, p)
+            | Sink::PlainShaped(_, p, _)
+            | Sink::Rt(_, p)
+            | Sink::RtKernel(_, p) => Ok(p.wait(len)?),
         }
     }
 
@@ -105,6 +125,7 @@ impl Sink {
     fn send_now(&mut self, buf: &[u8]) -> Result<usize, RttrError> {
         match self {
             Sink::Plain(s, _) => Ok(s.send(buf)?),
+            Sink::PlainShaped(s, _, shaper) => shaper.send(s, buf),
             Sink::Rt(c, _) => c.send(buf),
             Sink::RtKernel(c, _) => Ok(c.socket().send(buf)?),
         }
@@ -117,13 +138,18 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
     // The generator's own bucket spans at least 10 ms, so that oversleeping on a loaded host
     // does not lower the offered rate (tokens beyond the bucket would be lost).
     let generator_interval = args.tick.max(MIN_LEAKY_BUFFER);
+    let send_shaping = args.shaping.unwrap_or(SendShaping::Leaky);
+    let mut reservation = None;
     let mut sink = if args.reserve {
         let qos = Qos {
             rate_bps: args.rate,
             max_burst: 2 * u32::from(args.size + FRAME_HEADERS),
             max_packet: args.size + FRAME_HEADERS,
+            delay_us: args
+                .delay
+                .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
         };
-        let shaping = match args.shaping {
+        let shaping = match send_shaping {
             SendShaping::Leaky => Shaping::LeakyBucket { tick: args.tick },
             SendShaping::Token => Shaping::TokenBucket {
                 interval: args.tick,
@@ -139,8 +165,18 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
             }
             Err(e) => return Err(e).context("opening the real-time connection"),
         };
+        let info = conn.info();
+        reservation = Some(serde_json::json!({"conn": info.conn,
+            "proxy_ip": info.proxy_ip.to_string(), "id": info.id, "hops": info.hops,
+            "delay_bound_us": info.delay_bound_us}));
         if !args.json {
-            eprintln!("rtlan: reserved, sending to {}", conn.proxy_addr());
+            match info.delay_bound_us {
+                Some(bound) => eprintln!(
+                    "rtlan: reserved (delay bound {bound} µs), sending to {}",
+                    conn.proxy_addr()
+                ),
+                None => eprintln!("rtlan: reserved, sending to {}", conn.proxy_addr()),
+            }
         }
         if shaping == Shaping::Kernel {
             Sink::RtKernel(conn, TokenPacer::new(args.rate, generator_interval, size)?)
@@ -150,10 +186,17 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
     } else {
         let socket = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?;
         socket.connect(args.to)?;
-        Sink::Plain(
-            socket,
-            TokenPacer::new(args.rate, generator_interval, size)?,
-        )
+        let offer = TokenPacer::new(args.rate, generator_interval, size)?;
+        match args.shaping {
+            None => Sink::Plain(socket, offer),
+            Some(SendShaping::Token) => {
+                let shaper = TokenPacer::with_shaping_interval(args.rate, args.tick, size)?;
+                Sink::PlainShaped(socket, offer, shaper)
+            }
+            Some(SendShaping::Leaky | SendShaping::Kernel) => {
+                anyhow::bail!("--shaping leaky and kernel need --reserve (only `token` shapes a plain stream)")
+            }
+        }
     };
     let mut buf = vec![0u8; size];
     let (mut sent, mut errors) = (0u64, 0u64);
@@ -185,7 +228,7 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
         c.flush(Duration::from_secs(5));
         errors += c.send_errors();
         sent = sent.saturating_sub(c.send_errors());
-        if args.shaping == SendShaping::Leaky {
+        if send_shaping == SendShaping::Leaky {
             ticks = Some(summarize_intervals(&c.tick_intervals_ns()));
         }
     }
@@ -200,6 +243,9 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut v = serde_json::json!({"sent": sent, "errors": errors, "bytes": bytes,
             "elapsed_s": elapsed, "wire_bps": wire_bps});
+        if let (Some(r), serde_json::Value::Object(map)) = (reservation, &mut v) {
+            map.insert("reservation".to_string(), r);
+        }
         if let (Some(t), serde_json::Value::Object(map)) = (ticks, &mut v) {
             // The leaky bucket's measured tick T_m against the nominal tick (EtheReal Table 1).
             map.insert(

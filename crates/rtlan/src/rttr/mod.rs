@@ -101,6 +101,10 @@ pub struct Qos {
     pub max_burst: u32,
     /// Largest Ethernet frame in bytes, header included, FCS excluded (1514 for a full MTU).
     pub max_packet: u16,
+    /// End-to-end delay the connection requires, µs: under central admission the bandwidth
+    /// manager refuses when its bound is larger (`None` = no requirement; per-hop admission
+    /// ignores it). The bound the manager computed is in [`RtConnection::info`].
+    pub delay_us: Option<u64>,
 }
 
 impl Qos {
@@ -110,6 +114,7 @@ impl Qos {
             rate_bps,
             max_burst: 2 * 1514,
             max_packet: 1514,
+            delay_us: None,
         }
     }
 
@@ -216,6 +221,7 @@ impl RtConnection {
             rate_bps: qos.rate_bps,
             max_burst,
             max_packet: qos.max_packet,
+            delay_us: qos.delay_us,
         };
         let opened = client.open_shaped(&params, daemon_shaping)?;
         let release = |client: &mut RtcdClient| {

@@ -217,6 +217,7 @@ pub fn open_params(dst_ip: Ipv4Addr, dst_port: u16) -> rtlan_linux::rtcd::OpenPa
         rate_bps: 1_000_000,
         max_burst: 3000,
         max_packet: 1500,
+        delay_us: None,
     }
 }
 

@@ -47,6 +47,7 @@ fn open_req(rate: u64) -> Request {
         max_burst: 3028,
         max_packet: 1514,
         shaping: DaemonShaping::None,
+        delay_us: None,
     }
 }
 
@@ -167,9 +168,10 @@ fn happy_path_actions_in_order() {
                 reply: Reply::Opened {
                     conn: ConnHandle(1),
                     proxy_ip,
-                    proxy_mac,
+                    proxy_mac: Some(proxy_mac),
                     id,
-                    hops: 2
+                    hops: 2,
+                    delay_bound_us: None,
                 }
             },
         ]
@@ -431,6 +433,7 @@ fn unregistered_and_absurd_requests_refused() {
             max_burst: 100,
             max_packet: 1514,
             shaping: DaemonShaping::None,
+            delay_us: None,
         },
         Request::Open {
             dst_ip: DST,
@@ -440,6 +443,7 @@ fn unregistered_and_absurd_requests_refused() {
             max_burst: 100,
             max_packet: 0,
             shaping: DaemonShaping::None,
+            delay_us: None,
         },
         Request::Open {
             dst_ip: DST,
@@ -449,6 +453,7 @@ fn unregistered_and_absurd_requests_refused() {
             max_burst: 100,
             max_packet: 64,
             shaping: DaemonShaping::None,
+            delay_us: None,
         },
         Request::Open {
             dst_ip: Ipv4Addr::BROADCAST,
@@ -458,6 +463,7 @@ fn unregistered_and_absurd_requests_refused() {
             max_burst: 100,
             max_packet: 64,
             shaping: DaemonShaping::None,
+            delay_us: None,
         },
     ];
     for req in bad {
@@ -547,7 +553,10 @@ fn paper_mode_addresses_and_small_prefix_limits_ids() {
     };
     assert_eq!(*id, 0x000b);
     assert_eq!(*proxy_ip, Ipv4Addr::new(1, 1, 0, 0x0b));
-    assert_eq!(*proxy_mac, Address([0xff, 0xff, 0xff, 0xff, 0x00, 0x0b]));
+    assert_eq!(
+        *proxy_mac,
+        Some(Address([0xff, 0xff, 0xff, 0xff, 0x00, 0x0b]))
+    );
 
     // A /27 has hosts 1..=30: ids 16..=30, i.e. 15 connections.
     let mut cfg = Config::new(HOST_MAC, HOST_IP, 100_000_000);
@@ -629,6 +638,7 @@ fn request_json_lines_map_onto_request() {
             max_burst: 3028,
             max_packet: 1514,
             shaping: DaemonShaping::None,
+            delay_us: None,
         }
     );
     let c: Request =
@@ -683,7 +693,7 @@ proptest! {
                 Step::Register(c, pid) => d.handle_client_request(now, ClientId(c.into()), 0, Request::Register { pid }),
                 Step::Open(c, rate, packet) => d.handle_client_request(now, ClientId(c.into()), 0, Request::Open {
                     dst_ip: DST, dst_port: 1, src_port: 0, rate_bps: rate, max_burst: 2000, max_packet: packet,
-                    shaping: DaemonShaping::None }),
+                    shaping: DaemonShaping::None, delay_us: None }),
                 Step::Close(c, h) => d.handle_client_request(now, ClientId(c.into()), 0, Request::Close { conn: ConnHandle(h) }),
                 Step::List(c) => d.handle_client_request(now, ClientId(c.into()), 0, Request::List),
                 Step::Answer(n, kind) => if let Some(setup) = setups.get(n) {
@@ -721,4 +731,5 @@ proptest! {
     }
 }
 
+mod central;
 mod soft_state;

@@ -76,6 +76,7 @@ fn kernel_shaping_installs_before_neighbour_and_removes_on_release() {
             max_burst,
             max_packet,
             shaping: DaemonShaping::Kernel,
+            delay_us: None,
         },
         other => other,
     };
@@ -88,6 +89,7 @@ fn kernel_shaping_installs_before_neighbour_and_removes_on_release() {
     let Some(Action::InstallShaper {
         id,
         proxy_ip: ip,
+        dst_port: None,
         rate_bps,
         max_burst,
         max_packet,

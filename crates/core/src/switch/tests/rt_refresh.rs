@@ -17,6 +17,7 @@ fn open(dst_ip: Ipv4Addr) -> Request {
         max_burst: 3028,
         max_packet: 1514,
         shaping: crate::rtcd::DaemonShaping::None,
+        delay_us: None,
     }
 }
 

@@ -25,6 +25,7 @@ fn open(dst_ip: Ipv4Addr, rate_bps: u64) -> Request {
         max_burst: 3028,
         max_packet: 1514,
         shaping: crate::rtcd::DaemonShaping::None,
+        delay_us: None,
     }
 }
 
@@ -37,7 +38,12 @@ fn opened(net: &Net, host: usize) -> (ConnHandle, Ipv4Addr, Address, u8) {
             proxy_mac,
             hops,
             ..
-        }) => (*conn, *proxy_ip, *proxy_mac, *hops),
+        }) => (
+            *conn,
+            *proxy_ip,
+            proxy_mac.expect("per-hop admission has a proxy MAC"),
+            *hops,
+        ),
         other => panic!("expected Opened, got {other:?}"),
     }
 }

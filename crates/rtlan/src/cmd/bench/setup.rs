@@ -371,6 +371,7 @@ impl Bench {
                 rate_bps: 1_000_000,
                 max_burst: 3000,
                 max_packet: 1500,
+                delay_us: None,
             },
             client,
             _rtcd: rtcd,

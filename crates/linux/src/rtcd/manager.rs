@@ -1,0 +1,320 @@
+//! The host daemon's link to the bandwidth manager (central admission, seed 004 §3.2 "Admission
+//! process"; protocol `docs/bwm.md`). A worker thread owns the TCP connection so the daemon's
+//! event loop never blocks on the manager: the loop hands it [`Job`]s, the worker answers
+//! admissions through a channel and wakes the loop with an `eventfd`. A broken connection is
+//! reopened for the next request (one retry per request); a request that still fails is answered
+//! `Unreachable`. On shutdown the worker finishes the queued jobs (the final releases) first.
+
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rtlan_core::bwm::{ConnSpec, ErrorCode, Op, Reply, Response};
+use rtlan_core::rtcd::{ConnHandle, ManagerAnswer, ManagerRequest};
+
+use crate::bwmd::{BwmClient, ClientError};
+
+/// What the event loop asks the worker to do.
+#[derive(Debug, Clone, Copy)]
+enum Job {
+    Admit(ConnHandle, ManagerRequest),
+    Release(u64),
+}
+
+/// The worker thread and its channels.
+pub(super) struct ManagerLink {
+    jobs: Option<mpsc::Sender<Job>>,
+    answers: mpsc::Receiver<(ConnHandle, ManagerAnswer)>,
+    wake: OwnedFd,
+    worker: Option<JoinHandle<()>>,
+}
+
+/// The `admit` request the manager gets for `req` (hosts named by address).
+fn conn_spec(req: &ManagerRequest) -> ConnSpec {
+    ConnSpec {
+        src: req.src_ip.to_string(),
+        dst: req.dst_ip.to_string(),
+        rate_bps: req.rate_bps,
+        max_packet: u64::from(req.max_packet),
+        shaping_interval_us: None,
+        burst_bytes: Some(u64::from(req.burst_bytes)),
+        delay_us: req.delay_us,
+        host_delay_us: None,
+    }
+}
+
+/// The core's view of the manager's reply to `admit`.
+pub(super) fn answer_of(resp: &Response) -> ManagerAnswer {
+    match &resp.reply {
+        Reply::Admitted {
+            conn,
+            path,
+            delay_bound_us,
+        } => ManagerAnswer::Admitted {
+            manager_conn: *conn,
+            delay_bound_us: *delay_bound_us,
+            // The path runs host, switch(es), host.
+            hops: u8::try_from(path.len().saturating_sub(2)).unwrap_or(u8::MAX),
+        },
+        Reply::Error {
+            code,
+            message,
+            violations,
+        } => {
+            let mut text = format!("{}: {message}", code_name(*code));
+            if !violations.is_empty() {
+                let v = serde_json::to_string(violations).unwrap_or_default();
+                text.push_str(&format!(" {v}"));
+            }
+            ManagerAnswer::Refused(text)
+        }
+        other => ManagerAnswer::Unreachable(format!("unexpected reply to admit: {other:?}")),
+    }
+}
+
+fn code_name(code: ErrorCode) -> String {
+    serde_json::to_value(code)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{code:?}"))
+}
+
+/// The worker: one connection, reopened on failure.
+struct Worker {
+    addr: SocketAddr,
+    timeout: Duration,
+    client: Option<BwmClient>,
+}
+
+impl Worker {
+    /// Sends `op`, reconnecting once if the connection is (or turns out) broken.
+    fn request(&mut self, op: &Op) -> Result<Response, ClientError> {
+        let mut last = None;
+        for _ in 0..2 {
+            let client = match self.client.as_mut() {
+                Some(c) => c,
+                None => match BwmClient::connect_timeout(self.addr, self.timeout) {
+                    Ok(c) => self.client.insert(c),
+                    Err(e) => {
+                        last = Some(e);
+                        continue;
+                    }
+                },
+            };
+            match client.request(op.clone()) {
+                Ok(resp) => return Ok(resp),
+                Err(e) => {
+                    // A timed-out or broken stream may still deliver a stale reply: drop it.
+                    self.client = None;
+                    last = Some(e);
+                }
+            }
+        }
+        Err(last.unwrap_or(ClientError::Closed))
+    }
+
+    fn run(
+        mut self,
+        jobs: &mpsc::Receiver<Job>,
+        answers: &mpsc::Sender<(ConnHandle, ManagerAnswer)>,
+        wake: RawFd,
+    ) {
+        while let Ok(job) = jobs.recv() {
+            match job {
+                Job::Admit(handle, req) => {
+                    let answer = match self.request(&Op::Admit(conn_spec(&req))) {
+                        Ok(resp) => answer_of(&resp),
+                        Err(e) => ManagerAnswer::Unreachable(e.to_string()),
+                    };
+                    if answers.send((handle, answer)).is_err() {
+                        return;
+                    }
+                    let one: u64 = 1;
+                    // SAFETY: `wake` is an eventfd owned by the `ManagerLink`, which joins this
+                    // thread before closing it; an 8-byte write of a u64 is the eventfd protocol.
+                    unsafe { libc::write(wake, (&raw const one).cast(), 8) };
+                }
+                Job::Release(conn) => match self.request(&Op::Release { conn }) {
+                    Ok(resp) if resp.ok => {}
+                    Ok(resp) => tracing::warn!(conn, "manager release refused: {:?}", resp.reply),
+                    Err(e) => tracing::warn!(conn, "manager release: {e}"),
+                },
+            }
+        }
+    }
+}
+
+impl ManagerLink {
+    /// Starts the worker for the manager at `addr` (nothing is connected until the first job).
+    pub(super) fn start(addr: SocketAddr, timeout: Duration) -> std::io::Result<ManagerLink> {
+        // SAFETY: eventfd(2) with valid flags; the result is checked before use.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        let wake = unsafe { OwnedFd::from_raw_fd(fd) };
+        let (job_tx, job_rx) = mpsc::channel();
+        let (ans_tx, ans_rx) = mpsc::channel();
+        let raw = wake.as_raw_fd();
+        let worker = Worker {
+            addr,
+            timeout,
+            client: None,
+        };
+        let thread = std::thread::Builder::new()
+            .name("rtcd-bwm".into())
+            .spawn(move || worker.run(&job_rx, &ans_tx, raw))?;
+        Ok(ManagerLink {
+            jobs: Some(job_tx),
+            answers: ans_rx,
+            wake,
+            worker: Some(thread),
+        })
+    }
+
+    /// The descriptor that becomes readable when answers are waiting.
+    pub(super) fn wake_fd(&self) -> RawFd {
+        self.wake.as_raw_fd()
+    }
+
+    /// Queues an admission; its answer comes back through [`ManagerLink::answers`]. `false` if
+    /// the worker is gone (the caller answers `Unreachable` itself).
+    pub(super) fn admit(&self, conn: ConnHandle, request: ManagerRequest) -> bool {
+        self.jobs
+            .as_ref()
+            .is_some_and(|j| j.send(Job::Admit(conn, request)).is_ok())
+    }
+
+    /// Queues a release.
+    pub(super) fn release(&self, manager_conn: u64) {
+        if let Some(j) = &self.jobs {
+            if j.send(Job::Release(manager_conn)).is_err() {
+                tracing::warn!(manager_conn, "manager worker gone; booking not released");
+            }
+        }
+    }
+
+    /// The answers that arrived (clears the wake-up).
+    pub(super) fn answers(&self) -> Vec<(ConnHandle, ManagerAnswer)> {
+        let mut count = 0u64;
+        // SAFETY: reading 8 bytes from our non-blocking eventfd into a u64; EAGAIN is fine.
+        unsafe { libc::read(self.wake.as_raw_fd(), (&raw mut count).cast(), 8) };
+        self.answers.try_iter().collect()
+    }
+
+    /// Lets the worker finish the queued jobs (the releases of shutdown) and waits for it.
+    pub(super) fn finish(&mut self) {
+        self.jobs = None;
+        if let Some(t) = self.worker.take() {
+            if t.join().is_err() {
+                tracing::warn!("manager worker panicked");
+            }
+        }
+    }
+}
+
+impl Drop for ManagerLink {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtlan_core::bwm::Violation;
+
+    #[test]
+    fn replies_map_onto_answers() {
+        let ok = Response::new(
+            Some(1),
+            Reply::Admitted {
+                conn: 9,
+                path: vec!["c".into(), "s1".into(), "s2".into(), "b".into()],
+                delay_bound_us: 1380,
+            },
+        );
+        assert_eq!(
+            answer_of(&ok),
+            ManagerAnswer::Admitted {
+                manager_conn: 9,
+                delay_bound_us: 1380,
+                hops: 2
+            }
+        );
+        let refused = Response::new(
+            Some(2),
+            Reply::Error {
+                code: ErrorCode::Refused,
+                message: "admission refused".into(),
+                violations: vec![Violation::Delay {
+                    conn: None,
+                    delay_bound_us: 9368,
+                    delay_us: 9000,
+                }],
+            },
+        );
+        let ManagerAnswer::Refused(text) = answer_of(&refused) else {
+            panic!("expected a refusal");
+        };
+        assert!(text.starts_with("refused: admission refused"), "{text}");
+        assert!(text.contains("9368"), "{text}");
+        let odd = Response::new(Some(3), Reply::Released { conn: 1 });
+        assert!(matches!(answer_of(&odd), ManagerAnswer::Unreachable(_)));
+    }
+
+    #[test]
+    fn spec_names_hosts_by_address_with_the_bucket() {
+        let spec = conn_spec(&ManagerRequest {
+            src_ip: "198.18.0.3".parse().expect("literal"),
+            dst_ip: "198.18.0.2".parse().expect("literal"),
+            rate_bps: 40_000_000,
+            max_packet: 1514,
+            burst_bytes: 51_514,
+            delay_us: Some(9_500),
+        });
+        assert_eq!(
+            (spec.src.as_str(), spec.dst.as_str()),
+            ("198.18.0.3", "198.18.0.2")
+        );
+        assert_eq!(spec.burst_bytes, Some(51_514));
+        assert_eq!(spec.shaping_interval_us, None);
+        assert_eq!(spec.delay_us, Some(9_500));
+    }
+
+    #[test]
+    fn unreachable_manager_is_answered_not_hung() {
+        // Nothing listens on this loopback port (bound then closed): connect is refused.
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("ephemeral port");
+        let link = ManagerLink::start(addr, Duration::from_millis(300)).expect("worker");
+        let req = ManagerRequest {
+            src_ip: "198.18.0.3".parse().expect("literal"),
+            dst_ip: "198.18.0.2".parse().expect("literal"),
+            rate_bps: 1,
+            max_packet: 64,
+            burst_bytes: 64,
+            delay_us: None,
+        };
+        assert!(link.admit(ConnHandle(4), req));
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let got = loop {
+            let a = link.answers();
+            if !a.is_empty() || std::time::Instant::now() > deadline {
+                break a;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(
+            matches!(
+                got.as_slice(),
+                [(ConnHandle(4), ManagerAnswer::Unreachable(_))]
+            ),
+            "{got:?}"
+        );
+    }
+}
