@@ -255,3 +255,114 @@ fn central_admission_through_an_off_the_shelf_switch() {
     drop((dc, dd));
     down_clean(lab);
 }
+
+#[test]
+fn both_books_at_the_manager_then_per_hop_through_rtlan() {
+    if !root_or_skip("both_books_at_the_manager_then_per_hop_through_rtlan") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let lab = up_file("default.toml", "cb");
+    let (a_ip, c_ip) = (ip(&lab, "a"), ip(&lab, "c"));
+    // The manager believes every link carries 30 Mbit/s, so it refuses what the switch (100
+    // Mbit/s links, 60 % real-time cap) would admit: a refusal proves the manager was asked.
+    let mut text =
+        String::from("[[switch]]\nname = \"s1\"\nt_mux = \"50us\"\nbuffer = \"256KiB\"\n");
+    for h in ["a", "b", "c"] {
+        text.push_str(&format!(
+            "[[host]]\nname = \"{h}\"\nip = \"{}\"\n[[link]]\nends = [\"{h}\", \"s1\"]\nrate = \"30mbit\"\n",
+            ip(&lab, h)
+        ));
+    }
+    let netfile = lab.state_dir().join("network.toml");
+    std::fs::write(&netfile, text).expect("write network file");
+    let manager = format!("{a_ip}:7470");
+    let state = lab.state_dir().join("bwm-state.json");
+    let args: Vec<String> = [
+        BIN,
+        "bwm",
+        "--network",
+        netfile.to_str().expect("utf-8"),
+        "--listen",
+        &manager,
+        "--state",
+        state.to_str().expect("utf-8"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let bwm = rtlan::labkit::spawn(&lab, "a", &args, "rtlan bwm".into()).expect("bwm starts");
+    let (up, _) = wait_until(Duration::from_secs(5), || {
+        exec_ok(&lab, "a", &["ss", "-ltn"]).contains(":7470")
+    });
+    assert!(up, "bwm listens");
+    let both = format!("admission = \"both\"\nmanager = \"{manager}\"");
+    let db = Daemon::start_with_config(&lab, "b", &both);
+    let to_c = format!("{c_ip}:5004");
+
+    let o = reserve(&lab, "b", &to_c, &["--rate", "40mbit"]);
+    assert!(
+        !o.status.success(),
+        "the manager's 30 Mbit/s links refuse 40"
+    );
+    let e = stderr(&o);
+    assert!(
+        e.contains("manager_refused") && e.contains("capacity"),
+        "{e}"
+    );
+    assert!(
+        connections(&lab, "s1").is_empty(),
+        "no SETUP after a refusal"
+    );
+
+    // Admitted by both: proxy IP and MAC from the switches, the bound from the manager; while
+    // held, the switch has the connection and the manager the booking.
+    let socket = db.socket.to_str().expect("utf-8").to_string();
+    let held = lab
+        .exec(
+            "b",
+            &[
+                BIN,
+                "reserve",
+                "--to",
+                &to_c,
+                "--rate",
+                "10mbit",
+                "--socket",
+                &socket,
+                "--duration",
+                "2s",
+                "--json",
+            ],
+        )
+        .expect("host exists")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("reserve runs");
+    let held = Guarded::from_child(held, "rtlan reserve on b");
+    let (open, _) = wait_until(Duration::from_secs(5), || {
+        connections(&lab, "s1").len() == 1
+    });
+    assert!(open, "the switch holds the connection");
+    let (out, ok) = held.finish(Duration::from_secs(10)).expect("reserve ends");
+    assert!(ok, "reserve failed: {out}");
+    let v: Value = serde_json::from_str(out.trim()).expect("reserve prints JSON");
+    assert!(
+        v["proxy_ip"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("198.19.")),
+        "{v}"
+    );
+    assert!(v["proxy_mac"].is_string(), "{v}");
+    assert!(v["delay_bound_us"].as_u64().is_some_and(|b| b > 0), "{v}");
+    // Released on both sides: 25 Mbit/s fits the manager's 30 again, the switch table is empty.
+    let (gone, _) = wait_until(Duration::from_secs(5), || {
+        connections(&lab, "s1").is_empty()
+    });
+    assert!(gone, "TEARDOWN reached the switch");
+    let o = reserve(&lab, "b", &to_c, &["--rate", "25mbit"]);
+    admitted(&o);
+    drop(bwm);
+    drop(db);
+    down_clean(lab);
+}
