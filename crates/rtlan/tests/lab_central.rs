@@ -43,19 +43,25 @@ ends = ["d", "s1"]
 rate = "100mbit"
 "#;
 
-/// The manager's network file for the lab: the switch, the links at their effective rate, the
+/// The manager's network file for the lab: one switch with `buffer`, a link `rate` (tc units;
+/// the bounds use 98.6 % of it, the effective rate of full frames) to each of `hosts`, the
 /// hosts' addresses, and `flows` (for `rtlan analyze`).
-fn network(lab: &Lab, flows: &str) -> String {
-    let mut text =
-        String::from("[[switch]]\nname = \"s1\"\nt_mux = \"50us\"\nbuffer = \"128KiB\"\n");
-    for h in ["a", "b", "c", "d"] {
+fn netfile(lab: &Lab, hosts: &[&str], rate_mbit: u32, buffer: &str, flows: &str) -> String {
+    let mut text = format!("[[switch]]\nname = \"s1\"\nt_mux = \"50us\"\nbuffer = \"{buffer}\"\n");
+    let effective_kbit = rate_mbit * 986;
+    for h in hosts {
         text.push_str(&format!(
-            "[[host]]\nname = \"{h}\"\nip = \"{}\"\n[[link]]\nends = [\"{h}\", \"s1\"]\nrate = \"100mbit\"\neffective_rate = \"98.6mbit\"\n",
+            "[[host]]\nname = \"{h}\"\nip = \"{}\"\n[[link]]\nends = [\"{h}\", \"s1\"]\nrate = \"{rate_mbit}mbit\"\neffective_rate = \"{effective_kbit}kbit\"\n",
             ip(lab, h)
         ));
     }
     text.push_str(flows);
     text
+}
+
+/// [`netfile`] of the four-host bridge topology (100 Mbit/s links, 128 KiB).
+fn network(lab: &Lab, flows: &str) -> String {
+    netfile(lab, &["a", "b", "c", "d"], 100, "128KiB", flows)
 }
 
 /// `rtlan analyze`'s end-to-end bound (µs, rounded up as the manager rounds) of flow `name`
@@ -78,6 +84,33 @@ fn analyze_bound(lab: &Lab, host: &str, rate: &str, burst: u64) -> u64 {
         .and_then(|f| f["delay_bound_us"].as_f64())
         .map(|us| us.ceil() as u64)
         .unwrap_or_else(|| panic!("flow x not analysed: {analysis}"))
+}
+
+/// Starts `rtlan bwm` on host a with network file `text`, listening on `listen`, and waits until
+/// it listens.
+fn start_bwm(lab: &Lab, text: &str, listen: &str, extra: &[&str]) -> Guarded {
+    let netfile = lab.state_dir().join("network.toml");
+    std::fs::write(&netfile, text).expect("write network file");
+    let state = lab.state_dir().join("bwm-state.json");
+    let mut args = vec![
+        BIN,
+        "bwm",
+        "--network",
+        netfile.to_str().expect("utf-8"),
+        "--listen",
+        listen,
+        "--state",
+        state.to_str().expect("utf-8"),
+    ];
+    args.extend_from_slice(extra);
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let bwm = rtlan::labkit::spawn(lab, "a", &args, "rtlan bwm".into()).expect("bwm starts");
+    let port = listen.rsplit(':').next().expect("IP:PORT");
+    let (up, _) = wait_until(Duration::from_secs(5), || {
+        exec_ok(lab, "a", &["ss", "-ltn"]).contains(&format!(":{port}"))
+    });
+    assert!(up, "bwm listens");
+    bwm
 }
 
 /// `rtlan reserve` on `host` through its daemon; returns the process output.
@@ -133,29 +166,7 @@ fn central_admission_through_an_off_the_shelf_switch() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("manager_unreachable"), "{}", stderr(&o));
 
-    let netfile = lab.state_dir().join("network.toml");
-    std::fs::write(&netfile, network(&lab, "")).expect("write network file");
-    let state = lab.state_dir().join("bwm-state.json");
-    let args: Vec<String> = [
-        BIN,
-        "bwm",
-        "--network",
-        netfile.to_str().expect("utf-8"),
-        "--listen",
-        &manager,
-        "--state",
-        state.to_str().expect("utf-8"),
-        "--manager-host",
-        "a",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let bwm = rtlan::labkit::spawn(&lab, "a", &args, "rtlan bwm".into()).expect("bwm starts");
-    let (up, _) = wait_until(Duration::from_secs(5), || {
-        exec_ok(&lab, "a", &["ss", "-ltn"]).contains(":7470")
-    });
-    assert!(up, "bwm listens");
+    let bwm = start_bwm(&lab, &network(&lab, ""), &manager, &["--manager-host", "a"]);
 
     // A lone 20 Mbit/s connection: its bound is `rtlan analyze`'s for the same flows (with the
     // manager's standing reservation a → b on the same port).
@@ -266,36 +277,9 @@ fn both_books_at_the_manager_then_per_hop_through_rtlan() {
     let (a_ip, c_ip) = (ip(&lab, "a"), ip(&lab, "c"));
     // The manager believes every link carries 30 Mbit/s, so it refuses what the switch (100
     // Mbit/s links, 60 % real-time cap) would admit: a refusal proves the manager was asked.
-    let mut text =
-        String::from("[[switch]]\nname = \"s1\"\nt_mux = \"50us\"\nbuffer = \"256KiB\"\n");
-    for h in ["a", "b", "c"] {
-        text.push_str(&format!(
-            "[[host]]\nname = \"{h}\"\nip = \"{}\"\n[[link]]\nends = [\"{h}\", \"s1\"]\nrate = \"30mbit\"\n",
-            ip(&lab, h)
-        ));
-    }
-    let netfile = lab.state_dir().join("network.toml");
-    std::fs::write(&netfile, text).expect("write network file");
+    let text = netfile(&lab, &["a", "b", "c"], 30, "256KiB", "");
     let manager = format!("{a_ip}:7470");
-    let state = lab.state_dir().join("bwm-state.json");
-    let args: Vec<String> = [
-        BIN,
-        "bwm",
-        "--network",
-        netfile.to_str().expect("utf-8"),
-        "--listen",
-        &manager,
-        "--state",
-        state.to_str().expect("utf-8"),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let bwm = rtlan::labkit::spawn(&lab, "a", &args, "rtlan bwm".into()).expect("bwm starts");
-    let (up, _) = wait_until(Duration::from_secs(5), || {
-        exec_ok(&lab, "a", &["ss", "-ltn"]).contains(":7470")
-    });
-    assert!(up, "bwm listens");
+    let bwm = start_bwm(&lab, &text, &manager, &[]);
     let both = format!("admission = \"both\"\nmanager = \"{manager}\"");
     let db = Daemon::start_with_config(&lab, "b", &both);
     let to_c = format!("{c_ip}:5004");

@@ -13,34 +13,6 @@ fn daemon_with(admission: Admission) -> Rtcd {
     Rtcd::new(config, Instant::ZERO).expect("valid config")
 }
 
-fn with_delay(req: Request, delay: Option<u64>, kernel: bool) -> Request {
-    match req {
-        Request::Open {
-            dst_ip,
-            dst_port,
-            src_port,
-            rate_bps,
-            max_burst,
-            max_packet,
-            ..
-        } => Request::Open {
-            dst_ip,
-            dst_port,
-            src_port,
-            rate_bps,
-            max_burst,
-            max_packet,
-            shaping: if kernel {
-                DaemonShaping::Kernel
-            } else {
-                DaemonShaping::None
-            },
-            delay_us: delay,
-        },
-        other => other,
-    }
-}
-
 /// The single `ManagerAdmit` in `actions`.
 fn asked(actions: &[Action]) -> (ConnHandle, ManagerRequest) {
     let asks: Vec<_> = actions
@@ -80,7 +52,7 @@ fn central_only_asks_the_manager_and_sends_plainly_to_the_receiver() {
         ms(1),
         ALICE,
         5,
-        with_delay(open_req(40_000_000), Some(9_500), true),
+        open_with(40_000_000, DaemonShaping::Kernel, Some(9_500)),
     );
     let a = drain(&mut d);
     assert!(

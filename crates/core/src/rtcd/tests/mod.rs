@@ -39,6 +39,11 @@ fn drain(d: &mut Rtcd) -> Vec<Action> {
 }
 
 fn open_req(rate: u64) -> Request {
+    open_with(rate, DaemonShaping::None, None)
+}
+
+/// An `open` of `rate` to DST:5004 with `shaping` and an optional delay requirement.
+fn open_with(rate: u64, shaping: DaemonShaping, delay_us: Option<u64>) -> Request {
     Request::Open {
         dst_ip: DST,
         dst_port: 5004,
@@ -46,8 +51,8 @@ fn open_req(rate: u64) -> Request {
         rate_bps: rate,
         max_burst: 3028,
         max_packet: 1514,
-        shaping: DaemonShaping::None,
-        delay_us: None,
+        shaping,
+        delay_us,
     }
 }
 

@@ -59,27 +59,7 @@ fn teardown_from_the_switch_revokes_and_stops_refreshing() {
 fn kernel_shaping_installs_before_neighbour_and_removes_on_release() {
     let mut d = daemon();
     register(&mut d, ALICE, 100);
-    let shaped = |rate| match open_req(rate) {
-        Request::Open {
-            dst_ip,
-            dst_port,
-            src_port,
-            rate_bps,
-            max_burst,
-            max_packet,
-            ..
-        } => Request::Open {
-            dst_ip,
-            dst_port,
-            src_port,
-            rate_bps,
-            max_burst,
-            max_packet,
-            shaping: DaemonShaping::Kernel,
-            delay_us: None,
-        },
-        other => other,
-    };
+    let shaped = |rate| open_with(rate, DaemonShaping::Kernel, None);
     d.handle_client_request(ms(1), ALICE, 5, shaped(10_000_000));
     let setup = sent(&drain(&mut d)).remove(0);
     // Nothing is installed before the path admitted.
