@@ -269,3 +269,46 @@ proptest! {
         prop_assert!(booking.release(u64::MAX).is_err());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// Booking a set of flows at once agrees with a full analysis (admitted exactly when the
+    /// full analysis admits the whole set, with the same bounds), and a refusal leaves the
+    /// booking as it was.
+    #[test]
+    fn bulk_admission_equals_full(
+        switches in 2usize..6,
+        flows in prop::collection::vec((0usize..6, 0usize..6, 0usize..6, any::<u8>(), any::<u8>()), 1..14),
+        buffer_kib in 16i64..400,
+        first in 0usize..4,
+    ) {
+        let (topo, flows) = random_net(switches, &flows, buffer_kib);
+        let mut booking = Booking::new(topo.clone());
+        let mut booked: Vec<Flow> = Vec::new();
+        // Some flows one by one first, so the bulk meets an existing state.
+        for f in flows.iter().take(first) {
+            if booking.try_admit(f.clone()).unwrap().is_ok() {
+                booked.push(f.clone());
+            }
+        }
+        let before = booking.report().unwrap();
+        let rest: Vec<Flow> = flows.iter().skip(first).cloned().collect();
+        let mut all = booked.clone();
+        all.extend(rest.iter().cloned());
+        let full = analyze(&topo, &all).unwrap();
+        match booking.try_admit_all(rest.clone()).unwrap() {
+            Ok(verdicts) => {
+                prop_assert!(full.admitted(), "bulk admitted, full says {:?}", full.violations);
+                prop_assert_eq!(verdicts.len(), rest.len());
+                for (v, fr) in verdicts.iter().zip(&full.flows[booked.len()..]) {
+                    prop_assert_eq!(Some(v.delay_bound), fr.delay_bound);
+                }
+                prop_assert!(same_bounds(&booking.report().unwrap(), &full));
+            }
+            Err(refusal) => {
+                prop_assert!(!full.admitted(), "bulk refused {:?}", refusal.violations);
+                prop_assert!(same_bounds(&booking.report().unwrap(), &before));
+            }
+        }
+    }
+}

@@ -232,12 +232,131 @@ impl Booking {
         Ok(r)
     }
 
+    /// Admits `flows` together, as a restart re-books what was persisted: they are inserted
+    /// first and every port they cross is then settled once (instead of once per flow), then
+    /// every check of [`Booking::try_admit`] runs for the whole network. All or nothing: on any
+    /// violation nothing is booked and every violation is returned (a caller that must know
+    /// which flows fit then admits them one by one). Ids are handed out in order.
+    pub fn try_admit_all(
+        &mut self,
+        flows: Vec<Flow>,
+    ) -> Result<Result<Vec<Verdict>, Refusal>, BookingError> {
+        let mut violations = Vec::new();
+        let mut sums: BTreeMap<PortKey, Q> = BTreeMap::new();
+        for flow in &flows {
+            for hop in &flow.hops {
+                let (c, _, _) = self
+                    .topo
+                    .port(hop.port)
+                    .ok_or_else(|| BookingError::BadPort(flow.name.clone()))?;
+                if flow.rate >= c {
+                    violations.push(Violation::RateAtLinkSpeed {
+                        flow: flow.name.clone(),
+                    });
+                }
+                let used = self.ports.get(&hop.port).map_or(Q::ZERO, |p| p.sum_r);
+                let sum = sums.entry(hop.port).or_insert(used);
+                *sum = sum.add(flow.rate)?;
+            }
+        }
+        for (port, total) in &sums {
+            if let Some((c, _, _)) = self.topo.port(*port) {
+                if *total > c {
+                    violations.push(Violation::RateOverCapacity {
+                        switch: self.topo.name(port.switch).into(),
+                        to: self.topo.name(port.to).into(),
+                        rate: *total,
+                        capacity: c,
+                    });
+                }
+            }
+        }
+        if !violations.is_empty() {
+            return Ok(Err(Refusal { violations }));
+        }
+        let backup = self.clone();
+        match self.admit_all_unchecked(flows) {
+            Ok(Ok(verdicts)) => Ok(Ok(verdicts)),
+            other => {
+                *self = backup;
+                other
+            }
+        }
+    }
+
+    fn admit_all_unchecked(
+        &mut self,
+        flows: Vec<Flow>,
+    ) -> Result<Result<Vec<Verdict>, Refusal>, BookingError> {
+        let mut ids = Vec::with_capacity(flows.len());
+        let mut seeds = Vec::new();
+        let mut pending: HashMap<PortKey, HashSet<u64>> = HashMap::new();
+        for flow in flows {
+            let id = self.next_id;
+            self.next_id += 1;
+            for s in self.insert_unsettled(id, flow)? {
+                pending.entry(s).or_default().insert(id);
+                seeds.push(s);
+            }
+            ids.push(id);
+        }
+        let mut touched = Touched::default();
+        if let Outcome::Cyclic = self.settle(&seeds, pending, &mut touched)? {
+            let flow = ids
+                .first()
+                .map(|id| self.flows[id].flow.name.clone())
+                .unwrap_or_default();
+            return Ok(Err(Refusal {
+                violations: vec![Violation::Cyclic { flow }],
+            }));
+        }
+        let mut violations = Vec::new();
+        let mut switches: Vec<usize> = self.switch_backlog.keys().copied().collect();
+        switches.sort_unstable();
+        for s in switches {
+            if let (Some(buffer), Some(&b)) = (self.topo.buffer(s), self.switch_backlog.get(&s)) {
+                if b > buffer {
+                    violations.push(Violation::BufferOverMemory {
+                        switch: self.topo.name(s).into(),
+                        backlog: b,
+                        buffer,
+                    });
+                }
+            }
+        }
+        for b in self.flows.values() {
+            check_flow(&b.flow, Some(self.bound_of(&b.flow)?), &mut violations);
+        }
+        if !violations.is_empty() {
+            return Ok(Err(Refusal { violations }));
+        }
+        ids.into_iter()
+            .map(|id| {
+                let delay_bound = self.bound_of(&self.flows[&id].flow)?;
+                Ok(Verdict { id, delay_bound })
+            })
+            .collect::<Result<Vec<_>, ArithError>>()
+            .map(Ok)
+            .map_err(BookingError::from)
+    }
+
     fn insert(
         &mut self,
         id: u64,
         flow: Flow,
         touched: &mut Touched,
     ) -> Result<Outcome, BookingError> {
+        let seeds = self.insert_unsettled(id, flow)?;
+        let mut pending: HashMap<PortKey, HashSet<u64>> = HashMap::new();
+        for s in &seeds {
+            pending.entry(*s).or_default().insert(id);
+        }
+        self.settle(&seeds, pending, touched)
+    }
+
+    /// Adds `flow`'s hops to their ports (bursts as at the first hop); returns the ports, which
+    /// [`Booking::settle`] must then recompute.
+    fn insert_unsettled(&mut self, id: u64, flow: Flow) -> Result<Vec<PortKey>, BookingError> {
         let n = flow.hops.len();
         let mut booked = Booked {
             bursts: vec![Q::ZERO; n],
@@ -283,11 +402,7 @@ impl Booking {
         }
         let seeds: Vec<PortKey> = booked.flow.hops.iter().map(|h| h.port).collect();
         self.flows.insert(id, booked);
-        let mut pending: HashMap<PortKey, HashSet<u64>> = HashMap::new();
-        for s in &seeds {
-            pending.entry(*s).or_default().insert(id);
-        }
-        self.settle(&seeds, pending, touched)
+        Ok(seeds)
     }
 
     fn remove(&mut self, id: u64, touched: &mut Touched) -> Result<(), BookingError> {

@@ -315,10 +315,20 @@ impl Manager {
     }
 
     /// Re-admits persisted bookings (with every check, in their order, keeping their ids).
-    /// Returns the ones refused now (e.g. after a topology change) with the reason.
+    /// Returns the ones refused now (e.g. after a topology change) with the reason. All of them
+    /// are first tried together (one settle of the network, then every check: a restart with
+    /// 10,000 bookings takes a fraction of a second instead of 10,000 admissions); only if that
+    /// fails are they admitted one by one to find the ones that no longer fit.
     pub fn restore(&mut self, state: State) -> Vec<(ConnId, Response)> {
         let mut refused = Vec::new();
         self.next_conn = self.next_conn.max(state.next_conn);
+        if self.restore_together(&state.bookings) {
+            for b in &state.bookings {
+                self.next_conn = self.next_conn.max(b.conn.saturating_add(1));
+            }
+            self.changed = false;
+            return refused;
+        }
         for b in state.bookings {
             self.next_conn = self.next_conn.max(b.conn.saturating_add(1));
             if let Err(r) = self.admit(Some(b.conn), b.spec) {
@@ -327,6 +337,72 @@ impl Manager {
         }
         self.changed = !refused.is_empty();
         refused
+    }
+
+    /// Books every one of `bookings` or none (see [`Manager::restore`]); true if booked.
+    fn restore_together(&mut self, bookings: &[Booking]) -> bool {
+        let mut conns = Vec::with_capacity(bookings.len());
+        let mut ids = BTreeSet::new();
+        let mut booked = vec![0u64; self.ports.len()];
+        for b in bookings {
+            if self.conns.contains_key(&b.conn) || !ids.insert(b.conn) {
+                return false;
+            }
+            let mut spec = b.spec.clone();
+            let (Ok(src), Ok(dst)) = (self.host(&spec.src), self.host(&spec.dst)) else {
+                return false;
+            };
+            spec.src = self.graph.names[src].clone();
+            spec.dst = self.graph.names[dst].clone();
+            let Ok(conn) = self.guaranteed(&spec, Kind::Guaranteed) else {
+                return false;
+            };
+            for &p in &conn.ports {
+                booked[p] = booked[p].saturating_add(conn.rate_bps);
+                let ps = &self.ports[p];
+                if ps.booked_bps.saturating_add(booked[p]) > ps.rate_bps
+                    || conn.rate_bps >= ps.rate_bps
+                {
+                    return false;
+                }
+            }
+            conns.push((b.conn, conn));
+        }
+        let mut flows = Vec::with_capacity(conns.len());
+        for (id, c) in &conns {
+            let spec = ledger::Spec {
+                rate: c.tspec.rate,
+                max_packet: c.tspec.max_packet,
+                burst: c.tspec.bucket,
+            };
+            let topo = self.ledger.topology();
+            let f = ledger::path_flow(
+                topo,
+                &self.graph,
+                *id,
+                &c.nodes,
+                spec,
+                c.host_delay_ns,
+                c.requirement_ns,
+            );
+            match f {
+                Ok(f) => flows.push(f),
+                Err(_) => return false,
+            }
+        }
+        let Ok(Ok(verdicts)) = self.ledger.try_admit_all(flows) else {
+            return false;
+        };
+        for ((id, mut conn), v) in conns.into_iter().zip(verdicts) {
+            for &p in &conn.ports {
+                let ps = &mut self.ports[p];
+                ps.conns.insert(id);
+                ps.booked_bps += conn.rate_bps;
+            }
+            conn.flows = vec![v.id];
+            self.conns.insert(id, conn);
+        }
+        true
     }
 
     /// The current end-to-end delay bound of a connection, ns.

@@ -9,6 +9,7 @@
 //! TCP throughput (iperf3) and UDP round-trip latency (sockperf ping-pong at a fixed rate).
 //! docs/benchmarks.md has the method and the figures measured on the development machine.
 
+mod bwm;
 mod measure;
 mod report;
 mod setup;
@@ -59,6 +60,16 @@ End to end: the client's time from writing `open` to reading `opened`. Per hop: 
 own SETUP handling times (`setup-latency`), the samples added during the case. Labs are removed
 on exit, also on error or Ctrl-C. Needs root. docs/benchmarks.md has the figures.")]
     Setup(setup::SetupArgs),
+    /// Admission latency through a running bandwidth manager with 10,000 booked flows
+    /// (seed 004 §3.2): restart, admit, release, state-file write.
+    #[command(after_help = "\
+Writes a state file with --flows bookings (100 kbit/s, random host pairs) on a leaf–spine network
+of 90 leaf and 10 spine switches (1 Gbit/s, 8 hosts per leaf: the criterion benchmark's), starts
+the manager from it on 127.0.0.1 (re-admitting every booking with all checks: the restart time),
+then admits and releases one more flow --samples times over TCP, timing each answer as a client
+sees it. The manager answers only after rewriting the state file (write, fsync, rename), so that
+is timed alone as well. No root or lab needed. docs/benchmarks.md has the figures.")]
+    Bwm(bwm::BwmArgs),
 }
 
 /// Arguments of `bench forward`.
@@ -96,6 +107,7 @@ pub(crate) fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     match command {
         BenchCommand::Forward(args) => forward(args),
         BenchCommand::Setup(args) => setup::run(args),
+        BenchCommand::Bwm(args) => bwm::run(args),
     }
 }
 
