@@ -141,9 +141,12 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
     let send_shaping = args.shaping.unwrap_or(SendShaping::Leaky);
     let mut reservation = None;
     let mut sink = if args.reserve {
+        // The library raises the burst to its shaper's own (token bucket: r·Ts + M); for the
+        // token bucket ask for no more, so that a central manager books exactly the T-SPEC.
+        let packets = if send_shaping == SendShaping::Token { 1 } else { 2 };
         let qos = Qos {
             rate_bps: args.rate,
-            max_burst: 2 * u32::from(args.size + FRAME_HEADERS),
+            max_burst: packets * u32::from(args.size + FRAME_HEADERS),
             max_packet: args.size + FRAME_HEADERS,
             delay_us: args
                 .delay

@@ -19,6 +19,7 @@ mod fig4;
 mod fig5;
 mod fig6;
 mod fig7;
+mod loser;
 mod table1;
 
 /// The experiments.
@@ -39,12 +40,17 @@ pub(crate) enum ExperimentCommand {
     Table1(Common),
     /// EtheReal §4.3: admitted connections against the CPU budget; scheduler cost per connection.
     Capacity(Common),
+    /// Löser/Härtig §4.3: shaped senders through the Linux bridge and rtlan — probe delay
+    /// against the network-calculus bounds, sender CPU load against the shaping interval Ts
+    /// (Tables 4, 5, Fig. 7) and the switch buffer probe (Table 2).
+    Loser(Common),
 }
 
 /// Arguments every experiment takes.
 #[derive(Debug, Args)]
 pub(crate) struct Common {
-    /// Scenario file [default: experiments/ethereal/<name>/scenario.toml].
+    /// Scenario file [default: experiments/ethereal/<name>/scenario.toml; loser:
+    /// experiments/loser/lab/scenario.toml].
     #[arg(long)]
     scenario: Option<PathBuf>,
     /// Directory for results.json and the plot [default: the scenario's directory].
@@ -75,9 +81,14 @@ pub(crate) struct Run {
 
 impl Run {
     fn new(name: &str, common: Common) -> anyhow::Result<Run> {
+        let dir = if name == "loser" {
+            "experiments/loser/lab".to_string()
+        } else {
+            format!("experiments/ethereal/{name}")
+        };
         let scenario = common
             .scenario
-            .unwrap_or_else(|| PathBuf::from(format!("experiments/ethereal/{name}/scenario.toml")));
+            .unwrap_or_else(|| PathBuf::from(format!("{dir}/scenario.toml")));
         let out = match common.out {
             Some(out) => out,
             None => scenario
@@ -142,6 +153,7 @@ pub(crate) fn run(command: ExperimentCommand) -> anyhow::Result<ExitCode> {
         ExperimentCommand::Fig7(c) => fig7::run(&Run::new("fig7", c)?),
         ExperimentCommand::Table1(c) => table1::run(&Run::new("table1", c)?),
         ExperimentCommand::Capacity(c) => capacity::run(&Run::new("capacity", c)?),
+        ExperimentCommand::Loser(c) => loser::run(&Run::new("loser", c)?),
     }
 }
 
