@@ -33,6 +33,11 @@ for k in res["kinds"]:
             label=f"{name}: bound t_max (max host term)")
     ax.plot(ts, [r["bounds"]["max"]["t_est_us"] for r in runs], color=c, ls="-.", lw=1,
             label=f"{name}: estimate t_est (eq. 7)")
+    mgr = [(r["ts_us"], (r.get("manager") or {}).get("t_max_us")) for r in runs]
+    mgr = [(t, m) for t, m in mgr if m]
+    if mgr:
+        ax.plot([t for t, _ in mgr], [m for _, m in mgr], color=c, ls="none", marker="x", ms=9,
+                label=f"{name}: rtlan bwm's bound (central admission)")
     ax.plot(ts, [r["probe_delay"]["max_us"] for r in runs], color=c, ls=":", marker="o",
             label=f"{name}: observed max")
     ax.plot(ts, [r["probe_delay"]["p999_us"] for r in runs], color=c, ls="none",
@@ -66,6 +71,14 @@ if probe:
                 color=c, marker="o", label=f"{k['kind']}: lost datagrams")
         bx.axvline(k["buffer_bytes"] / 1000, color=c, ls="--", lw=1,
                    label=f"{k['kind']}: configured queue {k['buffer_bytes'] / 1000:.1f} KB")
+        over = [s["burst_wire_bytes"] for s in steps
+                if s.get("backlog_bound_bytes", 0) > k["buffer_bytes"]]
+        fits = [s["burst_wire_bytes"] for s in steps
+                if 0 < s.get("backlog_bound_bytes", 0) <= k["buffer_bytes"]]
+        if over and fits:
+            edge = (max(fits) + min(over)) / 2000
+            bx.axvline(edge, color="k", ls="-", lw=0.8, alpha=0.5,
+                       label="eq. (4) for two (r, b) senders reaches the queue" if k is res["kinds"][0] else None)
     bx.axvline(127.4, color="0.6", ls=":", label="paper: Level-One 127.4 KB")
     bx.axvline(20.5, color="0.6", ls="-.", label="paper: 3Com 20.5 KB")
     bx.set_xlabel("burst b = r·Ts + M per sender (KB, wire bytes)")

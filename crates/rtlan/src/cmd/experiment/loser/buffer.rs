@@ -183,9 +183,12 @@ pub(super) fn probe(
              (at b's socket {at_receiver:?}, in the switch queue {at_switch:?})"
         );
         table.push((burst, lost));
-        steps.push(json!({"ts": ts, "burst_wire_bytes": burst,
+        let bound = pair_backlog_bound(&bp.rate, &bp.senders, burst, frame_wire)?;
+        steps.push(
+            json!({"ts": ts, "burst_wire_bytes": burst, "backlog_bound_bytes": bound,
             "burst_frames": burst / frame_wire, "lost": lost, "streams": streams,
-            "dropped_at_receiver_socket": at_receiver, "dropped_in_switch_queue": at_switch}));
+            "dropped_at_receiver_socket": at_receiver, "dropped_in_switch_queue": at_switch}),
+        );
     }
     let best = largest_loss_free(&table);
     Ok(json!({
@@ -193,6 +196,35 @@ pub(super) fn probe(
         "largest_loss_free_burst_bytes": best,
         "largest_loss_free_burst_frames": best.map(|b| b / frame_wire),
     }))
+}
+
+/// Eq. (4) at b's port for the probe's senders, each a T-SPEC (C, M, r, b) in wire bytes
+/// against a port of the line rate counted the same way (the lab's tbf counts wire bytes):
+/// what a buffer must hold so that no burst pattern the senders' token buckets allow loses
+/// anything. Two senders with 2r ≈ C need about 2b, not the b of perfectly aligned on-off bursts.
+fn pair_backlog_bound(
+    rate: &str,
+    senders: &[String],
+    burst: u64,
+    frame_wire: u64,
+) -> anyhow::Result<i64> {
+    let mut text = String::from("[[switch]]\nname = \"s1\"\nt_mux = \"0us\"\nbuffer = \"1024MiB\"\n");
+    text += "[[link]]\nends = [\"b\", \"s1\"]\nrate = \"100mbit\"\n";
+    for s in senders {
+        text += &format!(
+            "[[link]]\nends = [\"{s}\", \"s1\"]\nrate = \"100mbit\"\n\
+             [[flow]]\nname = \"{s}\"\npath = [\"{s}\", \"s1\", \"b\"]\nrate = \"{rate}\"\n\
+             max_packet = {frame_wire}\nburst = \"{burst}B\"\n"
+        );
+    }
+    let report = crate::cmd::analyze::analyze_text(&text)?;
+    let json: Value = serde_json::from_str(&crate::cmd::analyze::to_json_text(&report)?)?;
+    json["ports"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["to"] == "b"))
+        .and_then(|p| p["backlog_bound_bytes"].as_f64())
+        .map(|b| b.ceil() as i64)
+        .ok_or_else(|| anyhow::anyhow!("no port towards b in {json}"))
 }
 
 #[cfg(test)]
@@ -207,6 +239,16 @@ mod tests {
             62_788
         );
         assert_eq!(burst_wire_bytes(49_000_000, Duration::ZERO, 1538), 1538);
+    }
+
+    #[test]
+    fn two_conforming_senders_need_about_twice_their_burst() {
+        let senders = ["c".to_string(), "d".to_string()];
+        // Seen in the lab: 75 038 B per sender lost nothing on a 166 300 B queue, 87 288 B did.
+        let b = pair_backlog_bound("49mbit", &senders, 75_038, 1538).expect("analysable");
+        assert_eq!(b, 147_194);
+        let b = pair_backlog_bound("49mbit", &senders, 87_288, 1538).expect("analysable");
+        assert!(b > 166_300 && b < 2 * 87_288, "{b}");
     }
 
     #[test]
