@@ -1,5 +1,11 @@
 //! Criterion benchmarks for issue 5 item 6: admitting one flow into a leaf–spine network with
 //! 10,000 booked flows (incremental), and the full analysis of 1,000 flows over 100 switches.
+//!
+//! `admit_one_into_10k` admits one fixed flow over a random spine; `admit_random_into_10k` is
+//! what `rtlan bench bwm` measures through the manager: 10,000 flows between random host pairs
+//! routed like the manager routes them (shortest path, ties by link order, so every inter-leaf
+//! flow crosses spine `s0`), and each iteration admits and releases the next of 64 other random
+//! flows, so adding one flow moves the bursts of most of the network.
 
 #![allow(missing_docs)]
 
@@ -84,6 +90,72 @@ fn network(n: usize) -> (Topology, Vec<Flow>) {
     (topo, flows)
 }
 
+/// `rtlan bench bwm`'s network: the same leaf–spine topology with 64 MiB buffers, `n` flows
+/// between random host pairs drawn by the same generator (100 kbit/s, M = 1514 B, b = 3028 B,
+/// host delay 80 µs), each inter-leaf flow over `s0`; then `extra` more flows of the same kind.
+fn bwm_network(n: usize, extra: usize) -> (Topology, Vec<Flow>, Vec<Flow>) {
+    let mut f = NetFile::default();
+    let sw = |name: String| SwitchSpec {
+        name,
+        t_mux: Q::micros(10),
+        buffer: Q::bytes(64 << 20),
+    };
+    let link = |a: String, b: String| LinkSpec {
+        ends: [a, b],
+        rate: Q::int(1_000_000_000),
+        effective_rate: Q::int(1_000_000_000),
+    };
+    for l in 0..LEAVES {
+        f.switches.push(sw(format!("l{l}")));
+        for h in 0..HOSTS_PER_LEAF {
+            f.links.push(link(format!("h{l}x{h}"), format!("l{l}")));
+        }
+        for s in 0..SPINES {
+            f.links.push(link(format!("l{l}"), format!("s{s}")));
+        }
+    }
+    for s in 0..SPINES {
+        f.switches.push(sw(format!("s{s}")));
+    }
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move |m: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as usize % m
+    };
+    let mut specs = Vec::new();
+    while specs.len() < n + extra {
+        let (a, ha) = (next(LEAVES), next(HOSTS_PER_LEAF));
+        let (b, hb) = (next(LEAVES), next(HOSTS_PER_LEAF));
+        if (a, ha) == (b, hb) {
+            continue;
+        }
+        let (src, dst) = (format!("h{a}x{ha}"), format!("h{b}x{hb}"));
+        let path = if a == b {
+            vec![src, format!("l{a}"), dst]
+        } else {
+            vec![src, format!("l{a}"), "s0".into(), format!("l{b}"), dst]
+        };
+        specs.push(FlowSpec {
+            name: format!("f{}", specs.len()),
+            path,
+            rate: Q::int(100_000),
+            max_packet: Q::bytes(1514),
+            burst: Q::bytes(3028),
+            host_delay: Q::micros(80),
+            deadline: None,
+        });
+    }
+    let topo = Topology::from_netfile(&f);
+    let mut flows: Vec<Flow> = specs
+        .iter()
+        .map(|x| topo.resolve(x).expect("generated paths are valid"))
+        .collect();
+    let probes = flows.split_off(n);
+    (topo, flows, probes)
+}
+
 fn bench(c: &mut Criterion) {
     let (topo, flows) = network(10_001);
     let mut booking = Booking::new(topo);
@@ -103,6 +175,23 @@ fn bench(c: &mut Criterion) {
                 .expect("no overflow")
                 .expect("admitted");
             booking.release(v.id).expect("booked");
+        })
+    });
+    let (topo, flows, probes) = bwm_network(10_000, 64);
+    let mut booking = Booking::new(topo);
+    match booking.try_admit_all(flows).expect("no overflow") {
+        Ok(_) => {}
+        Err(r) => panic!("the booked flows fit: {r}"),
+    }
+    let mut i = 0;
+    g.bench_function("admit_random_into_10k", |b| {
+        b.iter(|| {
+            let v = booking
+                .try_admit(probes[i % probes.len()].clone())
+                .expect("no overflow")
+                .expect("admitted");
+            booking.release(v.id).expect("booked");
+            i += 1;
         })
     });
     let (topo1k, flows1k) = network(1_000);

@@ -173,15 +173,30 @@ impl Topology {
     }
 }
 
-/// `x` rounded down to the 1 ps grid.
-pub(crate) fn floor_grid(x: Q) -> Result<Q, ArithError> {
-    let scaled = x.mul(Q::new(GRID, 1)?)?.floor();
-    Q::new(scaled, GRID)
-}
-
 /// Equation (2) with peak `p`, rounded down to the grid: `g = (b − M)/(p − r)`; needs `r < p`.
 pub(crate) fn inflexion(b: Q, m: Q, peak: Q, r: Q) -> Result<Q, ArithError> {
-    floor_grid(b.sub(m)?.div(peak.sub(r)?)?)
+    Q::new(inflexion_grid(b, m, peak, r)?, GRID)
+}
+
+/// [`inflexion`] as a whole number of grid steps (ps): `⌊(b − M)·GRID / (p − r)⌋`, by one
+/// integer division when the products fit in `i128` (else through exact rationals).
+pub(crate) fn inflexion_grid(b: Q, m: Q, peak: Q, r: Q) -> Result<i128, ArithError> {
+    let (u, v) = (b.sub(m)?, peak.sub(r)?);
+    if v.numer() == 0 {
+        return Err(ArithError::DivisionByZero);
+    }
+    // u/v = (u.n·v.d) / (u.d·v.n); denominators are positive, so the sign sits on v.n.
+    let sign = v.numer().signum();
+    let fast = u
+        .numer()
+        .checked_mul(v.denom())
+        .and_then(|x| x.checked_mul(GRID))
+        .and_then(|x| x.checked_mul(sign))
+        .zip(u.denom().checked_mul(v.numer().abs()));
+    match fast {
+        Some((n, d)) => Ok(n.div_euclid(d)),
+        None => Ok(u.div(v)?.mul(Q::new(GRID, 1)?)?.floor()),
+    }
 }
 
 /// Per-port aggregate → `(delay bound (grid, up), backlog bound)`: equations (6) and (4) (or the
@@ -544,4 +559,29 @@ pub fn analyze_file(file: &NetFile) -> Result<Report, AnalysisError> {
         .map(|f| topo.resolve(f))
         .collect::<Result<Vec<_>, _>>()?;
     analyze(&topo, &flows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The one-division inflexion time equals the exact rational one rounded down.
+        #[test]
+        fn inflexion_grid_matches_rationals(b in 0i128..1 << 40, bd in 1i128..1 << 40,
+                                            m in 0i128..100_000, p in 1i128..1 << 34,
+                                            r in 0i128..1 << 34, rd in prop_oneof![Just(1i128), 1i128..1 << 20]) {
+            let (b, m, p, r) = (Q::new(b, bd).unwrap(), Q::int(m as i64), Q::int(p as i64), Q::new(r, rd).unwrap());
+            let exact = b.sub(m).unwrap().div(p.sub(r).unwrap());
+            match exact {
+                Ok(x) => {
+                    let want = x.mul(Q::new(GRID, 1).unwrap()).unwrap().floor();
+                    prop_assert_eq!(inflexion_grid(b, m, p, r).unwrap(), want);
+                    prop_assert_eq!(inflexion(b, m, p, r).unwrap(), Q::new(want, GRID).unwrap());
+                }
+                Err(e) => prop_assert_eq!(inflexion_grid(b, m, p, r), Err(e)),
+            }
+        }
+    }
 }

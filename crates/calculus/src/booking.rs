@@ -4,15 +4,61 @@
 //! of them whose inputs actually change — not a full re-analysis. The results are exactly those
 //! of [`crate::analysis::analyze`] on the booked set (a proptest checks it).
 //!
+//! Speed (issue 5 item 6): in a leaf–spine network where most flows cross one spine, one more
+//! flow moves the bursts of nearly every booked flow, so the per-flow work must be small. The
+//! inflexion times are kept as whole grid steps (ps) so the `g_max` multiset compares integers,
+//! the maps use a small Fx-style hasher (the keys are our own indices, not attacker-chosen),
+//! and deadlines are re-checked only for flows that have one.
+//!
 //! Call order: [`Booking::new`] once, then any sequence of [`Booking::try_admit`] and
 //! [`Booking::release`]; read [`Booking::report`] or [`Booking::flow_bound`] at any time.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::analysis::{
-    check_flow, inflexion, port_bounds, port_report, Flow, PortKey, Report, Topology, Violation,
+    check_flow, inflexion_grid, port_bounds, port_report, Flow, PortKey, Report, Topology,
+    Violation,
 };
+use crate::network::GRID;
 use crate::rational::{ArithError, Q};
+
+/// FxHash (rustc's hasher): one multiply per word. The keys are port and flow indices this
+/// module hands out, so the DoS resistance of the default SipHash buys nothing here and costs
+/// a large part of an admission.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+type FastSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// Errors from booking (refusals are [`Refusal`], not errors).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,30 +96,32 @@ struct PortState {
     c: Q,
     t_mux: Q,
     /// Flow id → hop index at this port.
-    flows: HashMap<u64, usize>,
+    flows: FastMap<u64, usize>,
     sum_r: Q,
     sum_b: Q,
-    g: BTreeMap<Q, u32>,
+    /// Multiset of the inflexion times `g_k` here, in grid steps.
+    g: BTreeMap<i128, u32>,
     delay: Q,
     backlog: Q,
     /// Next ports of the flows here, with multiplicity.
-    succ: HashMap<PortKey, u32>,
+    succ: FastMap<PortKey, u32>,
 }
 
 #[derive(Debug, Clone)]
 struct Booked {
     flow: Flow,
     bursts: Vec<Q>,
-    gs: Vec<Q>,
+    /// Inflexion time at each hop, in grid steps.
+    gs: Vec<i128>,
 }
 
 /// The booked state of a network (see the module doc).
 #[derive(Debug, Clone)]
 pub struct Booking {
     topo: Topology,
-    ports: HashMap<PortKey, PortState>,
-    flows: BTreeMap<u64, Booked>,
-    switch_backlog: HashMap<usize, Q>,
+    ports: FastMap<PortKey, PortState>,
+    flows: FastMap<u64, Booked>,
+    switch_backlog: FastMap<usize, Q>,
     next_id: u64,
 }
 
@@ -87,9 +135,9 @@ impl Booking {
     pub fn new(topo: Topology) -> Booking {
         Booking {
             topo,
-            ports: HashMap::new(),
-            flows: BTreeMap::new(),
-            switch_backlog: HashMap::new(),
+            ports: FastMap::default(),
+            flows: FastMap::default(),
+            switch_backlog: FastMap::default(),
             next_id: 0,
         }
     }
@@ -162,15 +210,16 @@ impl Booking {
                 }
             }
         }
-        let mut checked = HashSet::new();
+        // Only a flow with a deadline can miss it (every bound here is finite).
+        let mut checked = FastSet::default();
         for p in touched
             .ports
             .iter()
             .chain(self.flows[&id].flow.hops.iter().map(|h| &h.port))
         {
             for &f in self.ports[p].flows.keys() {
-                if checked.insert(f) {
-                    let b = &self.flows[&f].flow;
+                let b = &self.flows[&f].flow;
+                if b.deadline.is_some() && checked.insert(f) {
                     check_flow(b, Some(self.bound_of(b)?), &mut violations);
                 }
             }
@@ -198,6 +247,12 @@ impl Booking {
         self.bound_of(&b.flow).ok()
     }
 
+    fn flows_in_id_order(&self) -> Vec<&Booked> {
+        let mut ids: Vec<u64> = self.flows.keys().copied().collect();
+        ids.sort_unstable();
+        ids.iter().filter_map(|id| self.flows.get(id)).collect()
+    }
+
     fn bound_of(&self, f: &Flow) -> Result<Q, ArithError> {
         let mut t = f.host_delay;
         for h in &f.hops {
@@ -223,7 +278,7 @@ impl Booking {
                 Some((p.delay, p.backlog)),
             )?);
         }
-        for b in self.flows.values() {
+        for b in self.flows_in_id_order() {
             r.flows.push(crate::analysis::FlowReport {
                 name: b.flow.name.clone(),
                 delay_bound: Some(self.bound_of(&b.flow)?),
@@ -290,12 +345,12 @@ impl Booking {
     ) -> Result<Result<Vec<Verdict>, Refusal>, BookingError> {
         let mut ids = Vec::with_capacity(flows.len());
         let mut seeds = Vec::new();
-        let mut pending: HashMap<PortKey, HashSet<u64>> = HashMap::new();
+        let mut pending = Pending::default();
         for flow in flows {
             let id = self.next_id;
             self.next_id += 1;
             for s in self.insert_unsettled(id, flow)? {
-                pending.entry(s).or_default().insert(id);
+                pending.entry(s).or_default().push(id);
                 seeds.push(s);
             }
             ids.push(id);
@@ -324,7 +379,7 @@ impl Booking {
                 }
             }
         }
-        for b in self.flows.values() {
+        for b in self.flows_in_id_order() {
             check_flow(&b.flow, Some(self.bound_of(&b.flow)?), &mut violations);
         }
         if !violations.is_empty() {
@@ -347,9 +402,9 @@ impl Booking {
         touched: &mut Touched,
     ) -> Result<Outcome, BookingError> {
         let seeds = self.insert_unsettled(id, flow)?;
-        let mut pending: HashMap<PortKey, HashSet<u64>> = HashMap::new();
+        let mut pending = Pending::default();
         for s in &seeds {
-            pending.entry(*s).or_default().insert(id);
+            pending.entry(*s).or_default().push(id);
         }
         self.settle(&seeds, pending, touched)
     }
@@ -360,7 +415,7 @@ impl Booking {
         let n = flow.hops.len();
         let mut booked = Booked {
             bursts: vec![Q::ZERO; n],
-            gs: vec![Q::ZERO; n],
+            gs: vec![0; n],
             flow,
         };
         booked.bursts[0] = booked.flow.burst;
@@ -374,7 +429,7 @@ impl Booking {
                 .topo
                 .port(hop.port)
                 .ok_or_else(|| BookingError::BadPort(booked.flow.name.clone()))?;
-            let g = inflexion(
+            let g = inflexion_grid(
                 booked.bursts[h],
                 booked.flow.max_packet,
                 hop.peak,
@@ -384,13 +439,13 @@ impl Booking {
             let p = self.ports.entry(hop.port).or_insert_with(|| PortState {
                 c,
                 t_mux,
-                flows: HashMap::new(),
+                flows: FastMap::default(),
                 sum_r: Q::ZERO,
                 sum_b: Q::ZERO,
                 g: BTreeMap::new(),
                 delay: Q::ZERO,
                 backlog: Q::ZERO,
-                succ: HashMap::new(),
+                succ: FastMap::default(),
             });
             p.flows.insert(id, h);
             p.sum_r = p.sum_r.add(booked.flow.rate)?;
@@ -429,7 +484,7 @@ impl Booking {
             }
             seeds.push(hop.port);
         }
-        self.settle(&seeds, HashMap::new(), touched)?;
+        self.settle(&seeds, Pending::default(), touched)?;
         for s in seeds {
             if self.ports.get(&s).is_some_and(|p| p.flows.is_empty()) {
                 self.ports.remove(&s);
@@ -443,11 +498,11 @@ impl Booking {
     fn settle(
         &mut self,
         seeds: &[PortKey],
-        mut pending: HashMap<PortKey, HashSet<u64>>,
+        mut pending: Pending,
         touched: &mut Touched,
     ) -> Result<Outcome, BookingError> {
         // Reachable set and in-degrees within it.
-        let mut reach: HashMap<PortKey, usize> = HashMap::new();
+        let mut reach: FastMap<PortKey, usize> = FastMap::default();
         let mut stack: Vec<PortKey> = Vec::new();
         for s in seeds {
             if reach.insert(*s, 0).is_none() {
@@ -504,8 +559,8 @@ impl Booking {
     fn recompute(
         &mut self,
         key: PortKey,
-        changed: HashSet<u64>,
-        pending: &mut HashMap<PortKey, HashSet<u64>>,
+        changed: Vec<u64>,
+        pending: &mut Pending,
         touched: &mut Touched,
     ) -> Result<(), BookingError> {
         let Some(p) = self.ports.get_mut(&key) else {
@@ -515,7 +570,7 @@ impl Booking {
             (Q::ZERO, Q::ZERO)
         } else {
             // Invariant: a port with flows has a non-empty multiset of g.
-            let g_max = p.g.keys().next_back().copied().unwrap_or(Q::ZERO);
+            let g_max = Q::new(p.g.keys().next_back().copied().unwrap_or(0), GRID)?;
             port_bounds(p.c, p.t_mux, p.sum_b, p.sum_r, g_max)?
         };
         let delay_changed = delay != p.delay;
@@ -548,28 +603,34 @@ impl Booking {
             if nb == b.bursts[h + 1] {
                 continue;
             }
-            let ng = inflexion(nb, b.flow.max_packet, next.peak, b.flow.rate)?;
+            let ng = inflexion_grid(nb, b.flow.max_packet, next.peak, b.flow.rate)?;
             let (ob, og) = (b.bursts[h + 1], b.gs[h + 1]);
             b.bursts[h + 1] = nb;
             b.gs[h + 1] = ng;
             if let Some(np) = self.ports.get_mut(&next.port) {
-                np.sum_b = np.sum_b.add(nb)?.sub(ob)?;
-                multiset_remove(&mut np.g, og);
-                *np.g.entry(ng).or_insert(0) += 1;
+                np.sum_b = np.sum_b.add(nb.sub(ob)?)?;
+                if ng != og {
+                    multiset_remove(&mut np.g, og);
+                    *np.g.entry(ng).or_insert(0) += 1;
+                }
             }
-            pending.entry(next.port).or_default().insert(f);
+            pending.entry(next.port).or_default().push(f);
         }
         Ok(())
     }
 }
 
+/// Per port, the flows whose burst there changed (a flow may appear twice; pushing it again
+/// finds its burst unchanged).
+type Pending = FastMap<PortKey, Vec<u64>>;
+
 #[derive(Default)]
 struct Touched {
-    ports: HashSet<PortKey>,
-    switches: HashSet<usize>,
+    ports: FastSet<PortKey>,
+    switches: FastSet<usize>,
 }
 
-fn multiset_remove(m: &mut BTreeMap<Q, u32>, k: Q) {
+fn multiset_remove(m: &mut BTreeMap<i128, u32>, k: i128) {
     if let Some(c) = m.get_mut(&k) {
         *c -= 1;
         if *c == 0 {

@@ -32,17 +32,70 @@ pub struct Q {
     den: i128,
 }
 
-fn gcd(mut a: i128, mut b: i128) -> i128 {
+fn gcd(a: i128, b: i128) -> i128 {
     // Invariant: callers pass fields of a `Q` or values already checked by `Q::new`, never
-    // i128::MIN, so `abs` cannot overflow.
-    a = a.abs();
-    b = b.abs();
-    while b != 0 {
-        let t = a % b;
-        a = b;
-        b = t;
+    // i128::MIN, so `unsigned_abs` fits and the result (≤ max(|a|, |b|)) fits in i128.
+    let (a, b) = (a.unsigned_abs(), b.unsigned_abs());
+    if a == 1 || b == 1 {
+        return 1;
     }
-    a
+    match (u64::try_from(a), u64::try_from(b)) {
+        (Ok(a), Ok(b)) => i128::from(binary_gcd_u64(a, b)),
+        _ => binary_gcd_u128(a, b) as i128,
+    }
+}
+
+/// Stein's binary gcd: shifts and subtractions only. Much faster than Euclid here because an
+/// `i128` remainder is a software division.
+fn binary_gcd_u64(mut a: u64, mut b: u64) -> u64 {
+    if a == 0 || b == 0 {
+        return a | b;
+    }
+    let shift = (a | b).trailing_zeros();
+    a >>= a.trailing_zeros();
+    loop {
+        b >>= b.trailing_zeros();
+        if a > b {
+            std::mem::swap(&mut a, &mut b);
+        }
+        b -= a;
+        if b == 0 {
+            return a << shift;
+        }
+    }
+}
+
+/// [`binary_gcd_u64`] for values that do not fit in 64 bits.
+fn binary_gcd_u128(mut a: u128, mut b: u128) -> u128 {
+    if a == 0 || b == 0 {
+        return a | b;
+    }
+    let shift = (a | b).trailing_zeros();
+    a >>= a.trailing_zeros();
+    loop {
+        b >>= b.trailing_zeros();
+        if a > b {
+            std::mem::swap(&mut a, &mut b);
+        }
+        b -= a;
+        if b == 0 {
+            return a << shift;
+        }
+        if let (Ok(x), Ok(y)) = (u64::try_from(a), u64::try_from(b)) {
+            return u128::from(binary_gcd_u64(x, y)) << shift;
+        }
+    }
+}
+
+/// `a / g` for a divisor `g > 0` of `a`, in 64 bits when both fit (a hardware division).
+fn div_exact(a: i128, g: i128) -> i128 {
+    if g == 1 {
+        return a;
+    }
+    match (i64::try_from(a), i64::try_from(g)) {
+        (Ok(a), Ok(g)) => i128::from(a / g),
+        _ => a / g,
+    }
 }
 
 // The arithmetic methods are checked and return `Result`, so they cannot be `std::ops` impls;
@@ -62,8 +115,11 @@ impl Q {
         if num == i128::MIN || den == i128::MIN {
             return Err(ArithError::Overflow);
         }
+        if den == 1 {
+            return Ok(Q { num, den });
+        }
         let g = gcd(num, den).max(1);
-        let (mut n, mut d) = (num / g, den / g);
+        let (mut n, mut d) = (div_exact(num, g), div_exact(den, g));
         if d < 0 {
             n = -n;
             d = -d;
@@ -106,13 +162,50 @@ impl Q {
 
     /// `self + rhs`.
     pub fn add(self, rhs: Q) -> Result<Q, ArithError> {
+        if self.den == rhs.den {
+            let n = self.num.checked_add(rhs.num).ok_or(ArithError::Overflow)?;
+            return Q::new(n, self.den);
+        }
+        if self.den == 1 || rhs.den == 1 {
+            // a + c/d = (a·d + c)/d is in lowest terms when c/d is: gcd(a·d + c, d) = gcd(c, d).
+            let (int, frac) = if self.den == 1 {
+                (self, rhs)
+            } else {
+                (rhs, self)
+            };
+            let n = int
+                .num
+                .checked_mul(frac.den)
+                .and_then(|x| x.checked_add(frac.num))
+                .ok_or(ArithError::Overflow)?;
+            return Q::checked(n, frac.den);
+        }
+        // Knuth, TAOCP 4.5.1: with g = gcd(b, d) and t = a·(d/g) + c·(b/g), the sum is
+        // (t/g2) / ((b/g)·(d/g2)) with g2 = gcd(t, g), already in lowest terms.
         let g = gcd(self.den, rhs.den);
-        let (a, b) = (self.den / g, rhs.den / g);
+        let (a, b) = (div_exact(self.den, g), div_exact(rhs.den, g));
         let n1 = self.num.checked_mul(b).ok_or(ArithError::Overflow)?;
         let n2 = rhs.num.checked_mul(a).ok_or(ArithError::Overflow)?;
-        let n = n1.checked_add(n2).ok_or(ArithError::Overflow)?;
-        let d = self.den.checked_mul(b).ok_or(ArithError::Overflow)?;
-        Q::new(n, d)
+        let t = n1.checked_add(n2).ok_or(ArithError::Overflow)?;
+        if t == 0 {
+            return Ok(Q::ZERO);
+        }
+        if t == i128::MIN {
+            return Err(ArithError::Overflow);
+        }
+        let g2 = gcd(t, g);
+        let d = a
+            .checked_mul(div_exact(rhs.den, g2))
+            .ok_or(ArithError::Overflow)?;
+        Q::checked(div_exact(t, g2), d)
+    }
+
+    /// `num / den` already in lowest terms with `den > 0`; only `i128::MIN` is refused.
+    fn checked(num: i128, den: i128) -> Result<Q, ArithError> {
+        if num == i128::MIN {
+            return Err(ArithError::Overflow);
+        }
+        Ok(Q { num, den })
     }
 
     /// `self - rhs`.
@@ -130,15 +223,20 @@ impl Q {
 
     /// `self * rhs`.
     pub fn mul(self, rhs: Q) -> Result<Q, ArithError> {
-        let g1 = gcd(self.num, rhs.den).max(1);
-        let g2 = gcd(rhs.num, self.den).max(1);
-        let n = (self.num / g1)
-            .checked_mul(rhs.num / g2)
+        if self.num == 0 || rhs.num == 0 {
+            return Ok(Q::ZERO);
+        }
+        // (a/b)·(c/d) = ((a/g1)·(c/g2)) / ((b/g2)·(d/g1)) with g1 = gcd(a, d), g2 = gcd(c, b) is
+        // in lowest terms when both factors are.
+        let g1 = gcd(self.num, rhs.den);
+        let g2 = gcd(rhs.num, self.den);
+        let n = div_exact(self.num, g1)
+            .checked_mul(div_exact(rhs.num, g2))
             .ok_or(ArithError::Overflow)?;
-        let d = (self.den / g2)
-            .checked_mul(rhs.den / g1)
+        let d = div_exact(self.den, g2)
+            .checked_mul(div_exact(rhs.den, g1))
             .ok_or(ArithError::Overflow)?;
-        Q::new(n, d)
+        Q::checked(n, d)
     }
 
     /// `self / rhs`.
@@ -217,6 +315,22 @@ impl Q {
 
 impl Ord for Q {
     fn cmp(&self, other: &Q) -> Ordering {
+        if self.den == other.den {
+            return self.num.cmp(&other.num);
+        }
+        // Cross-multiplication when it fits (denominators are positive), else the walk below.
+        if let (Some(l), Some(r)) = (
+            self.num.checked_mul(other.den),
+            other.num.checked_mul(self.den),
+        ) {
+            return l.cmp(&r);
+        }
+        self.cmp_continued_fraction(other)
+    }
+}
+
+impl Q {
+    fn cmp_continued_fraction(&self, other: &Q) -> Ordering {
         // Exact, overflow-free comparison by continued fractions: compare integer parts, then the
         // reciprocals of the fractional parts in reverse order.
         let (mut an, mut ad, mut bn, mut bd) = (self.num, self.den, other.num, other.den);
@@ -313,7 +427,90 @@ mod tests {
         );
     }
 
+    /// The textbook forms the fast paths replace: Euclid's gcd, and normalising the full
+    /// cross products.
+    fn euclid(mut a: i128, mut b: i128) -> i128 {
+        (a, b) = (a.abs(), b.abs());
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    }
+
+    fn reference_add(x: Q, y: Q) -> Option<Q> {
+        let n = x
+            .num
+            .checked_mul(y.den)?
+            .checked_add(y.num.checked_mul(x.den)?)?;
+        Q::new(n, x.den.checked_mul(y.den)?).ok()
+    }
+
+    fn reference_mul(x: Q, y: Q) -> Option<Q> {
+        Q::new(x.num.checked_mul(y.num)?, x.den.checked_mul(y.den)?).ok()
+    }
+
+    /// Numerators and denominators that exercise the 64-bit and the 128-bit gcd paths and the
+    /// shared-denominator and integer fast paths of `add`.
+    fn any_q() -> impl Strategy<Value = Q> {
+        let den = prop_oneof![
+            Just(1i128),
+            Just(1_000_000_000_000i128),
+            1i128..1_000_000,
+            1i128..(1i128 << 62),
+            1i128..(1i128 << 90),
+        ];
+        let num = prop_oneof![
+            -1000i128..1000,
+            -(1i128 << 62)..(1i128 << 62),
+            -(1i128 << 90)..(1i128 << 90)
+        ];
+        (num, den).prop_map(|(n, d)| Q::new(n, d).unwrap())
+    }
+
+    #[test]
+    fn gcd_of_extremes() {
+        assert_eq!(gcd(0, 0), 0);
+        assert_eq!(gcd(0, -12), 12);
+        assert_eq!(gcd(i128::MAX, 1), 1);
+        assert_eq!(gcd(1i128 << 100, 3i128 << 98), 1i128 << 98);
+        assert_eq!(gcd(i128::MAX, i128::MAX - 1), 1);
+    }
+
     proptest! {
+        #[test]
+        fn gcd_matches_euclid(a in any::<i128>().prop_filter("not MIN", |a| *a != i128::MIN),
+                              b in -(1i128 << 70)..(1i128 << 70), small in -100_000i128..100_000) {
+            prop_assert_eq!(gcd(a, b), euclid(a, b));
+            prop_assert_eq!(gcd(small, b), euclid(small, b));
+            prop_assert_eq!(gcd(a.wrapping_mul(6), small * 6), euclid(a.wrapping_mul(6), small * 6));
+        }
+
+        #[test]
+        fn fast_arithmetic_matches_reference(x in any_q(), y in any_q()) {
+            // Where the reference does not overflow, the results are equal and normalised; where
+            // it does, the fast path may still fit but must then be the exact value.
+            let check_normal = |q: Q| q.den > 0 && euclid(q.num, q.den) == 1;
+            match (x.add(y), reference_add(x, y)) {
+                (Ok(a), Some(b)) => prop_assert_eq!(a, b),
+                (Ok(a), None) => prop_assert!(check_normal(a) && a.sub(y).ok() == Some(x)),
+                (Err(_), Some(b)) => prop_assert!(false, "fast add overflowed, exact is {b}"),
+                (Err(_), None) => {}
+            }
+            match (x.mul(y), reference_mul(x, y)) {
+                (Ok(a), Some(b)) => prop_assert_eq!(a, b),
+                (Ok(a), None) => prop_assert!(check_normal(a)),
+                (Err(_), Some(b)) => prop_assert!(false, "fast mul overflowed, exact is {b}"),
+                (Err(_), None) => {}
+            }
+        }
+
+        #[test]
+        fn cmp_matches_continued_fraction(x in any_q(), y in any_q()) {
+            prop_assert_eq!(x.cmp(&y), x.cmp_continued_fraction(&y));
+            prop_assert_eq!(y.cmp(&x), y.cmp_continued_fraction(&x));
+            prop_assert_eq!(x.cmp(&x), Ordering::Equal);
+        }
+
         #[test]
         fn cmp_matches_cross_multiplication(a in -1000i128..1000, b in 1i128..1000,
                                             c in -1000i128..1000, d in 1i128..1000) {

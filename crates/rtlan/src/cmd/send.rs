@@ -143,7 +143,11 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
     let mut sink = if args.reserve {
         // The library raises the burst to its shaper's own (token bucket: r·Ts + M); for the
         // token bucket ask for no more, so that a central manager books exactly the T-SPEC.
-        let packets = if send_shaping == SendShaping::Token { 1 } else { 2 };
+        let packets = if send_shaping == SendShaping::Token {
+            1
+        } else {
+            2
+        };
         let qos = Qos {
             rate_bps: args.rate,
             max_burst: packets * u32::from(args.size + FRAME_HEADERS),

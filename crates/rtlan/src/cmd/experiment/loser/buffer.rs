@@ -208,7 +208,8 @@ fn pair_backlog_bound(
     burst: u64,
     frame_wire: u64,
 ) -> anyhow::Result<i64> {
-    let mut text = String::from("[[switch]]\nname = \"s1\"\nt_mux = \"0us\"\nbuffer = \"1024MiB\"\n");
+    let mut text =
+        String::from("[[switch]]\nname = \"s1\"\nt_mux = \"0us\"\nbuffer = \"1024MiB\"\n");
     text += "[[link]]\nends = [\"b\", \"s1\"]\nrate = \"100mbit\"\n";
     for s in senders {
         text += &format!(
