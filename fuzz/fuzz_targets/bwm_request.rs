@@ -21,7 +21,12 @@ fn topology() -> Topology {
                 buffer_bytes: 128 * 1024,
             })
             .to_vec(),
-        links: vec![link("a", "s1"), link("b", "s1"), link("s1", "s2"), link("c", "s2")],
+        links: vec![
+            link("a", "s1"),
+            link("b", "s1"),
+            link("s1", "s2"),
+            link("c", "s2"),
+        ],
         hosts: Vec::new(),
     }
 }

@@ -15,7 +15,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let topo = Topology::from_netfile(&file);
-    let flows: Vec<_> = file.flows.iter().filter_map(|f| topo.resolve(f).ok()).collect();
+    let flows: Vec<_> = file
+        .flows
+        .iter()
+        .filter_map(|f| topo.resolve(f).ok())
+        .collect();
     // Arithmetic may overflow on absurd values: that is an error, never a panic.
     let _ = analyze(&topo, &flows);
 });

@@ -6,9 +6,7 @@
 use std::net::Ipv4Addr;
 
 use libfuzzer_sys::fuzz_target;
-use rtlan_core::rtcd::{
-    Action, Admission, ClientId, Config, ManagerAnswer, Request, Rtcd,
-};
+use rtlan_core::rtcd::{Action, Admission, ClientId, Config, ManagerAnswer, Request, Rtcd};
 use rtlan_core::Instant;
 use rtlan_wire::ethernet::Address;
 
@@ -20,7 +18,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let config = Config {
         admission,
-        ..Config::new(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1), 100_000_000)
+        ..Config::new(
+            Address([2, 0, 0, 0, 0, 1]),
+            Ipv4Addr::new(198, 18, 0, 1),
+            100_000_000,
+        )
     };
     let mut d = Rtcd::new(config, Instant::ZERO).expect("valid config");
     let client = ClientId(1);
