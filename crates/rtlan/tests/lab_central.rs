@@ -155,7 +155,7 @@ fn central_admission_through_an_off_the_shelf_switch() {
     let (a_ip, b_ip) = (ip(&lab, "a"), ip(&lab, "b"));
     let manager = format!("{a_ip}:7470");
     let central = format!(
-        "admission = \"central\"\nmanager = \"{manager}\"\nrealtime_cap_percent = 100\nmanager_timeout = \"1s\""
+        "admission = \"central\"\nmanager = \"{manager}\"\nrealtime_cap_percent = 100\nmanager_timeout = \"1s\"\nrefresh_period = \"500ms\""
     );
     let dc = Daemon::start_with_config(&lab, "c", &central);
     let dd = Daemon::start_with_config(&lab, "d", &central);
@@ -166,7 +166,13 @@ fn central_admission_through_an_off_the_shelf_switch() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("manager_unreachable"), "{}", stderr(&o));
 
-    let bwm = start_bwm(&lab, &network(&lab, ""), &manager, &["--manager-host", "a"]);
+    // Leases of 2 s (the daemons refresh every 500 ms): a crashed daemon's bookings go soon.
+    let bwm = start_bwm(
+        &lab,
+        &network(&lab, ""),
+        &manager,
+        &["--manager-host", "a", "--lease", "2s"],
+    );
 
     // A lone 20 Mbit/s connection: its bound is `rtlan analyze`'s for the same flows (with the
     // manager's standing reservation a → b on the same port).
@@ -262,6 +268,47 @@ fn central_admission_through_an_off_the_shelf_switch() {
     let o = reserve(&lab, "d", &to_b, &["--rate", "70mbit"]);
     let big = admitted(&o);
     assert!(big["delay_bound_us"].as_u64().is_some(), "{big}");
+
+    // Soft state: d holds 70 Mbit/s and its daemon crashes (SIGKILL: no release). The manager
+    // keeps the booking while the lease runs, then frees it.
+    let mut dd = dd;
+    let socket_d = dd.socket.to_str().expect("utf-8").to_string();
+    let hold: Vec<String> = [
+        BIN,
+        "reserve",
+        "--to",
+        &to_b,
+        "--rate",
+        "70mbit",
+        "--socket",
+        &socket_d,
+        "--duration",
+        "60s",
+        "--json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let holder = rtlan::labkit::spawn(&lab, "d", &hold, "rtlan reserve on d".into())
+        .expect("reserve starts");
+    std::thread::sleep(Duration::from_millis(1500));
+    let o = reserve(&lab, "c", &to_c, &["--rate", "40mbit"]);
+    assert!(!o.status.success(), "d's 70 Mbit/s are booked");
+    signal(dd.child.id(), libc::SIGKILL);
+    let _ = dd.child.wait();
+    let killed = std::time::Instant::now();
+    let (freed, took) = wait_until(Duration::from_secs(6), || {
+        reserve(&lab, "c", &to_c, &["--rate", "40mbit"])
+            .status
+            .success()
+    });
+    assert!(freed, "the crashed daemon's booking was never released");
+    // Not before the 2 s lease (minus the time since its last refresh, at most 500 ms).
+    assert!(
+        killed.elapsed() >= Duration::from_millis(1400),
+        "released too early: {took:?}"
+    );
+    drop(holder);
     drop::<Guarded>(bwm);
     drop((dc, dd));
     down_clean(lab);

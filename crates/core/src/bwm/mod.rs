@@ -95,6 +95,10 @@ pub struct ManagerConfig {
     pub best_effort_ttl: Duration,
     /// The standing reservations, if any.
     pub standing: Option<StandingConfig>,
+    /// Soft state: a guaranteed booking not refreshed (op `refresh`) for this long is released,
+    /// so a crashed host or a lost `admitted` reply cannot hold capacity forever. `None`: bookings
+    /// live until released.
+    pub lease: Option<Duration>,
 }
 
 impl Default for ManagerConfig {
@@ -103,6 +107,7 @@ impl Default for ManagerConfig {
             host_delay: Duration::from_micros(80),
             best_effort_ttl: Duration::from_millis(300),
             standing: None,
+            lease: None,
         }
     }
 }
@@ -271,12 +276,46 @@ impl Manager {
                 connections: self.list(),
             }),
             Op::Topology => self.topology_reply(),
+            Op::Refresh { conns } => Ok(self.refresh(now, &conns)),
         };
+        self.arm_leases(now);
         Response::new(Some(req.id), reply.unwrap_or_else(Refusal::into_reply))
     }
 
-    /// Drops the best-effort reservations that have expired by `now`.
+    /// Renews the leases of `conns`; standing reservations need none, best-effort ones cannot be
+    /// renewed (they are reported unknown, like released or expired ones).
+    fn refresh(&mut self, now: Instant, conns: &[ConnId]) -> Reply {
+        let (mut renewed, mut unknown) = (Vec::new(), Vec::new());
+        for &id in conns {
+            match self.conns.get_mut(&id) {
+                Some(c) if c.kind == Kind::Guaranteed => {
+                    c.expires = self.config.lease.map(|l| now + l);
+                    renewed.push(id);
+                }
+                Some(c) if c.kind == Kind::Standing => renewed.push(id),
+                _ => unknown.push(id),
+            }
+        }
+        Reply::Refreshed { renewed, unknown }
+    }
+
+    /// Gives every guaranteed booking that has no lease yet (just admitted, or restored) one
+    /// from `now`.
+    fn arm_leases(&mut self, now: Instant) {
+        let Some(lease) = self.config.lease else {
+            return;
+        };
+        for c in self.conns.values_mut() {
+            if c.kind == Kind::Guaranteed && c.expires.is_none() {
+                c.expires = Some(now + lease);
+            }
+        }
+    }
+
+    /// Drops the best-effort reservations and the guaranteed bookings whose lease has run out by
+    /// `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.arm_leases(now);
         let expired: Vec<ConnId> = self
             .conns
             .iter()
@@ -290,8 +329,17 @@ impl Manager {
         }
     }
 
-    /// When the next best-effort reservation expires.
+    /// When the next best-effort reservation or lease expires (now, if a restored booking still
+    /// waits for its lease).
     pub fn poll_timeout(&self) -> Option<Instant> {
+        let unarmed = self.config.lease.is_some()
+            && self
+                .conns
+                .values()
+                .any(|c| c.kind == Kind::Guaranteed && c.expires.is_none());
+        if unarmed {
+            return Some(Instant::ZERO);
+        }
         self.conns.values().filter_map(|c| c.expires).min()
     }
 
@@ -449,6 +497,10 @@ impl Manager {
             conn,
             path: self.names(&c.nodes),
             delay_bound_us: self.bound(c).map_or(u64::MAX, ledger::ceil_us),
+            lease_us: self
+                .config
+                .lease
+                .map(|l| u64::try_from(l.as_micros()).unwrap_or(u64::MAX)),
         }
     }
 

@@ -39,6 +39,12 @@ pub enum Op {
     List,
     /// The topology and the per-port and per-switch bookings.
     Topology,
+    /// Renews the leases of these connections (soft state: a booking not refreshed within the
+    /// manager's lease is released).
+    Refresh {
+        /// The connections to renew.
+        conns: Vec<ConnId>,
+    },
 }
 
 /// What a guaranteed connection asks for.
@@ -132,6 +138,16 @@ pub enum Reply {
         /// Its end-to-end delay bound (Σ eq. (6) over the ports on the path + host delay), µs
         /// rounded up.
         delay_bound_us: u64,
+        /// The booking is released unless refreshed within this many µs (none: no lease).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease_us: Option<u64>,
+    },
+    /// Leases renewed.
+    Refreshed {
+        /// The connections whose lease was renewed (standing reservations need none).
+        renewed: Vec<ConnId>,
+        /// The ones the manager does not hold (released, expired, or one-shot best-effort).
+        unknown: Vec<ConnId>,
     },
     /// The connection is released.
     Released {

@@ -346,6 +346,7 @@ fn disjoint_paths_do_not_interact() {
         conn: ab,
         path,
         delay_bound_us,
+        ..
     } = r.reply
     else {
         panic!("{r:?}")
@@ -644,4 +645,70 @@ fn hosts_can_be_named_by_address_and_bookings_keep_names() {
             ..
         }
     ));
+}
+
+#[test]
+fn leases_expire_unless_refreshed_and_restored_bookings_get_a_fresh_one() {
+    let config = ManagerConfig {
+        lease: Some(Duration::from_secs(30)),
+        ..ManagerConfig::default()
+    };
+    let mut m = Manager::new(star(128 * 1024), config.clone()).expect("valid");
+    let t = |s: u64| Instant::from_nanos(s * 1_000_000_000);
+    let admit_at = |m: &mut Manager, at, src: &str| match req(
+        m,
+        at,
+        1,
+        Op::Admit(spec(src, "B", 30, 10_000, None)),
+    )
+    .reply
+    {
+        Reply::Admitted { conn, lease_us, .. } => {
+            assert_eq!(lease_us, Some(30_000_000));
+            conn
+        }
+        other => panic!("expected admission, got {other:?}"),
+    };
+    let a = admit_at(&mut m, t(0), "C1");
+    let b = admit_at(&mut m, t(0), "C2");
+    assert_eq!(m.poll_timeout(), Some(t(30)));
+    // a is refreshed at 20 s, b is not; an unknown id is reported as such.
+    match req(
+        &mut m,
+        t(20),
+        2,
+        Op::Refresh {
+            conns: vec![a, 999],
+        },
+    )
+    .reply
+    {
+        Reply::Refreshed { renewed, unknown } => {
+            assert_eq!((renewed, unknown), (vec![a], vec![999]));
+        }
+        other => panic!("expected refreshed, got {other:?}"),
+    }
+    assert!(m.take_changed());
+    m.handle_timeout(t(30));
+    let ids: Vec<ConnId> = m.list().iter().map(|c| c.conn).collect();
+    assert_eq!(ids, vec![a], "b's lease ran out");
+    assert!(m.take_changed(), "an expiry changes the persisted state");
+    match req(&mut m, t(30), 3, Op::Refresh { conns: vec![b] }).reply {
+        Reply::Refreshed { renewed, unknown } => {
+            assert!(renewed.is_empty());
+            assert_eq!(unknown, vec![b], "an expired booking is unknown to refresh");
+        }
+        other => panic!("expected refreshed, got {other:?}"),
+    }
+    // b's capacity is free again: 30 + 30 + 30 fit beside a on B's port (98.6 Mbit/s).
+    admit_at(&mut m, t(31), "C3");
+    // After a restart the bookings are re-armed from the first tick, not expired at once.
+    let mut n = Manager::new(star(128 * 1024), config).expect("valid");
+    assert!(n.restore(m.snapshot()).is_empty());
+    assert_eq!(n.poll_timeout(), Some(Instant::ZERO), "leases to arm");
+    n.handle_timeout(t(100));
+    assert_eq!(n.list().len(), 2);
+    assert_eq!(n.poll_timeout(), Some(t(130)));
+    n.handle_timeout(t(130));
+    assert!(n.list().is_empty());
 }

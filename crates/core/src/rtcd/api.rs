@@ -245,6 +245,13 @@ pub enum Action {
         /// The manager's connection id.
         manager_conn: u64,
     },
+    /// Renew the leases of these bookings at the bandwidth manager (soft state, once per
+    /// refresh period); report the ones it no longer holds through
+    /// [`super::Rtcd::handle_manager_lost`].
+    ManagerRefresh {
+        /// The manager's connection ids.
+        manager_conns: Vec<u64>,
+    },
 }
 
 /// A guaranteed connection as the bandwidth manager books it (`docs/bwm.md`, op `admit`): hosts

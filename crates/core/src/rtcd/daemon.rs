@@ -641,6 +641,12 @@ impl Rtcd {
     /// Sends REFRESH for every open connection (soft state, `docs/protocol.md` §5). Answers
     /// (REFRESH_ACK) are not awaited: a lost REFRESH is made good by the next round.
     fn send_refreshes(&mut self) {
+        let held: Vec<u64> = self.conns.values().filter_map(|c| c.manager_conn).collect();
+        if !held.is_empty() {
+            self.actions.push_back(Action::ManagerRefresh {
+                manager_conns: held,
+            });
+        }
         let dst = self.config.plan.control_mac();
         let open: Vec<u16> = self
             .conns

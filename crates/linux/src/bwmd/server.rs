@@ -69,6 +69,12 @@ impl Shared {
         let now = clock::now();
         if m.poll_timeout().is_some_and(|t| t <= now) {
             m.handle_timeout(now);
+            // An expired lease removes a guaranteed booking: persist that too.
+            if m.take_changed() {
+                if let Err(e) = save_state(&self.state_path, &m.snapshot()) {
+                    tracing::error!("bwm: persisting state failed: {e}");
+                }
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ use rtlan_wire::control::Packet;
 use super::clients::{ClientEvent, ClientServer};
 use super::json;
 use super::link::ControlLink;
-use super::manager::ManagerLink;
+use super::manager::{Event, ManagerLink};
 use super::tc::KernelShaper;
 use super::{Error, RunReport};
 use crate::clock;
@@ -139,9 +139,20 @@ impl Daemon {
     }
 
     fn manager_answers(&mut self) {
-        let answers = self.manager.as_ref().map(ManagerLink::answers);
-        for (conn, answer) in answers.into_iter().flatten() {
-            self.rtcd.handle_manager_answer(clock::now(), conn, answer);
+        let events = self.manager.as_ref().map(ManagerLink::events);
+        for event in events.into_iter().flatten() {
+            match event {
+                Event::Answer(conn, answer) => {
+                    self.rtcd.handle_manager_answer(clock::now(), conn, answer);
+                }
+                Event::Lost(lost) => {
+                    tracing::warn!(
+                        ?lost,
+                        "the bandwidth manager no longer holds these bookings"
+                    );
+                    self.rtcd.handle_manager_lost(clock::now(), &lost);
+                }
+            }
         }
     }
 
@@ -285,6 +296,11 @@ impl Daemon {
                     if !queued {
                         let answer = ManagerAnswer::Unreachable("no bandwidth manager".into());
                         self.rtcd.handle_manager_answer(clock::now(), conn, answer);
+                    }
+                }
+                Action::ManagerRefresh { manager_conns } => {
+                    if let Some(m) = &self.manager {
+                        m.refresh(manager_conns);
                     }
                 }
                 Action::ManagerRelease { manager_conn } => {

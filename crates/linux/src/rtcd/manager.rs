@@ -17,16 +17,26 @@ use rtlan_core::rtcd::{ConnHandle, ManagerAnswer, ManagerRequest};
 use crate::bwmd::{BwmClient, ClientError};
 
 /// What the event loop asks the worker to do.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Job {
     Admit(ConnHandle, ManagerRequest),
     Release(u64),
+    Refresh(Vec<u64>),
+}
+
+/// What the worker reports back to the event loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Event {
+    /// The answer to an admission.
+    Answer(ConnHandle, ManagerAnswer),
+    /// Bookings the manager no longer holds (from a `refresh`).
+    Lost(Vec<u64>),
 }
 
 /// The worker thread and its channels.
 pub(super) struct ManagerLink {
     jobs: Option<mpsc::Sender<Job>>,
-    answers: mpsc::Receiver<(ConnHandle, ManagerAnswer)>,
+    answers: mpsc::Receiver<Event>,
     wake: OwnedFd,
     worker: Option<JoinHandle<()>>,
 }
@@ -52,6 +62,7 @@ pub(super) fn answer_of(resp: &Response) -> ManagerAnswer {
             conn,
             path,
             delay_bound_us,
+            ..
         } => ManagerAnswer::Admitted {
             manager_conn: *conn,
             delay_bound_us: *delay_bound_us,
@@ -115,12 +126,17 @@ impl Worker {
         Err(last.unwrap_or(ClientError::Closed))
     }
 
-    fn run(
-        mut self,
-        jobs: &mpsc::Receiver<Job>,
-        answers: &mpsc::Sender<(ConnHandle, ManagerAnswer)>,
-        wake: RawFd,
-    ) {
+    fn run(mut self, jobs: &mpsc::Receiver<Job>, answers: &mpsc::Sender<Event>, wake: RawFd) {
+        let report = |event: Event| {
+            if answers.send(event).is_err() {
+                return false;
+            }
+            let one: u64 = 1;
+            // SAFETY: `wake` is an eventfd owned by the `ManagerLink`, which joins this thread
+            // before closing it; an 8-byte write of a u64 is the eventfd protocol.
+            unsafe { libc::write(wake, (&raw const one).cast(), 8) };
+            true
+        };
         while let Ok(job) = jobs.recv() {
             match job {
                 Job::Admit(handle, req) => {
@@ -128,14 +144,23 @@ impl Worker {
                         Ok(resp) => answer_of(&resp),
                         Err(e) => ManagerAnswer::Unreachable(e.to_string()),
                     };
-                    if answers.send((handle, answer)).is_err() {
+                    if !report(Event::Answer(handle, answer)) {
                         return;
                     }
-                    let one: u64 = 1;
-                    // SAFETY: `wake` is an eventfd owned by the `ManagerLink`, which joins this
-                    // thread before closing it; an 8-byte write of a u64 is the eventfd protocol.
-                    unsafe { libc::write(wake, (&raw const one).cast(), 8) };
                 }
+                Job::Refresh(conns) => match self.request(&Op::Refresh { conns }) {
+                    Ok(Response {
+                        reply: Reply::Refreshed { unknown, .. },
+                        ..
+                    }) => {
+                        if !unknown.is_empty() && !report(Event::Lost(unknown)) {
+                            return;
+                        }
+                    }
+                    // Unreachable or refused: the leases run on; the next period tries again.
+                    Ok(resp) => tracing::warn!("manager refresh: {:?}", resp.reply),
+                    Err(e) => tracing::warn!("manager refresh: {e}"),
+                },
                 Job::Release(conn) => match self.request(&Op::Release { conn }) {
                     Ok(resp) if resp.ok => {}
                     Ok(resp) => tracing::warn!(conn, "manager release refused: {:?}", resp.reply),
@@ -188,6 +213,15 @@ impl ManagerLink {
             .is_some_and(|j| j.send(Job::Admit(conn, request)).is_ok())
     }
 
+    /// Queues a lease renewal of `manager_conns`.
+    pub(super) fn refresh(&self, manager_conns: Vec<u64>) {
+        if let Some(j) = &self.jobs {
+            if j.send(Job::Refresh(manager_conns)).is_err() {
+                tracing::warn!("manager worker gone; leases not renewed");
+            }
+        }
+    }
+
     /// Queues a release.
     pub(super) fn release(&self, manager_conn: u64) {
         if let Some(j) = &self.jobs {
@@ -197,8 +231,8 @@ impl ManagerLink {
         }
     }
 
-    /// The answers that arrived (clears the wake-up).
-    pub(super) fn answers(&self) -> Vec<(ConnHandle, ManagerAnswer)> {
+    /// The events that arrived (clears the wake-up).
+    pub(super) fn events(&self) -> Vec<Event> {
         let mut count = 0u64;
         // SAFETY: reading 8 bytes from our non-blocking eventfd into a u64; EAGAIN is fine.
         unsafe { libc::read(self.wake.as_raw_fd(), (&raw mut count).cast(), 8) };
@@ -235,6 +269,7 @@ mod tests {
                 conn: 9,
                 path: vec!["c".into(), "s1".into(), "s2".into(), "b".into()],
                 delay_bound_us: 1380,
+                lease_us: Some(30_000_000),
             },
         );
         assert_eq!(
@@ -303,7 +338,7 @@ mod tests {
         assert!(link.admit(ConnHandle(4), req));
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         let got = loop {
-            let a = link.answers();
+            let a = link.events();
             if !a.is_empty() || std::time::Instant::now() > deadline {
                 break a;
             }
@@ -312,7 +347,7 @@ mod tests {
         assert!(
             matches!(
                 got.as_slice(),
-                [(ConnHandle(4), ManagerAnswer::Unreachable(_))]
+                [Event::Answer(ConnHandle(4), ManagerAnswer::Unreachable(_))]
             ),
             "{got:?}"
         );

@@ -29,12 +29,18 @@ Clients speak JSON lines over TCP, one request per line, one reply per line (doc
     {\"id\":3,\"op\":\"release\",\"conn\":1}
     {\"id\":4,\"op\":\"list\"}
     {\"id\":5,\"op\":\"topology\"}
+    {\"id\":6,\"op\":\"refresh\",\"conns\":[1]}
+
+Guaranteed bookings are soft state: one not refreshed within --lease (30 s) is released, so a
+crashed host cannot hold capacity forever; `rtlan rtcd` on central admission refreshes its
+bookings every refresh_period (10 s).
 
 Try it:  rtlan bwm --network experiments/loser/table4-ts10ms.toml --listen 127.0.0.1:7470 &
          echo '{\"id\":1,\"op\":\"topology\"}' | socat - TCP:127.0.0.1:7470
 
 The network file is `rtlan analyze`'s ([[switch]] name/t_mux/buffer, [[link]] ends/rate/
-effective_rate; [[flow]] tables are ignored). Bookings are saved to --state atomically on every
+effective_rate; optional [[host]] name/ip, so that requests may name hosts by address; [[flow]]
+tables are ignored). Bookings are saved to --state atomically on every
 change and re-admitted at start. SIGINT/SIGTERM stop it cleanly.")]
 pub(crate) struct BwmArgs {
     /// The network file (TOML, the format of `rtlan analyze`).
@@ -62,6 +68,10 @@ pub(crate) struct BwmArgs {
     /// Bucket of each standing reservation, bytes (at least one 1514-byte frame).
     #[arg(long, default_value_t = 3028)]
     standing_burst: u64,
+    /// Soft state: a guaranteed booking not refreshed (op `refresh`; rtcd does it every
+    /// refresh_period) for this long is released; `0s` = bookings never expire.
+    #[arg(long, default_value = "30s")]
+    lease: String,
 }
 
 static SHUTDOWN: AtomicBool = AtomicBool::new(false);
@@ -101,6 +111,7 @@ fn config(args: &BwmArgs) -> anyhow::Result<ManagerConfig> {
         host_delay: parse_duration(&args.host_delay).context("--host-delay")?,
         best_effort_ttl: parse_duration(&args.best_effort_ttl).context("--best-effort-ttl")?,
         standing,
+        lease: Some(parse_duration(&args.lease).context("--lease")?).filter(|l| !l.is_zero()),
     })
 }
 

@@ -77,4 +77,46 @@ impl Rtcd {
                 .push_back(Action::ManagerRelease { manager_conn });
         }
     }
+
+    /// The manager no longer holds these bookings (their lease ran out, e.g. while it was
+    /// unreachable, or it lost them): their connections are revoked as if a switch had torn them
+    /// down — the client gets [`Reply::Revoked`] (or `Failed` while opening) and, under `both`,
+    /// the switches a TEARDOWN.
+    pub fn handle_manager_lost(&mut self, now: Instant, lost: &[u64]) {
+        let ids: Vec<u16> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.manager_conn.is_some_and(|m| lost.contains(&m)))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in ids {
+            let Some(conn) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            // Nothing to give back any more.
+            conn.manager_conn = None;
+            let (client, handle, phase, direct) =
+                (conn.client, conn.handle, conn.phase, conn.direct);
+            match phase {
+                ConnPhase::Open => {
+                    self.reply(client, 0, Reply::Revoked { conn: handle });
+                    if direct {
+                        self.release(id);
+                    } else {
+                        self.begin_teardown(now, id, None);
+                    }
+                }
+                ConnPhase::Opening => {
+                    self.begin_teardown(
+                        now,
+                        id,
+                        Some(RtcdError::ManagerUnreachable(
+                            "the bandwidth manager dropped the booking".into(),
+                        )),
+                    );
+                }
+                ConnPhase::Admitting | ConnPhase::Closing => {}
+            }
+        }
+    }
 }

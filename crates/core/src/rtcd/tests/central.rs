@@ -273,3 +273,58 @@ fn both_books_centrally_then_sets_up_per_hop() {
     ));
     d.check_invariants();
 }
+
+#[test]
+fn bookings_are_refreshed_and_a_lost_one_revokes_its_connection() {
+    for admission in [Admission::Central, Admission::Both] {
+        let config = Config {
+            admission,
+            ..Config::new(HOST_MAC, HOST_IP, 100_000_000)
+        };
+        let mut d = Rtcd::new(config, Instant::ZERO).expect("valid config");
+        register(&mut d, ALICE, 100);
+        d.handle_client_request(ms(1), ALICE, 5, open_req(1_000_000));
+        let (conn, _) = asked(&drain(&mut d));
+        d.handle_manager_answer(ms(2), conn, admitted(77));
+        if admission == Admission::Both {
+            let setup = sent(&drain(&mut d)).pop().expect("SETUP");
+            d.handle_control(ms(3), &setup_ok(&setup));
+        }
+        drain(&mut d);
+        // Every refresh period the manager's lease is renewed; a central-only connection sends
+        // no REFRESH to switches (there are none on its path to tell).
+        let due = d.poll_timeout().expect("refresh timer");
+        assert_eq!(due, ms(10_000));
+        d.handle_timeout(due);
+        let a = drain(&mut d);
+        assert!(a.contains(&Action::ManagerRefresh {
+            manager_conns: vec![77]
+        }));
+        let refreshes = sent(&a)
+            .iter()
+            .filter(|r| matches!(r.message, Message::Refresh { .. }))
+            .count();
+        assert_eq!(refreshes, usize::from(admission == Admission::Both));
+        // The manager lost it (lease ran out while it was unreachable): revoked, nothing to give
+        // back, and under `both` the switches are told.
+        d.handle_manager_lost(ms(10_001), &[77, 78]);
+        let a = drain(&mut d);
+        assert!(
+            replies(&a).contains(&(ALICE, 0, Reply::Revoked { conn })),
+            "{a:?}"
+        );
+        assert!(released(&a).is_empty(), "{a:?}");
+        let teardowns = sent(&a)
+            .iter()
+            .filter(|r| matches!(r.message, Message::Teardown { .. }))
+            .count();
+        assert_eq!(teardowns, usize::from(admission == Admission::Both));
+        if admission == Admission::Central {
+            assert_eq!(d.connection_count(), 0);
+        }
+        d.check_invariants();
+        // A second report of the same loss changes nothing.
+        d.handle_manager_lost(ms(10_002), &[77]);
+        assert!(released(&drain(&mut d)).is_empty());
+    }
+}
