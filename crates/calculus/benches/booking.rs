@@ -19,14 +19,14 @@ const LEAVES: usize = 90;
 const SPINES: usize = 10;
 const HOSTS_PER_LEAF: usize = 8;
 
-/// 90 leaf and 10 spine switches (1 Gbit/s, t_mux 10 µs, 16 MiB), 8 hosts per leaf at
-/// 1 Gbit/s; flows host → leaf → spine → leaf → host (3 switches) or within one leaf (1 switch).
-fn network(n: usize) -> (Topology, Vec<Flow>) {
+/// 90 leaf and 10 spine switches (1 Gbit/s, t_mux 10 µs, `buffer_mib` MiB each), 8 hosts per
+/// leaf at 1 Gbit/s.
+fn leaf_spine(buffer_mib: i64) -> NetFile {
     let mut f = NetFile::default();
     let sw = |name: String| SwitchSpec {
         name,
         t_mux: Q::micros(10),
-        buffer: Q::bytes(16 << 20),
+        buffer: Q::bytes(buffer_mib << 20),
     };
     let link = |a: String, b: String| LinkSpec {
         ends: [a, b],
@@ -45,13 +45,25 @@ fn network(n: usize) -> (Topology, Vec<Flow>) {
     for s in 0..SPINES {
         f.switches.push(sw(format!("s{s}")));
     }
+    f
+}
+
+/// A deterministic generator (an LCG) of indices below `m`; `rtlan bench bwm` uses the same.
+fn lcg() -> impl FnMut(usize) -> usize {
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move |m: usize| {
+    move |m: usize| {
         seed = seed
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         (seed >> 33) as usize % m
-    };
+    }
+}
+
+/// The leaf–spine network with 16 MiB buffers and flows host → leaf → spine → leaf → host
+/// (3 switches, a random spine) or within one leaf (1 switch).
+fn network(n: usize) -> (Topology, Vec<Flow>) {
+    let mut f = leaf_spine(16);
+    let mut next = lcg();
     for i in 0..n {
         let (a, b) = (next(LEAVES), next(LEAVES));
         let (ha, hb) = (next(HOSTS_PER_LEAF), next(HOSTS_PER_LEAF));
@@ -94,36 +106,8 @@ fn network(n: usize) -> (Topology, Vec<Flow>) {
 /// between random host pairs drawn by the same generator (100 kbit/s, M = 1514 B, b = 3028 B,
 /// host delay 80 µs), each inter-leaf flow over `s0`; then `extra` more flows of the same kind.
 fn bwm_network(n: usize, extra: usize) -> (Topology, Vec<Flow>, Vec<Flow>) {
-    let mut f = NetFile::default();
-    let sw = |name: String| SwitchSpec {
-        name,
-        t_mux: Q::micros(10),
-        buffer: Q::bytes(64 << 20),
-    };
-    let link = |a: String, b: String| LinkSpec {
-        ends: [a, b],
-        rate: Q::int(1_000_000_000),
-        effective_rate: Q::int(1_000_000_000),
-    };
-    for l in 0..LEAVES {
-        f.switches.push(sw(format!("l{l}")));
-        for h in 0..HOSTS_PER_LEAF {
-            f.links.push(link(format!("h{l}x{h}"), format!("l{l}")));
-        }
-        for s in 0..SPINES {
-            f.links.push(link(format!("l{l}"), format!("s{s}")));
-        }
-    }
-    for s in 0..SPINES {
-        f.switches.push(sw(format!("s{s}")));
-    }
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move |m: usize| {
-        seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (seed >> 33) as usize % m
-    };
+    let f = leaf_spine(64);
+    let mut next = lcg();
     let mut specs = Vec::new();
     while specs.len() < n + extra {
         let (a, ha) = (next(LEAVES), next(HOSTS_PER_LEAF));

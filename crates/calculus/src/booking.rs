@@ -162,29 +162,7 @@ impl Booking {
     /// leaves the booking unchanged and returns the violations.
     pub fn try_admit(&mut self, flow: Flow) -> Result<Result<Verdict, Refusal>, BookingError> {
         // Cheap checks first: equation (1) and r < C on every hop, without touching state.
-        let mut violations = Vec::new();
-        for hop in &flow.hops {
-            let (c, _, _) = self
-                .topo
-                .port(hop.port)
-                .ok_or_else(|| BookingError::BadPort(flow.name.clone()))?;
-            if flow.rate >= c {
-                violations.push(Violation::RateAtLinkSpeed {
-                    flow: flow.name.clone(),
-                });
-                continue;
-            }
-            let used = self.ports.get(&hop.port).map_or(Q::ZERO, |p| p.sum_r);
-            let total = used.add(flow.rate)?;
-            if total > c {
-                violations.push(Violation::RateOverCapacity {
-                    switch: self.topo.name(hop.port.switch).into(),
-                    to: self.topo.name(hop.port.to).into(),
-                    rate: total,
-                    capacity: c,
-                });
-            }
-        }
+        let mut violations = self.rate_violations(std::slice::from_ref(&flow))?;
         if !violations.is_empty() {
             return Ok(Err(Refusal { violations }));
         }
@@ -296,9 +274,27 @@ impl Booking {
         &mut self,
         flows: Vec<Flow>,
     ) -> Result<Result<Vec<Verdict>, Refusal>, BookingError> {
+        let violations = self.rate_violations(&flows)?;
+        if !violations.is_empty() {
+            return Ok(Err(Refusal { violations }));
+        }
+        let backup = self.clone();
+        match self.admit_all_unchecked(flows) {
+            Ok(Ok(verdicts)) => Ok(Ok(verdicts)),
+            other => {
+                *self = backup;
+                other
+            }
+        }
+    }
+
+    /// Equation (1) and r < C for `flows` added together to what is booked: a flow at or above
+    /// a port's rate is reported (and not counted there), then every port whose total would exceed
+    /// its rate, once.
+    fn rate_violations(&self, flows: &[Flow]) -> Result<Vec<Violation>, BookingError> {
         let mut violations = Vec::new();
         let mut sums: BTreeMap<PortKey, Q> = BTreeMap::new();
-        for flow in &flows {
+        for flow in flows {
             for hop in &flow.hops {
                 let (c, _, _) = self
                     .topo
@@ -308,6 +304,7 @@ impl Booking {
                     violations.push(Violation::RateAtLinkSpeed {
                         flow: flow.name.clone(),
                     });
+                    continue;
                 }
                 let used = self.ports.get(&hop.port).map_or(Q::ZERO, |p| p.sum_r);
                 let sum = sums.entry(hop.port).or_insert(used);
@@ -326,17 +323,7 @@ impl Booking {
                 }
             }
         }
-        if !violations.is_empty() {
-            return Ok(Err(Refusal { violations }));
-        }
-        let backup = self.clone();
-        match self.admit_all_unchecked(flows) {
-            Ok(Ok(verdicts)) => Ok(Ok(verdicts)),
-            other => {
-                *self = backup;
-                other
-            }
-        }
+        Ok(violations)
     }
 
     fn admit_all_unchecked(
