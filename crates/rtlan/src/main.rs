@@ -51,6 +51,8 @@ enum Command {
     Analyze(cmd::analyze::AnalyzeArgs),
     /// Run the bandwidth manager: central admission with delay bounds over TCP (docs/bwm.md).
     Bwm(cmd::bwm::BwmArgs),
+    /// Ask a running bandwidth manager: list bookings, topology and bounds; release, refresh.
+    Bwmctl(cmd::bwmctl::BwmctlArgs),
     /// Benchmarks against the Linux bridge, built in the same run.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -69,6 +71,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => cmd::demo::run(args),
         Command::Analyze(args) => cmd::analyze::run(args),
         Command::Bwm(args) => cmd::bwm::run(args),
+        Command::Bwmctl(args) => cmd::bwmctl::run(args),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Experiment(c) => cmd::experiment::run(c),
     };

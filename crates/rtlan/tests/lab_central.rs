@@ -113,6 +113,30 @@ fn start_bwm(lab: &Lab, text: &str, listen: &str, extra: &[&str]) -> Guarded {
     bwm
 }
 
+/// `rtlan bwmctl --manager ADDR --json WHAT…` run on host a: the manager's reply.
+fn bwmctl(lab: &Lab, manager: &str, what: &[&str]) -> Value {
+    let mut args = vec![BIN, "bwmctl", "--manager", manager, "--json"];
+    args.extend_from_slice(what);
+    let out = lab
+        .exec("a", &args)
+        .expect("host exists")
+        .output()
+        .expect("rtlan bwmctl runs");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("bwmctl printed {out:?}"))
+}
+
+/// The guaranteed bookings the manager lists.
+fn guaranteed(lab: &Lab, manager: &str) -> Vec<Value> {
+    let v = bwmctl(lab, manager, &["list"]);
+    v["connections"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no connections in {v}"))
+        .iter()
+        .filter(|c| c["kind"] == "guaranteed")
+        .cloned()
+        .collect()
+}
+
 /// `rtlan reserve` on `host` through its daemon; returns the process output.
 fn reserve(lab: &Lab, host: &str, to: &str, extra: &[&str]) -> Output {
     let socket = lab.state_dir().join(format!("rtcd-{host}.sock"));
@@ -233,6 +257,14 @@ fn central_admission_through_an_off_the_shelf_switch() {
     assert!(!o.status.success(), "a 100 µs bound is impossible here");
     let e = stderr(&o);
     assert!(e.contains("manager_refused") && e.contains("delay"), "{e}");
+    // The manager holds exactly c's booking, with the bucket RTTR's token bucket asked for.
+    let held = guaranteed(&lab, &manager);
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(
+        (&held[0]["src"], &held[0]["dst"], &held[0]["bucket_bytes"]),
+        (&Value::from("c"), &Value::from("b"), &Value::from(6538)),
+        "{held:?}"
+    );
     let (out, ok) = sender.finish(Duration::from_secs(15)).expect("send ends");
     assert!(ok, "send failed: {out}");
     let summary: Value = serde_json::from_str(out.trim()).expect("send prints JSON");
@@ -265,6 +297,10 @@ fn central_admission_through_an_off_the_shelf_switch() {
     assert!(!has_proxy_route(&lab, "c"));
 
     // c's booking went back to the manager when it closed: now 70 Mbit/s fit.
+    assert!(
+        guaranteed(&lab, &manager).is_empty(),
+        "c's booking released"
+    );
     let o = reserve(&lab, "d", &to_b, &["--rate", "70mbit"]);
     let big = admitted(&o);
     assert!(big["delay_bound_us"].as_u64().is_some(), "{big}");
