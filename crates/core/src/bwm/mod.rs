@@ -42,8 +42,8 @@ use crate::Instant;
 use ledger::q_int;
 pub use ledger::LedgerError;
 pub use protocol::{
-    BestEffortSpec, Booking, ConnId, ConnInfo, ConnSpec, ErrorCode, Kind, Op, PortInfo, Reply,
-    Request, Response, State, SwitchInfo, Violation,
+    BestEffortSpec, Booking, Change, ConnId, ConnInfo, ConnSpec, ErrorCode, Kind, Op, PortInfo,
+    Reply, Request, Response, State, SwitchInfo, Violation,
 };
 use topology::Graph;
 pub use topology::{HostSpec, LinkSpec, SwitchSpec, Topology, TopologyError};
@@ -183,6 +183,8 @@ pub struct Manager {
     conns: BTreeMap<ConnId, Conn>,
     next_conn: ConnId,
     changed: bool,
+    /// The changes of the guaranteed bookings since [`Manager::take_changes`].
+    changes: Vec<Change>,
 }
 
 impl Manager {
@@ -218,6 +220,7 @@ impl Manager {
             conns: BTreeMap::new(),
             next_conn: 1,
             changed: false,
+            changes: Vec::new(),
         };
         m.book_standing()?;
         Ok(m)
@@ -343,8 +346,18 @@ impl Manager {
         self.conns.values().filter_map(|c| c.expires).min()
     }
 
-    /// True (once) if the guaranteed bookings changed since the last call: persist then.
+    /// The changes of the guaranteed bookings since the last call (or [`Manager::take_changed`]),
+    /// in order: what a journal appends. Empty after a [`Manager::restore`] that dropped
+    /// bookings, which only [`Manager::take_changed`] reports — persist a whole snapshot then.
+    pub fn take_changes(&mut self) -> Vec<Change> {
+        self.changed = false;
+        std::mem::take(&mut self.changes)
+    }
+
+    /// True (once) if the guaranteed bookings changed since the last call (or
+    /// [`Manager::take_changes`]): persist a snapshot then.
     pub fn take_changed(&mut self) -> bool {
+        self.changes.clear();
         std::mem::take(&mut self.changed)
     }
 
@@ -487,6 +500,8 @@ impl Manager {
         self.book(id, conn)?;
         self.next_conn = self.next_conn.max(id.saturating_add(1));
         self.changed = true;
+        self.changes
+            .push(Change::Booked(Booking { conn: id, spec }));
         Ok(id)
     }
 
@@ -710,6 +725,7 @@ impl Manager {
         }
         if conn.kind == Kind::Guaranteed {
             self.changed = true;
+            self.changes.push(Change::Released(id));
         }
         failure.map_or(Ok(()), Err)
     }

@@ -313,6 +313,32 @@ pub struct SwitchInfo {
     pub booked_bytes: u64,
 }
 
+/// One change of the persisted bookings, as the manager's journal records it (one JSON line
+/// each: `{"booked":{"conn":1,"spec":{…}}}` or `{"released":1}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// A guaranteed connection was booked.
+    Booked(Booking),
+    /// A guaranteed connection was released (by request or by an expired lease).
+    Released(ConnId),
+}
+
+impl State {
+    /// Applies a journalled change: a booking is added (ids never reused, so `next_conn`
+    /// passes it) or removed.
+    pub fn apply(&mut self, change: Change) {
+        match change {
+            Change::Booked(b) => {
+                self.next_conn = self.next_conn.max(b.conn.saturating_add(1));
+                self.bookings.retain(|x| x.conn != b.conn);
+                self.bookings.push(b);
+            }
+            Change::Released(conn) => self.bookings.retain(|b| b.conn != conn),
+        }
+    }
+}
+
 /// The persisted state: the guaranteed bookings (best-effort ones are short-lived and standing
 /// ones follow from the configuration, so neither is stored).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -19,4 +19,4 @@ mod tests;
 pub use client::{BwmClient, ClientError};
 pub use network::{load_network, parse_network, NetworkError};
 pub use server::{Server, ServerError, MAX_LINE};
-pub use store::{load_state, save_state, StoreError};
+pub use store::{load_state, save_state, Journal, StoreError, COMPACT_EVERY};

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use rtlan_core::bwm::{ErrorCode, Manager, Request, Response};
 
-use super::store::{load_state, save_state, StoreError};
+use super::store::{Journal, StoreError};
 use crate::clock;
 
 /// Longest accepted request line, bytes; a longer one gets an error and the connection is closed.
@@ -37,8 +37,25 @@ pub enum ServerError {
 }
 
 struct Shared {
-    manager: Mutex<Manager>,
-    state_path: PathBuf,
+    inner: Mutex<Inner>,
+}
+
+/// The manager and its journal, changed together under one lock.
+struct Inner {
+    manager: Manager,
+    journal: Journal,
+}
+
+impl Inner {
+    /// Journals what changed (before the reply goes out); a whole snapshot if the manager
+    /// reports a change it has no journal entry for.
+    fn persist(&mut self) {
+        let changes = self.manager.take_changes();
+        let m = &self.manager;
+        if let Err(e) = self.journal.append(&changes, || m.snapshot()) {
+            tracing::error!("bwm: persisting state failed: {e}");
+        }
+    }
 }
 
 impl Shared {
@@ -54,27 +71,19 @@ impl Shared {
         };
         // A poisoned lock means a thread panicked mid-request; the manager's state is only
         // changed at the commit step, so it is still consistent: keep serving.
-        let mut m = self.manager.lock().unwrap_or_else(|p| p.into_inner());
-        let resp = m.handle_request(clock::now(), req);
-        if m.take_changed() {
-            if let Err(e) = save_state(&self.state_path, &m.snapshot()) {
-                tracing::error!("bwm: persisting state failed: {e}");
-            }
-        }
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let resp = inner.manager.handle_request(clock::now(), req);
+        inner.persist();
         resp
     }
 
     fn expire(&self) {
-        let mut m = self.manager.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let now = clock::now();
-        if m.poll_timeout().is_some_and(|t| t <= now) {
-            m.handle_timeout(now);
+        if inner.manager.poll_timeout().is_some_and(|t| t <= now) {
+            inner.manager.handle_timeout(now);
             // An expired lease removes a guaranteed booking: persist that too.
-            if m.take_changed() {
-                if let Err(e) = save_state(&self.state_path, &m.snapshot()) {
-                    tracing::error!("bwm: persisting state failed: {e}");
-                }
-            }
+            inner.persist();
         }
     }
 }
@@ -86,20 +95,20 @@ pub struct Server {
 }
 
 impl Server {
-    /// Loads the state file (a missing one is empty), re-admits its bookings into `manager`,
-    /// writes the state back, and binds `listen`. Bookings the topology no longer admits are
-    /// logged and dropped.
+    /// Loads the state file and its journal (missing = empty), re-admits the bookings into
+    /// `manager`, writes them back as a fresh snapshot with an empty journal, and binds `listen`.
+    /// Bookings the topology no longer admits are logged and dropped.
     pub fn bind(
         mut manager: Manager,
         listen: &str,
         state_path: PathBuf,
     ) -> Result<Server, ServerError> {
-        let state = load_state(&state_path)?;
+        let state = Journal::load(&state_path)?;
         for (conn, why) in manager.restore(state) {
             tracing::warn!("bwm: persisted connection {conn} dropped: {:?}", why.reply);
         }
         manager.take_changed();
-        save_state(&state_path, &manager.snapshot())?;
+        let journal = Journal::create(&state_path, &manager.snapshot())?;
         let listener = TcpListener::bind(listen).map_err(|source| ServerError::Listen {
             addr: listen.to_string(),
             source,
@@ -107,8 +116,7 @@ impl Server {
         Ok(Server {
             listener,
             shared: Arc::new(Shared {
-                manager: Mutex::new(manager),
-                state_path,
+                inner: Mutex::new(Inner { manager, journal }),
             }),
         })
     }

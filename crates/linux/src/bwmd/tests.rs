@@ -198,3 +198,63 @@ fn bwm_state_file_round_trip_and_corruption() {
     std::fs::write(&path, "{ nope").expect("write");
     assert!(matches!(load_state(&path), Err(StoreError::Corrupt { .. })));
 }
+
+#[test]
+fn bwm_journal_replays_ignores_a_torn_tail_and_compacts() {
+    use rtlan_core::bwm::{Booking, Change, State};
+    let dir = TempDir::new("journal");
+    let path = dir.0.join("s.json");
+    let jpath = dir.0.join("s.json.journal");
+    let booking = |conn| Booking {
+        conn,
+        spec: spec("A", 1, None),
+    };
+    assert_eq!(Journal::load(&path).expect("missing = empty"), State::default());
+    let base = State {
+        version: 1,
+        next_conn: 3,
+        bookings: vec![booking(1), booking(2)],
+    };
+    let mut j = Journal::create(&path, &base).expect("created");
+    let unused = || panic!("no compaction yet");
+    j.append(&[Change::Booked(booking(7)), Change::Released(1)], unused)
+        .expect("appended");
+    let loaded = Journal::load(&path).expect("replayed");
+    let ids: Vec<u64> = loaded.bookings.iter().map(|b| b.conn).collect();
+    assert_eq!(ids, vec![2, 7]);
+    assert_eq!(loaded.next_conn, 8, "ids are never reused");
+    assert!(std::fs::metadata(&path).expect("snapshot").len() > 0);
+    // A crash in the middle of an append leaves a torn last line: ignored.
+    let mut text = std::fs::read_to_string(&jpath).expect("journal");
+    text.push_str("{\"booked\":{\"conn\":9,\"sp");
+    std::fs::write(&jpath, &text).expect("write");
+    let ids: Vec<u64> = Journal::load(&path)
+        .expect("torn tail ignored")
+        .bookings
+        .iter()
+        .map(|b| b.conn)
+        .collect();
+    assert_eq!(ids, vec![2, 7]);
+    // A bad line that is not the last one is corruption (the files are left alone).
+    text.push_str("\n{\"released\":2}\n");
+    std::fs::write(&jpath, &text).expect("write");
+    assert!(matches!(
+        Journal::load(&path),
+        Err(StoreError::Corrupt { .. })
+    ));
+    // Compaction: after COMPACT_EVERY lines the snapshot is rewritten and the journal emptied.
+    let mut j = Journal::create(&path, &base).expect("created");
+    let mut state = base.clone();
+    for conn in 10..10 + COMPACT_EVERY as u64 - 1 {
+        let c = Change::Booked(booking(conn));
+        state.apply(c.clone());
+        j.append(&[c], || unreachable!("not yet")).expect("appended");
+    }
+    let last = Change::Released(10);
+    state.apply(last.clone());
+    let snap = state.clone();
+    j.append(&[last], move || snap).expect("compacted");
+    assert_eq!(std::fs::metadata(&jpath).expect("journal").len(), 0);
+    assert_eq!(load_state(&path).expect("snapshot"), state);
+    assert_eq!(Journal::load(&path).expect("loads"), state);
+}

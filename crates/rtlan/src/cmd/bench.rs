@@ -61,14 +61,15 @@ own SETUP handling times (`setup-latency`), the samples added during the case. L
 on exit, also on error or Ctrl-C. Needs root. docs/benchmarks.md has the figures.")]
     Setup(setup::SetupArgs),
     /// Admission latency through a running bandwidth manager with 10,000 booked flows
-    /// (seed 004 §3.2): restart, admit, release, state-file write.
+    /// (seed 004 §3.2): restart, admit, release, journal and snapshot writes.
     #[command(after_help = "\
 Writes a state file with --flows bookings (100 kbit/s, random host pairs) on a leaf–spine network
 of 90 leaf and 10 spine switches (1 Gbit/s, 8 hosts per leaf: the criterion benchmark's), starts
 the manager from it on 127.0.0.1 (re-admitting every booking with all checks: the restart time),
 then admits and releases one more flow --samples times over TCP, timing each answer as a client
-sees it. The manager answers only after rewriting the state file (write, fsync, rename), so that
-is timed alone as well. No root or lab needed. docs/benchmarks.md has the figures.")]
+sees it. The manager answers only after journalling the change (append, fdatasync); every 1024
+changes and at start it rewrites the whole snapshot (write, fsync, rename). Both are timed alone
+as well. No root or lab needed. docs/benchmarks.md has the figures.")]
     Bwm(bwm::BwmArgs),
 }
 

@@ -3,9 +3,9 @@
 //! daemon waits for). A leaf–spine network of 100 switches (the criterion benchmark's) with
 //! `--flows` booked connections is written as a state file; the manager restarts from it
 //! (re-admitting every booking with all checks), serves on loopback TCP, and a client admits and
-//! releases one more flow `--samples` times. Each answer comes after the state file was rewritten
-//! and fsync'd (the manager acknowledges only what is durable), so that write is timed on its own
-//! too.
+//! releases one more flow `--samples` times. Each answer comes after the change was journalled
+//! and fdatasync'd (the manager acknowledges only what is durable); the append and the periodic
+//! full snapshot write are timed on their own too.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +20,7 @@ use rtlan_core::bwm::{
     Booking, ConnSpec, LinkSpec, Manager, ManagerConfig, Op, Reply, Request, State, SwitchSpec,
     Topology,
 };
-use rtlan_linux::bwmd::{save_state, BwmClient, Server};
+use rtlan_linux::bwmd::{save_state, BwmClient, Journal, Server};
 use serde::Serialize;
 
 use super::report::Machine;
@@ -80,6 +80,7 @@ struct Document {
     release: Summary,
     admit_in_process: Summary,
     snapshot: Summary,
+    journal_append: Summary,
     state_write: Summary,
     machine: Machine,
 }
@@ -182,7 +183,11 @@ pub(crate) fn run(args: BwmArgs) -> anyhow::Result<ExitCode> {
                 &doc.admit_in_process,
             ),
             ("  in process: snapshot of the bookings", &doc.snapshot),
-            ("  in process: state file write + fsync", &doc.state_write),
+            (
+                "  in process: journal append + fdatasync",
+                &doc.journal_append,
+            ),
+            ("  in process: snapshot write + fsync", &doc.state_write),
         ] {
             println!(
                 "  {what:<40} p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  ({} samples)",
@@ -239,14 +244,17 @@ fn measure(args: &BwmArgs, dir: &std::path::Path) -> anyhow::Result<Document> {
     let (admit, release) = outcome?;
     progress.finish_and_clear();
 
-    // The parts in process: the manager's own admission (no TCP, no state file), taking the
-    // snapshot, and the durable write of a snapshot of this size as the server writes it.
+    // The parts in process: the manager's own admission (no TCP, no state file), the journal
+    // append the server makes per change, and — what it does every COMPACT_EVERY changes and at
+    // start — taking a snapshot and writing it durably.
     let mut m = Manager::new(topology(), ManagerConfig::default())?;
     if !m.restore(state.clone()).is_empty() {
         bail!("the manager refused persisted bookings");
     }
     let (mut engine, mut snaps, mut writes) = (Vec::new(), Vec::new(), Vec::new());
+    let mut appends = Vec::new();
     let probe = dir.join("probe.json");
+    let mut journal = Journal::create(&dir.join("journal-probe.json"), &State::default())?;
     for i in 0..args.samples.min(50) {
         let req = Request {
             id: u64::from(i),
@@ -258,6 +266,10 @@ fn measure(args: &BwmArgs, dir: &std::path::Path) -> anyhow::Result<Document> {
         let Reply::Admitted { conn, .. } = resp.reply else {
             bail!("the manager refused a 100 kbit/s flow: {:?}", resp.reply);
         };
+        let changes = m.take_changes();
+        let t = Instant::now();
+        journal.append(&changes, State::default)?;
+        appends.push(ms(t.elapsed()));
         let t = Instant::now();
         let snap = m.snapshot();
         snaps.push(ms(t.elapsed()));
@@ -279,6 +291,7 @@ fn measure(args: &BwmArgs, dir: &std::path::Path) -> anyhow::Result<Document> {
         release: summarize(release),
         admit_in_process: summarize(engine),
         snapshot: summarize(snaps),
+        journal_append: summarize(appends),
         state_write: summarize(writes),
         machine: Machine::this(),
     })
