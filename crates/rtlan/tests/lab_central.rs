@@ -212,6 +212,36 @@ fn central_admission_through_an_off_the_shelf_switch() {
     let expect = analyze_bound(&lab, "d", "20mbit", 3028);
     assert_eq!(lone["delay_bound_us"].as_u64(), Some(expect), "{lone}");
 
+    // Kernel shaping of a central connection: the HTB filter matches the receiver's address and
+    // the UDP destination port (several connections may go to one receiver).
+    let socket_d = dd.socket.to_str().expect("utf-8").to_string();
+    let shaped: Vec<String> = [
+        BIN,
+        "reserve",
+        "--to",
+        &to_b,
+        "--rate",
+        "10mbit",
+        "--shaping",
+        "kernel",
+        "--socket",
+        &socket_d,
+        "--duration",
+        "3s",
+        "--json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let shaped = rtlan::labkit::spawn(&lab, "d", &shaped, "kernel-shaped reserve".into())
+        .expect("reserve starts");
+    // 5005 = 0x138d at offset 20 (the UDP destination port behind a 20-byte IP header).
+    let (filtered, _) = wait_until(Duration::from_secs(3), || {
+        exec_ok(&lab, "d", &["tc", "filter", "show", "dev", "eth0"]).contains("0000138d/0000ffff")
+    });
+    assert!(filtered, "no port-matching HTB filter on d");
+    drop(shaped);
+
     // c sends 40 Mbit/s through the §3 token bucket (Ts = 1 ms), reserved centrally.
     let recv = Receiver::start(BIN.as_ref(), &lab, "b", 5004, Duration::from_secs(7), &[])
         .expect("recv starts");
