@@ -209,7 +209,10 @@ fn bwm_journal_replays_ignores_a_torn_tail_and_compacts() {
         conn,
         spec: spec("A", 1, None),
     };
-    assert_eq!(Journal::load(&path).expect("missing = empty"), State::default());
+    assert_eq!(
+        Journal::load(&path).expect("missing = empty"),
+        State::default()
+    );
     let base = State {
         version: 1,
         next_conn: 3,
@@ -248,7 +251,8 @@ fn bwm_journal_replays_ignores_a_torn_tail_and_compacts() {
     for conn in 10..10 + COMPACT_EVERY as u64 - 1 {
         let c = Change::Booked(booking(conn));
         state.apply(c.clone());
-        j.append(&[c], || unreachable!("not yet")).expect("appended");
+        j.append(&[c], || unreachable!("not yet"))
+            .expect("appended");
     }
     let last = Change::Released(10);
     state.apply(last.clone());
