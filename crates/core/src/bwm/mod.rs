@@ -454,14 +454,8 @@ impl Manager {
         let Ok(Ok(verdicts)) = self.ledger.try_admit_all(flows) else {
             return false;
         };
-        for ((id, mut conn), v) in conns.into_iter().zip(verdicts) {
-            for &p in &conn.ports {
-                let ps = &mut self.ports[p];
-                ps.conns.insert(id);
-                ps.booked_bps += conn.rate_bps;
-            }
-            conn.flows = vec![v.id];
-            self.conns.insert(id, conn);
+        for ((id, conn), v) in conns.into_iter().zip(verdicts) {
+            self.commit(id, conn, vec![v.id]);
         }
         true
     }
@@ -609,7 +603,7 @@ impl Manager {
 
     /// Checks every admission rule for `conn` and books it as `id`, or refuses with every
     /// violated constraint and changes nothing.
-    fn book(&mut self, id: ConnId, mut conn: Conn) -> Result<(), Refusal> {
+    fn book(&mut self, id: ConnId, conn: Conn) -> Result<(), Refusal> {
         // Rule 1 on the manager's integer rates (so the ledger sees only admissible rates).
         let mut violations = Vec::new();
         for &p in &conn.ports {
@@ -677,14 +671,19 @@ impl Manager {
             }
             return Err(failure.unwrap_or_else(|| refused(violations)));
         }
+        self.commit(id, conn, admitted);
+        Ok(())
+    }
+
+    /// Records connection `id`, admitted by the ledger as `flows`, on its ports.
+    fn commit(&mut self, id: ConnId, mut conn: Conn, flows: Vec<u64>) {
         for &p in &conn.ports {
             let ps = &mut self.ports[p];
             ps.conns.insert(id);
             ps.booked_bps += conn.rate_bps;
         }
-        conn.flows = admitted;
+        conn.flows = flows;
         self.conns.insert(id, conn);
-        Ok(())
     }
 
     fn capacity(&self, p: usize, booked: u64) -> Violation {
