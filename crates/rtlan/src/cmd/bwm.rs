@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use clap::Args;
@@ -74,29 +73,6 @@ pub(crate) struct BwmArgs {
     lease: String,
 }
 
-static SHUTDOWN: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    SHUTDOWN.store(true, Ordering::Relaxed);
-}
-
-fn install_shutdown_handler() -> anyhow::Result<()> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; the sigaction
-        // struct is zero-initialised and then fully set up before the call.
-        let rc = unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error()).context("installing signal handler");
-        }
-    }
-    Ok(())
-}
-
 fn config(args: &BwmArgs) -> anyhow::Result<ManagerConfig> {
     let standing = match &args.manager_host {
         Some(host) => Some(StandingConfig {
@@ -120,14 +96,14 @@ pub(crate) fn run(args: BwmArgs) -> anyhow::Result<ExitCode> {
     let config = config(&args)?;
     let topo = load_network(&args.network)?;
     let manager = Manager::new(topo, config).context("building the bandwidth manager")?;
-    install_shutdown_handler()?;
+    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM])?;
     let server = Server::bind(manager, &args.listen, args.state.clone())?;
     eprintln!(
         "rtlan bwm: listening on {}, state {}",
         server.local_addr()?,
         args.state.display()
     );
-    server.run(&SHUTDOWN)?;
+    server.run(stop)?;
     eprintln!("rtlan bwm: stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -11,5 +11,6 @@ pub(crate) mod recv;
 pub(crate) mod reserve;
 pub(crate) mod rtcd;
 pub(crate) mod send;
+pub(crate) mod signals;
 pub(crate) mod switch;
 pub(crate) mod tc_config;

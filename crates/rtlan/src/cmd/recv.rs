@@ -65,7 +65,7 @@ pub(crate) struct RecvArgs {
 }
 
 pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
-    let stop = super::reserve::stop_flag()?;
+    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM])?;
     let socket = UdpSocket::bind(SocketAddrV4::new(args.bind, args.port))?;
     socket.set_read_timeout(Some(Duration::from_millis(50)))?;
     let idle = args.idle.or_else(|| {

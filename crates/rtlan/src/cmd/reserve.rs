@@ -5,7 +5,7 @@
 use std::net::SocketAddrV4;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -71,30 +71,6 @@ pub(crate) enum ReserveShaping {
     Kernel,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-/// Makes SIGINT/SIGTERM set the returned flag instead of killing the process.
-pub(crate) fn stop_flag() -> anyhow::Result<&'static AtomicBool> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; the sigaction
-        // struct is zero-initialised and then fully set up before the call.
-        let rc = unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error()).context("installing signal handler");
-        }
-    }
-    Ok(&STOP)
-}
-
 /// Prints a daemon refusal the way `reserve` and `send` report it.
 pub(crate) fn report_refusal(e: &ClientError) {
     match e {
@@ -106,7 +82,7 @@ pub(crate) fn report_refusal(e: &ClientError) {
 }
 
 pub(crate) fn run(args: ReserveArgs) -> anyhow::Result<ExitCode> {
-    let stop = stop_flag()?;
+    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM])?;
     let socket = rtcd_socket_path(args.socket.as_deref());
     let mut client = RtcdClient::connect(&socket)
         .with_context(|| format!("connecting to rtcd at {}", socket.display()))?;

@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use clap::Args;
@@ -68,29 +67,6 @@ fn parse_admission_arg(text: &str) -> Result<rtlan_core::rtcd::Admission, String
     parse_admission(text).map_err(|e| e.to_string())
 }
 
-static SHUTDOWN: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    SHUTDOWN.store(true, Ordering::Relaxed);
-}
-
-fn install_shutdown_handler() -> anyhow::Result<()> {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; the sigaction
-        // struct is zero-initialised and then fully set up before the call.
-        let rc = unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error()).context("installing signal handler");
-        }
-    }
-    Ok(())
-}
-
 /// The configuration the arguments describe.
 fn config(args: &RtcdArgs) -> anyhow::Result<Config> {
     if let Some(path) = &args.config {
@@ -113,8 +89,8 @@ fn config(args: &RtcdArgs) -> anyhow::Result<Config> {
 
 pub(crate) fn run(args: RtcdArgs) -> anyhow::Result<ExitCode> {
     let config = config(&args)?;
-    install_shutdown_handler()?;
-    let report = rtlan_linux::rtcd::run(&config, &SHUTDOWN)?;
+    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
+    let report = rtlan_linux::rtcd::run(&config, stop)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -133,7 +133,7 @@ impl Sink {
 }
 
 pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
-    let stop = super::reserve::stop_flag()?;
+    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM])?;
     let size = usize::from(args.size);
     // The generator's own bucket spans at least 10 ms, so that oversleeping on a loaded host
     // does not lower the offered rate (tokens beyond the bucket would be lost).

@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use clap::Args;
@@ -31,34 +30,11 @@ pub(crate) struct SwitchArgs {
     json: bool,
 }
 
-static SHUTDOWN: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    SHUTDOWN.store(true, Ordering::Relaxed);
-}
-
-fn install_shutdown_handler() -> anyhow::Result<()> {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; the sigaction
-        // struct is zero-initialised and then fully set up before the call.
-        let rc = unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error()).context("installing signal handler");
-        }
-    }
-    Ok(())
-}
-
 pub(crate) fn run(args: SwitchArgs) -> anyhow::Result<ExitCode> {
     let config = rtlan_linux::switchd::Config::load(&args.config)
         .with_context(|| format!("reading switch config {}", args.config.display()))?;
-    install_shutdown_handler()?;
-    let report = rtlan_linux::switchd::run(config, &SHUTDOWN)?;
+    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
+    let report = rtlan_linux::switchd::run(config, stop)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -1,0 +1,31 @@
+//! One stop flag for the process: the long-running subcommands (switch, rtcd, bwm, reserve,
+//! send, recv) turn the signals they name into a flag their loops poll, so that they release
+//! what they hold and clean up instead of dying mid-way.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Makes each of `signals` set the returned flag instead of killing the process.
+pub(crate) fn stop_on(signals: &[libc::c_int]) -> anyhow::Result<&'static AtomicBool> {
+    for &sig in signals {
+        // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; the sigaction
+        // struct is zero-initialised and then fully set up before the call.
+        let rc = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error()).context("installing signal handler");
+        }
+    }
+    Ok(&STOP)
+}
