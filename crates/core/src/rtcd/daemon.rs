@@ -65,6 +65,7 @@ pub struct Rtcd {
     next_handle: u64,
     next_request_id: u32,
     reserved_bps: u64,
+    /// Open connections with a proxy IP (per-hop or `both`): the route goes with the last one.
     open_count: usize,
     route_installed: bool,
     next_reclaim: Instant,
@@ -409,8 +410,8 @@ impl Rtcd {
                 max_packet: setup.max_packet,
             });
         }
-        self.open_count += 1;
         if let Some(proxy_mac) = proxy_mac {
+            self.open_count += 1;
             self.actions.push_back(Action::InstallNeighbour {
                 proxy_ip,
                 proxy_mac,
@@ -444,16 +445,12 @@ impl Rtcd {
             self.actions
                 .push_back(Action::RemoveShaper { id, proxy_ip });
         }
-        self.open_count = self.open_count.saturating_sub(1);
         if direct {
             return;
         }
         self.actions.push_back(Action::RemoveNeighbour { proxy_ip });
-        let proxied = self
-            .conns
-            .values()
-            .any(|c| c.phase == ConnPhase::Open && !c.direct);
-        if !proxied && self.route_installed {
+        self.open_count = self.open_count.saturating_sub(1);
+        if self.open_count == 0 && self.route_installed {
             self.route_installed = false;
             let prefix = self.config.proxy_prefix;
             self.actions.push_back(Action::RemoveRoute { prefix });
@@ -738,17 +735,12 @@ impl Rtcd {
             .map(|c| c.setup.rate)
             .sum();
         assert_eq!(active, self.reserved_bps);
-        let open = self
-            .conns
-            .values()
-            .filter(|c| c.phase == ConnPhase::Open)
-            .count();
-        assert_eq!(open, self.open_count);
         let proxied = self
             .conns
             .values()
             .filter(|c| c.phase == ConnPhase::Open && !c.direct)
             .count();
+        assert_eq!(proxied, self.open_count);
         assert_eq!(self.route_installed, proxied > 0);
     }
 }
