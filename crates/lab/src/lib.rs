@@ -21,7 +21,7 @@ mod shaping;
 mod state;
 mod switches;
 pub mod tools;
-pub mod topology;
+pub use rtlan_topology as topology;
 
 pub use cmd::CmdError;
 pub use down::{down, DownError, DownReport};

@@ -75,21 +75,9 @@ pub const AGEING_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// periods.
 pub const DEFAULT_REFRESH_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Index of a switch port, `0..config.ports.len()`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-pub struct PortId(pub u16);
+pub use crate::node::PortId;
 
-/// What the switch does with a unicast frame whose destination it has not learnt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum UnknownUnicast {
-    /// EtheReal §3.4: hold the frame, send an ARP probe (sender IP 0.0.0.0) out of every port,
-    /// forward once the destination is learnt.
-    #[default]
-    ArpProbe,
-    /// Classic bridge behaviour: flood to every other port.
-    Flood,
-}
+pub use rtlan_topology::UnknownUnicast;
 
 /// One port of the switch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -690,5 +678,42 @@ impl Switch {
         self.ports
             .get(usize::from(port.0))
             .and_then(|p| p.meter.as_ref())
+    }
+}
+
+/// The switch as a node of the one contract ([`crate::node`]): the same calls as its inherent
+/// methods.
+impl crate::node::Node for Switch {
+    fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    fn medium(&self, port: PortId) -> crate::node::Medium {
+        use crate::node::Medium;
+        match self.config.ports.get(usize::from(port.0)) {
+            Some(PortConfig {
+                rate_bps: Some(rate_bps),
+                ..
+            }) => Medium::FullDuplex {
+                rate_bps: *rate_bps,
+            },
+            _ => Medium::Unpaced,
+        }
+    }
+
+    fn handle_frame(&mut self, now: Instant, port: PortId, frame: &[u8]) {
+        Switch::handle_frame(self, now, port, frame);
+    }
+
+    fn poll_transmit(&mut self, now: Instant, port: PortId, buf: &mut [u8]) -> Option<usize> {
+        Switch::poll_transmit(self, now, port, buf)
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        Switch::handle_timeout(self, now);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        Switch::poll_timeout(self)
     }
 }

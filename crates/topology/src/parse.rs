@@ -5,12 +5,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 use std::ops::Range;
 
-use rtlan_core::switch::UnknownUnicast;
-use rtlan_core::units::{parse_duration, parse_rate};
+use crate::units::{parse_duration, parse_rate};
+use crate::UnknownUnicast;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{
+use crate::{
     Host, Link, LinkEnd, Location, RtlanSwitch, Switch, SwitchKind, Topology, TopologyError,
     HOST_IFNAME,
 };

@@ -1,4 +1,4 @@
-//! Topology files (docs/lab.md): hosts, switches and the links between them, read from TOML and
+//! The topology model (docs/lab.md): hosts, switches and the links between them, read from TOML and
 //! validated so that every mistake is reported with its line and column.
 //!
 //! [`Topology`] is the resolved form: names checked, IP addresses assigned, every link end given
@@ -7,14 +7,14 @@
 mod parse;
 #[cfg(test)]
 mod tests;
+pub mod units;
 
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::Duration;
 
-use rtlan_core::switch::UnknownUnicast;
-use rtlan_core::units::UnitError;
 use serde::{Deserialize, Serialize};
+use units::UnitError;
 
 /// The interface name of a host's single link.
 pub const HOST_IFNAME: &str = "eth0";
@@ -382,4 +382,16 @@ impl Topology {
             .map(|(own, peer, _)| (own.ifname.clone(), peer.node.clone()))
             .collect()
     }
+}
+
+/// What a switch does with a unicast frame whose destination it has not learnt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnknownUnicast {
+    /// EtheReal §3.4: hold the frame, send an ARP probe (sender IP 0.0.0.0) out of every port,
+    /// forward once the destination is learnt.
+    #[default]
+    ArpProbe,
+    /// Classic bridge behaviour: flood to every other port.
+    Flood,
 }
