@@ -31,6 +31,14 @@ pub struct Location {
     pub column: usize,
 }
 
+impl Location {
+    /// The location of byte `offset` of `text` (a span start from `toml::Spanned`), named
+    /// `origin`.
+    pub fn of(text: &str, origin: &str, offset: usize) -> Location {
+        parse::locate(text, origin, offset)
+    }
+}
+
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}:{}", self.origin, self.line, self.column)
@@ -334,7 +342,19 @@ impl Topology {
     /// Validates topology `text`; `origin` names it in error messages (usually the file name).
     #[allow(clippy::should_implement_trait)] // takes an origin name, unlike FromStr
     pub fn from_str(text: &str, origin: &str) -> Result<Topology, TopologyError> {
-        parse::parse(text, origin)
+        parse::parse(text, origin, &[])
+    }
+
+    /// Like [`Topology::from_str`] for a file that also holds other top-level tables (a
+    /// simulation scenario's `[sim]`, say): the tables named in `extras` are not read here — the
+    /// caller reads them with its own types and reports its errors at [`Location::of`] — and
+    /// any other unknown table is still refused.
+    pub fn from_str_with(
+        text: &str,
+        origin: &str,
+        extras: &[&str],
+    ) -> Result<Topology, TopologyError> {
+        parse::parse(text, origin, extras)
     }
 
     /// The host named `name`.

@@ -15,8 +15,9 @@ use crate::{
     HOST_IFNAME,
 };
 
+/// The top-level tables of a topology file; any other top-level key is refused by
+/// [`unknown_tables`] unless the caller reads it itself (see [`parse`]'s `extras`).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawFile {
     lab: Option<RawLab>,
     #[serde(default)]
@@ -178,8 +179,56 @@ impl IpPlan {
     }
 }
 
-pub(super) fn parse(text: &str, origin: &str) -> Result<Topology, TopologyError> {
+/// The top-level tables this reader knows.
+const TABLES: [&str; 4] = ["lab", "host", "switch", "link"];
+
+/// Refuses a top-level key that is neither one of [`TABLES`] nor one of `extras` (tables another
+/// reader of the same file takes, such as the simulator's). Its location is the first line that
+/// opens or assigns it.
+fn unknown_tables(text: &str, loc: &Locator<'_>, extras: &[&str]) -> Result<(), TopologyError> {
+    let syntax = |e: toml::de::Error| TopologyError::Syntax {
+        at: loc.at(&e.span().unwrap_or(0..0)),
+        message: e.message().trim().to_string(),
+    };
+    let table: toml::Table = toml::from_str(text).map_err(syntax)?;
+    let Some(key) = table
+        .keys()
+        .find(|k| !TABLES.contains(&k.as_str()) && !extras.contains(&k.as_str()))
+    else {
+        return Ok(());
+    };
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start().trim_start_matches('[').trim_start();
+        if t.strip_prefix(key.as_str()).is_some_and(|rest| {
+            let rest = rest.trim_start();
+            rest.starts_with(']') || rest.starts_with('=') || rest.starts_with('.')
+        }) {
+            offset += line.len() - line.trim_start().len();
+            break;
+        }
+        offset += line.len();
+    }
+    let mut expected: Vec<&str> = TABLES.to_vec();
+    expected.extend_from_slice(extras);
+    Err(TopologyError::Syntax {
+        at: loc.at(&(offset..offset)),
+        message: format!(
+            "unknown table `{key}`, expected one of `{}`",
+            expected.join("`, `")
+        ),
+    })
+}
+
+/// The location of byte `offset` of `text`, for readers of other tables of a topology file.
+pub(crate) fn locate(text: &str, origin: &str, offset: usize) -> Location {
+    Locator { text, origin }.at(&(offset..offset))
+}
+
+/// Parses and validates a topology; top-level tables named in `extras` are left to the caller.
+pub(super) fn parse(text: &str, origin: &str, extras: &[&str]) -> Result<Topology, TopologyError> {
     let loc = Locator { text, origin };
+    unknown_tables(text, &loc, extras)?;
     let raw: RawFile = toml::from_str(text).map_err(|e| TopologyError::Syntax {
         at: loc.at(&e.span().unwrap_or(0..0)),
         message: e.message().trim().to_string(),

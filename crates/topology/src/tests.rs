@@ -402,3 +402,28 @@ fn shipped_topologies_parse() {
         .iter()
         .any(|(_, peer)| peer == "s2"));
 }
+
+#[test]
+fn extra_tables_are_left_to_their_reader_and_others_refused() {
+    let base =
+        "[[host]]\nname = \"a\"\n[[switch]]\nname = \"s1\"\n[[link]]\nends = [\"a\", \"s1\"]\n";
+    let with_sim = format!("{base}[sim]\nduration = \"1s\"\n");
+    let topo = Topology::from_str_with(&with_sim, "t.toml", &["sim"]).expect("sim is an extra");
+    assert_eq!(topo.hosts.len(), 1);
+    let err = Topology::from_str(&with_sim, "t.toml").expect_err("sim unknown to the lab");
+    assert_eq!(
+        err.to_string(),
+        "t.toml:7:1: unknown table `sim`, expected one of `lab`, `host`, `switch`, `link`"
+    );
+    let typo = format!("{base}\n  [[trafic]]\nx = 1\n");
+    let err = Topology::from_str_with(&typo, "t.toml", &["sim", "traffic"]).expect_err("typo");
+    assert!(
+        err.to_string()
+            .starts_with("t.toml:8:3: unknown table `trafic`"),
+        "{err}"
+    );
+    assert_eq!(
+        Location::of(&with_sim, "t.toml", with_sim.find("[sim]").unwrap()).line,
+        7
+    );
+}
