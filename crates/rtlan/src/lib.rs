@@ -5,5 +5,6 @@
 //! The `rtlan` binary (subcommands `reserve`, `send`, `recv`, …) is a thin shell over this
 //! library and the `rtlan-*` crates; this library does not depend on the command-line parser.
 
-pub mod labkit;
+/// Guarded lab processes for scenarios and tests; they live in `rtlan-experiments`.
+pub use rtlan_experiments::labkit;
 pub mod rttr;

@@ -1,30 +1,19 @@
-//! `rtlan bench`: lab benchmarks against the Linux bridge, built in the same run (DESIGN.md §6:
-//! "speed is measured by benchmarks … against the Linux bridge in the same run, reported as
-//! ratios"; EtheReal §4.3, "Prototype Implementation Efficiency").
-//!
-//! `bench forward` builds the same two-host, one-switch topology with unlimited veth links once
-//! with an rtlan switch and once with a Linux bridge (and, unless told not to, once more with a
-//! bridge and veth offloads on), then measures on each, interleaved run by run: the forwarding
-//! rate of minimum-size frames (trafgen pinned to one CPU, the rtlan data plane to the other),
-//! TCP throughput (iperf3) and UDP round-trip latency (sockperf ping-pong at a fixed rate).
+//! `rtlan bench`: lab benchmarks against the Linux bridge, built in the same run (DESIGN.md §6),
+//! run by the `rtlan-experiments` library (`bench::{forward, setup, bwm}`); this shell parses
+//! the arguments, draws the progress and prints the table or the JSON document.
 //! docs/benchmarks.md has the method and the figures measured on the development machine.
 
-mod bwm;
-mod measure;
-mod report;
-mod setup;
-mod sink;
-
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
-use rtlan_lab::{Lab, LabOptions, Topology};
+use rtlan_experiments::bench::bwm::BwmSettings;
+use rtlan_experiments::bench::forward::ForwardSettings;
+use rtlan_experiments::bench::setup::SetupSettings;
+use rtlan_experiments::bench::{bwm, forward, setup};
 
-use measure::{Settings, HOST_A, HOST_B};
-use report::{Document, Machine, Variant, VariantRuns};
+use super::runner::{bar, draw};
 
 /// `rtlan bench …`
 #[derive(Debug, Subcommand)]
@@ -59,7 +48,7 @@ for each of two cases opens and closes RUNS connections a -> c one after another
 End to end: the client's time from writing `open` to reading `opened`. Per hop: the switches'
 own SETUP handling times (`setup-latency`), the samples added during the case. Labs are removed
 on exit, also on error or Ctrl-C. Needs root. docs/benchmarks.md has the figures.")]
-    Setup(setup::SetupArgs),
+    Setup(SetupArgs),
     /// Admission latency through a running bandwidth manager with 10,000 booked flows
     /// (seed 004 §3.2): restart, admit, release, journal and snapshot writes.
     #[command(after_help = "\
@@ -70,7 +59,7 @@ then admits and releases one more flow --samples times over TCP, timing each ans
 sees it. The manager answers only after journalling the change (append, fdatasync); every 1024
 changes and at start it rewrites the whole snapshot (write, fsync, rename). Both are timed alone
 as well. No root or lab needed. docs/benchmarks.md has the figures.")]
-    Bwm(bwm::BwmArgs),
+    Bwm(BwmArgs),
 }
 
 /// Arguments of `bench forward`.
@@ -104,185 +93,96 @@ pub(crate) struct ForwardArgs {
     keep: bool,
 }
 
+/// Arguments of `bench setup`.
+#[derive(Debug, Args)]
+pub(crate) struct SetupArgs {
+    /// Print a JSON document (cases, targets, machine, command line) instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Connections opened (and closed) per topology and case.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=2000))]
+    runs: u32,
+}
+
+/// Arguments of `bench bwm`.
+#[derive(Debug, Args)]
+pub(crate) struct BwmArgs {
+    /// Connections booked before measuring.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    flows: u32,
+    /// Admit/release pairs measured.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    samples: u32,
+    /// Directory for the state file [default: a fresh directory under the system temp dir,
+    /// removed afterwards].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Print a JSON document instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The progress bar of `bench forward` and `bench setup`.
+const BAR: &str = "{elapsed:>4} [{bar:30}] {pos}/{len} {msg}";
+
 pub(crate) fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
+    let exe = || std::env::current_exe().context("locating the rtlan executable");
     match command {
-        BenchCommand::Forward(args) => forward(args),
-        BenchCommand::Setup(args) => setup::run(args),
-        BenchCommand::Bwm(args) => bwm::run(args),
-    }
-}
-
-/// The benchmark topology: hosts a and b on switch s1, unlimited links.
-fn topology_text(variant: Variant, switch_cpu: Option<usize>) -> String {
-    let (kind, offloads) = match variant {
-        Variant::Rtlan => ("rtlan", false),
-        Variant::Bridge => ("linux-bridge", false),
-        Variant::BridgeOffloads => ("linux-bridge", true),
-    };
-    let cpu = match (variant, switch_cpu) {
-        (Variant::Rtlan, Some(cpu)) => format!("cpu = {cpu}\n"),
-        _ => String::new(),
-    };
-    format!(
-        "[lab]\noffloads = {offloads}\n\n\
-         [[host]]\nname = \"{HOST_A}\"\n\n[[host]]\nname = \"{HOST_B}\"\n\n\
-         [[switch]]\nname = \"{sw}\"\nkind = \"{kind}\"\n{cpu}\n\
-         [[link]]\nends = [\"{HOST_A}\", \"{sw}\"]\n\n[[link]]\nends = [\"{HOST_B}\", \"{sw}\"]\n",
-        sw = measure::SWITCH,
-    )
-}
-
-/// `bfr<pid>` / `bfb<pid>` / `bfo<pid>`: unique per process, at most 10 characters.
-fn lab_name(variant: Variant) -> String {
-    let tag = match variant {
-        Variant::Rtlan => "bfr",
-        Variant::Bridge => "bfb",
-        Variant::BridgeOffloads => "bfo",
-    };
-    format!("{tag}{}", std::process::id() % 10_000_000)
-}
-
-/// Builds one lab and checks that a reaches b (which also teaches the switch both stations).
-fn build(variant: Variant, switch_cpu: Option<usize>) -> anyhow::Result<Lab> {
-    let name = lab_name(variant);
-    let topology = Topology::from_str(&topology_text(variant, switch_cpu), "bench forward")
-        .context("the benchmark topology")?;
-    let exe = std::env::current_exe().context("locating the rtlan executable")?;
-    let lab = Lab::up(&topology, &name, &LabOptions::new(exe))
-        .with_context(|| format!("building lab `{name}`"))?;
-    let ping = rtlan_lab::tools::ping(
-        lab.netns(HOST_A)?,
-        lab.host_ip(HOST_B)?,
-        3,
-        Duration::from_millis(100),
-    )?;
-    if ping.received == 0 {
-        bail!("lab `{name}`: host a cannot reach host b ({ping:?})");
-    }
-    Ok(lab)
-}
-
-fn forward(args: ForwardArgs) -> anyhow::Result<ExitCode> {
-    // Signals must be blocked before any thread exists so the cleanup thread receives them.
-    rtlan_lab::install_signal_cleanup()?;
-    let started = SystemTime::now();
-    let machine = Machine::this();
-    // Two CPUs: the flood on one, the rtlan data plane on the other. With one, pin nothing.
-    let (trafgen_cpu, switch_cpu) = if machine.nproc >= 2 {
-        (Some(0), Some(1))
-    } else {
-        (None, None)
-    };
-    let settings = Settings {
-        seconds: args.seconds,
-        frame_len: usize::from(args.frame_len),
-        trafgen_cpu,
-        mps: args.mps,
-        msg_size: args.msg_size,
-    };
-    let mut variants = vec![Variant::Rtlan, Variant::Bridge];
-    if !args.no_offloads_baseline {
-        variants.push(Variant::BridgeOffloads);
-    }
-
-    // Timing-sensitive: never share the machine with lab tests (DESIGN.md §7).
-    let _lock = rtlan_lab::serial_lock()?;
-    let steps = variants.len() as u64 * (1 + 3 * u64::from(args.runs));
-    let progress = ProgressBar::new(steps);
-    progress.set_style(
-        ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
-            .context("progress template")?
-            .progress_chars("=> "),
-    );
-    let mut labs = Vec::new();
-    let mut results = Vec::new();
-    for &v in &variants {
-        progress.set_message(format!("building {} lab", v.heading()));
-        let lab = build(v, switch_cpu)?;
-        results.push(VariantRuns::new(
-            v,
-            lab.name().to_string(),
-            matches!(v, Variant::BridgeOffloads),
-        ));
-        labs.push(lab);
-        progress.inc(1);
-    }
-    for run in 1..=args.runs {
-        for (lab, runs) in labs.iter().zip(results.iter_mut()) {
-            let who = runs.variant.heading();
-            progress.set_message(format!("run {run}: {who} forwarding rate"));
-            runs.pps.push(measure::forwarding_rate(lab, &settings)?);
-            progress.inc(1);
-            progress.set_message(format!("run {run}: {who} TCP throughput"));
-            runs.tcp.push(measure::tcp_throughput(lab, &settings)?);
-            progress.inc(1);
-            progress.set_message(format!("run {run}: {who} UDP latency"));
-            runs.latency.push(measure::udp_latency(lab, &settings)?);
-            progress.inc(1);
+        BenchCommand::Forward(args) => {
+            let settings = ForwardSettings {
+                runs: args.runs,
+                seconds: args.seconds,
+                frame_len: args.frame_len,
+                mps: args.mps,
+                msg_size: args.msg_size,
+                offloads_baseline: !args.no_offloads_baseline,
+                keep: args.keep,
+                exe: exe()?,
+            };
+            let progress = bar(BAR)?;
+            let report = forward::run(&settings, &|s| draw(&progress, s));
+            progress.finish_and_clear();
+            let report = report?;
+            if args.json {
+                println!("{}", report.json(std::env::args().collect())?);
+            } else {
+                print!("{}", report.table());
+            }
+        }
+        BenchCommand::Setup(args) => {
+            let settings = SetupSettings {
+                runs: args.runs,
+                exe: exe()?,
+            };
+            let progress = bar(BAR)?;
+            let report = setup::run(&settings, &|s| draw(&progress, s));
+            progress.finish_and_clear();
+            let report = report?;
+            if args.json {
+                println!("{}", report.json(std::env::args().collect())?);
+            } else {
+                print!("{}", report.table());
+            }
+        }
+        BenchCommand::Bwm(args) => {
+            let settings = BwmSettings {
+                flows: args.flows,
+                samples: args.samples,
+                dir: args.dir,
+            };
+            let progress = bar("{bar:30} {pos}/{len} {msg}")?;
+            if args.json {
+                progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+            }
+            let report = bwm::run(&settings, &|s| draw(&progress, s));
+            progress.finish_and_clear();
+            let report = report?;
+            if args.json {
+                println!("{}", report.json()?);
+            } else {
+                print!("{}", report.table());
+            }
         }
     }
-    progress.finish_and_clear();
-
-    if args.json {
-        let date = report::rfc3339_utc(
-            started
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-        );
-        let doc = Document::new(
-            std::env::args().collect(),
-            date,
-            machine,
-            settings,
-            switch_cpu,
-            &results,
-        );
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        print!(
-            "{}",
-            report::table(&results, &settings, &machine, args.runs)
-        );
-    }
-    if args.keep {
-        for lab in labs {
-            eprintln!("kept lab `{}`", lab.name());
-            lab.keep();
-        }
-    }
-    // Otherwise the labs are removed as they drop.
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn topologies_parse_and_differ_where_they_should() {
-        let rtlan = Topology::from_str(&topology_text(Variant::Rtlan, Some(1)), "t")
-            .expect("rtlan topology parses");
-        let bridge = Topology::from_str(&topology_text(Variant::BridgeOffloads, Some(1)), "t")
-            .expect("bridge topology parses");
-        assert_eq!(rtlan.switch_ports("s1"), bridge.switch_ports("s1"));
-        let text = topology_text(Variant::Rtlan, Some(1));
-        assert!(text.contains("cpu = 1") && text.contains("offloads = false"));
-        let text = topology_text(Variant::BridgeOffloads, Some(1));
-        assert!(!text.contains("cpu ="), "a bridge takes no cpu option");
-        assert!(text.contains("offloads = true"));
-        assert!(!topology_text(Variant::Rtlan, None).contains("cpu ="));
-    }
-
-    #[test]
-    fn lab_names_are_valid_and_distinct() {
-        let names: Vec<String> = [Variant::Rtlan, Variant::Bridge, Variant::BridgeOffloads]
-            .into_iter()
-            .map(lab_name)
-            .collect();
-        for n in &names {
-            assert!(rtlan_lab::valid_lab_name(n), "{n}");
-        }
-        assert_ne!(names[0], names[1]);
-        assert_ne!(names[1], names[2]);
-    }
 }

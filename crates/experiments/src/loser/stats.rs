@@ -1,4 +1,4 @@
-//! Measurement helpers for the Löser/Härtig lab experiment (seed 004 §4.2–4.3): delay statistics
+//! Measurement helpers for the Löser/Härtig lab experiment (§4.2–4.3): delay statistics
 //! of probe arrivals (max, p99.9, p99, mean — the paper reports the maximum of 350,000 samples)
 //! and a sender process's CPU load from `/proc/<pid>/stat` (Table 5: utime + stime over wall
 //! time).

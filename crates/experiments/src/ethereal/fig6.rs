@@ -3,18 +3,17 @@
 //! the switch's namespace) and at the destination (`rtlan recv --arrivals`), without and with an
 //! `iperf3` TCP flow from the sending host.
 
-use std::path::Path;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use rtlan::labkit::{Receiver, Rtcd, Stream};
-use rtlan::rttr::stats::summarize_intervals;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::fig5::{read_arrivals, spawn, up};
-use super::loadavg;
+use crate::kit::lab::{iperf3_client, iperf3_server, spawn, up_pair};
+use crate::kit::measure::{loadavg, read_arrivals, summarize_intervals};
+use crate::kit::run::Run;
+use crate::labkit::{Receiver, Rtcd, Stream};
 
 #[derive(Debug, Deserialize)]
 struct Scenario {
@@ -30,7 +29,8 @@ struct Scenario {
     keep_samples: usize,
 }
 
-pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
+/// Runs the experiment; returns the path of results.json.
+pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
     let sc: Scenario = run.load()?;
     let _lock = rtlan_lab::serial_lock()?;
     let load_before = loadavg();
@@ -44,19 +44,17 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
         "link_rate": sc.link_rate, "loadavg_before": load_before, "loadavg_after": loadavg(),
         "cases": cases,
     });
-    let path = run.write_results(&results)?;
-    run.plot(&path)?;
-    Ok(ExitCode::SUCCESS)
+    run.finish(&results)
 }
 
-fn one_case(run: &super::Run, sc: &Scenario, with_tcp: bool) -> anyhow::Result<Value> {
+fn one_case(run: &Run, sc: &Scenario, with_tcp: bool) -> anyhow::Result<Value> {
     let seconds = if run.quick {
         sc.quick_seconds
     } else {
         sc.seconds
     };
     let name = if with_tcp { "fg56f6t" } else { "fg56f6" };
-    let lab = up(&run.exe, name, "rtlan", &sc.link_rate)?;
+    let lab = up_pair(&run.exe, name, "rtlan", &sc.link_rate)?;
     let rtcd = Rtcd::start(&run.exe, &lab, "a", "")?;
     let b_ip = lab.host_ip("b")?;
     let pcap = lab.state_dir().join("input.pcap");
@@ -90,26 +88,9 @@ fn one_case(run: &super::Run, sc: &Scenario, with_tcp: bool) -> anyhow::Result<V
         &["--arrivals", &arrivals_arg],
     )?;
     let tcp = if with_tcp {
-        let server = spawn(
-            &lab,
-            "b",
-            &["iperf3", "-s", "-1", "-p", "5201"].map(String::from),
-        )?;
+        let server = spawn(&lab, "b", &iperf3_server())?;
         std::thread::sleep(Duration::from_millis(300));
-        let client = spawn(
-            &lab,
-            "a",
-            &[
-                "iperf3".to_string(),
-                "-c".to_string(),
-                b_ip.to_string(),
-                "-p".to_string(),
-                "5201".to_string(),
-                "-t".to_string(),
-                format!("{}", seconds + 2.0),
-                "-J".to_string(),
-            ],
-        )?;
+        let client = spawn(&lab, "a", &iperf3_client(b_ip, seconds + 2.0))?;
         std::thread::sleep(Duration::from_secs(1));
         Some((server, client))
     } else {

@@ -8,15 +8,18 @@
 //! host link may carry at most 60 % of its rate in reservations, so the interferers alternate over
 //! two pairs and one interferer alone carries only `per_link_max_bps`.
 
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use rtlan::labkit::{Receiver, Rtcd, Stream};
-use rtlan_lab::{Lab, LabOptions, Topology};
+use rtlan_lab::Lab;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+use crate::kit::lab::{addr, exec_ok, up_file};
+use crate::kit::measure::{loadavg, now_utc};
+use crate::kit::run::Run;
+use crate::labkit::{Receiver, Rtcd, Stream};
 
 /// The scenario file.
 #[derive(Debug, Deserialize)]
@@ -40,33 +43,8 @@ const TEST_PORT: u16 = 5000;
 /// First UDP port of the interferers at d and f.
 const INTERFERER_PORT: u16 = 6000;
 
-/// Builds the lab from a topology file; the caller holds the serial lock.
-pub(super) fn up_lab(run: &super::Run, topology: &Path, name: &str) -> anyhow::Result<Lab> {
-    let topology = Topology::from_file(topology)?;
-    let name = format!("{name}{}", std::process::id() % 10_000);
-    Ok(Lab::up(&topology, &name, &LabOptions::new(&run.exe))?)
-}
-
-/// `host:port` of a lab host.
-pub(super) fn addr(lab: &Lab, host: &str, port: u16) -> anyhow::Result<String> {
-    Ok(format!("{}:{port}", lab.host_ip(host)?))
-}
-
-/// Runs a command in a lab node and fails unless it succeeds.
-pub(super) fn exec_ok(lab: &Lab, node: &str, args: &[&str]) -> anyhow::Result<()> {
-    let out = lab
-        .exec(node, args)?
-        .output()
-        .with_context(|| format!("running {args:?} in {node}"))?;
-    anyhow::ensure!(
-        out.status.success(),
-        "{args:?} in {node} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
-}
-
-pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
+/// Runs the experiment; returns the path of results.json.
+pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
     let sc: Scenario = run.load()?;
     let (points, seconds) = if run.quick {
         (&sc.quick_interferers, sc.quick_seconds)
@@ -83,7 +61,7 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
             "bridge" | "bridge-htb" => &sc.topology_bridge,
             other => anyhow::bail!("unknown variant {other:?} (rtlan, bridge, bridge-htb)"),
         };
-        let lab = up_lab(run, topology, "fig4")?;
+        let lab = up_file(&run.exe, topology, "fig4")?;
         let result = run_variant(run, &sc, &lab, variant, points, duration);
         lab.down()?;
         variants.push(json!({"variant": variant, "points": result?}));
@@ -96,14 +74,11 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
         "interference_total_bps": sc.interference_total_bps,
         "per_link_max_bps": sc.per_link_max_bps,
         "payload": sc.payload,
-        "date": super::capacity::now_utc(),
-        "load_before": super::loadavg(),
+        "date": now_utc(),
+        "load_before": loadavg(),
         "variants": variants,
     });
-    let path = run.write_results(&results)?;
-    run.plot(&path)?;
-    println!("{}", path.display());
-    Ok(ExitCode::SUCCESS)
+    run.finish(&results)
 }
 
 /// The interferers' rates: `n` connections sharing the total, at most `per_link_max_bps` on each
@@ -116,7 +91,7 @@ fn interferer_rates(total: u64, per_link_max: u64, n: u32) -> Vec<u64> {
 }
 
 fn run_variant(
-    run: &super::Run,
+    run: &Run,
     sc: &Scenario,
     lab: &Lab,
     variant: &str,

@@ -8,14 +8,17 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rtlan::labkit::{Guarded, Rtcd};
 use rtlan_lab::Lab;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+use crate::kit::lab::up_file;
+use crate::kit::measure::{loadavg, now_utc};
+use crate::kit::run::Run;
+use crate::labkit::{Guarded, Rtcd};
 
 /// The scenario file.
 #[derive(Debug, Deserialize)]
@@ -35,19 +38,9 @@ struct Scenario {
     window: u64,
 }
 
-/// The UTC time now, ISO 8601 (from `date`; "unknown" if that fails).
-pub(super) fn now_utc() -> String {
-    std::process::Command::new("date")
-        .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".to_string())
-}
-
-/// Restarts s1 with `budget` and `cost` (see [`super::restart_switch`]).
-fn restart_switch(run: &super::Run, lab: &Lab, budget: u32, cost: &str) -> anyhow::Result<Guarded> {
-    super::restart_switch(run, lab, &format!("budget{budget}"), |config| {
+/// Restarts s1 with `budget` and `cost` (see [`crate::kit::lab::restart_switch`]).
+fn restart_switch(run: &Run, lab: &Lab, budget: u32, cost: &str) -> anyhow::Result<Guarded> {
+    crate::kit::lab::restart_switch(&run.exe, lab, &format!("budget{budget}"), |config| {
         config["cpu_budget_percent"] = json!(budget);
         config["cpu_cost_per_connection"] = json!(cost);
     })
@@ -114,7 +107,8 @@ fn open_until_refused(
     Ok((out, writer))
 }
 
-pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
+/// Runs the experiment; returns the path of results.json.
+pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
     let sc: Scenario = run.load()?;
     let budgets = if run.quick {
         &sc.quick_budgets_percent
@@ -123,11 +117,11 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
     };
     eprintln!("capacity: waiting for the lab lock");
     let _serial = rtlan_lab::serial_lock()?;
-    let load_before = super::loadavg();
+    let load_before = loadavg();
     let mut points = Vec::new();
     for cost in &sc.cpu_costs {
         for &budget in budgets {
-            let lab = super::fig4::up_lab(run, &sc.topology, "cap")?;
+            let lab = up_file(&run.exe, &sc.topology, "cap")?;
             let result = run_budget(run, &sc, &lab, budget, cost);
             lab.down()?;
             let point = result?;
@@ -149,14 +143,11 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
         "criterion_cost_per_connection_ns": 96,
         "points": points,
     });
-    let path = run.write_results(&results)?;
-    run.plot(&path)?;
-    println!("{}", path.display());
-    Ok(ExitCode::SUCCESS)
+    run.finish(&results)
 }
 
 fn run_budget(
-    run: &super::Run,
+    run: &Run,
     sc: &Scenario,
     lab: &Lab,
     budget: u32,

@@ -1,4 +1,4 @@
-//! Löser/Härtig (seed 004) §4.2–4.3 in the lab: hosts c, d, e send 40, 32 and 20 Mbit/s of
+//! Löser/Härtig §4.2–4.3 in the lab: hosts c, d, e send 40, 32 and 20 Mbit/s of
 //! 1514-byte frames to b, shaped with bucket b = r·Ts + M released at most once per Ts (§3),
 //! while a sends a small probe to b every 1 ms; one switch, once the Linux bridge and once rtlan.
 //! For Ts ∈ {10 ms, 1 ms, 100 µs} we record the probe delay (max, p99.9, p99, mean), every
@@ -14,15 +14,17 @@ mod buffer;
 mod netfile;
 mod stats;
 
-use std::process::ExitCode;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use rtlan::labkit::{self, Guarded, Receiver};
 use rtlan_lab::{Lab, LabOptions, TbfParams, Topology};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::kit::measure::{loadavg, read_arrivals, realtime_ns};
+use crate::kit::run::Run;
+use crate::labkit::{self, Guarded, Receiver};
 use netfile::{NetParams, Sender, HOSTS};
 use stats::DelayStats;
 
@@ -61,7 +63,7 @@ struct Scenario {
     shaped: bool,
     /// The buffer probe (Table 2); absent: skipped.
     buffer_probe: Option<buffer::BufferProbe>,
-    /// Central admission (seed 004 §3.2): `rtlan bwm` on a with the measured parameters, host
+    /// Central admission (Löser/Härtig §3.2): `rtlan bwm` on a with the measured parameters, host
     /// daemons on `admission = "central"`, the bulk senders reserve (`--reserve`) and the probe
     /// is booked with `rtlan reserve`; the manager's bounds are recorded beside ours.
     #[serde(default)]
@@ -100,10 +102,11 @@ impl Scenario {
     }
 }
 
-pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
+/// Runs the experiment; returns the path of results.json.
+pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
     let sc: Scenario = run.load()?;
     let _lock = rtlan_lab::serial_lock()?;
-    let load_before = super::loadavg();
+    let load_before = loadavg();
     let started = std::time::Instant::now();
     eprintln!("loser: direct host–host link (t_mux reference)");
     let direct = direct_link(run, &sc)?;
@@ -113,8 +116,8 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
     }
     let results = json!({
         "experiment": "loser", "quick": run.quick, "loadavg_before": load_before,
-        "loadavg_after": super::loadavg(), "elapsed_s": started.elapsed().as_secs_f64(),
-        "date": rtlan::rttr::probe::realtime_ns() / 1_000_000_000,
+        "loadavg_after": loadavg(), "elapsed_s": started.elapsed().as_secs_f64(),
+        "date": realtime_ns() / 1_000_000_000,
         "link_rate": sc.link_rate, "effective_rate": sc.effective_rate,
         "bulk_size": sc.bulk_size, "probe_size": sc.probe_size, "probe_rate": sc.probe_rate,
         "probe_bucket_interval": sc.probe_bucket_interval, "shaped": sc.shaped, "senders": sc.senders,
@@ -122,9 +125,7 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
         "direct": direct, "kinds": kinds, "buffer_probe": sc.buffer_probe,
         "paper": paper(),
     });
-    let path = run.write_results(&results)?;
-    run.plot(&path)?;
-    Ok(ExitCode::SUCCESS)
+    run.finish(&results)
 }
 
 /// The paper's Tables 2, 4 and 5, for the plot and the page.
@@ -170,7 +171,7 @@ fn topology(sc: &Scenario, kind: Option<&str>) -> anyhow::Result<String> {
     Ok(t)
 }
 
-fn up(run: &super::Run, sc: &Scenario, name: &str, kind: Option<&str>) -> anyhow::Result<Lab> {
+fn up(run: &Run, sc: &Scenario, name: &str, kind: Option<&str>) -> anyhow::Result<Lab> {
     let text = topology(sc, kind)?;
     std::fs::write(run.out.join(format!("topology-{name}.toml")), &text)?;
     let topology = Topology::from_str(&text, name)?;
@@ -193,12 +194,7 @@ pub(super) struct Send<'a> {
     pub(super) socket: Option<&'a std::path::Path>,
 }
 
-pub(super) fn start_send(
-    run: &super::Run,
-    lab: &Lab,
-    s: &Send<'_>,
-    secs: f64,
-) -> anyhow::Result<Guarded> {
+pub(super) fn start_send(run: &Run, lab: &Lab, s: &Send<'_>, secs: f64) -> anyhow::Result<Guarded> {
     let mut args = vec![
         run.exe.display().to_string(),
         "send".to_string(),
@@ -237,7 +233,7 @@ pub(super) fn send_report(g: Guarded, secs: f64) -> anyhow::Result<Value> {
 /// Probe stream a → b (payload `size` at `rate`) for `secs` while `load` runs; delay statistics
 /// of the probes and the run's loss.
 fn probe_run(
-    run: &super::Run,
+    run: &Run,
     lab: &Lab,
     probe: &Send<'_>,
     load: &[Send<'_>],
@@ -265,7 +261,7 @@ fn probe_run(
         drop(l.finish(Duration::from_secs(5))?);
     }
     let recv = receiver.report()?;
-    let stats = stats::delay_stats(&super::fig5::read_arrivals(&arrivals)?);
+    let stats = stats::delay_stats(&read_arrivals(&arrivals)?);
     Ok(
         json!({"delay": stats, "sent": sent["sent"], "received": recv["packets"],
         "lost": loss(&sent, &recv)}),
@@ -278,7 +274,7 @@ pub(super) fn loss(sent: &Value, recv: &Value) -> i64 {
 }
 
 /// The t_mux reference: 1514-byte frames and small probes over a host–host link.
-fn direct_link(run: &super::Run, sc: &Scenario) -> anyhow::Result<Value> {
+fn direct_link(run: &Run, sc: &Scenario) -> anyhow::Result<Value> {
     let lab = up(run, sc, "loserd", None)?;
     let secs = sc.calib_len(run.quick);
     let to = format!("{}:5000", HOSTS[1].1);
@@ -308,7 +304,7 @@ fn delay_field(v: &Value, f: &str) -> f64 {
     v["delay"][f].as_f64().unwrap_or(0.0)
 }
 
-fn one_kind(run: &super::Run, sc: &Scenario, kind: &str, direct: &Value) -> anyhow::Result<Value> {
+fn one_kind(run: &Run, sc: &Scenario, kind: &str, direct: &Value) -> anyhow::Result<Value> {
     let tag = if kind == "rtlan" { "r" } else { "b" };
     let lab = up(run, sc, &format!("loser{tag}"), Some(kind))?;
     let b_ip = HOSTS[1].1;
@@ -443,7 +439,7 @@ struct Central {
 
 impl Central {
     fn start(
-        run: &super::Run,
+        run: &Run,
         sc: &Scenario,
         lab: &Lab,
         host_ns: u64,
@@ -508,7 +504,7 @@ impl Central {
     /// output is `rtlan reserve --json`.
     fn book_probe(
         &self,
-        run: &super::Run,
+        run: &Run,
         sc: &Scenario,
         lab: &Lab,
         secs: f64,
@@ -543,7 +539,7 @@ impl Central {
 /// One Ts run: c, d, e shaped to b, probes a → b, CPU load of every sender; under central
 /// admission every stream is booked at the manager first.
 fn ts_run(
-    run: &super::Run,
+    run: &Run,
     sc: &Scenario,
     lab: &Lab,
     ts: &str,
@@ -634,7 +630,7 @@ fn ts_run(
     }
     let sent = send_report(probe_tx, secs)?;
     let recv = probe_rx.report()?;
-    let delay: Option<DelayStats> = stats::delay_stats(&super::fig5::read_arrivals(&arrivals)?);
+    let delay: Option<DelayStats> = stats::delay_stats(&read_arrivals(&arrivals)?);
     streams.insert(
         "a".to_string(),
         json!({"rate": sc.probe_rate, "sent": sent["sent"], "received": recv["packets"],
@@ -656,7 +652,7 @@ fn ts_run(
         .filter_map(|v| v["manager_bound_us"].as_u64())
         .max();
     Ok(
-        json!({"probe_delay": delay, "streams": streams, "loadavg": super::loadavg(),
+        json!({"probe_delay": delay, "streams": streams, "loadavg": loadavg(),
         "manager": {"t_max_us": manager_t_max, "probe_reservation": probe_reservation}}),
     )
 }

@@ -3,17 +3,17 @@
 //! 10 ms while 0–5 busy-loop processes (spawned here, killed by PID) compete for the CPU;
 //! `rtlan send --json` reports the measured tick intervals `T_m`.
 
-use std::process::{Command, ExitCode, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use rtlan::labkit::{Receiver, Rtcd};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use rtlan::labkit::Guarded;
-
-use super::fig5::{spawn, up};
-use super::loadavg;
+use crate::kit::lab::{spawn, up_pair};
+use crate::kit::measure::loadavg;
+use crate::kit::run::Run;
+use crate::labkit::{Guarded, Receiver, Rtcd};
 
 #[derive(Debug, Deserialize)]
 struct Scenario {
@@ -33,11 +33,12 @@ struct Scenario {
     quick_busy: Vec<u32>,
 }
 
-pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
+/// Runs the experiment; returns the path of results.json.
+pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
     let sc: Scenario = run.load()?;
     let _lock = rtlan_lab::serial_lock()?;
     let load_before = loadavg();
-    let lab = up(&run.exe, "fg56t1", "rtlan", &sc.link_rate)?;
+    let lab = up_pair(&run.exe, "fg56t1", "rtlan", &sc.link_rate)?;
     let rtcd = Rtcd::start(&run.exe, &lab, "a", "")?;
     let b_ip = lab.host_ip("b")?;
     let seconds = if run.quick {
@@ -118,7 +119,5 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
             {"busy": 5, "mean_ms": 10.03, "stddev_ms": 1.14, "max_ms": 27.54},
         ],
     });
-    let path = run.write_results(&results)?;
-    run.plot(&path)?;
-    Ok(ExitCode::SUCCESS)
+    run.finish(&results)
 }

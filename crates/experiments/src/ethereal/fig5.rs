@@ -4,58 +4,20 @@
 //!
 //! Measurement: `rtlan recv --arrivals` logs every real-time datagram at b; a sampler reads b's
 //! `eth0` counters (`/proc/<pid>/net/dev` of a process in b's namespace) every `step`; TCP's rate
-//! in a window is b's total received wire rate minus the real-time datagrams' wire rate. Also
-//! holds the helpers the fig6 and table1 runners share (lab set-up, guarded children).
+//! in a window is b's total received wire rate minus the real-time datagrams' wire rate.
 
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rtlan::labkit::{self, Guarded, Receiver, Rtcd, Stream};
-use rtlan::rttr::probe::realtime_ns;
-use rtlan::rttr::wire_bytes;
-use rtlan_lab::{Lab, LabOptions, Topology};
+use rtlan_core::shaper::wire_bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// Spawns `args` in `node`'s namespace under a guard (stdout piped, stderr discarded).
-pub(super) fn spawn(lab: &Lab, node: &str, args: &[String]) -> anyhow::Result<Guarded> {
-    Ok(labkit::spawn(
-        lab,
-        node,
-        args,
-        format!("{args:?} on {node}"),
-    )?)
-}
-
-/// Hosts a (198.18.0.1) and b (198.18.0.2) on switch s1 of `kind`, links at `rate`.
-pub(super) fn up(exe: &Path, name: &str, kind: &str, rate: &str) -> anyhow::Result<Lab> {
-    let text = format!(
-        "[[host]]\nname = \"a\"\nip = \"198.18.0.1/16\"\n\n[[host]]\nname = \"b\"\n\
-         ip = \"198.18.0.2/16\"\n\n[[switch]]\nname = \"s1\"\nkind = \"{kind}\"\n\n\
-         [[link]]\nends = [\"a\", \"s1\"]\nrate = \"{rate}\"\n\n\
-         [[link]]\nends = [\"b\", \"s1\"]\nrate = \"{rate}\"\n"
-    );
-    let topology = Topology::from_str(&text, name)?;
-    Ok(Lab::up(&topology, name, &LabOptions::new(exe))?)
-}
-
-/// Reads `(seq, recv_ns, sent_ns)` lines written by `rtlan recv --arrivals`.
-pub(super) fn read_arrivals(path: &Path) -> anyhow::Result<Vec<(u64, u64, u64)>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let v: Vec<u64> = line
-            .split_whitespace()
-            .filter_map(|f| f.parse().ok())
-            .collect();
-        if let [seq, recv, sent] = v[..] {
-            out.push((seq, recv, sent));
-        }
-    }
-    Ok(out)
-}
+use crate::kit::lab::{iperf3_client, iperf3_server, restart_switch, spawn, up_pair};
+use crate::kit::measure::{loadavg, read_arrivals, realtime_ns};
+use crate::kit::run::Run;
+use crate::labkit::{Receiver, Rtcd, Stream};
 
 #[derive(Debug, Deserialize)]
 struct Scenario {
@@ -81,10 +43,11 @@ struct Scenario {
     step_ms: u64,
 }
 
-pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
+/// Runs the experiment; returns the path of results.json.
+pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
     let sc: Scenario = run.load()?;
     let _lock = rtlan_lab::serial_lock()?;
-    let load_before = super::loadavg();
+    let load_before = loadavg();
     let mut cases = Vec::new();
     for kind in ["rtlan", "linux-bridge"] {
         for &mbit in &sc.rt_mbit {
@@ -94,27 +57,25 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
     }
     let results = json!({
         "experiment": "fig5", "quick": run.quick, "loadavg_before": load_before,
-        "loadavg_after": super::loadavg(), "window_ms": sc.window_ms, "step_ms": sc.step_ms,
+        "loadavg_after": loadavg(), "window_ms": sc.window_ms, "step_ms": sc.step_ms,
         "link_rate": sc.link_rate, "size": sc.size, "cases": cases,
     });
-    let path = run.write_results(&results)?;
-    run.plot(&path)?;
-    Ok(ExitCode::SUCCESS)
+    run.finish(&results)
 }
 
-fn one_case(run: &super::Run, sc: &Scenario, kind: &str, mbit: u64) -> anyhow::Result<Value> {
+fn one_case(run: &Run, sc: &Scenario, kind: &str, mbit: u64) -> anyhow::Result<Value> {
     let (duration, rt_start, rt_len) = if run.quick {
         (sc.quick_duration_s, sc.quick_rt_start_s, sc.quick_rt_len_s)
     } else {
         (sc.duration_s, sc.rt_start_s, sc.rt_len_s)
     };
     let tag = if kind == "rtlan" { "r" } else { "b" };
-    let lab = up(&run.exe, &format!("fg56{tag}{mbit}"), kind, &sc.link_rate)?;
+    let lab = up_pair(&run.exe, &format!("fg56{tag}{mbit}"), kind, &sc.link_rate)?;
     let link_bps = rtlan_core::units::parse_rate(&sc.link_rate)?;
     let needs_cap = kind == "rtlan" && mbit * 1_000_000 * 100 > link_bps * 60;
     let _switch = if needs_cap {
         // The lab topology format has no `realtime_cap_percent`.
-        Some(super::restart_switch(run, &lab, "cap", |config| {
+        Some(restart_switch(&run.exe, &lab, "cap", |config| {
             config["realtime_cap_percent"] = json!(sc.raised_cap_percent);
         })?)
     } else {
@@ -142,29 +103,12 @@ fn one_case(run: &super::Run, sc: &Scenario, kind: &str, mbit: u64) -> anyhow::R
         total,
         &["--arrivals", &arrivals_arg],
     )?;
-    let server = spawn(
-        &lab,
-        "b",
-        &["iperf3", "-s", "-1", "-p", "5201"].map(String::from),
-    )?;
+    let server = spawn(&lab, "b", &iperf3_server())?;
     std::thread::sleep(Duration::from_millis(300));
     let pid = server.id().context("iperf3 server exited")?;
     let t0 = realtime_ns();
     let sampler = std::thread::spawn(move || sample_counters(pid, total));
-    let client = spawn(
-        &lab,
-        "a",
-        &[
-            "iperf3".to_string(),
-            "-c".to_string(),
-            b_ip.to_string(),
-            "-p".to_string(),
-            "5201".to_string(),
-            "-t".to_string(),
-            format!("{duration}"),
-            "-J".to_string(),
-        ],
-    )?;
+    let client = spawn(&lab, "a", &iperf3_client(b_ip, duration))?;
     std::thread::sleep(Duration::from_secs_f64(rt_start));
     let rt_begin_ns = realtime_ns();
     let stream = Stream {

@@ -1,11 +1,12 @@
-//! The network file of one Löser/Härtig lab run (seed 004 §2.2, §4.3.1) and its bounds: the
+//! The network file of one Löser/Härtig lab run (§2.2, §4.3.1) and its bounds: the
 //! measured switch parameters (Table 1's host term, §4.2's `t_mux`, the switch's buffer) plus the
 //! senders' T-SPECs (b = r·Ts + M, Table 3), analysed by `rtlan_calculus` exactly as
 //! `rtlan analyze` does: eq. (4) backlog bound at port s1→b, eq. (6) + host term = t_max of flow
 //! a-b, eq. (7) t_est of the port (without the host term, as the paper's Table 4 does).
 
+use rtlan_calculus::analysis::{analyze_file, Report};
+use rtlan_calculus::Q;
 use serde::Serialize;
-use serde_json::Value;
 
 /// A shaped sender towards b.
 #[derive(Debug, Clone, serde::Deserialize, Serialize)]
@@ -100,32 +101,42 @@ pub(super) struct Bounds {
     pub(super) admitted: bool,
 }
 
-/// Analyses `text` with the calculus (as `rtlan analyze --json`) and picks Table 4's columns.
-pub(super) fn bounds(text: &str) -> anyhow::Result<Bounds> {
-    let report = crate::cmd::analyze::analyze_text(text)?;
-    let json: Value = serde_json::from_str(&crate::cmd::analyze::to_json_text(&report)?)?;
-    pick(&json)
+/// Parses and analyses a network file with the calculus, as `rtlan analyze` does.
+pub(super) fn analyze(text: &str) -> anyhow::Result<Report> {
+    Ok(analyze_file(&rtlan_calculus::netfile::parse(text)?)?)
 }
 
-fn pick(json: &Value) -> anyhow::Result<Bounds> {
-    let port = json["ports"]
-        .as_array()
-        .and_then(|ports| ports.iter().find(|p| p["switch"] == "s1" && p["to"] == "b"))
+/// A bound in whole units as `rtlan analyze --json` prints it; an error names `what` if the
+/// analysis has none (an unbounded port) or it does not fit.
+fn whole(v: Option<Result<i128, rtlan_calculus::ArithError>>, what: &str) -> anyhow::Result<i64> {
+    let v = v.ok_or_else(|| anyhow::anyhow!("analysis has no {what}"))??;
+    Ok(i64::try_from(v)?)
+}
+
+/// Analyses `text` with the calculus and picks Table 4's columns, rounded as `rtlan analyze
+/// --json` rounds them: bounds up to whole bytes and µs, the estimate to the nearest µs (halves
+/// up), the utilisation to four decimals.
+pub(super) fn bounds(text: &str) -> anyhow::Result<Bounds> {
+    let report = analyze(text)?;
+    let port = report
+        .ports
+        .iter()
+        .find(|p| p.switch == "s1" && p.to == "b")
         .ok_or_else(|| anyhow::anyhow!("no port s1→b in the analysis"))?;
-    let flow = json["flows"]
-        .as_array()
-        .and_then(|flows| flows.iter().find(|f| f["name"] == "a-b"))
+    let flow = report
+        .flows
+        .iter()
+        .find(|f| f.name == "a-b")
         .ok_or_else(|| anyhow::anyhow!("no flow a-b in the analysis"))?;
-    let int = |v: &Value, what: &str| {
-        v.as_i64()
-            .ok_or_else(|| anyhow::anyhow!("analysis has no {what}"))
+    let nearest_us = |q: Q| -> Result<i128, rtlan_calculus::ArithError> {
+        Ok(q.mul(Q::int(1_000_000))?.add(Q::new(1, 2)?)?.floor())
     };
     Ok(Bounds {
-        backlog_bound_bytes: int(&port["backlog_bound_bytes"], "backlog bound")?,
-        t_max_us: int(&flow["delay_bound_us"], "delay bound")?,
-        t_est_us: int(&port["delay_estimate_us"], "delay estimate")?,
-        utilization: port["utilization"].as_f64().unwrap_or(0.0),
-        admitted: json["admitted"].as_bool().unwrap_or(false),
+        backlog_bound_bytes: whole(port.backlog_bound.map(Q::ceil_bytes), "backlog bound")?,
+        t_max_us: whole(flow.delay_bound.map(Q::ceil_micros), "delay bound")?,
+        t_est_us: whole(port.delay_estimate.map(nearest_us), "delay estimate")?,
+        utilization: (port.utilization.to_f64() * 10_000.0).round() / 10_000.0,
+        admitted: report.admitted(),
     })
 }
 

@@ -1,4 +1,4 @@
-//! Table 2 of seed 004 (§4.2, "Measuring switch buffer capacities"): hosts c and d each send an
+//! Löser/Härtig Table 2 (§4.2, "Measuring switch buffer capacities"): hosts c and d each send an
 //! on-off stream at just under half the line rate to b, shaped with bucket b = r·Ts + M released
 //! once per Ts (so each Ts starts with a burst of b bytes at line rate); the burst grows with Ts
 //! until packets are lost. When both bursts meet at b's port, the switch must queue about b bytes
@@ -8,10 +8,12 @@
 
 use std::time::Duration;
 
-use rtlan::labkit::Receiver;
 use rtlan_lab::Lab;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+
+use crate::kit::run::Run;
+use crate::labkit::Receiver;
 
 use super::netfile::HOSTS;
 use super::{loss, send_report, start_send, Send};
@@ -117,7 +119,7 @@ pub(super) fn largest_loss_free(steps: &[(u64, i64)]) -> Option<u64> {
 
 /// Sweeps Ts in `lab` (hosts as in the main experiment); returns the steps and the verdict.
 pub(super) fn probe(
-    run: &super::super::Run,
+    run: &Run,
     bp: &BufferProbe,
     lab: &Lab,
     size: u16,
@@ -129,7 +131,7 @@ pub(super) fn probe(
         (&bp.intervals, bp.step_s)
     };
     let rate_bps = rtlan_core::units::parse_rate(&bp.rate)?;
-    let frame_wire = rtlan::rttr::wire_bytes(usize::from(size));
+    let frame_wire = rtlan_core::shaper::wire_bytes(usize::from(size));
     let b_ip = HOSTS[1].1;
     let mut steps = Vec::new();
     let mut table = Vec::new();
@@ -218,14 +220,14 @@ fn pair_backlog_bound(
              max_packet = {frame_wire}\nburst = \"{burst}B\"\n"
         );
     }
-    let report = crate::cmd::analyze::analyze_text(&text)?;
-    let json: Value = serde_json::from_str(&crate::cmd::analyze::to_json_text(&report)?)?;
-    json["ports"]
-        .as_array()
-        .and_then(|p| p.iter().find(|p| p["to"] == "b"))
-        .and_then(|p| p["backlog_bound_bytes"].as_f64())
-        .map(|b| b.ceil() as i64)
-        .ok_or_else(|| anyhow::anyhow!("no port towards b in {json}"))
+    let report = super::netfile::analyze(&text)?;
+    let bound = report
+        .ports
+        .iter()
+        .find(|p| p.to == "b")
+        .and_then(|p| p.backlog_bound)
+        .ok_or_else(|| anyhow::anyhow!("no bounded port towards b in {report:?}"))?;
+    Ok(i64::try_from(bound.ceil_bytes()?)?)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! `rtlan bench bwm`: admission through a running bandwidth manager (seed 004 §3.2 "Admission
-//! process"; issue 5 item 6 measures the engine alone with criterion, this measures what a host
-//! daemon waits for). A leaf–spine network of 100 switches (the criterion benchmark's) with
+//! `rtlan bench bwm`: admission through a running bandwidth manager (Löser/Härtig §3.2
+//! "Admission process"; the criterion benchmark of the admission engine measures the engine
+//! alone, this measures what a host daemon waits for). A leaf–spine network of 100 switches (the criterion benchmark's) with
 //! `--flows` booked connections is written as a state file; the manager restarts from it
 //! (re-admitting every booking with all checks), serves on loopback TCP, and a client admits and
 //! releases one more flow `--samples` times. Each answer comes after the change was journalled
@@ -8,14 +8,11 @@
 //! full snapshot write are timed on their own too.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use rtlan_core::bwm::{
     Booking, ConnSpec, LinkSpec, Manager, ManagerConfig, Op, Reply, Request, State, SwitchSpec,
     Topology,
@@ -24,27 +21,22 @@ use rtlan_linux::bwmd::{save_state, BwmClient, Journal, Server};
 use serde::Serialize;
 
 use super::report::Machine;
+use crate::kit::progress::{Progress, Step};
 
 const LEAVES: usize = 90;
 const SPINES: usize = 10;
 const HOSTS_PER_LEAF: usize = 8;
 
-/// Arguments of `bench bwm`.
-#[derive(Debug, Args)]
-pub(crate) struct BwmArgs {
+/// What `bench bwm` runs.
+#[derive(Debug, Clone)]
+pub struct BwmSettings {
     /// Connections booked before measuring.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(0..=100_000))]
-    flows: u32,
+    pub flows: u32,
     /// Admit/release pairs measured.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    samples: u32,
-    /// Directory for the state file [default: a fresh directory under the system temp dir,
-    /// removed afterwards].
-    #[arg(long)]
-    dir: Option<PathBuf>,
-    /// Print a JSON document instead of the table.
-    #[arg(long)]
-    json: bool,
+    pub samples: u32,
+    /// Directory for the state file; `None`: a fresh directory under the system temp dir,
+    /// removed afterwards.
+    pub dir: Option<PathBuf>,
 }
 
 /// Percentiles of one measured quantity, ms.
@@ -70,8 +62,9 @@ fn summarize(mut v: Vec<f64>) -> Summary {
     }
 }
 
+/// What `bench bwm` measured: its JSON document.
 #[derive(Debug, Serialize)]
-struct Document {
+pub struct BwmReport {
     flows: u32,
     switches: usize,
     restart_s: f64,
@@ -149,7 +142,8 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-pub(crate) fn run(args: BwmArgs) -> anyhow::Result<ExitCode> {
+/// Books `flows` connections, restarts a manager from them and measures admission.
+pub fn run(args: &BwmSettings, progress: Progress<'_>) -> anyhow::Result<BwmReport> {
     let (dir, remove_dir) = match &args.dir {
         Some(d) => (d.clone(), false),
         None => (
@@ -158,20 +152,28 @@ pub(crate) fn run(args: BwmArgs) -> anyhow::Result<ExitCode> {
         ),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let result = measure(&args, &dir);
+    let result = measure(args, &dir, progress);
     if remove_dir {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let doc = result?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        println!(
-            "bandwidth manager with {} booked flows on a {}-switch leaf–spine network",
+    result
+}
+
+impl BwmReport {
+    /// The JSON document, pretty.
+    pub fn json(&self) -> anyhow::Result<String> {
+        Ok(serde_json::to_string_pretty(self)?)
+    }
+
+    /// The human-readable table.
+    pub fn table(&self) -> String {
+        let doc = self;
+        let mut out = format!(
+            "bandwidth manager with {} booked flows on a {}-switch leaf–spine network\n",
             doc.flows, doc.switches
         );
-        println!(
-            "  restart (re-admit every persisted booking): {:.2} s; state file {:.1} MB",
+        out += &format!(
+            "  restart (re-admit every persisted booking): {:.2} s; state file {:.1} MB\n",
             doc.restart_s,
             doc.state_file_bytes as f64 / 1e6
         );
@@ -189,16 +191,20 @@ pub(crate) fn run(args: BwmArgs) -> anyhow::Result<ExitCode> {
             ),
             ("  in process: snapshot write + fsync", &doc.state_write),
         ] {
-            println!(
-                "  {what:<40} p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  ({} samples)",
+            out += &format!(
+                "  {what:<40} p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  ({} samples)\n",
                 s.p50_ms, s.p99_ms, s.max_ms, s.samples
             );
         }
+        out
     }
-    Ok(ExitCode::SUCCESS)
 }
 
-fn measure(args: &BwmArgs, dir: &std::path::Path) -> anyhow::Result<Document> {
+fn measure(
+    args: &BwmSettings,
+    dir: &std::path::Path,
+    progress: Progress<'_>,
+) -> anyhow::Result<BwmReport> {
     let topo = topology();
     let switches = topo.switches.len();
     let mut flows = Flows(0x2545_f491_4f6c_dd1d);
@@ -217,16 +223,10 @@ fn measure(args: &BwmArgs, dir: &std::path::Path) -> anyhow::Result<Document> {
     save_state(&state_path, &state)?;
     let state_file_bytes = std::fs::metadata(&state_path)?.len();
 
-    let progress = if args.json {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new_spinner()
-    };
-    progress.set_message(format!(
+    progress(Step::Message(format!(
         "restarting the manager with {} bookings",
         args.flows
-    ));
-    progress.enable_steady_tick(Duration::from_millis(200));
+    )));
     let manager = Manager::new(topo, ManagerConfig::default())?;
     let start = Instant::now();
     let server = Server::bind(manager, "127.0.0.1:0", state_path.clone())?;
@@ -235,14 +235,13 @@ fn measure(args: &BwmArgs, dir: &std::path::Path) -> anyhow::Result<Document> {
     let stop = Arc::new(AtomicBool::new(false));
     let stop_server = Arc::clone(&stop);
     let thread = std::thread::spawn(move || server.run(&stop_server));
-    let outcome = client(args, addr, &mut flows, &progress);
+    let outcome = client(args, addr, &mut flows, progress);
     stop.store(true, Ordering::Relaxed);
     match thread.join() {
         Ok(r) => r?,
         Err(_) => bail!("the manager thread panicked"),
     }
     let (admit, release) = outcome?;
-    progress.finish_and_clear();
 
     // The parts in process: the manager's own admission (no TCP, no state file), the journal
     // append the server makes per change, and — what it does every COMPACT_EVERY changes and at
@@ -282,7 +281,7 @@ fn measure(args: &BwmArgs, dir: &std::path::Path) -> anyhow::Result<Document> {
         };
         m.handle_request(rtlan_core::Instant::ZERO, release);
     }
-    Ok(Document {
+    Ok(BwmReport {
         flows: args.flows,
         switches,
         restart_s,
@@ -300,17 +299,14 @@ fn measure(args: &BwmArgs, dir: &std::path::Path) -> anyhow::Result<Document> {
 type Timings = (Vec<f64>, Vec<f64>);
 
 fn client(
-    args: &BwmArgs,
+    args: &BwmSettings,
     addr: std::net::SocketAddr,
     flows: &mut Flows,
-    progress: &ProgressBar,
+    progress: Progress<'_>,
 ) -> anyhow::Result<Timings> {
     let mut c = BwmClient::connect_timeout(addr, Duration::from_secs(30))?;
-    progress.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} admit+release {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    progress.set_length(u64::from(args.samples));
+    progress(Step::Message("admit+release".to_string()));
+    progress(Step::Length(u64::from(args.samples)));
     let (mut admit, mut release) = (Vec::new(), Vec::new());
     for _ in 0..args.samples {
         let spec = flows.spec();
@@ -327,7 +323,7 @@ fn client(
         if !resp.ok {
             bail!("release failed: {:?}", resp.reply);
         }
-        progress.inc(1);
+        progress(Step::Advance(1));
     }
     Ok((admit, release))
 }

@@ -9,15 +9,16 @@
 //! waits, so at 1 probe/ms its one-way delays include up to a millisecond of its own pacing.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
-use rtlan::labkit::{Receiver, Rtcd, Stream};
 use rtlan_lab::Lab;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::fig4::{addr, up_lab};
+use crate::kit::lab::{addr, up_file};
+use crate::kit::measure::{loadavg, now_utc};
+use crate::kit::run::Run;
+use crate::labkit::{Receiver, Rtcd, Stream};
 
 /// The scenario file.
 #[derive(Debug, Deserialize)]
@@ -38,7 +39,8 @@ struct Scenario {
 /// Real-time stream port at b.
 const RT_PORT: u16 = 5001;
 
-pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
+/// Runs the experiment; returns the path of results.json.
+pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
     let sc: Scenario = run.load()?;
     let (loads, seconds) = if run.quick {
         (&sc.quick_rt_mbit, sc.quick_seconds)
@@ -48,14 +50,14 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
     let duration = Duration::from_secs_f64(seconds);
     eprintln!("fig7: waiting for the lab lock");
     let _serial = rtlan_lab::serial_lock()?;
-    let load_before = super::loadavg();
+    let load_before = loadavg();
     let mut variants = Vec::new();
     for (variant, topology, loads) in [
         ("direct", &sc.topology_direct, &vec![0]),
         ("rtlan", &sc.topology_rtlan, loads),
         ("bridge", &sc.topology_bridge, loads),
     ] {
-        let lab = up_lab(run, topology, "fig7")?;
+        let lab = up_file(&run.exe, topology, "fig7")?;
         let result = run_variant(run, &sc, &lab, variant, loads, duration);
         lab.down()?;
         variants.push(json!({"variant": variant, "points": result?}));
@@ -67,18 +69,15 @@ pub(super) fn run(run: &super::Run) -> anyhow::Result<ExitCode> {
         "probe_payload": sc.probe_payload,
         "probe_interval_us": sc.probe_interval_us,
         "rt_payload": sc.rt_payload,
-        "date": super::capacity::now_utc(),
+        "date": now_utc(),
         "load_before": load_before,
         "variants": variants,
     });
-    let path = run.write_results(&results)?;
-    run.plot(&path)?;
-    println!("{}", path.display());
-    Ok(ExitCode::SUCCESS)
+    run.finish(&results)
 }
 
 fn run_variant(
-    run: &super::Run,
+    run: &Run,
     sc: &Scenario,
     lab: &Lab,
     variant: &str,

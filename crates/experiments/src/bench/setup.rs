@@ -1,7 +1,7 @@
 //! `rtlan bench setup`: how long opening a real-time connection takes, end to end and per hop,
 //! with the receiver in the switches' internal ARP caches and without (EtheReal §4.3, "Connection
-//! setup overhead": 0.1 ms per hop on an ARP-cache hit, 0.6 ms on a miss, about 8–10 ms end to end;
-//! issue 3 item 6).
+//! setup overhead": 0.1 ms per hop on an ARP-cache hit, 0.6 ms on a miss, about 8–10 ms end to
+//! end).
 //!
 //! For one switch (`topologies/default.toml`) and three (`topologies/chain3.toml`) it builds the
 //! lab, starts the real host daemon `rtlan rtcd` on host `a`, lets the switches exchange HELLOs,
@@ -12,23 +12,22 @@
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use rtlan_core::switch::SETUP_LATENCY_SAMPLES;
 use rtlan_lab::{Lab, LabOptions, Topology};
 use rtlan_linux::rtcd::{OpenParams, RtcdClient};
 use serde::Serialize;
 
 use super::report::{median, rfc3339_utc, Machine};
+use crate::kit::progress::{Progress, Step};
+use crate::labkit::Rtcd;
 
 /// One switch: hosts a, b, c on s1.
-const ONE_SWITCH: &str = include_str!("../../../../../topologies/default.toml");
+const ONE_SWITCH: &str = include_str!("../../../../topologies/default.toml");
 /// Three switches: a on s1, s1–s2–s3, c on s3.
-const THREE_SWITCHES: &str = include_str!("../../../../../topologies/chain3.toml");
+const THREE_SWITCHES: &str = include_str!("../../../../topologies/chain3.toml");
 /// The sending host (runs rtcd) and the receiving host.
 const SENDER: &str = "a";
 /// The receiving host.
@@ -37,8 +36,6 @@ const RECEIVER: &str = "c";
 const RECEIVER_PORT: u16 = 7000;
 /// Switches send HELLOs every second; wait for one round before the first SETUP.
 const HELLO_WAIT: Duration = Duration::from_millis(1500);
-/// How long rtcd may take to create its socket.
-const RTCD_START: Duration = Duration::from_secs(5);
 
 /// The paper's per-hop setup time on an ARP-cache hit, µs (EtheReal §4.3).
 const PAPER_HOP_HIT_US: f64 = 100.0;
@@ -51,15 +48,13 @@ pub(super) const TARGET_HOP_US: f64 = 100.0;
 /// Target: median end-to-end setup time over three switches, µs.
 pub(super) const TARGET_E2E_US: f64 = 2_000.0;
 
-/// Arguments of `bench setup`.
-#[derive(Debug, Args)]
-pub(crate) struct SetupArgs {
-    /// Print a JSON document (cases, targets, machine, command line) instead of the table.
-    #[arg(long)]
-    json: bool,
+/// What `bench setup` runs.
+#[derive(Debug, Clone)]
+pub struct SetupSettings {
     /// Connections opened (and closed) per topology and case.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=2000))]
-    runs: u32,
+    pub runs: u32,
+    /// The rtlan executable (switches and host daemon).
+    pub exe: PathBuf,
 }
 
 /// Whether the receiver was in the switches' internal ARP caches.
@@ -239,70 +234,13 @@ fn lab_name(switches: u8) -> String {
     format!("bs{switches}{}", std::process::id() % 10_000_000)
 }
 
-/// `rtlan rtcd` running in a lab host, stopped (SIGTERM) and reaped on drop.
-struct Rtcd {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Rtcd {
-    /// Starts the daemon on `host`'s eth0 with its socket and log in the lab's state directory.
-    fn start(lab: &Lab, host: &str) -> anyhow::Result<Rtcd> {
-        let socket = lab.state_dir().join(format!("rtcd-{host}.sock"));
-        let log_path = lab.state_dir().join(format!("rtcd-{host}.log"));
-        let log = std::fs::File::create(&log_path)
-            .with_context(|| format!("creating {}", log_path.display()))?;
-        let exe = std::env::current_exe().context("locating the rtlan executable")?;
-        let mut command = lab.exec(
-            host,
-            &[
-                exe.as_os_str(),
-                "rtcd".as_ref(),
-                "--interface".as_ref(),
-                "eth0".as_ref(),
-                "--socket".as_ref(),
-                socket.as_os_str(),
-            ],
-        )?;
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .context("starting rtcd")?;
-        let mut rtcd = Rtcd { child, socket };
-        let deadline = Instant::now() + RTCD_START;
-        while !rtcd.socket.exists() {
-            if let Some(status) = rtcd.child.try_wait()? {
-                bail!("rtcd exited ({status}); see {}", log_path.display());
-            }
-            if Instant::now() > deadline {
-                bail!("rtcd did not create its socket; see {}", log_path.display());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(rtcd)
-    }
-
-    /// A client registered with this process's PID.
-    fn client(&self) -> anyhow::Result<RtcdClient> {
-        let mut client = RtcdClient::connect(&self.socket).context("connecting to rtcd")?;
-        client
-            .register(std::process::id())
-            .context("registering with rtcd")?;
-        Ok(client)
-    }
-}
-
-impl Drop for Rtcd {
-    fn drop(&mut self) {
-        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
-            // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our own child (`ip
-            // netns exec` execs the daemon), not yet reaped, so the id cannot have been reused.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
-        }
-        let _ = self.child.wait();
-    }
+/// A client of the daemon at `socket`, registered with this process's PID.
+fn client(socket: &Path) -> anyhow::Result<RtcdClient> {
+    let mut client = RtcdClient::connect(socket).context("connecting to rtcd")?;
+    client
+        .register(std::process::id())
+        .context("registering with rtcd")?;
+    Ok(client)
 }
 
 /// Both setup-latency rings of one switch, ns.
@@ -339,14 +277,13 @@ struct Bench {
 }
 
 impl Bench {
-    fn build(switches: u8) -> anyhow::Result<Bench> {
+    fn build(exe: &Path, switches: u8) -> anyhow::Result<Bench> {
         let (text, what) = match switches {
             1 => (ONE_SWITCH, "topologies/default.toml"),
             _ => (THREE_SWITCHES, "topologies/chain3.toml"),
         };
         let topology = Topology::from_str(text, what).context("the benchmark topology")?;
         let name = lab_name(switches);
-        let exe = std::env::current_exe().context("locating the rtlan executable")?;
         let lab = Lab::up(&topology, &name, &LabOptions::new(exe))
             .with_context(|| format!("building lab `{name}`"))?;
         let sockets = lab
@@ -358,8 +295,8 @@ impl Bench {
             bail!("lab `{name}`: expected {switches} rtlan switches");
         }
         std::thread::sleep(HELLO_WAIT);
-        let rtcd = Rtcd::start(&lab, SENDER)?;
-        let client = rtcd.client()?;
+        let rtcd = Rtcd::start(exe, &lab, SENDER, "")?;
+        let client = client(rtcd.socket())?;
         let dst_ip: Ipv4Addr = lab.host_ip(RECEIVER)?;
         Ok(Bench {
             switches,
@@ -410,7 +347,7 @@ impl Bench {
     }
 
     /// Runs one case: `runs` connections opened and closed one after another.
-    fn case(&mut self, arp: Arp, runs: u32, progress: &ProgressBar) -> anyhow::Result<Case> {
+    fn case(&mut self, arp: Arp, runs: u32, progress: Progress<'_>) -> anyhow::Result<Case> {
         let before = self.rings()?;
         let mut e2e_us = Vec::with_capacity(runs as usize);
         for run in 1..=runs {
@@ -425,7 +362,7 @@ impl Bench {
                 )
             })?;
             e2e_us.push(took.as_secs_f64() * 1e6);
-            progress.inc(1);
+            progress(Step::Advance(1));
         }
         let after = self.rings()?;
         let expected = runs as usize;
@@ -449,63 +386,86 @@ impl Bench {
     }
 }
 
-pub(super) fn run(args: SetupArgs) -> anyhow::Result<ExitCode> {
-    // Signals must be blocked before any thread exists so the cleanup thread receives them.
-    rtlan_lab::install_signal_cleanup()?;
-    let started = SystemTime::now();
-    // Timing-sensitive: never share the machine with lab tests (DESIGN.md §7).
-    let _lock = rtlan_lab::serial_lock()?;
-    let progress = ProgressBar::new(2 * (1 + 2 * u64::from(args.runs)));
-    progress.set_style(
-        ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
-            .context("progress template")?
-            .progress_chars("=> "),
-    );
-    let mut cases = Vec::new();
-    for switches in [1u8, 3] {
-        progress.set_message(format!("building the {switches}-switch lab"));
-        let mut bench = Bench::build(switches)?;
-        // Warm the caches: the switches learn c's address and their ARP caches hold it.
-        bench.open_close()?;
-        progress.inc(1);
-        for arp in [Arp::Hit, Arp::Miss] {
-            progress.set_message(format!("{switches} switch(es), ARP {}", arp.name()));
-            cases.push(bench.case(arp, args.runs, &progress)?);
-        }
-        // The lab is removed as `bench` drops (after rtcd is stopped).
-    }
-    progress.finish_and_clear();
+/// What `bench setup` measured.
+#[derive(Debug)]
+pub struct SetupReport {
+    started: SystemTime,
+    runs: u32,
+    cases: Vec<Case>,
+    targets: Targets,
+}
 
-    let targets = judge(&cases);
-    let targets_met = targets.hop_met == Some(true) && targets.e2e_met == Some(true);
-    if args.json {
+impl SetupReport {
+    /// Whether both targets were met.
+    pub fn targets_met(&self) -> bool {
+        self.targets.hop_met == Some(true) && self.targets.e2e_met == Some(true)
+    }
+
+    /// The JSON document (cases, targets, machine, `command` line), pretty.
+    pub fn json(self, command: Vec<String>) -> anyhow::Result<String> {
         let date = rfc3339_utc(
-            started
+            self.started
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
         );
+        let targets_met = self.targets_met();
         let doc = Document {
-            command: std::env::args().collect(),
+            command,
             date_utc: date,
             machine: Machine::this(),
             marginal_hop_us: Marginal {
-                hit: marginal_hop_us(&cases, Arp::Hit),
-                miss: marginal_hop_us(&cases, Arp::Miss),
+                hit: marginal_hop_us(&self.cases, Arp::Hit),
+                miss: marginal_hop_us(&self.cases, Arp::Miss),
             },
-            cases,
+            cases: self.cases,
             paper: Paper {
                 per_hop_hit_us: PAPER_HOP_HIT_US,
                 per_hop_miss_us: PAPER_HOP_MISS_US,
                 e2e_us: PAPER_E2E_US,
             },
-            targets,
+            targets: self.targets,
             targets_met,
         };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        print!("{}", table(&cases, &targets, args.runs));
+        Ok(serde_json::to_string_pretty(&doc)?)
     }
-    Ok(ExitCode::SUCCESS)
+
+    /// The human-readable report.
+    pub fn table(&self) -> String {
+        table(&self.cases, &self.targets, self.runs)
+    }
+}
+
+/// Builds the one- and the three-switch lab in turn and measures both ARP cases on each.
+pub fn run(args: &SetupSettings, progress: Progress<'_>) -> anyhow::Result<SetupReport> {
+    // Signals must be blocked before any thread exists so the cleanup thread receives them.
+    rtlan_lab::install_signal_cleanup()?;
+    let started = SystemTime::now();
+    // Timing-sensitive: never share the machine with lab tests (DESIGN.md §7).
+    let _lock = rtlan_lab::serial_lock()?;
+    progress(Step::Length(2 * (1 + 2 * u64::from(args.runs))));
+    let mut cases = Vec::new();
+    for switches in [1u8, 3] {
+        progress(Step::Message(format!("building the {switches}-switch lab")));
+        let mut bench = Bench::build(&args.exe, switches)?;
+        // Warm the caches: the switches learn c's address and their ARP caches hold it.
+        bench.open_close()?;
+        progress(Step::Advance(1));
+        for arp in [Arp::Hit, Arp::Miss] {
+            progress(Step::Message(format!(
+                "{switches} switch(es), ARP {}",
+                arp.name()
+            )));
+            cases.push(bench.case(arp, args.runs, progress)?);
+        }
+        // The lab is removed as `bench` drops (after rtcd is stopped).
+    }
+    let targets = judge(&cases);
+    Ok(SetupReport {
+        started,
+        runs: args.runs,
+        cases,
+        targets,
+    })
 }
 
 fn us(v: Option<f64>) -> String {

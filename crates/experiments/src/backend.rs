@@ -1,0 +1,111 @@
+//! Where a scenario runs: in a lab (real namespaces, the real rtlan switch or the Linux bridge,
+//! real Linux stacks and tools; DESIGN.md §5) or in the discrete-event simulator (the same switch
+//! core on virtual time; DESIGN.md §2, `crates/sim`).
+//!
+//! The seam: a runner first builds its scenario as data that does not mention where it runs —
+//! the topology, the traffic (who sends what to whom, when, reserved or not) and what is measured
+//! with the pass criterion (for the guarantee demo: [`crate::demo::Guarantee`]) — and then hands
+//! it to the backend's runner. The lab runner turns the data into namespaces and processes; a
+//! simulator runner turns the same data into simulated nodes and traffic sources and reports the
+//! same per-flow results, so the printing, the JSON and the verdict are shared.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Where a scenario runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// Network namespaces on this machine (needs root).
+    #[default]
+    Lab,
+    /// The discrete-event simulator.
+    Sim,
+}
+
+impl Backend {
+    /// The name on the command line (`lab`, `sim`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Lab => "lab",
+            Backend::Sim => "sim",
+        }
+    }
+
+    /// Fails unless this is the lab: for scenarios that only the lab can run yet.
+    pub fn require_lab(self, scenario: &str) -> Result<(), BackendError> {
+        match self {
+            Backend::Lab => Ok(()),
+            Backend::Sim => Err(BackendError::SimUnavailable {
+                scenario: scenario.to_string(),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = BackendError;
+
+    fn from_str(s: &str) -> Result<Backend, BackendError> {
+        match s {
+            "lab" => Ok(Backend::Lab),
+            "sim" => Ok(Backend::Sim),
+            other => Err(BackendError::Unknown(other.to_string())),
+        }
+    }
+}
+
+/// Why a scenario cannot run on the chosen backend.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BackendError {
+    /// A backend name other than `lab` or `sim`.
+    #[error("unknown backend {0:?} (lab, sim)")]
+    Unknown(String),
+    /// The simulator backend has no runner for this scenario: the simulator crate and the
+    /// runner that feeds it the scenario are missing.
+    #[error(
+        "{scenario} cannot run on the simulator backend: this build has no simulator \
+         (the `rtlan-sim` crate, crates/sim) and no simulator runner for {scenario}'s \
+         scenario; run it with --backend lab"
+    )]
+    SimUnavailable {
+        /// The scenario's name (`demo`, `fig4`, …).
+        scenario: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_lab_is_the_default() {
+        for b in [Backend::Lab, Backend::Sim] {
+            assert_eq!(b.name().parse::<Backend>(), Ok(b));
+        }
+        assert_eq!(Backend::default(), Backend::Lab);
+        assert_eq!(
+            "ns3".parse::<Backend>(),
+            Err(BackendError::Unknown("ns3".to_string()))
+        );
+    }
+
+    #[test]
+    fn the_simulator_refuses_and_names_what_is_missing() {
+        assert_eq!(Backend::Lab.require_lab("fig4"), Ok(()));
+        let e = Backend::Sim
+            .require_lab("fig4")
+            .expect_err("no simulator in this build");
+        let text = e.to_string();
+        assert!(
+            text.contains("fig4") && text.contains("rtlan-sim"),
+            "{text}"
+        );
+        assert!(text.contains("--backend lab"), "{text}");
+    }
+}

@@ -1,0 +1,232 @@
+//! `rtlan bench forward`: lab benchmarks against the Linux bridge, built in the same run (DESIGN.md §6:
+//! "speed is measured by benchmarks … against the Linux bridge in the same run, reported as
+//! ratios"; EtheReal §4.3, "Prototype Implementation Efficiency").
+//!
+//! `bench forward` builds the same two-host, one-switch topology with unlimited veth links once
+//! with an rtlan switch and once with a Linux bridge (and, unless told not to, once more with a
+//! bridge and veth offloads on), then measures on each, interleaved run by run: the forwarding
+//! rate of minimum-size frames (trafgen pinned to one CPU, the rtlan data plane to the other),
+//! TCP throughput (iperf3) and UDP round-trip latency (sockperf ping-pong at a fixed rate).
+//! docs/benchmarks.md has the method and the figures measured on the development machine.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use rtlan_lab::{Lab, LabOptions, Topology};
+
+use super::measure::{self, Settings, HOST_A, HOST_B};
+use super::report::{self, Document, Machine, Variant, VariantRuns};
+use crate::kit::progress::{Progress, Step};
+
+/// What `bench forward` runs.
+#[derive(Debug, Clone)]
+pub struct ForwardSettings {
+    /// Runs per switch; each figure is the median over the runs.
+    pub runs: u32,
+    /// Length of each measurement, seconds.
+    pub seconds: u32,
+    /// Ethernet frame length of the flood, FCS included (64 = minimum size).
+    pub frame_len: u16,
+    /// sockperf ping-pong messages per second.
+    pub mps: u32,
+    /// sockperf message (UDP payload) size, bytes.
+    pub msg_size: u32,
+    /// Also measure the Linux bridge with veth offloads on.
+    pub offloads_baseline: bool,
+    /// Leave the labs running afterwards.
+    pub keep: bool,
+    /// The rtlan executable (the labs' switches).
+    pub exe: PathBuf,
+}
+
+/// What `bench forward` measured.
+#[derive(Debug, Clone)]
+pub struct ForwardReport {
+    started: SystemTime,
+    machine: Machine,
+    settings: Settings,
+    switch_cpu: Option<usize>,
+    runs: u32,
+    results: Vec<VariantRuns>,
+}
+
+impl ForwardReport {
+    /// The JSON document (every run, medians, ratios, machine, `command` line), pretty.
+    pub fn json(&self, command: Vec<String>) -> anyhow::Result<String> {
+        let date = report::rfc3339_utc(
+            self.started
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        );
+        let doc = Document::new(
+            command,
+            date,
+            self.machine.clone(),
+            self.settings,
+            self.switch_cpu,
+            &self.results,
+        );
+        Ok(serde_json::to_string_pretty(&doc)?)
+    }
+
+    /// The human-readable table.
+    pub fn table(&self) -> String {
+        report::table(&self.results, &self.settings, &self.machine, self.runs)
+    }
+}
+
+/// The benchmark topology: hosts a and b on switch s1, unlimited links.
+fn topology_text(variant: Variant, switch_cpu: Option<usize>) -> String {
+    let (kind, offloads) = match variant {
+        Variant::Rtlan => ("rtlan", false),
+        Variant::Bridge => ("linux-bridge", false),
+        Variant::BridgeOffloads => ("linux-bridge", true),
+    };
+    let cpu = match (variant, switch_cpu) {
+        (Variant::Rtlan, Some(cpu)) => format!("cpu = {cpu}\n"),
+        _ => String::new(),
+    };
+    format!(
+        "[lab]\noffloads = {offloads}\n\n\
+         [[host]]\nname = \"{HOST_A}\"\n\n[[host]]\nname = \"{HOST_B}\"\n\n\
+         [[switch]]\nname = \"{sw}\"\nkind = \"{kind}\"\n{cpu}\n\
+         [[link]]\nends = [\"{HOST_A}\", \"{sw}\"]\n\n[[link]]\nends = [\"{HOST_B}\", \"{sw}\"]\n",
+        sw = measure::SWITCH,
+    )
+}
+
+/// `bfr<pid>` / `bfb<pid>` / `bfo<pid>`: unique per process, at most 10 characters.
+fn lab_name(variant: Variant) -> String {
+    let tag = match variant {
+        Variant::Rtlan => "bfr",
+        Variant::Bridge => "bfb",
+        Variant::BridgeOffloads => "bfo",
+    };
+    format!("{tag}{}", std::process::id() % 10_000_000)
+}
+
+/// Builds one lab and checks that a reaches b (which also teaches the switch both stations).
+fn build(exe: &Path, variant: Variant, switch_cpu: Option<usize>) -> anyhow::Result<Lab> {
+    let name = lab_name(variant);
+    let topology = Topology::from_str(&topology_text(variant, switch_cpu), "bench forward")
+        .context("the benchmark topology")?;
+    let lab = Lab::up(&topology, &name, &LabOptions::new(exe))
+        .with_context(|| format!("building lab `{name}`"))?;
+    let ping = rtlan_lab::tools::ping(
+        lab.netns(HOST_A)?,
+        lab.host_ip(HOST_B)?,
+        3,
+        Duration::from_millis(100),
+    )?;
+    if ping.received == 0 {
+        bail!("lab `{name}`: host a cannot reach host b ({ping:?})");
+    }
+    Ok(lab)
+}
+
+/// Builds the labs and measures on each, interleaved run by run.
+pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<ForwardReport> {
+    // Signals must be blocked before any thread exists so the cleanup thread receives them.
+    rtlan_lab::install_signal_cleanup()?;
+    let started = SystemTime::now();
+    let machine = Machine::this();
+    // Two CPUs: the flood on one, the rtlan data plane on the other. With one, pin nothing.
+    let (trafgen_cpu, switch_cpu) = if machine.nproc >= 2 {
+        (Some(0), Some(1))
+    } else {
+        (None, None)
+    };
+    let settings = Settings {
+        seconds: args.seconds,
+        frame_len: usize::from(args.frame_len),
+        trafgen_cpu,
+        mps: args.mps,
+        msg_size: args.msg_size,
+    };
+    let mut variants = vec![Variant::Rtlan, Variant::Bridge];
+    if args.offloads_baseline {
+        variants.push(Variant::BridgeOffloads);
+    }
+
+    // Timing-sensitive: never share the machine with lab tests (DESIGN.md §7).
+    let _lock = rtlan_lab::serial_lock()?;
+    progress(Step::Length(
+        variants.len() as u64 * (1 + 3 * u64::from(args.runs)),
+    ));
+    let mut labs = Vec::new();
+    let mut results = Vec::new();
+    for &v in &variants {
+        progress(Step::Message(format!("building {} lab", v.heading())));
+        let lab = build(&args.exe, v, switch_cpu)?;
+        results.push(VariantRuns::new(
+            v,
+            lab.name().to_string(),
+            matches!(v, Variant::BridgeOffloads),
+        ));
+        labs.push(lab);
+        progress(Step::Advance(1));
+    }
+    for run in 1..=args.runs {
+        for (lab, runs) in labs.iter().zip(results.iter_mut()) {
+            let who = runs.variant.heading();
+            progress(Step::Message(format!("run {run}: {who} forwarding rate")));
+            runs.pps.push(measure::forwarding_rate(lab, &settings)?);
+            progress(Step::Advance(1));
+            progress(Step::Message(format!("run {run}: {who} TCP throughput")));
+            runs.tcp.push(measure::tcp_throughput(lab, &settings)?);
+            progress(Step::Advance(1));
+            progress(Step::Message(format!("run {run}: {who} UDP latency")));
+            runs.latency.push(measure::udp_latency(lab, &settings)?);
+            progress(Step::Advance(1));
+        }
+    }
+    if args.keep {
+        for lab in labs {
+            eprintln!("kept lab `{}`", lab.name());
+            lab.keep();
+        }
+    }
+    // Otherwise the labs are removed as they drop.
+    Ok(ForwardReport {
+        started,
+        machine,
+        settings,
+        switch_cpu,
+        runs: args.runs,
+        results,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topologies_parse_and_differ_where_they_should() {
+        let rtlan = Topology::from_str(&topology_text(Variant::Rtlan, Some(1)), "t")
+            .expect("rtlan topology parses");
+        let bridge = Topology::from_str(&topology_text(Variant::BridgeOffloads, Some(1)), "t")
+            .expect("bridge topology parses");
+        assert_eq!(rtlan.switch_ports("s1"), bridge.switch_ports("s1"));
+        let text = topology_text(Variant::Rtlan, Some(1));
+        assert!(text.contains("cpu = 1") && text.contains("offloads = false"));
+        let text = topology_text(Variant::BridgeOffloads, Some(1));
+        assert!(!text.contains("cpu ="), "a bridge takes no cpu option");
+        assert!(text.contains("offloads = true"));
+        assert!(!topology_text(Variant::Rtlan, None).contains("cpu ="));
+    }
+
+    #[test]
+    fn lab_names_are_valid_and_distinct() {
+        let names: Vec<String> = [Variant::Rtlan, Variant::Bridge, Variant::BridgeOffloads]
+            .into_iter()
+            .map(lab_name)
+            .collect();
+        for n in &names {
+            assert!(rtlan_lab::valid_lab_name(n), "{n}");
+        }
+        assert_ne!(names[0], names[1]);
+        assert_ne!(names[1], names[2]);
+    }
+}

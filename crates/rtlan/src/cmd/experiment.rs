@@ -1,0 +1,86 @@
+//! `rtlan experiment`: reproductions of the papers' figures and tables (DESIGN.md §6), run by
+//! the `rtlan-experiments` library. Each experiment reads a scenario file
+//! (`experiments/<paper>/<name>/scenario.toml`), runs it on the chosen backend, writes
+//! `results.json` beside the scenario and renders a plot with the `plot.py` there. The
+//! experiment's `README.md` sets our numbers beside the paper's.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use rtlan_experiments::kit::run::RunOptions;
+use rtlan_experiments::Experiment;
+
+use super::runner::BackendArg;
+
+/// The experiments.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ExperimentCommand {
+    /// EtheReal Fig. 4: a 50 Mbit/s connection's delivered rate against 1–8 interfering
+    /// connections, on rtlan and on the Linux bridge (without and with HTB).
+    Fig4(Common),
+    /// EtheReal Fig. 5: TCP and a 30 or 70 Mbit/s connection between the same hosts, 80 ms
+    /// sliding-window time series.
+    Fig5(Common),
+    /// EtheReal Fig. 6: inter-arrival times at the switch input and at the destination, with and
+    /// without TCP from the sending host.
+    Fig6(Common),
+    /// EtheReal Fig. 7: non-real-time latency against reserved real-time bandwidth.
+    Fig7(Common),
+    /// EtheReal Table 1: shaper tick accuracy with 1–5 competing busy processes.
+    Table1(Common),
+    /// EtheReal §4.3: admitted connections against the CPU budget; scheduler cost per connection.
+    Capacity(Common),
+    /// Löser/Härtig §4.3: shaped senders through the Linux bridge and rtlan — probe delay
+    /// against the network-calculus bounds, sender CPU load against the shaping interval Ts
+    /// (Tables 4, 5, Fig. 7) and the switch buffer probe (Table 2).
+    Loser(Common),
+}
+
+/// Arguments every experiment takes.
+#[derive(Debug, Args)]
+pub(crate) struct Common {
+    /// Scenario file [default: experiments/ethereal/<name>/scenario.toml; loser:
+    /// experiments/loser/lab/scenario.toml].
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+    /// Directory for results.json and the plot [default: the scenario's directory].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Shorter runs (fewer points, shorter durations) for a smoke test; results say so.
+    #[arg(long)]
+    quick: bool,
+    /// Skip rendering the plot.
+    #[arg(long)]
+    no_plot: bool,
+    /// Where the scenario runs: `lab` (network namespaces, needs root) or `sim` (the
+    /// discrete-event simulator; no experiment has a simulator runner yet).
+    #[arg(long, value_enum, default_value_t)]
+    backend: BackendArg,
+}
+
+pub(crate) fn run(command: ExperimentCommand) -> anyhow::Result<ExitCode> {
+    let (experiment, common) = match command {
+        ExperimentCommand::Fig4(c) => (Experiment::Fig4, c),
+        ExperimentCommand::Fig5(c) => (Experiment::Fig5, c),
+        ExperimentCommand::Fig6(c) => (Experiment::Fig6, c),
+        ExperimentCommand::Fig7(c) => (Experiment::Fig7, c),
+        ExperimentCommand::Table1(c) => (Experiment::Table1, c),
+        ExperimentCommand::Capacity(c) => (Experiment::Capacity, c),
+        ExperimentCommand::Loser(c) => (Experiment::Loser, c),
+    };
+    let options = RunOptions {
+        scenario: common.scenario,
+        out: common.out,
+        quick: common.quick,
+        plot: !common.no_plot,
+        backend: common.backend.into(),
+        exe: std::env::current_exe().context("locating the rtlan executable")?,
+    };
+    let results = experiment.run(options)?;
+    if experiment.announces_results() {
+        println!("{}", results.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
