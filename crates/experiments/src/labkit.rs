@@ -328,6 +328,17 @@ impl Stream {
     /// Starts `rtlan send … --json` on `host`; returns the guard (whose `finish` gives the
     /// summary JSON).
     pub fn start(&self, exe: &Path, lab: &Lab, host: &str) -> Result<Guarded, LabkitError> {
+        self.start_with(exe, lab, host, &[])
+    }
+
+    /// [`Stream::start`] with `extra` arguments after the stream's own (e.g. `--tick 1ms`).
+    pub fn start_with(
+        &self,
+        exe: &Path,
+        lab: &Lab,
+        host: &str,
+        extra: &[String],
+    ) -> Result<Guarded, LabkitError> {
         let mut args = vec![
             exe.display().to_string(),
             "send".to_string(),
@@ -350,6 +361,7 @@ impl Stream {
             args.push("--shaping".to_string());
             args.push(shaping.clone());
         }
+        args.extend_from_slice(extra);
         spawn(
             lab,
             host,

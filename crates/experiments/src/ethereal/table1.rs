@@ -10,10 +10,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::kit::lab::{spawn, up_pair};
+use crate::kit::lab::up_pair;
 use crate::kit::measure::loadavg;
 use crate::kit::run::Run;
-use crate::labkit::{Guarded, Receiver, Rtcd};
+use crate::labkit::{Guarded, Receiver, Rtcd, Stream};
 
 #[derive(Debug, Deserialize)]
 struct Scenario {
@@ -72,28 +72,16 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
             )?;
             std::thread::sleep(Duration::from_millis(200));
             let load = loadavg();
-            let sender = spawn(
-                &lab,
-                "a",
-                &[
-                    run.exe.display().to_string(),
-                    "send".to_string(),
-                    "--to".to_string(),
-                    format!("{b_ip}:5004"),
-                    "--rate".to_string(),
-                    sc.rate.clone(),
-                    "--size".to_string(),
-                    sc.size.to_string(),
-                    "--duration".to_string(),
-                    format!("{}ms", duration.as_millis()),
-                    "--tick".to_string(),
-                    format!("{tick}ms"),
-                    "--reserve".to_string(),
-                    "--socket".to_string(),
-                    rtcd.socket().display().to_string(),
-                    "--json".to_string(),
-                ],
-            )?;
+            let stream = Stream {
+                to: format!("{b_ip}:5004"),
+                rate: sc.rate.clone(),
+                size: sc.size,
+                duration,
+                reserve: Some(rtcd.socket().to_path_buf()),
+                shaping: None,
+            };
+            let tick = ["--tick".to_string(), format!("{tick}ms")];
+            let sender = stream.start_with(&run.exe, &lab, "a", &tick)?;
             let out = sender.finish(duration + Duration::from_secs(10))?.0;
             drop(hogs);
             let recv = receiver.report()?;

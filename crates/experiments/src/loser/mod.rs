@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 
 use crate::kit::measure::{loadavg, read_arrivals, realtime_ns};
 use crate::kit::run::Run;
-use crate::labkit::{self, Guarded, Receiver};
+use crate::labkit::{self, Guarded, Receiver, Stream};
 use netfile::{NetParams, Sender, HOSTS};
 use stats::DelayStats;
 
@@ -85,6 +85,16 @@ impl Scenario {
         } else {
             self.calib_s
         }
+    }
+
+    /// The probe stream a → `to` (plain paced UDP).
+    fn probe_send(&self, to: String) -> Send<'_> {
+        Send::plain("a", to, &self.probe_rate, self.probe_size)
+    }
+
+    /// The t_mux calibration stream a → `to`: full frames at `mux_rate` (plain paced UDP).
+    fn mux_send(&self, to: String) -> Send<'_> {
+        Send::plain("a", to, &self.mux_rate, self.bulk_size)
     }
 
     /// The bridge port's queue: the lab's tbf limit for the link rate (docs/lab.md).
@@ -194,33 +204,36 @@ pub(super) struct Send<'a> {
     pub(super) socket: Option<&'a std::path::Path>,
 }
 
+impl<'a> Send<'a> {
+    /// Plain paced UDP (no shaping interval, no reservation).
+    pub(super) fn plain(host: &'a str, to: String, rate: &'a str, size: u16) -> Send<'a> {
+        Send {
+            host,
+            to,
+            rate,
+            size,
+            tick: None,
+            socket: None,
+        }
+    }
+}
+
+/// Starts `s` for `secs` seconds under a guard (`rtlan send --json`; `--shaping token --tick` if
+/// it has a shaping interval).
 pub(super) fn start_send(run: &Run, lab: &Lab, s: &Send<'_>, secs: f64) -> anyhow::Result<Guarded> {
-    let mut args = vec![
-        run.exe.display().to_string(),
-        "send".to_string(),
-        "--to".to_string(),
-        s.to.clone(),
-        "--rate".to_string(),
-        s.rate.to_string(),
-        "--size".to_string(),
-        s.size.to_string(),
-        "--duration".to_string(),
-        format!("{}ms", (secs * 1e3).round()),
-        "--json".to_string(),
-    ];
-    if let Some(socket) = s.socket {
-        args.extend(["--reserve".to_string(), "--socket".to_string()]);
-        args.push(socket.display().to_string());
-    }
-    if let Some(tick) = s.tick {
-        args.extend(["--shaping", "token", "--tick", tick].map(String::from));
-    }
-    Ok(labkit::spawn(
-        lab,
-        s.host,
-        &args,
-        format!("rtlan send on {} to {}", s.host, s.to),
-    )?)
+    let stream = Stream {
+        to: s.to.clone(),
+        rate: s.rate.to_string(),
+        size: s.size,
+        duration: Duration::from_millis((secs * 1e3).round() as u64),
+        reserve: s.socket.map(std::path::Path::to_path_buf),
+        shaping: s.tick.map(|_| "token".to_string()),
+    };
+    let tick: Vec<String> = s
+        .tick
+        .map(|t| vec!["--tick".to_string(), t.to_string()])
+        .unwrap_or_default();
+    Ok(stream.start_with(&run.exe, lab, s.host, &tick)?)
 }
 
 /// Sender summary JSON of a finished `rtlan send`.
@@ -278,23 +291,9 @@ fn direct_link(run: &Run, sc: &Scenario) -> anyhow::Result<Value> {
     let lab = up(run, sc, "loserd", None)?;
     let secs = sc.calib_len(run.quick);
     let to = format!("{}:5000", HOSTS[1].1);
-    let big = Send {
-        host: "a",
-        to: to.clone(),
-        rate: &sc.mux_rate,
-        size: sc.bulk_size,
-        tick: None,
-        socket: None,
-    };
+    let big = sc.mux_send(to.clone());
     let bulk = probe_run(run, &lab, &big, &[], secs)?;
-    let small = Send {
-        host: "a",
-        to,
-        rate: &sc.probe_rate,
-        size: sc.probe_size,
-        tick: None,
-        socket: None,
-    };
+    let small = sc.probe_send(to);
     let probe = probe_run(run, &lab, &small, &[], secs)?;
     Ok(json!({"bulk": bulk, "probe": probe}))
 }
@@ -318,35 +317,14 @@ fn one_kind(run: &Run, sc: &Scenario, kind: &str, direct: &Value) -> anyhow::Res
         .map(|(i, s)| {
             let peer = names[(i + 1) % names.len()];
             let ip = HOSTS.iter().find(|h| h.0 == peer).map_or("", |h| h.1);
-            Send {
-                host: &s.name,
-                to: format!("{ip}:5999"),
-                rate: &s.rate,
-                size: sc.bulk_size,
-                tick: None,
-                socket: None,
-            }
+            Send::plain(&s.name, format!("{ip}:5999"), &s.rate, sc.bulk_size)
         })
         .collect();
     eprintln!("loser: {kind}: host term (small probes, no queueing at b)");
-    let small = Send {
-        host: "a",
-        to: format!("{b_ip}:5000"),
-        rate: &sc.probe_rate,
-        size: sc.probe_size,
-        tick: None,
-        socket: None,
-    };
+    let small = sc.probe_send(format!("{b_ip}:5000"));
     let host_term = probe_run(run, &lab, &small, &side, secs)?;
     eprintln!("loser: {kind}: t_mux (1514-byte frames, no queueing at b)");
-    let big = Send {
-        host: "a",
-        to: format!("{b_ip}:5000"),
-        rate: &sc.mux_rate,
-        size: sc.bulk_size,
-        tick: None,
-        socket: None,
-    };
+    let big = sc.mux_send(format!("{b_ip}:5000"));
     let mux = probe_run(run, &lab, &big, &side, secs)?;
     // Parameters like Table 1 / §4.2. t_mux: the switch's added delay for a 1514-byte frame,
     // from the medians (switch − direct link): maxima and 99.9th percentiles of both runs are
@@ -592,14 +570,7 @@ fn ts_run(
         };
         senders.push(start_send(run, lab, &send, secs)?);
     }
-    let probe = Send {
-        host: "a",
-        to: format!("{b_ip}:5000"),
-        rate: &sc.probe_rate,
-        size: sc.probe_size,
-        tick: None,
-        socket: None,
-    };
+    let probe = sc.probe_send(format!("{b_ip}:5000"));
     let probe_tx = start_send(run, lab, &probe, secs)?;
     // CPU load over the steady part of the run (after start-up, before the end).
     std::thread::sleep(Duration::from_millis(500));
