@@ -70,16 +70,20 @@ pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             Err(e) => eprintln!("warning: no plot: {e:#}"),
         }
     }
-    let ok = scenario.criterion.held(&runs);
+    let criterion = scenario.criterion;
+    let ok = criterion.held(&runs);
     if !args.json {
-        println!(
-            "\n{}",
-            if ok {
-                "On rtlan the reserved flow got its 50 Mbit/s (within 3 %) with no loss."
-            } else {
-                "FAILED: on rtlan the reserved flow did not get its 50 Mbit/s with no loss."
-            }
-        );
+        let (switch, rate) = (criterion.switch.name(), criterion.rate_bps / 1e6);
+        if ok {
+            println!(
+                "\nOn {switch} the reserved flow got its {rate} Mbit/s (within {} %) with no loss.",
+                criterion.tolerance * 100.0
+            );
+        } else {
+            println!(
+                "\nFAILED: on {switch} the reserved flow did not get its {rate} Mbit/s with no loss."
+            );
+        }
     }
     Ok(if ok {
         ExitCode::SUCCESS
