@@ -106,6 +106,21 @@ impl Guarded {
         }
     }
 
+    /// [`Guarded::finish`] for a tool that prints one JSON report (`rtlan send --json`, `rtlan
+    /// recv --json`, `rtlan reserve --json`): the parsed report, or an error unless the process
+    /// exited successfully on its own and printed JSON.
+    pub fn finish_json(self, timeout: Duration) -> Result<serde_json::Value, LabkitError> {
+        let what = self.what.clone();
+        let (out, ok) = self.finish(timeout)?;
+        match serde_json::from_str(out.trim()) {
+            Ok(value) if ok => Ok(value),
+            _ => Err(LabkitError::Tool {
+                what,
+                detail: format!("exited ok = {ok}, printed {out:?}"),
+            }),
+        }
+    }
+
     /// Waits up to `timeout` for the process to exit by itself, then stops it; returns its stdout
     /// and whether it exited successfully on its own.
     pub fn finish(mut self, timeout: Duration) -> Result<(String, bool), LabkitError> {
@@ -257,7 +272,6 @@ impl Rtcd {
 #[derive(Debug)]
 pub struct Receiver {
     process: Guarded,
-    host: String,
     duration: Duration,
 }
 
@@ -283,26 +297,13 @@ impl Receiver {
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
         let process = spawn(lab, host, &args, format!("rtlan recv on {host}:{port}"))?;
-        Ok(Receiver {
-            process,
-            host: host.to_string(),
-            duration,
-        })
+        Ok(Receiver { process, duration })
     }
 
     /// Waits for the receiver to finish (its duration plus a margin) and parses its report.
     pub fn report(self) -> Result<serde_json::Value, LabkitError> {
-        let what = format!("rtlan recv on {}", self.host);
-        let (out, ok) = self
-            .process
-            .finish(self.duration + Duration::from_secs(5))?;
-        match serde_json::from_str(out.trim()) {
-            Ok(value) if ok => Ok(value),
-            _ => Err(LabkitError::Tool {
-                what,
-                detail: format!("exited ok = {ok}, printed {out:?}"),
-            }),
-        }
+        self.process
+            .finish_json(self.duration + Duration::from_secs(5))
     }
 }
 
@@ -372,16 +373,7 @@ impl Stream {
 
     /// Runs the stream to completion on `host` and returns its summary.
     pub fn run(&self, exe: &Path, lab: &Lab, host: &str) -> Result<serde_json::Value, LabkitError> {
-        let what = format!("rtlan send on {host} to {}", self.to);
-        let (out, ok) = self
-            .start(exe, lab, host)?
-            .finish(self.duration + Duration::from_secs(10))?;
-        match serde_json::from_str(out.trim()) {
-            Ok(value) if ok => Ok(value),
-            _ => Err(LabkitError::Tool {
-                what,
-                detail: format!("exited ok = {ok}, printed {out:?}"),
-            }),
-        }
+        self.start(exe, lab, host)?
+            .finish_json(self.duration + Duration::from_secs(10))
     }
 }

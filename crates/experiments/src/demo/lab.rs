@@ -184,7 +184,7 @@ fn traffic(
         finished.push(match r {
             Running::Udp { sender, receiver } => {
                 let sender = sender.context("every flow was started")?;
-                let sent = summary(sender.finish(grace)?, &format!("rtlan send on {}", f.from))?;
+                let sent = sender.finish_json(grace)?;
                 (f, Some((sent, receiver)), None)
             }
             Running::Tcp { server, client } => {
@@ -226,14 +226,6 @@ fn traffic(
     }
     drop(daemons);
     Ok(flows)
-}
-
-/// Parses a sender's `--json` summary from `Guarded::finish`'s output.
-fn summary((out, ok): (String, bool), what: &str) -> anyhow::Result<Value> {
-    match serde_json::from_str(out.trim()) {
-        Ok(value) if ok => Ok(value),
-        _ => anyhow::bail!("{what} failed (exited ok = {ok}): {out:?}"),
-    }
 }
 
 /// A probe stream's flow from its sender's summary and `rtlan recv`'s report. Loss counts every

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::kit::lab::up_pair;
 use crate::kit::measure::loadavg;
@@ -82,11 +82,10 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
             };
             let tick = ["--tick".to_string(), format!("{tick}ms")];
             let sender = stream.start_with(&run.exe, &lab, "a", &tick)?;
-            let out = sender.finish(duration + Duration::from_secs(10))?.0;
+            let send = sender.finish_json(duration + Duration::from_secs(10));
             drop(hogs);
             let recv = receiver.report()?;
-            let send: Value = serde_json::from_str(out.trim())
-                .map_err(|e| anyhow::anyhow!("rtlan send printed {out:?}: {e}"))?;
+            let send = send?;
             rows.push(json!({
                 "tick_ms": tick, "busy": busy, "loadavg": load,
                 "tick": send.get("tick"), "send": send, "recv_wire_bps": recv.get("wire_bps"),

@@ -238,9 +238,7 @@ pub(super) fn start_send(run: &Run, lab: &Lab, s: &Send<'_>, secs: f64) -> anyho
 
 /// Sender summary JSON of a finished `rtlan send`.
 pub(super) fn send_report(g: Guarded, secs: f64) -> anyhow::Result<Value> {
-    let (out, ok) = g.finish(Duration::from_secs_f64(secs + 10.0))?;
-    anyhow::ensure!(ok, "rtlan send failed: {out:?}");
-    serde_json::from_str(out.trim()).with_context(|| format!("sender printed {out:?}"))
+    Ok(g.finish_json(Duration::from_secs_f64(secs + 10.0))?)
 }
 
 /// Probe stream a → b (payload `size` at `rate`) for `secs` while `load` runs; delay statistics
@@ -608,12 +606,7 @@ fn ts_run(
             "lost": loss(&sent, &recv)}),
     );
     let probe_reservation = match probe_booking {
-        Some(g) => {
-            let (out, ok) = g.finish(Duration::from_secs(5))?;
-            anyhow::ensure!(ok, "rtlan reserve on a failed: {out:?}");
-            serde_json::from_str::<Value>(out.trim())
-                .with_context(|| format!("rtlan reserve printed {out:?}"))?
-        }
+        Some(g) => g.finish_json(Duration::from_secs(5))?,
         None => Value::Null,
     };
     // The manager's bound at b's port once every stream is booked: that of the last admitted
