@@ -1,20 +1,97 @@
 //! Tests of the cyclic scheduler on virtual time: a driver feeds frames, polls the scheduler at
 //! every deadline it asks for, and records what went out; frames carry their connection key and a
-//! sequence number so every frame can be traced.
+//! sequence number so every frame can be traced. The tests name connections by small keys of
+//! their own; [`Keyed`] maps them to the scheduler's flow handles (keeping a removed connection's
+//! handle, so using the key again exercises the scheduler's stale-handle check).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use proptest::prelude::*;
+use rtlan_wire::cost::tx_time;
 
 use super::*;
-use crate::switch::pacer::{tx_time, wire_bits};
 use crate::time::Instant;
 
 /// Key written into non-real-time test frames.
 const NRT: u32 = u32::MAX;
 const MS: Duration = Duration::from_millis(1);
 const MAX_WIRE: u64 = (1500 + 24) * 8;
+
+/// A scheduler with the tests' connection keys.
+struct Keyed {
+    s: CyclicScheduler,
+    keys: BTreeMap<u32, FlowHandle>,
+}
+
+impl Deref for Keyed {
+    type Target = CyclicScheduler;
+    fn deref(&self) -> &CyclicScheduler {
+        &self.s
+    }
+}
+
+impl DerefMut for Keyed {
+    fn deref_mut(&mut self) -> &mut CyclicScheduler {
+        &mut self.s
+    }
+}
+
+impl Keyed {
+    fn new(s: CyclicScheduler) -> Keyed {
+        Keyed {
+            s,
+            keys: BTreeMap::new(),
+        }
+    }
+
+    fn handle(&self, key: u32) -> FlowHandle {
+        *self.keys.get(&key).expect("test uses a key it added")
+    }
+
+    fn add_connection(
+        &mut self,
+        key: u32,
+        rate_bps: u64,
+        max_burst: usize,
+        max_packet: usize,
+    ) -> Result<(), SchedError> {
+        let handle = self.s.add_flow(FlowSpec {
+            rate_bps,
+            max_burst,
+            max_packet,
+        })?;
+        self.keys.insert(key, handle);
+        Ok(())
+    }
+
+    fn remove_connection(&mut self, key: u32) -> Option<ConnStats> {
+        let handle = self.handle(key);
+        self.s.remove_flow(handle)
+    }
+
+    fn enqueue_rt(&mut self, now: Instant, key: u32, frame: &[u8]) -> bool {
+        let handle = self.handle(key);
+        self.s.enqueue_flow(now, handle, frame)
+    }
+
+    fn rt_queued(&self, key: u32) -> Option<usize> {
+        self.s.rt_queued(self.handle(key))
+    }
+
+    fn connection_stats(&self, key: u32) -> Option<ConnStats> {
+        self.s.connection_stats(self.handle(key))
+    }
+
+    /// Keys of the live connections, in the scheduler's (slot) order.
+    fn connections(&self) -> Vec<u32> {
+        self.s
+            .connections()
+            .filter_map(|h| self.keys.iter().find(|(_, v)| **v == h).map(|(k, _)| *k))
+            .collect()
+    }
+}
 
 fn at(d: Duration) -> Instant {
     Instant::ZERO + d
@@ -40,10 +117,10 @@ struct Sent {
 /// instant it returns (which must be later). Checks on every step that frames are paced at line
 /// rate and that `poll_timeout` after an empty poll lies in the future.
 fn drive(
-    s: &mut CyclicScheduler,
+    s: &mut Keyed,
     start: Instant,
     end: Instant,
-    mut feed: impl FnMut(&mut CyclicScheduler, Instant) -> Option<Instant>,
+    mut feed: impl FnMut(&mut Keyed, Instant) -> Option<Instant>,
 ) -> Vec<Sent> {
     let mut now = start;
     let mut next_feed = Some(start);
@@ -87,7 +164,7 @@ fn drive(
 
 /// Keeps every key in `keys` backlogged (at least 6 frames of cycling sizes) and, if `nrt`, the
 /// non-real-time FIFO too; called every 50 µs.
-fn greedy(keys: &[u32], nrt: bool) -> impl FnMut(&mut CyclicScheduler, Instant) -> Option<Instant> {
+fn greedy(keys: &[u32], nrt: bool) -> impl FnMut(&mut Keyed, Instant) -> Option<Instant> {
     const SIZES: [usize; 6] = [64, 1500, 300, 1000, 128, 700];
     let keys = keys.to_vec();
     let mut seq = 0u32;
@@ -116,12 +193,12 @@ fn per_cycle(sent: &[Sent], cycle: Duration) -> HashMap<(u32, u64), u64> {
     m
 }
 
-fn sched(line_bps: u64, cycle: Duration) -> CyclicScheduler {
+fn sched(line_bps: u64, cycle: Duration) -> Keyed {
     let cfg = SchedConfig {
         cycle,
         ..SchedConfig::new(line_bps)
     };
-    CyclicScheduler::new(cfg, Instant::ZERO).expect("valid test configuration")
+    Keyed::new(CyclicScheduler::new(cfg, Instant::ZERO).expect("valid test configuration"))
 }
 
 /// Quota of `rate` over `cycle`, in wire bits.
@@ -336,13 +413,9 @@ fn removing_a_connection_frees_it() {
         max_connections: 2,
         ..SchedConfig::new(10_000_000)
     };
-    let mut s = CyclicScheduler::new(cfg, Instant::ZERO).expect("valid");
+    let mut s = Keyed::new(CyclicScheduler::new(cfg, Instant::ZERO).expect("valid"));
     s.add_connection(1, 6_000_000, 3000, 1500)
         .expect("admissible");
-    assert_eq!(
-        s.add_connection(1, 1, 3000, 1500),
-        Err(SchedError::DuplicateConnection(1))
-    );
     assert_eq!(
         s.add_connection(2, 5_000_000, 3000, 1500),
         Err(SchedError::Oversubscribed {
@@ -366,7 +439,13 @@ fn removing_a_connection_frees_it() {
     assert_eq!(s.remove_connection(1), None);
     s.add_connection(3, 6_000_000, 3000, 1500)
         .expect("slot and rate were freed");
-    let mut keys: Vec<u32> = s.connections().collect();
+    // Connection 3 took connection 1's slot: 1's handle is stale and must not reach it.
+    assert_eq!(s.handle(3).slot(), s.handle(1).slot());
+    assert!(!s.enqueue_rt(Instant::ZERO, 1, &frame(1, 10, 100)));
+    assert_eq!(s.rt_queued(3), Some(0));
+    assert_eq!(s.connection_stats(1), None);
+    assert_eq!(s.remove_connection(1), None);
+    let mut keys = s.connections();
     keys.sort_unstable();
     assert_eq!(keys, [2, 3]);
     // Nothing of connection 1 is left to send.
