@@ -8,35 +8,48 @@ use std::hint::black_box;
 use std::time::{Duration, Instant as WallClock};
 
 use criterion::{criterion_main, Criterion, Throughput};
-use rtlan_core::switch::sched::{CyclicScheduler, SchedConfig};
+use rtlan_core::egress::{CyclicScheduler, FlowHandle, FlowSpec, SchedConfig};
 use rtlan_core::Instant;
 
 const CONNECTIONS: u32 = 10_000;
 const CYCLE: Duration = Duration::from_millis(10);
 
 /// One port at 10 Gbit/s with `CONNECTIONS` connections of 100 kbit/s (one 64-byte frame each per
-/// cycle).
-fn port() -> CyclicScheduler {
+/// cycle), and the connections' handles.
+fn port() -> (CyclicScheduler, Vec<FlowHandle>) {
     let cfg = SchedConfig {
         cycle: CYCLE,
         max_connections: CONNECTIONS as usize,
         ..SchedConfig::new(10_000_000_000)
     };
     let mut s = CyclicScheduler::new(cfg, Instant::ZERO).expect("benchmark configuration is valid");
-    for k in 0..CONNECTIONS {
-        s.add_connection(k, 100_000, 200, 100)
-            .expect("10,000 × 100 kbit/s fits 10 Gbit/s");
-    }
-    s
+    let spec = FlowSpec {
+        rate_bps: 100_000,
+        max_burst: 200,
+        max_packet: 100,
+    };
+    let flows = (0..CONNECTIONS)
+        .map(|_| {
+            s.add_flow(spec)
+                .expect("10,000 × 100 kbit/s fits 10 Gbit/s")
+        })
+        .collect();
+    (s, flows)
 }
 
 /// Queues one frame per connection at the start of `cycle`, then sends until the scheduler has
 /// nothing more this cycle. Returns the frames sent.
-fn one_cycle(s: &mut CyclicScheduler, cycle: u64, frame: &[u8], buf: &mut [u8]) -> u32 {
+fn one_cycle(
+    s: &mut CyclicScheduler,
+    flows: &[FlowHandle],
+    cycle: u64,
+    frame: &[u8],
+    buf: &mut [u8],
+) -> u32 {
     let start = Instant::ZERO + CYCLE * u32::try_from(cycle).unwrap_or(u32::MAX);
     let end = start + CYCLE;
-    for k in 0..CONNECTIONS {
-        s.enqueue_rt(start, k, frame);
+    for &flow in flows {
+        s.enqueue_flow(start, flow, frame);
     }
     let mut now = start;
     let mut sent = 0;
@@ -53,7 +66,7 @@ fn one_cycle(s: &mut CyclicScheduler, cycle: u64, frame: &[u8], buf: &mut [u8]) 
 }
 
 fn cycle_cost(c: &mut Criterion) {
-    let mut s = port();
+    let (mut s, flows) = port();
     let frame = [0u8; 64];
     let mut buf = [0u8; 2048];
     let mut cycle = 0u64;
@@ -62,7 +75,7 @@ fn cycle_cost(c: &mut Criterion) {
     let runs = 20;
     let t0 = WallClock::now();
     for _ in 0..runs {
-        let sent = one_cycle(&mut s, cycle, &frame, &mut buf);
+        let sent = one_cycle(&mut s, &flows, cycle, &frame, &mut buf);
         assert_eq!(
             sent, CONNECTIONS,
             "every connection sends its frame each cycle"
@@ -76,7 +89,7 @@ fn cycle_cost(c: &mut Criterion) {
     group.throughput(Throughput::Elements(u64::from(CONNECTIONS)));
     group.bench_function("cycle_10k_connections", |b| {
         b.iter(|| {
-            let sent = one_cycle(&mut s, cycle, &frame, &mut buf);
+            let sent = one_cycle(&mut s, &flows, cycle, &frame, &mut buf);
             cycle += 1;
             sent
         })

@@ -5,11 +5,13 @@
 //! sleeps; the Linux shells (`rtlan-linux`), the simulator and the unit tests drive the same code.
 
 pub mod bwm;
+pub mod egress;
 pub mod node;
 pub mod rtcd;
 pub mod shaper;
 pub mod switch;
 pub mod time;
+pub mod timer;
 pub use rtlan_topology::units;
 
 pub use node::{Medium, Node, PortId};

@@ -17,10 +17,12 @@ mod testdata;
 pub mod arp;
 pub mod checksum;
 pub mod control;
+pub mod cost;
 pub mod ethernet;
 pub mod ipv4;
 pub mod rewrite;
 pub mod tcp;
 pub mod udp;
 
+pub use cost::{tx_time, wire_bits, wire_bytes};
 pub use error::{Error, Result};

@@ -1,7 +1,7 @@
 //! The RTCD state machine (EtheReal §2.2 connection setup and teardown from the host side, §2.3
 //! local admission, §3.2 proxy IP/MAC installation, orphan reclaim).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use super::api::{
 };
 use super::{Admission, Config, RtcdError};
 use crate::time::Instant;
+use crate::timer::{TimerKind, TimerTable};
 
 mod central;
 
@@ -32,7 +33,8 @@ struct Conn {
     request_id: u32,
     /// Transmissions of the outstanding request so far.
     attempts: u8,
-    /// When to retransmit or give up; `None` while Open.
+    /// When to retransmit or give up; `None` while Open. Mirrored in [`Rtcd`]'s deadline index:
+    /// change it only through `Rtcd::set_deadline`.
     deadline: Option<Instant>,
     /// Central-only admission: no switch state, frames go to the receiver's own address.
     direct: bool,
@@ -68,10 +70,31 @@ pub struct Rtcd {
     /// Open connections with a proxy IP (per-hop or `both`): the route goes with the last one.
     open_count: usize,
     route_installed: bool,
-    next_reclaim: Instant,
-    /// When the next round of REFRESHes is due (`None`: refresh disabled).
-    next_refresh: Option<Instant>,
+    /// Node-level timers: the REFRESH round (armed only when refresh is enabled) and the PID
+    /// reclaim check (always armed).
+    timers: TimerTable<RtcdTimer, 2>,
+    /// Every connection's retransmission deadline, earliest first: `poll_timeout` reads the
+    /// first, `handle_timeout` the due prefix, neither scans the connections.
+    deadlines: BTreeSet<(Instant, u16)>,
     actions: VecDeque<Action>,
+}
+
+/// The daemon's node-level timers, in the order [`Rtcd::handle_timeout`] runs them when due
+/// together (after the per-connection retransmissions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RtcdTimer {
+    /// The next round of REFRESHes for the open connections.
+    Refresh,
+    /// The next check of the clients' PIDs.
+    Reclaim,
+}
+
+impl TimerKind for RtcdTimer {
+    const ALL: &'static [RtcdTimer] = &[RtcdTimer::Refresh, RtcdTimer::Reclaim];
+
+    fn index(self) -> usize {
+        self as usize
+    }
 }
 
 impl Rtcd {
@@ -104,9 +127,14 @@ impl Rtcd {
                 "proxy prefix too small for the plan's ids",
             ));
         }
+        let mut timers = TimerTable::new();
+        timers.set(RtcdTimer::Reclaim, now + config.reclaim_period);
+        if !config.refresh_period.is_zero() {
+            timers.set(RtcdTimer::Refresh, now + config.refresh_period);
+        }
         Ok(Rtcd {
-            next_reclaim: now + config.reclaim_period,
-            next_refresh: (!config.refresh_period.is_zero()).then(|| now + config.refresh_period),
+            timers,
+            deadlines: BTreeSet::new(),
             ids: IdAllocator::new(first, last),
             config,
             conns: BTreeMap::new(),
@@ -148,9 +176,23 @@ impl Rtcd {
 
     /// When [`Rtcd::handle_timeout`] must be called next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let conns = self.conns.values().filter_map(|c| c.deadline).min();
-        let next = conns.map_or(self.next_reclaim, |d| d.min(self.next_reclaim));
-        Some(self.next_refresh.map_or(next, |r| r.min(next)))
+        // Always `Some`: the reclaim timer is always armed.
+        let retransmit = self.deadlines.first().map(|&(at, _)| at);
+        [self.timers.next(), retransmit].into_iter().flatten().min()
+    }
+
+    /// Sets connection `id`'s retransmission deadline, keeping the deadline index in step.
+    fn set_deadline(&mut self, id: u16, deadline: Option<Instant>) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if let Some(old) = conn.deadline {
+            self.deadlines.remove(&(old, id));
+        }
+        conn.deadline = deadline;
+        if let Some(new) = deadline {
+            self.deadlines.insert((new, id));
+        }
     }
 
     fn reply(&mut self, client: ClientId, tag: u64, reply: Reply) {
@@ -364,8 +406,8 @@ impl Rtcd {
         let deadline = now + self.backoff(attempts);
         if let Some(conn) = self.conns.get_mut(&id) {
             conn.attempts = attempts;
-            conn.deadline = Some(deadline);
         }
+        self.set_deadline(id, Some(deadline));
         self.actions.push_back(Action::SendControl { dst, repr });
     }
 
@@ -373,6 +415,7 @@ impl Rtcd {
     /// the manager.
     fn release(&mut self, id: u16) -> Option<Conn> {
         self.release_at_manager(id);
+        self.set_deadline(id, None);
         let conn = self.conns.remove(&id)?;
         self.ids.release(id);
         self.handles.remove(&conn.handle);
@@ -631,7 +674,7 @@ impl Rtcd {
             return;
         };
         conn.phase = ConnPhase::Open;
-        conn.deadline = None;
+        self.set_deadline(id, None);
         self.publish(id, hops);
     }
 
@@ -685,12 +728,13 @@ impl Rtcd {
     /// REFRESH for the open connections when the refresh period has passed, and ask for PID
     /// liveness when the reclaim period has passed.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let due: Vec<u16> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
-            .map(|(&id, _)| id)
+        // Due connections are handled in id order, whatever their deadlines.
+        let mut due: Vec<u16> = self
+            .deadlines
+            .range(..=(now, u16::MAX))
+            .map(|&(_, id)| id)
             .collect();
+        due.sort_unstable();
         for id in due {
             let Some(conn) = self.conns.get(&id) else {
                 continue;
@@ -704,17 +748,23 @@ impl Rtcd {
                 self.release(id);
             }
         }
-        if let Some(due) = self.next_refresh.filter(|&due| due <= now) {
-            self.next_refresh = Some(due.max(now) + self.config.refresh_period);
-            self.send_refreshes();
-        }
-        if now >= self.next_reclaim {
-            self.next_reclaim = now + self.config.reclaim_period;
-            let mut pids: Vec<u32> = self.clients.values().copied().collect();
-            pids.sort_unstable();
-            pids.dedup();
-            if !pids.is_empty() {
-                self.actions.push_back(Action::CheckPids(pids));
+        while let Some(timer) = self.timers.poll_expired(now) {
+            match timer {
+                RtcdTimer::Refresh => {
+                    self.timers
+                        .set(RtcdTimer::Refresh, now + self.config.refresh_period);
+                    self.send_refreshes();
+                }
+                RtcdTimer::Reclaim => {
+                    self.timers
+                        .set(RtcdTimer::Reclaim, now + self.config.reclaim_period);
+                    let mut pids: Vec<u32> = self.clients.values().copied().collect();
+                    pids.sort_unstable();
+                    pids.dedup();
+                    if !pids.is_empty() {
+                        self.actions.push_back(Action::CheckPids(pids));
+                    }
+                }
             }
         }
     }
@@ -724,6 +774,12 @@ impl Rtcd {
     pub(super) fn check_invariants(&self) {
         assert_eq!(self.ids.in_use(), self.conns.len());
         assert_eq!(self.handles.len(), self.conns.len());
+        let deadlines: BTreeSet<(Instant, u16)> = self
+            .conns
+            .iter()
+            .filter_map(|(&id, c)| Some((c.deadline?, id)))
+            .collect();
+        assert_eq!(deadlines, self.deadlines);
         for (&id, c) in &self.conns {
             assert!(self.ids.contains(id));
             assert_eq!(self.handles.get(&c.handle), Some(&id));

@@ -13,7 +13,7 @@
 //! for a UDP datagram with `p` payload bytes that is [`wire_bytes`]`(p)` =
 //! `max(p + 8 (UDP) + 20 (IPv4) + 14 (Ethernet header), 60) + 4 (FCS) + 20 (preamble 7, SFD 1,
 //! inter-frame gap 12)` bytes — the same accounting the switch pacer uses
-//! ([`crate::switch::wire_bits`]). A minimum-size datagram therefore costs 84 bytes. Counting only
+//! ([`rtlan_wire::cost::wire_bytes`]). A minimum-size datagram therefore costs 84 bytes. Counting only
 //! the UDP payload would let a connection send more than it reserved and its queues in the
 //! switches grow without bound. Buffer sizes and bucket depths are counted the same way.
 //!
@@ -23,7 +23,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::switch::wire_bits;
+use rtlan_wire::cost;
 
 mod backlog;
 mod leaky;
@@ -57,7 +57,7 @@ const NANOS_PER_SEC: u128 = 1_000_000_000;
 /// `max(udp_payload + 8 + 20 + 14, 60) + 4 + 20` (see the module docs). `wire_bytes(0) == 84`,
 /// `wire_bytes(1472) == 1538`.
 pub fn wire_bytes(udp_payload: usize) -> u64 {
-    wire_bits(udp_payload.saturating_add(UDP_FRAME_OVERHEAD)) / 8
+    cost::wire_bytes(udp_payload.saturating_add(UDP_FRAME_OVERHEAD))
 }
 
 /// [`wire_bytes`] in bit·ns units (bits × 10⁹), the unit the shapers account in.

@@ -24,11 +24,12 @@ use rtlan_wire::control::{
 use rtlan_wire::ethernet::{Address, EtherType};
 
 use super::learning::Lookup;
-use super::queue::MIN_CHARGE;
 use super::rt::{self, RequestKey, RtEntry};
 use super::sched::SchedError;
 use super::signal::{Held, InProgress, Wait};
-use super::{conn_key, PortId, Switch};
+use super::{PortId, Switch, SwitchTimer};
+use crate::egress::queue::MIN_CHARGE;
+use crate::egress::{FlowHandle, FlowSpec};
 use crate::time::Instant;
 
 /// Longest control frame this switch emits (the messages it builds carry no TLVs).
@@ -261,6 +262,7 @@ impl Switch {
             max_burst: job.setup.max_burst,
             max_packet: job.setup.max_packet,
             request: job.key,
+            flow: None,
         }
     }
 
@@ -272,9 +274,14 @@ impl Switch {
         let key = (job.key.in_port, job.in_id);
         let refused = match self.rt.table.insert(key.0, key.1, entry) {
             Err(_) => Some(FailReason::Buffer),
-            Ok(()) => self
-                .add_to_scheduler(key, &entry, held.booking.wire_rate_bps)
-                .err(),
+            Ok(()) => match self.add_to_scheduler(&entry, held.booking.wire_rate_bps) {
+                Ok(flow) => {
+                    // The entry was inserted just above.
+                    self.rt.table.set_flow(key.0, key.1, flow);
+                    None
+                }
+                Err(reason) => Some(reason),
+            },
         };
         if let Some(reason) = refused {
             self.rt.table.remove(key.0, key.1);
@@ -293,14 +300,13 @@ impl Switch {
         self.answer(now, job, ok);
     }
 
-    /// Adds the queue of connection `key` (leaving by `entry.out_port`, booked at `wire_bps`) to
-    /// the output port's cyclic scheduler.
+    /// Adds the queue of the connection of `entry` (leaving by `entry.out_port`, booked at
+    /// `wire_bps`) to the output port's cyclic scheduler; the flow's handle goes into the entry.
     fn add_to_scheduler(
         &mut self,
-        key: (PortId, u16),
         entry: &RtEntry,
         wire_bps: u64,
-    ) -> Result<(), FailReason> {
+    ) -> Result<FlowHandle, FailReason> {
         let Some(port) = self.ports.get_mut(usize::from(entry.out_port.0)) else {
             return Err(FailReason::NoRoute);
         };
@@ -309,13 +315,16 @@ impl Switch {
         let max_burst = usize::try_from(entry.max_burst)
             .unwrap_or(usize::MAX)
             .max(max_packet);
-        port.sched
-            .add_connection(conn_key(key.0, key.1), wire_bps, max_burst, max_packet)
-            .map_err(|error| match error {
-                SchedError::Oversubscribed { .. } => FailReason::Bandwidth,
-                SchedError::TooManyConnections(_) => FailReason::Buffer,
-                _ => FailReason::Malformed,
-            })
+        let spec = FlowSpec {
+            rate_bps: wire_bps,
+            max_burst,
+            max_packet,
+        };
+        port.sched.add_flow(spec).map_err(|error| match error {
+            SchedError::Oversubscribed { .. } => FailReason::Bandwidth,
+            SchedError::TooManyConnections(_) => FailReason::Buffer,
+            _ => FailReason::Malformed,
+        })
     }
 
     /// Adds (`add`) or removes `wire_bps` to the reservations entering on `port`, and gives the
@@ -451,10 +460,11 @@ impl Switch {
     /// SETUPs and TEARDOWNs.
     pub(super) fn signal_timeout(&mut self, now: Instant) {
         self.teardown_timeout(now);
-        if let (Some(due), Some(interval)) = (self.rt.next_hello, self.config.rt.hello_interval) {
-            if due <= now {
-                self.send_hellos(now);
-                self.rt.next_hello = Some(now + interval);
+        if self.timers.is_expired(SwitchTimer::Hello, now) {
+            self.send_hellos(now);
+            match self.config.rt.hello_interval {
+                Some(interval) => self.timers.set(SwitchTimer::Hello, now + interval),
+                None => self.timers.stop(SwitchTimer::Hello),
             }
         }
         let mut index = 0;

@@ -21,10 +21,8 @@ use rtlan_wire::ethernet::{Address, EtherType, Frame};
 use rtlan_wire::ipv4;
 
 use super::learning::{Learnt, Lookup};
-use super::queue::MIN_CHARGE;
-use super::{
-    conn_key, rt, wire_bits, Port, PortId, PortStats, Switch, UnknownUnicast, MAX_FRAME_LEN,
-};
+use super::{rt, Port, PortId, PortStats, Switch, UnknownUnicast, MAX_FRAME_LEN};
+use crate::egress::queue::MIN_CHARGE;
 use crate::time::Instant;
 
 /// Copies `frame` into `port`'s queue, counting the outcome.
@@ -236,7 +234,7 @@ impl Switch {
         {
             return true;
         }
-        let wire_bytes = usize::try_from(wire_bits(len) / 8).unwrap_or(usize::MAX);
+        let wire_bytes = usize::try_from(rtlan_wire::cost::wire_bytes(len)).unwrap_or(usize::MAX);
         let admitted = self
             .ports
             .get_mut(index)
@@ -268,20 +266,15 @@ impl Switch {
             return;
         };
         buf.copy_from_slice(frame);
-        let Ok(out) = rt::forward_data(buf, port, &state.table, &config.rt.plan, &mut stats.rt)
+        let Ok(entry) = rt::forward_entry(buf, port, &state.table, &config.rt.plan, &mut stats.rt)
         else {
             return;
         };
-        // `forward_data` found the frame's id on `port`, so the original header parses.
-        let Some(in_id) = Frame::new_checked(frame)
-            .ok()
-            .and_then(|eth| config.rt.plan.connection_id(&eth.dst_addr()))
-        else {
-            return;
-        };
-        let index = usize::from(out.0);
-        if let (Some(out), Some(port_stats)) = (ports.get_mut(index), stats.ports.get_mut(index)) {
-            if out.sched.enqueue_rt(now, conn_key(port, in_id), buf) {
+        let index = usize::from(entry.out_port.0);
+        if let (Some(flow), Some(out), Some(port_stats)) =
+            (entry.flow, ports.get_mut(index), stats.ports.get_mut(index))
+        {
+            if out.sched.enqueue_flow(now, flow, buf) {
                 port_stats.tx_queued += 1;
             } else {
                 port_stats.rt_drop_queue_full += 1;

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 
 use super::rt::SwitchUsage;
 use super::sched::{MeterStats, SchedStats};
-use super::{conn_key, PortId, Switch};
+use super::{PortId, Switch};
 
 /// Samples each per-hop setup-latency ring keeps (the most recent ones).
 pub const SETUP_LATENCY_SAMPLES: usize = 4096;
@@ -145,9 +145,9 @@ impl Switch {
                     .ports
                     .get(usize::from(entry.out_port.0))
                     .map(|p| &p.sched);
-                let key = conn_key(in_port, in_id);
                 let counters = sched
-                    .and_then(|s| s.connection_stats(key))
+                    .zip(entry.flow)
+                    .and_then(|(s, flow)| s.connection_stats(flow))
                     .unwrap_or_default();
                 ConnectionInfo {
                     in_port: in_port.0,
@@ -172,7 +172,10 @@ impl Switch {
                     frames_sent: counters.frames_sent,
                     bytes_sent: counters.bytes_sent,
                     frames_dropped: counters.frames_dropped,
-                    queued: sched.and_then(|s| s.rt_queued(key)).unwrap_or(0),
+                    queued: sched
+                        .zip(entry.flow)
+                        .and_then(|(s, flow)| s.rt_queued(flow))
+                        .unwrap_or(0),
                 }
             })
             .collect();

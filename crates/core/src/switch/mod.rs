@@ -3,16 +3,16 @@
 //! the switch's internal ARP cache), with output pacing on virtual time (DESIGN.md §7).
 //!
 //! The core is sans-IO: every call takes `now`, nothing reads a clock or touches a socket. See
-//! [`Switch`] for the order in which a driver calls it. Submodules, by concern:
-//! `learning` (the learning table), `arp_cache` (the internal ARP cache), `queue` (per-port
-//! non-real-time FIFOs in preallocated storage), `pacer` (line-rate pacing), `pending` (frames held
+//! [`Switch`] for the order in which a driver calls it. Each output port's queues, buffer pools,
+//! pacer and cyclic scheduler live in [`crate::egress`], shared with the other node kinds.
+//! Submodules, by concern: `learning` (the learning table), `arp_cache` (the internal ARP
+//! cache), `pending` (frames held
 //! while their destination is probed), `ingress` (what happens to a received frame), `control`
 //! (the EtheReal §2.2/§3.4 signalling: SETUP hop by hop, HELLO) with its real-time state in
 //! `signal`, `teardown` (TEARDOWN with retransmission, REFRESH soft state), `introspect`
 //! (reporting: connections, bookings, per-hop setup latency), `rt` (connection table, ids,
-//! admission, the data path) and `sched` (EtheReal §3.3: each output port's cyclic scheduler with
-//! a queue per real-time connection, and the preemptive-discard meter of each host-facing input
-//! port).
+//! admission, the data path) and `sched` (EtheReal §3.3: the preemptive-discard meter of each
+//! host-facing input port, and the cyclic scheduler re-exported from [`crate::egress`]).
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -20,15 +20,14 @@ use std::time::Duration;
 use rtlan_wire::ethernet::Address;
 
 use crate::time::Instant;
+use crate::timer::{TimerKind, TimerTable};
 
 mod arp_cache;
 mod control;
 mod ingress;
 mod introspect;
 mod learning;
-mod pacer;
 mod pending;
-mod queue;
 pub mod rt;
 pub mod sched;
 mod signal;
@@ -36,15 +35,15 @@ mod teardown;
 #[cfg(test)]
 mod tests;
 
+pub use crate::egress::{PACING_CATCHUP, PACING_LATE_THRESHOLD};
 pub use arp_cache::ARP_CACHE_CAPACITY;
 pub use introspect::{
     ConnectionInfo, RtPortInfo, SchedPortInfo, SetupLatency, SETUP_LATENCY_SAMPLES,
 };
 pub use learning::FDB_CAPACITY;
-pub use pacer::{
-    tx_time, wire_bits, MIN_FRAME_BYTES, PACING_CATCHUP, PACING_LATE_THRESHOLD, WIRE_OVERHEAD_BYTES,
-};
+pub use rtlan_wire::cost::{tx_time, wire_bits, MIN_FRAME_BYTES, WIRE_OVERHEAD_BYTES};
 
+use crate::node::Medium;
 use arp_cache::ArpCache;
 use learning::Fdb;
 use pending::Pending;
@@ -86,8 +85,9 @@ pub struct PortConfig {
     pub name: String,
     /// The port's own MAC address (source of ARP probes sent on it).
     pub mac: Address,
-    /// Line rate in bits per second that output is paced at; `None` = unpaced.
-    pub rate_bps: Option<u64>,
+    /// What the port transmits on: [`Medium::FullDuplex`] is paced at its rate by the switch;
+    /// [`Medium::Unpaced`] and [`Medium::Shared`] are not (the driver serialises).
+    pub medium: Medium,
 }
 
 /// Default size of the connection table ([`RtConfig::max_connections`]): above the 10,000
@@ -353,8 +353,8 @@ pub enum ConfigError {
     /// No ports, or more than `u16::MAX`.
     #[error("a switch needs between 1 and 65535 ports, got {0}")]
     PortCount(usize),
-    /// A paced port with a rate of zero.
-    #[error("port {0}: a paced port needs a rate above 0 bit/s")]
+    /// A port whose medium has a rate of zero.
+    #[error("port {0}: a port's rate must be above 0 bit/s")]
     ZeroRate(String),
     /// A port's non-real-time queue bound exceeds [`MAX_NRT_QUEUE_BYTES`].
     #[error("port {port}: non-real-time queue of {bytes} bytes exceeds the {max}-byte limit")]
@@ -386,9 +386,9 @@ pub enum ConfigError {
 #[derive(Debug)]
 struct Port {
     /// Output: the control FIFO, a queue per real-time connection leaving here, and the
-    /// non-real-time FIFO (EtheReal §3.3). An unpaced port's scheduler does not pace but still
-    /// polices each connection to its quota per cycle, with the admission line rate
-    /// ([`RtConfig::unpaced_line_rate_bps`]) as its nominal rate.
+    /// non-real-time FIFO (EtheReal §3.3). A port that is not full duplex is not paced but its
+    /// scheduler still polices each connection to its quota per cycle, with the admission line
+    /// rate (the medium's, or [`RtConfig::unpaced_line_rate_bps`]) as its nominal rate.
     sched: CyclicScheduler,
     /// Input: preemptive discard of non-real-time frames while the port is host-facing; `None`
     /// when disabled.
@@ -397,25 +397,27 @@ struct Port {
     line_rate_bps: u64,
 }
 
-/// The scheduler key of the connection arriving on `in_port` with id `in_id`: unique on the
-/// switch, hence on its output port.
-fn conn_key(in_port: PortId, in_id: u16) -> u32 {
-    (u32::from(in_port.0) << 16) | u32::from(in_id)
-}
-
 /// The non-real-time queue bound of `port` (EtheReal §3.3: twice the output link bandwidth times
 /// the cycle time), before the [`MAX_NRT_QUEUE_BYTES`] check.
 fn queue_bound(config: &SwitchConfig, port: &PortConfig) -> u128 {
     if let Some(bytes) = config.nrt_queue_bytes {
         return bytes as u128;
     }
-    match port.rate_bps {
+    match port.medium.pacing_rate_bps() {
         None => UNPACED_NRT_QUEUE_BYTES as u128,
         Some(rate) => {
             let bytes = 2 * u128::from(rate) * config.cycle_time.as_nanos() / 8_000_000_000;
             bytes.max(MIN_NRT_QUEUE_BYTES as u128)
         }
     }
+}
+
+/// The rate admission, the preemptive-discard meter and the scheduler's quotas assume for
+/// `port`: its medium's rate, or [`RtConfig::unpaced_line_rate_bps`] if it has none.
+pub(crate) fn line_rate(config: &SwitchConfig, port: &PortConfig) -> u64 {
+    port.medium
+        .rate_bps()
+        .unwrap_or(config.rt.unpaced_line_rate_bps)
 }
 
 /// The learning switch.
@@ -439,8 +441,27 @@ pub struct Switch {
     arp: ArpCache,
     pending: Pending,
     stats: SwitchStats,
-    next_ageing: Instant,
+    timers: TimerTable<SwitchTimer, 2>,
     rt: RtState,
+}
+
+/// The switch's node-level timers (its [`TimerTable`]). Per-request deadlines (held frames,
+/// SETUPs waiting for a route or an answer, unacknowledged TEARDOWNs) stay with their requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SwitchTimer {
+    /// The next round of HELLOs (armed only when HELLO is enabled).
+    Hello,
+    /// The next sweep of aged learning-table and ARP-cache entries, old probes and answers, and
+    /// connections without REFRESH.
+    Ageing,
+}
+
+impl TimerKind for SwitchTimer {
+    const ALL: &'static [SwitchTimer] = &[SwitchTimer::Hello, SwitchTimer::Ageing];
+
+    fn index(self) -> usize {
+        self as usize
+    }
 }
 
 impl Switch {
@@ -455,7 +476,7 @@ impl Switch {
         }
         let mut ports = Vec::with_capacity(count);
         for port in &config.ports {
-            if port.rate_bps == Some(0) {
+            if port.medium.rate_bps() == Some(0) {
                 return Err(ConfigError::ZeroRate(port.name.clone()));
             }
             let bound = queue_bound(&config, port);
@@ -467,23 +488,20 @@ impl Switch {
                     bytes: bound,
                     max: MAX_NRT_QUEUE_BYTES,
                 })?;
-            let line_rate_bps = port.rate_bps.unwrap_or(config.rt.unpaced_line_rate_bps);
+            let line_rate_bps = line_rate(&config, port);
             let cfg = SchedConfig {
                 cycle: config.cycle_time,
-                line_rate_bps,
                 nrt_queue_bytes: Some(bound),
                 max_connections: config.rt.max_connections,
+                ..SchedConfig::for_medium(port.medium, line_rate_bps)
             };
             let sched_error = |error| ConfigError::Scheduler {
                 port: port.name.clone(),
                 error,
             };
-            let mut sched = CyclicScheduler::new(cfg, now)
+            let sched = CyclicScheduler::new(cfg, now)
                 .map_err(sched_error)?
                 .with_control_queue(config.rt.control_queue_bytes.min(MAX_NRT_QUEUE_BYTES));
-            if port.rate_bps.is_none() {
-                sched = sched.without_pacing();
-            }
             let meter = if config.rt.preemptive_discard {
                 let meter = NrtMeter::new(
                     config.rt.discard_window,
@@ -511,8 +529,16 @@ impl Switch {
                 ..SwitchStats::default()
             },
             ports,
-            next_ageing: now + AGEING_CHECK_INTERVAL,
-            rt: RtState::new(&config, now),
+            timers: {
+                let mut timers = TimerTable::new();
+                timers.set(SwitchTimer::Ageing, now + AGEING_CHECK_INTERVAL);
+                if config.rt.hello_interval.is_some() {
+                    // The first HELLOs go out at once.
+                    timers.set(SwitchTimer::Hello, now);
+                }
+                timers
+            },
+            rt: RtState::new(&config),
             config,
         })
     }
@@ -548,19 +574,17 @@ impl Switch {
     /// A time at or before the current time means a port has a frame ready now. Costs one check
     /// per port.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut next = self.next_ageing;
-        if let Some(expiry) = self.pending.next_expiry() {
-            next = next.min(expiry);
-        }
-        if let Some(due) = self.rt.next_timeout() {
-            next = next.min(due);
-        }
-        for port in &self.ports {
-            if let Some(ready) = port.sched.poll_timeout() {
-                next = next.min(ready);
-            }
-        }
-        Some(next)
+        // Always `Some`: the ageing timer is always armed.
+        let ports = self.ports.iter().filter_map(|p| p.sched.poll_timeout());
+        [
+            self.timers.next(),
+            self.pending.next_expiry(),
+            self.rt.next_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .chain(ports)
+        .min()
     }
 
     /// Runs timers due at `now`: pending-frame expiry, learning-table ageing, HELLOs, SETUP and
@@ -568,13 +592,14 @@ impl Switch {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.stats.drop_pending_timeout += self.pending.expire(now);
         self.signal_timeout(now);
-        if now >= self.next_ageing {
+        if self.timers.is_expired(SwitchTimer::Ageing, now) {
             self.fdb.age(now);
             self.arp.age(now);
             self.pending.forget_old_probes(now);
             self.rt.forget_old_answers(now);
             self.expire_unrefreshed(now);
-            self.next_ageing = now + AGEING_CHECK_INTERVAL;
+            self.timers
+                .set(SwitchTimer::Ageing, now + AGEING_CHECK_INTERVAL);
         }
     }
 
@@ -688,17 +713,11 @@ impl crate::node::Node for Switch {
         self.ports.len()
     }
 
-    fn medium(&self, port: PortId) -> crate::node::Medium {
-        use crate::node::Medium;
-        match self.config.ports.get(usize::from(port.0)) {
-            Some(PortConfig {
-                rate_bps: Some(rate_bps),
-                ..
-            }) => Medium::FullDuplex {
-                rate_bps: *rate_bps,
-            },
-            _ => Medium::Unpaced,
-        }
+    fn medium(&self, port: PortId) -> Medium {
+        self.config
+            .ports
+            .get(usize::from(port.0))
+            .map_or(Medium::Unpaced, |p| p.medium)
     }
 
     fn handle_frame(&mut self, now: Instant, port: PortId, frame: &[u8]) {

@@ -6,7 +6,7 @@
 //! The procedures that change this state are in `control`; this module holds the data and the
 //! small bookkeeping helpers (timers, HELLO freshness, answer expiry).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
@@ -115,8 +115,9 @@ pub(super) struct RtState {
     pub(super) admission: Admission,
     /// Connection-id allocators, one per output link (port).
     pub(super) ids: Vec<IdAllocator>,
-    /// What each installed connection holds, keyed like the table.
-    pub(super) held: HashMap<(PortId, u16), Held>,
+    /// What each installed connection holds, keyed like the table. Ordered: REFRESH expiry
+    /// releases (and tears down) connections in (input port, input id) order.
+    pub(super) held: BTreeMap<(PortId, u16), Held>,
     /// Real-time queue bytes admitted per output port (sum of 2 × max burst).
     pub(super) rt_budget: Vec<usize>,
     /// Per input port: wire bit/s of the reservations entering there (preemptive discard's
@@ -128,8 +129,6 @@ pub(super) struct RtState {
     pub(super) in_progress: Vec<InProgress>,
     /// Per port: when a switch HELLO was last heard.
     pub(super) switch_heard: Vec<Option<Instant>>,
-    /// When the next HELLOs are due (`None`: HELLO disabled).
-    pub(super) next_hello: Option<Instant>,
     /// Sequence number of the next HELLO.
     pub(super) hello_seq: u32,
     /// Request id of the next message this switch originates downstream.
@@ -145,12 +144,12 @@ pub(super) struct RtState {
 }
 
 impl RtState {
-    /// Empty state for `config`; the first HELLOs are due at `now`.
-    pub(super) fn new(config: &SwitchConfig, now: Instant) -> RtState {
+    /// Empty state for `config`.
+    pub(super) fn new(config: &SwitchConfig) -> RtState {
         let rates: Vec<u64> = config
             .ports
             .iter()
-            .map(|p| p.rate_bps.unwrap_or(config.rt.unpaced_line_rate_bps))
+            .map(|p| super::line_rate(config, p))
             .collect();
         let count = config.ports.len();
         RtState {
@@ -169,13 +168,12 @@ impl RtState {
             ids: (0..count)
                 .map(|_| IdAllocator::new(&config.rt.plan))
                 .collect(),
-            held: HashMap::new(),
+            held: BTreeMap::new(),
             rt_budget: vec![0; count],
             ingress_reserved: vec![0; count],
             answers: HashMap::new(),
             in_progress: Vec::new(),
             switch_heard: vec![None; count],
-            next_hello: config.rt.hello_interval.map(|_| now),
             hello_seq: 0,
             next_request_id: 1,
             scratch: vec![0; MAX_FRAME_LEN],
@@ -185,8 +183,9 @@ impl RtState {
         }
     }
 
-    /// The earliest signalling deadline: HELLO, route timeout or retransmission (of a SETUP or
-    /// a TEARDOWN). Refresh expiry rides on the switch's ageing sweep.
+    /// The earliest per-request signalling deadline: route timeout or retransmission (of a SETUP
+    /// or a TEARDOWN). HELLOs and the ageing sweep (which carries refresh expiry) are in the
+    /// switch's timer table.
     pub(super) fn next_timeout(&self) -> Option<Instant> {
         let waits = self.in_progress.iter().map(|p| match p.wait {
             Wait::Route { deadline } => deadline,
@@ -195,7 +194,7 @@ impl RtState {
             } => next_retransmit,
         });
         let teardowns = self.teardowns.iter().map(|t| t.next_retransmit);
-        waits.chain(teardowns).chain(self.next_hello).min()
+        waits.chain(teardowns).min()
     }
 
     /// A fresh request id for a message this switch originates.

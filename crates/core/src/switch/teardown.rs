@@ -11,7 +11,7 @@ use rtlan_wire::control::{Message, Repr, FLAG_RETRANSMISSION};
 
 use super::rt::RtEntry;
 use super::signal::TeardownOut;
-use super::{conn_key, PortId, Switch};
+use super::{PortId, Switch};
 use crate::time::Instant;
 
 impl Switch {
@@ -70,9 +70,12 @@ impl Switch {
         self.rt.answers.remove(&entry.request);
         let downstream = entry.receiver_mac.is_none();
         let mut hop = 0;
-        if let Some(port) = self.ports.get_mut(usize::from(entry.out_port.0)) {
+        if let (Some(port), Some(flow)) = (
+            self.ports.get_mut(usize::from(entry.out_port.0)),
+            entry.flow,
+        ) {
             // Frames still queued are dropped and counted in the scheduler's stats.
-            port.sched.remove_connection(conn_key(key.0, key.1));
+            port.sched.remove_flow(flow);
         }
         if let Some(held) = self.rt.held.remove(&key) {
             hop = held.hop;
@@ -184,8 +187,8 @@ impl Switch {
     }
 
     /// Releases connections not refreshed for longer than `refresh_timeout` (0 = never) and
-    /// tears them down both ways. Run from the ageing sweep, so expiry is up to
-    /// [`super::AGEING_CHECK_INTERVAL`] late.
+    /// tears them down both ways, in (input port, input id) order. Run from the ageing sweep, so
+    /// expiry is up to [`super::AGEING_CHECK_INTERVAL`] late.
     pub(super) fn expire_unrefreshed(&mut self, now: Instant) {
         let timeout = self.config.rt.refresh_timeout;
         if timeout.is_zero() {

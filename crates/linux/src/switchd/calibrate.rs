@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant as WallClock};
 
-use rtlan_core::switch::sched::{CyclicScheduler, SchedConfig};
+use rtlan_core::egress::{CyclicScheduler, FlowSpec, SchedConfig};
 use rtlan_core::Instant;
 
 /// Connections on the scratch scheduler.
@@ -28,18 +28,23 @@ pub fn cpu_cost_per_connection() -> Option<Duration> {
         ..SchedConfig::new(10_000_000_000)
     };
     let mut sched = CyclicScheduler::new(cfg, Instant::ZERO).ok()?;
-    for key in 0..CONNECTIONS {
-        // 2,000 × 100 kbit/s fits 10 Gbit/s; burst ≥ packet.
-        sched.add_connection(key, 100_000, 200, 100).ok()?;
-    }
+    // 2,000 × 100 kbit/s fits 10 Gbit/s; burst ≥ packet.
+    let spec = FlowSpec {
+        rate_bps: 100_000,
+        max_burst: 200,
+        max_packet: 100,
+    };
+    let flows = (0..CONNECTIONS)
+        .map(|_| sched.add_flow(spec).ok())
+        .collect::<Option<Vec<_>>>()?;
     let frame = [0u8; 64];
     let mut buf = [0u8; 2048];
     let mut samples: Vec<u64> = (0..CYCLES)
         .map(|cycle| {
             let start = Instant::ZERO + CYCLE * cycle;
             let began = WallClock::now();
-            for key in 0..CONNECTIONS {
-                sched.enqueue_rt(start, key, &frame);
+            for &flow in &flows {
+                sched.enqueue_flow(start, flow, &frame);
             }
             let mut now = start;
             loop {

@@ -19,6 +19,7 @@ use rtlan_core::switch::{
     DEFAULT_REFRESH_TIMEOUT, MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
 };
 use rtlan_core::units::{format_rate, parse_duration, parse_rate};
+use rtlan_core::Medium;
 use rtlan_wire::ethernet::Address;
 use serde::Deserialize;
 use toml::Spanned;
@@ -458,7 +459,9 @@ impl Config {
             .map(|(p, &mac)| PortConfig {
                 name: p.ifname.clone(),
                 mac,
-                rate_bps: p.rate_bps,
+                medium: p
+                    .rate_bps
+                    .map_or(Medium::Unpaced, |rate_bps| Medium::FullDuplex { rate_bps }),
             })
             .collect();
         SwitchConfig {

@@ -118,7 +118,12 @@ fn switch_config_takes_port_macs_and_defaults_the_switch_mac() {
     assert_eq!(sc.ports.len(), 2);
     assert_eq!(sc.ports[1].mac, macs[1]);
     assert_eq!(sc.ports[0].name, "p0");
-    assert_eq!(sc.ports[0].rate_bps, Some(100_000_000));
+    assert_eq!(
+        sc.ports[0].medium,
+        Medium::FullDuplex {
+            rate_bps: 100_000_000
+        }
+    );
     assert_eq!(sc.cycle_time, Duration::from_millis(5));
     c.mac = None;
     assert_eq!(c.switch_config(&macs).mac, macs[0]);

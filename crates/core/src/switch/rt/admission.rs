@@ -13,7 +13,7 @@
 //!
 //! **Units.** Bookings are in *wire* bit/s: every frame counted with its preamble, SFD, FCS and
 //! inter-frame gap and padded to the Ethernet minimum — the same accounting the output pacer
-//! uses ([`wire_bits`]). A SETUP's rate counts whole frames with their 14-byte header but
+//! uses ([`rtlan_wire::cost`]). A SETUP's rate counts whole frames with their 14-byte header but
 //! without that overhead (`docs/protocol.md` §3); convert it with [`wire_rate`] before booking.
 //! The line rate is a wire rate too, so the cap is a true share of the link.
 //!
@@ -24,7 +24,9 @@ use std::time::Duration;
 
 use rtlan_wire::control::FailReason;
 
-use crate::switch::{wire_bits, PortId};
+use rtlan_wire::cost::wire_bytes;
+
+use crate::switch::PortId;
 
 /// EtheReal §3.3: real-time reservations may use at most 60 % of a link.
 pub const DEFAULT_RT_CAP_PERCENT: u8 = 60;
@@ -98,13 +100,13 @@ impl AdmissionError {
 }
 
 /// The wire rate (bit/s) a reservation of `rate_bps` (whole frames, header included) needs when
-/// it sends frames of `max_packet` bytes: `rate × wire_bits(max_packet) / (8 × max_packet)`,
+/// it sends frames of `max_packet` bytes: `rate × wire_bytes(max_packet) / max_packet`,
 /// rounded up and saturating. Senders that use smaller frames pay the extra overhead out of their
 /// own reservation (shaping and policing count wire bits). `max_packet` 0 counts as 1.
 pub fn wire_rate(rate_bps: u64, max_packet: u16) -> u64 {
     let frame = u128::from(max_packet.max(1));
-    let wire = u128::from(wire_bits(usize::from(max_packet.max(1))));
-    let needed = (u128::from(rate_bps) * wire).div_ceil(frame * 8);
+    let wire = u128::from(wire_bytes(usize::from(max_packet.max(1))));
+    let needed = (u128::from(rate_bps) * wire).div_ceil(frame);
     u64::try_from(needed).unwrap_or(u64::MAX)
 }
 

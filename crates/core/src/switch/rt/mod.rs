@@ -102,6 +102,18 @@ pub fn forward_data(
     plan: &ProxyMacPlan,
     stats: &mut RtStats,
 ) -> Result<PortId, RtDrop> {
+    forward_entry(frame, in_port, table, plan, stats).map(|entry| entry.out_port)
+}
+
+/// [`forward_data`], returning the connection's whole entry (its output port and its flow on
+/// that port's scheduler), so the caller queues the frame without another lookup.
+pub fn forward_entry<'t>(
+    frame: &mut [u8],
+    in_port: PortId,
+    table: &'t ConnectionTable,
+    plan: &ProxyMacPlan,
+    stats: &mut RtStats,
+) -> Result<&'t RtEntry, RtDrop> {
     let result = forward_inner(frame, in_port, table, plan, stats);
     match &result {
         Ok(_) => stats.forwarded += 1,
@@ -110,13 +122,13 @@ pub fn forward_data(
     result
 }
 
-fn forward_inner(
+fn forward_inner<'t>(
     frame: &mut [u8],
     in_port: PortId,
-    table: &ConnectionTable,
+    table: &'t ConnectionTable,
     plan: &ProxyMacPlan,
     stats: &mut RtStats,
-) -> Result<PortId, RtDrop> {
+) -> Result<&'t RtEntry, RtDrop> {
     let dst = Frame::new_checked(&*frame)
         .map_err(RtDrop::Malformed)?
         .dst_addr();
@@ -141,5 +153,5 @@ fn forward_inner(
     };
     // new_checked above succeeded on the same buffer, so the header is present.
     Frame::new_unchecked(&mut *frame).set_dst_addr(new_dst);
-    Ok(entry.out_port)
+    Ok(entry)
 }

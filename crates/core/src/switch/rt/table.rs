@@ -6,12 +6,18 @@
 //! attached by the scheduler), *Output Connection ID*, *Receiver IP Address* together with the
 //! *Swap* flag (`receiver_ip` is `Some` exactly at the first switch), and the *QOS parameters*.
 //! The last switch writes the receiver's MAC instead of a connection id (`receiver_mac`).
+//!
+//! Lookup is on every real-time frame, so it is an index, not a hash: per input port, a dense
+//! array indexed by connection id (allocated when the port gets its first connection, 256 KiB)
+//! points into a slab of entries. Listing is in (input port, connection id) order, from a sorted
+//! set of the keys that only inserts and removals touch.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
 
 use rtlan_wire::ethernet::Address;
 
+use crate::egress::FlowHandle;
 use crate::switch::PortId;
 
 /// Why an entry could not be inserted.
@@ -66,13 +72,25 @@ pub struct RtEntry {
     pub max_packet: u16,
     /// The SETUP that created the entry, for idempotent retransmissions and teardown.
     pub request: RequestKey,
+    /// The connection's queue on the output port's scheduler (*Output Queue*, the per-connection
+    /// part): set once the scheduler accepted the flow, so a data frame is queued by handle,
+    /// without a second lookup.
+    pub flow: Option<FlowHandle>,
 }
 
 /// All real-time connections of a switch, keyed by (input port, input connection id), with a
 /// second index by [`RequestKey`]. Bounded: `capacity` entries at most.
 #[derive(Debug, Clone)]
 pub struct ConnectionTable {
-    entries: HashMap<(PortId, u16), RtEntry>,
+    /// The entries; `None` marks a free slot (listed in `free`).
+    slots: Vec<Option<RtEntry>>,
+    free: Vec<u32>,
+    /// Per input port (`None` until its first connection): slot + 1 of the entry for each
+    /// connection id, 0 for none.
+    by_port: Vec<Option<Box<[u32]>>>,
+    /// The keys, sorted: the listing order.
+    keys: BTreeSet<(PortId, u16)>,
+    /// Looked up only, never iterated.
     by_request: HashMap<RequestKey, (PortId, u16)>,
     capacity: usize,
 }
@@ -82,7 +100,10 @@ impl ConnectionTable {
     /// so inserts below the capacity do not reallocate).
     pub fn new(capacity: usize) -> ConnectionTable {
         ConnectionTable {
-            entries: HashMap::with_capacity(capacity),
+            slots: Vec::with_capacity(capacity),
+            free: Vec::new(),
+            by_port: Vec::new(),
+            keys: BTreeSet::new(),
             by_request: HashMap::with_capacity(capacity),
             capacity,
         }
@@ -90,12 +111,20 @@ impl ConnectionTable {
 
     /// Number of connections.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.keys.len()
     }
 
     /// Whether the table has no connections.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.keys.is_empty()
+    }
+
+    /// The slot of the entry for (`in_port`, `in_id`), if any.
+    fn slot(&self, in_port: PortId, in_id: u16) -> Option<usize> {
+        let ids = self.by_port.get(usize::from(in_port.0))?.as_ref()?;
+        let plus_one = *ids.get(usize::from(in_id))?;
+        // u32 → usize: pointers are at least 32 bits wide on every target we build for.
+        (plus_one as usize).checked_sub(1)
     }
 
     /// Adds the connection arriving on `in_port` with id `in_id`. Refuses duplicates of the key
@@ -106,7 +135,7 @@ impl ConnectionTable {
         in_id: u16,
         entry: RtEntry,
     ) -> Result<(), TableError> {
-        if self.entries.contains_key(&(in_port, in_id)) {
+        if self.slot(in_port, in_id).is_some() {
             return Err(TableError::Duplicate {
                 port: in_port,
                 id: in_id,
@@ -115,17 +144,47 @@ impl ConnectionTable {
         if self.by_request.contains_key(&entry.request) {
             return Err(TableError::DuplicateRequest);
         }
-        if self.entries.len() >= self.capacity {
+        if self.len() >= self.capacity {
             return Err(TableError::Full);
         }
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                // `len() < capacity`, and a table holds far fewer than 2³² connections.
+                let slot = u32::try_from(self.slots.len()).map_err(|_| TableError::Full)?;
+                self.slots.push(None);
+                slot
+            }
+        };
+        let port = usize::from(in_port.0);
+        if self.by_port.len() <= port {
+            self.by_port.resize(port + 1, None);
+        }
+        let ids = self.by_port[port].get_or_insert_with(|| vec![0; 1 << 16].into_boxed_slice());
+        // The array has 2¹⁶ entries, one per u16 id; `slot` < u32::MAX since it indexes `slots`.
+        ids[usize::from(in_id)] = slot + 1;
+        self.slots[slot as usize] = Some(entry);
+        self.keys.insert((in_port, in_id));
         self.by_request.insert(entry.request, (in_port, in_id));
-        self.entries.insert((in_port, in_id), entry);
         Ok(())
     }
 
     /// The connection whose frames arrive on `in_port` with id `in_id`.
     pub fn lookup(&self, in_port: PortId, in_id: u16) -> Option<&RtEntry> {
-        self.entries.get(&(in_port, in_id))
+        self.slots.get(self.slot(in_port, in_id)?)?.as_ref()
+    }
+
+    /// Records the scheduler flow of the connection arriving on `in_port` with id `in_id`;
+    /// `false` if there is no such connection.
+    pub fn set_flow(&mut self, in_port: PortId, in_id: u16, flow: FlowHandle) -> bool {
+        let slot = self.slot(in_port, in_id);
+        match slot.and_then(|slot| self.slots.get_mut(slot)?.as_mut()) {
+            Some(entry) => {
+                entry.flow = Some(flow);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The (input port, input id) of the connection created by `request`, if any.
@@ -135,14 +194,27 @@ impl ConnectionTable {
 
     /// Removes and returns the connection arriving on `in_port` with id `in_id`.
     pub fn remove(&mut self, in_port: PortId, in_id: u16) -> Option<RtEntry> {
-        let entry = self.entries.remove(&(in_port, in_id))?;
+        let slot = self.slot(in_port, in_id)?;
+        let entry = self.slots.get_mut(slot)?.take()?;
+        if let Some(ids) = self
+            .by_port
+            .get_mut(usize::from(in_port.0))
+            .and_then(Option::as_mut)
+        {
+            ids[usize::from(in_id)] = 0;
+        }
+        // `slot` came from the index, which only holds slots below `slots.len()` ≤ u32::MAX.
+        self.free.push(u32::try_from(slot).unwrap_or(u32::MAX));
+        self.keys.remove(&(in_port, in_id));
         self.by_request.remove(&entry.request);
         Some(entry)
     }
 
-    /// Every connection, in no particular order.
+    /// Every connection, in (input port, input id) order.
     pub fn iter(&self) -> impl Iterator<Item = ((PortId, u16), &RtEntry)> {
-        self.entries.iter().map(|(key, entry)| (*key, entry))
+        self.keys
+            .iter()
+            .filter_map(|&(port, id)| Some(((port, id), self.lookup(port, id)?)))
     }
 }
 
@@ -164,6 +236,7 @@ mod tests {
                 src_mac: Address([2, 0, 0, 0, 0, 1]),
                 request_id,
             },
+            flow: None,
         }
     }
 

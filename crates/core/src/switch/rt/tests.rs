@@ -66,6 +66,7 @@ fn entry(out_port: u16, out_id: u16, request_id: u32) -> RtEntry {
             src_mac: SENDER_MAC,
             request_id,
         },
+        flow: None,
     }
 }
 

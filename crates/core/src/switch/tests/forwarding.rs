@@ -236,10 +236,16 @@ fn full_queue_drops_and_counts_per_port() {
 #[test]
 fn default_queue_bounds_follow_rate_and_cycle_time() {
     let mut cfg = config(4);
-    cfg.ports[0].rate_bps = Some(100_000_000); // 2 × 100 Mbit/s × 10 ms = 250 000 bytes
-    cfg.ports[1].rate_bps = Some(1_000_000); // 2 500 bytes, raised to the 64 KiB floor
-    cfg.ports[2].rate_bps = None; // unpaced: 4 MiB
-    cfg.ports[3].rate_bps = Some(1_000_000_000); // 2 500 000 bytes
+    cfg.ports[0].medium = Medium::FullDuplex {
+        rate_bps: 100_000_000,
+    }; // 2 × 100 Mbit/s × 10 ms = 250 000 bytes
+    cfg.ports[1].medium = Medium::FullDuplex {
+        rate_bps: 1_000_000,
+    }; // 2 500 bytes, raised to the 64 KiB floor
+    cfg.ports[2].medium = Medium::Unpaced; // unpaced: 4 MiB
+    cfg.ports[3].medium = Medium::FullDuplex {
+        rate_bps: 1_000_000_000,
+    }; // 2 500 000 bytes
     let sw = Switch::new(cfg.clone(), Instant::ZERO).expect("valid configuration");
     assert_eq!(sw.queue_bound(PortId(0)), Some(250_000));
     assert_eq!(sw.queue_bound(PortId(1)), Some(MIN_NRT_QUEUE_BYTES));
@@ -260,13 +266,15 @@ fn bad_configurations_are_refused() {
         Some(ConfigError::PortCount(0))
     );
     let mut cfg = config(2);
-    cfg.ports[1].rate_bps = Some(0);
+    cfg.ports[1].medium = Medium::FullDuplex { rate_bps: 0 };
     assert_eq!(
         Switch::new(cfg, Instant::ZERO).err(),
         Some(ConfigError::ZeroRate("p1".into()))
     );
     let mut cfg = config(2);
-    cfg.ports[0].rate_bps = Some(1_000_000_000_000);
+    cfg.ports[0].medium = Medium::FullDuplex {
+        rate_bps: 1_000_000_000_000,
+    };
     cfg.cycle_time = Duration::from_secs(1);
     assert!(matches!(
         Switch::new(cfg, Instant::ZERO),

@@ -51,7 +51,7 @@ pub(super) fn config(ports: usize) -> SwitchConfig {
             .map(|i| PortConfig {
                 name: format!("p{i}"),
                 mac: port_mac(i),
-                rate_bps: None,
+                medium: crate::node::Medium::Unpaced,
             })
             .collect(),
         unknown_unicast: UnknownUnicast::ArpProbe,

@@ -9,7 +9,7 @@ const TX_NS: u64 = 70_400;
 /// Two ports; port 1 paced at 10 Mbit/s.
 fn paced_switch() -> Switch {
     let mut cfg = config(2);
-    cfg.ports[1].rate_bps = Some(RATE);
+    cfg.ports[1].medium = Medium::FullDuplex { rate_bps: RATE };
     Switch::new(cfg, Instant::ZERO).expect("valid configuration")
 }
 
@@ -137,7 +137,7 @@ fn long_run_rate_is_the_line_rate() {
     // 1000 frames of 1514 bytes through a 10 Mbit/s port, driven by a loop that
     // wakes exactly at `poll_timeout`: the last frame leaves at 999 × 1538 × 8 / 10^7 s, to the nanosecond.
     let mut cfg = config(2);
-    cfg.ports[1].rate_bps = Some(RATE);
+    cfg.ports[1].medium = Medium::FullDuplex { rate_bps: RATE };
     cfg.nrt_queue_bytes = Some(2_000_000);
     let mut sw = Switch::new(cfg, Instant::ZERO).expect("valid configuration");
     let frame = eth(Address::BROADCAST, A, 0x88b5, &[0; 1500]);

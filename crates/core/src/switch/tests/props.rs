@@ -74,7 +74,7 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..200),
     ) {
         let mut cfg = config(3);
-        cfg.ports[1].rate_bps = Some(10_000_000);
+        cfg.ports[1].medium = Medium::FullDuplex { rate_bps: 10_000_000 };
         cfg.nrt_queue_bytes = Some(4000);
         cfg.pending_capacity = 3;
         cfg.pending_timeout = Duration::from_millis(20);

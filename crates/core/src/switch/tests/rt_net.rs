@@ -67,7 +67,7 @@ pub(super) fn rt_switch_config(sw: usize, rates: &[u64]) -> SwitchConfig {
             .map(|(i, &rate)| PortConfig {
                 name: format!("s{sw}p{i}"),
                 mac: sw_port_mac(sw, i),
-                rate_bps: Some(rate),
+                medium: crate::node::Medium::FullDuplex { rate_bps: rate },
             })
             .collect(),
         unknown_unicast: UnknownUnicast::ArpProbe,

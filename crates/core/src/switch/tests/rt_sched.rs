@@ -28,7 +28,7 @@ fn ctl(src: Address, repr: &Repr) -> Vec<u8> {
 fn lab() -> Switch {
     let mut cfg = config(4);
     for port in &mut cfg.ports {
-        port.rate_bps = Some(LINE);
+        port.medium = Medium::FullDuplex { rate_bps: LINE };
     }
     let mut sw = Switch::new(cfg, Instant::ZERO).expect("valid");
     for (port, mac, ip) in [(1, B, IP_B), (3, D, IP_D)] {

@@ -360,3 +360,33 @@ fn a_setup_right_after_an_arp_flush_probes_again() {
     sw.handle_frame(ms(15), PortId(1), &reply);
     assert_eq!(sw.connections().len(), 2, "the second SETUP completes");
 }
+
+/// Connections that expire at the same sweep are released, and torn down, in (input port, input
+/// id) order whatever order they were set up in — never in the order of a hash map.
+#[test]
+fn simultaneous_expiries_tear_down_in_connection_id_order() {
+    let mut sw = two_hop(Duration::from_secs(30));
+    // Set up in a scrambled order.
+    let offsets: [u16; 12] = [7, 3, 11, 0, 9, 1, 10, 4, 6, 2, 8, 5];
+    for (n, offset) in offsets.iter().enumerate() {
+        let request_id = u32::try_from(n).expect("small") + 1;
+        connect(&mut sw, ms(1), request_id, PLAN.reserved + offset);
+    }
+    let listed: Vec<u16> = sw.connection_list(ms(2)).iter().map(|c| c.in_id).collect();
+    let sorted: Vec<u16> = (0..12).map(|n| PLAN.reserved + n).collect();
+    assert_eq!(listed, sorted);
+    let table: Vec<u16> = sw.connections().iter().map(|((_, id), _)| id).collect();
+    assert_eq!(table, sorted);
+    // Not refreshed: all expire at the sweep 31 s in.
+    let now = ms(31_000);
+    sw.handle_timeout(now);
+    let torn: Vec<u16> = parse(&drain(&mut sw, now, 0))
+        .iter()
+        .filter_map(|r| match r.message {
+            Message::Teardown { connection_id } => Some(connection_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(torn, sorted);
+    assert_eq!(sw.stats().signal.refresh_expired, 12);
+}

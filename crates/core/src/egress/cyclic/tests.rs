@@ -1,20 +1,98 @@
 //! Tests of the cyclic scheduler on virtual time: a driver feeds frames, polls the scheduler at
 //! every deadline it asks for, and records what went out; frames carry their connection key and a
-//! sequence number so every frame can be traced.
+//! sequence number so every frame can be traced. The tests name connections by small keys of
+//! their own; [`Keyed`] maps them to the scheduler's flow handles (keeping a removed connection's
+//! handle, so using the key again exercises the scheduler's stale-handle check).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use proptest::prelude::*;
+use rtlan_wire::cost::tx_time;
 
 use super::*;
-use crate::switch::pacer::{tx_time, wire_bits};
+use crate::egress::pool::PoolConfig;
 use crate::time::Instant;
 
 /// Key written into non-real-time test frames.
 const NRT: u32 = u32::MAX;
 const MS: Duration = Duration::from_millis(1);
 const MAX_WIRE: u64 = (1500 + 24) * 8;
+
+/// A scheduler with the tests' connection keys.
+struct Keyed {
+    s: CyclicScheduler,
+    keys: BTreeMap<u32, FlowHandle>,
+}
+
+impl Deref for Keyed {
+    type Target = CyclicScheduler;
+    fn deref(&self) -> &CyclicScheduler {
+        &self.s
+    }
+}
+
+impl DerefMut for Keyed {
+    fn deref_mut(&mut self) -> &mut CyclicScheduler {
+        &mut self.s
+    }
+}
+
+impl Keyed {
+    fn new(s: CyclicScheduler) -> Keyed {
+        Keyed {
+            s,
+            keys: BTreeMap::new(),
+        }
+    }
+
+    fn handle(&self, key: u32) -> FlowHandle {
+        *self.keys.get(&key).expect("test uses a key it added")
+    }
+
+    fn add_connection(
+        &mut self,
+        key: u32,
+        rate_bps: u64,
+        max_burst: usize,
+        max_packet: usize,
+    ) -> Result<(), SchedError> {
+        let handle = self.s.add_flow(FlowSpec {
+            rate_bps,
+            max_burst,
+            max_packet,
+        })?;
+        self.keys.insert(key, handle);
+        Ok(())
+    }
+
+    fn remove_connection(&mut self, key: u32) -> Option<ConnStats> {
+        let handle = self.handle(key);
+        self.s.remove_flow(handle)
+    }
+
+    fn enqueue_rt(&mut self, now: Instant, key: u32, frame: &[u8]) -> bool {
+        let handle = self.handle(key);
+        self.s.enqueue_flow(now, handle, frame)
+    }
+
+    fn rt_queued(&self, key: u32) -> Option<usize> {
+        self.s.rt_queued(self.handle(key))
+    }
+
+    fn connection_stats(&self, key: u32) -> Option<ConnStats> {
+        self.s.connection_stats(self.handle(key))
+    }
+
+    /// Keys of the live connections, in the scheduler's (slot) order.
+    fn connections(&self) -> Vec<u32> {
+        self.s
+            .connections()
+            .filter_map(|h| self.keys.iter().find(|(_, v)| **v == h).map(|(k, _)| *k))
+            .collect()
+    }
+}
 
 fn at(d: Duration) -> Instant {
     Instant::ZERO + d
@@ -40,10 +118,10 @@ struct Sent {
 /// instant it returns (which must be later). Checks on every step that frames are paced at line
 /// rate and that `poll_timeout` after an empty poll lies in the future.
 fn drive(
-    s: &mut CyclicScheduler,
+    s: &mut Keyed,
     start: Instant,
     end: Instant,
-    mut feed: impl FnMut(&mut CyclicScheduler, Instant) -> Option<Instant>,
+    mut feed: impl FnMut(&mut Keyed, Instant) -> Option<Instant>,
 ) -> Vec<Sent> {
     let mut now = start;
     let mut next_feed = Some(start);
@@ -87,7 +165,7 @@ fn drive(
 
 /// Keeps every key in `keys` backlogged (at least 6 frames of cycling sizes) and, if `nrt`, the
 /// non-real-time FIFO too; called every 50 µs.
-fn greedy(keys: &[u32], nrt: bool) -> impl FnMut(&mut CyclicScheduler, Instant) -> Option<Instant> {
+fn greedy(keys: &[u32], nrt: bool) -> impl FnMut(&mut Keyed, Instant) -> Option<Instant> {
     const SIZES: [usize; 6] = [64, 1500, 300, 1000, 128, 700];
     let keys = keys.to_vec();
     let mut seq = 0u32;
@@ -116,12 +194,12 @@ fn per_cycle(sent: &[Sent], cycle: Duration) -> HashMap<(u32, u64), u64> {
     m
 }
 
-fn sched(line_bps: u64, cycle: Duration) -> CyclicScheduler {
+fn sched(line_bps: u64, cycle: Duration) -> Keyed {
     let cfg = SchedConfig {
         cycle,
         ..SchedConfig::new(line_bps)
     };
-    CyclicScheduler::new(cfg, Instant::ZERO).expect("valid test configuration")
+    Keyed::new(CyclicScheduler::new(cfg, Instant::ZERO).expect("valid test configuration"))
 }
 
 /// Quota of `rate` over `cycle`, in wire bits.
@@ -336,13 +414,9 @@ fn removing_a_connection_frees_it() {
         max_connections: 2,
         ..SchedConfig::new(10_000_000)
     };
-    let mut s = CyclicScheduler::new(cfg, Instant::ZERO).expect("valid");
+    let mut s = Keyed::new(CyclicScheduler::new(cfg, Instant::ZERO).expect("valid"));
     s.add_connection(1, 6_000_000, 3000, 1500)
         .expect("admissible");
-    assert_eq!(
-        s.add_connection(1, 1, 3000, 1500),
-        Err(SchedError::DuplicateConnection(1))
-    );
     assert_eq!(
         s.add_connection(2, 5_000_000, 3000, 1500),
         Err(SchedError::Oversubscribed {
@@ -366,7 +440,13 @@ fn removing_a_connection_frees_it() {
     assert_eq!(s.remove_connection(1), None);
     s.add_connection(3, 6_000_000, 3000, 1500)
         .expect("slot and rate were freed");
-    let mut keys: Vec<u32> = s.connections().collect();
+    // Connection 3 took connection 1's slot: 1's handle is stale and must not reach it.
+    assert_eq!(s.handle(3).slot(), s.handle(1).slot());
+    assert!(!s.enqueue_rt(Instant::ZERO, 1, &frame(1, 10, 100)));
+    assert_eq!(s.rt_queued(3), Some(0));
+    assert_eq!(s.connection_stats(1), None);
+    assert_eq!(s.remove_connection(1), None);
+    let mut keys = s.connections();
     keys.sort_unstable();
     assert_eq!(keys, [2, 3]);
     // Nothing of connection 1 is left to send.
@@ -492,4 +572,97 @@ proptest! {
             prop_assert!(cum[k] <= (c + 1) * quota(rates[k], cycle), "key {} over credit", k);
         }
     }
+}
+
+/// QSR §3.1 through the scheduler: with pools sized, a reserved flow borrows the excess when its
+/// dedicated pool is full, default traffic is held to its own pool even with the excess free,
+/// and sending gives the bytes back.
+#[test]
+fn queues_charge_their_buffer_pools() {
+    let cfg = SchedConfig {
+        pools: PoolConfig {
+            control: 0,
+            reserved: 2_000,
+            default: 1_000,
+            excess: 1_000,
+        },
+        ..SchedConfig::new(100_000_000)
+    };
+    let mut s = Keyed::new(CyclicScheduler::new(cfg, Instant::ZERO).expect("valid"));
+    s.add_connection(1, 10_000_000, 16_000, 1000)
+        .expect("admissible");
+    // 3 × 1000 bytes fit the flow's queue: 2000 dedicated + 1000 borrowed; a 4th does not.
+    for seq in 0..3 {
+        assert!(s.enqueue_rt(Instant::ZERO, 1, &frame(1, seq, 1000)));
+    }
+    assert!(!s.enqueue_rt(Instant::ZERO, 1, &frame(1, 3, 1000)));
+    let reserved = *s.pools().stats(TrafficClass::Reserved);
+    assert_eq!(
+        (reserved.used_bytes, reserved.borrowed_bytes),
+        (3_000, 1_000)
+    );
+    assert_eq!(reserved.refusals, 1);
+    assert_eq!(s.connection_stats(1).expect("exists").frames_dropped, 1);
+    // Default traffic: 1000 bytes of its own pool, never the excess (here all lent anyway, so
+    // free some first by sending).
+    let mut buf = [0u8; 2048];
+    assert!(s.poll_transmit(Instant::ZERO, &mut buf).is_some());
+    assert_eq!(s.pools().excess_used(), 0);
+    assert!(s.enqueue_nrt(Instant::ZERO, &frame(NRT, 0, 1000)));
+    assert!(!s.enqueue_nrt(Instant::ZERO, &frame(NRT, 1, 60)));
+    assert_eq!(s.pools().excess_used(), 0);
+    assert_eq!(s.stats().nrt_frames_dropped, 1);
+    // Control has no dedicated pool of its own here but may borrow the excess.
+    let cfg = SchedConfig {
+        pools: PoolConfig {
+            control: 0,
+            reserved: 0,
+            default: 0,
+            excess: 100,
+        },
+        ..SchedConfig::new(100_000_000)
+    };
+    let mut c = CyclicScheduler::new(cfg, Instant::ZERO)
+        .expect("valid")
+        .with_control_queue(1_000);
+    assert!(c.enqueue_control(Instant::ZERO, &frame(NRT, 3, 60)));
+    assert_eq!(c.pools().stats(TrafficClass::Control).borrowed_bytes, 60);
+    assert!(!c.enqueue_nrt(Instant::ZERO, &frame(NRT, 4, 60)));
+}
+
+/// On a medium the scheduler does not pace (unpaced, shared), frames go back to back — the
+/// driver serialises — while each connection is still held to its quota per cycle.
+#[test]
+fn unpaced_media_are_not_paced_but_still_policed() {
+    for medium in [
+        Medium::Unpaced,
+        Medium::Shared {
+            rate_bps: 10_000_000,
+        },
+    ] {
+        let cfg = SchedConfig {
+            cycle: MS,
+            ..SchedConfig::for_medium(medium, 10_000_000)
+        };
+        let mut s = Keyed::new(CyclicScheduler::new(cfg, Instant::ZERO).expect("valid"));
+        assert!(!s.is_paced());
+        // 2 Mbit/s over 1 ms: 2000 bits of quota, two 64-byte frames (704 bits each) fit.
+        s.add_connection(1, 2_000_000, 16_000, 1500)
+            .expect("admissible");
+        for seq in 0..5 {
+            assert!(s.enqueue_rt(Instant::ZERO, 1, &frame(1, seq, 64)));
+        }
+        let mut buf = [0u8; 2048];
+        let mut sent = 0;
+        while s.poll_transmit(Instant::ZERO, &mut buf).is_some() {
+            sent += 1;
+        }
+        assert_eq!(sent, 2, "{medium:?}: quota, not line rate, limits");
+        assert_eq!(s.poll_timeout(), Some(at(MS)));
+    }
+    let zero = SchedConfig::for_medium(Medium::FullDuplex { rate_bps: 0 }, 1);
+    assert_eq!(
+        CyclicScheduler::new(zero, Instant::ZERO).err(),
+        Some(SchedError::ZeroLineRate)
+    );
 }

@@ -1,8 +1,9 @@
 //! EtheReal's cyclic round-robin scheduler for one output port (EtheReal §3.3; cost figure §4.3).
 //!
-//! Time is cut into cycles of fixed length (default 10 ms). Each real-time connection has its own
-//! bounded queue (2 × its maximum burst) and a *quota* = reserved rate × cycle, in wire bits
-//! ([`wire_bits`]: the frame padded to 60 bytes plus FCS, preamble, SFD and inter-frame gap). A
+//! Time is cut into cycles of fixed length (default 10 ms). Each real-time connection (a *flow* of
+//! the [`Scheduler`] contract, addressed by its [`FlowHandle`]) has its own bounded queue (2 × its
+//! maximum burst) and a *quota* = reserved rate × cycle, in wire bits ([`wire_bits`]: the frame
+//! padded to 60 bytes plus FCS, preamble, SFD and inter-frame gap). A
 //! connection holds a *credit*: at each cycle start a backlogged connection gains one quota, a head
 //! frame may go when its wire bits fit the credit, and what is left is carried to the next cycle
 //! (deficit round robin), so the long-run rate is exact to one packet. A connection whose queue
@@ -17,19 +18,34 @@
 //! cycle, a real-time frame that arrives mid-cycle while its connection still has credit goes ahead
 //! of the queued non-real-time frames: its delay drops from up to a cycle to one frame's line time,
 //! and the per-cycle guarantee is unchanged because the frame only spends credit the connection
-//! already had. All output is paced at line rate by the port's [`Pacer`].
+//! already had. On a [`Medium::FullDuplex`] port all output is paced at line rate by the port's
+//! [`Pacer`]; on other media the driver serialises and frames go as soon as they may (real-time
+//! ones still within their per-cycle quota).
+//!
+//! Every queue charges its bytes to the port's [`BufferPools`] (QSR §3.1): the control FIFO to the
+//! control pool, each connection's queue to the reserved pool, the non-real-time FIFO to the
+//! default pool. [`SchedConfig::new`] leaves the pools unlimited, so only the queues' own bounds
+//! apply unless a configuration sizes them.
 //!
 //! Cycles advance lazily: a cycle boundary is processed by the first call at or after it. Only
 //! backlogged connections are touched, so a cycle costs O(backlogged connections). A late call that
 //! finds several boundaries passed grants a backlogged connection at most [`CATCHUP_CYCLES`] quotas,
 //! and no connection ever holds more than `CATCHUP_CYCLES × quota + one maximum packet` of credit.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::switch::pacer::{wire_bits, Pacer, PACING_LATE_THRESHOLD};
-use crate::switch::queue::FrameQueue;
+use rtlan_wire::cost::wire_bits;
+
+use super::pacer::{Pacer, PACING_LATE_THRESHOLD};
+use super::pool::{BufferPools, PoolConfig, TrafficClass};
+use super::queue::{charge, FrameQueue};
+use super::sched::{ConnStats, FlowHandle, FlowSlab, FlowSpec, SchedStats, Scheduler};
+use crate::node::Medium;
 use crate::time::Instant;
+
+#[cfg(test)]
+mod tests;
 
 /// Shortest allowed cycle.
 pub const MIN_CYCLE: Duration = Duration::from_micros(100);
@@ -53,12 +69,9 @@ pub enum SchedError {
     /// The cycle is outside [`MIN_CYCLE`] ..= [`MAX_CYCLE`].
     #[error("cycle time {0:?} is outside 100 µs ..= 1 s")]
     CycleOutOfRange(Duration),
-    /// The line rate is zero.
+    /// The line rate (or the medium's rate) is zero.
     #[error("line rate must be positive")]
     ZeroLineRate,
-    /// A connection with this key already exists.
-    #[error("connection {0} already exists")]
-    DuplicateConnection(u32),
     /// The configured maximum number of connections is reached.
     #[error("connection table full ({0} connections)")]
     TooManyConnections(usize),
@@ -91,75 +104,45 @@ pub enum SchedError {
 pub struct SchedConfig {
     /// Cycle length, [`MIN_CYCLE`] ..= [`MAX_CYCLE`].
     pub cycle: Duration,
-    /// Line rate of the output port in bit/s (> 0).
+    /// What the port transmits on: a [`Medium::FullDuplex`] port is paced at its rate, other
+    /// media are not paced (the driver serialises).
+    pub medium: Medium,
+    /// Rate the reservations are checked against and the default non-real-time FIFO is sized
+    /// from, bit/s (> 0): the medium's rate, or a nominal rate for an unpaced port.
     pub line_rate_bps: u64,
     /// Bound of the non-real-time FIFO in bytes; `None` = 2 × line rate × cycle (EtheReal §3.3).
     pub nrt_queue_bytes: Option<usize>,
     /// Most real-time connections this port accepts.
     pub max_connections: usize,
+    /// The port's buffer pools (QSR §3.1).
+    pub pools: PoolConfig,
 }
 
 impl SchedConfig {
-    /// The paper's defaults for a port of `line_rate_bps`: 10 ms cycle, non-real-time FIFO of
-    /// 2 × rate × cycle, up to 16384 connections.
+    /// The paper's defaults for a full-duplex port of `line_rate_bps`, paced: 10 ms cycle,
+    /// non-real-time FIFO of 2 × rate × cycle, up to 16384 connections, unlimited pools.
     pub fn new(line_rate_bps: u64) -> SchedConfig {
         SchedConfig {
             cycle: DEFAULT_CYCLE,
+            medium: Medium::FullDuplex {
+                rate_bps: line_rate_bps,
+            },
             line_rate_bps,
             nrt_queue_bytes: None,
             max_connections: 16_384,
+            pools: PoolConfig::UNLIMITED,
         }
     }
-}
 
-/// Counters of one real-time connection.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ConnStats {
-    /// Frames sent.
-    pub frames_sent: u64,
-    /// Bytes sent (frame lengths, without FCS).
-    pub bytes_sent: u64,
-    /// Wire bits sent ([`wire_bits`] of each frame): what the connection was charged.
-    pub wire_bits_sent: u64,
-    /// Frames dropped: queue full (sending faster than reserved), longer than the maximum packet,
-    /// output buffer too short, or still queued when the connection was removed.
-    pub frames_dropped: u64,
-    /// Bytes of the dropped frames.
-    pub bytes_dropped: u64,
-    /// Largest credit the connection ever held, in wire bits (rounded down).
-    pub max_credit_bits: u64,
-}
-
-/// Counters of one port's scheduler.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct SchedStats {
-    /// Real-time frames sent.
-    pub rt_frames_sent: u64,
-    /// Real-time bytes sent.
-    pub rt_bytes_sent: u64,
-    /// Real-time frames dropped (all connections, including unknown keys and removals).
-    pub rt_frames_dropped: u64,
-    /// Non-real-time frames sent.
-    pub nrt_frames_sent: u64,
-    /// Non-real-time bytes sent.
-    pub nrt_bytes_sent: u64,
-    /// Non-real-time frames dropped (FIFO full or output buffer too short).
-    pub nrt_frames_dropped: u64,
-    /// Cycle boundaries passed.
-    pub cycles: u64,
-    /// Cycle boundaries reached while real-time frames with credit were still waiting for the line.
-    pub cycle_overruns: u64,
-    /// Cycle boundaries processed only after the next one had passed (late wake-up).
-    pub cycles_skipped: u64,
-    /// Control frames (signalling, served before real-time connections) sent.
-    pub control_frames_sent: u64,
-    /// Control frames dropped (control FIFO full or output buffer too short).
-    pub control_frames_dropped: u64,
-    /// Largest lateness of a send, in ns: how long after the frame became due (line free, frame
-    /// queued and, for real-time frames, the current cycle started) it was handed out.
-    pub late_max_ns: u64,
-    /// Sends later than [`PACING_LATE_THRESHOLD`] (50 µs).
-    pub late_sends: u64,
+    /// The same defaults on `medium`; `line_rate_bps` is the medium's rate where it has one and
+    /// `nominal_rate_bps` for an [`Medium::Unpaced`] port.
+    pub fn for_medium(medium: Medium, nominal_rate_bps: u64) -> SchedConfig {
+        SchedConfig {
+            medium,
+            line_rate_bps: medium.rate_bps().unwrap_or(nominal_rate_bps),
+            ..SchedConfig::new(nominal_rate_bps)
+        }
+    }
 }
 
 /// One real-time connection.
@@ -205,6 +188,14 @@ impl Conn {
         self.head_cost().is_some_and(|c| c <= self.credit)
     }
 
+    /// Pops the head frame into `out` (see [`FrameQueue::pop_into`]) and gives its bytes back
+    /// to the reserved pool.
+    fn pop_into(&mut self, out: &mut [u8], pools: &mut BufferPools) -> Option<usize> {
+        let len = self.queue.pop_into(out)?;
+        pools.release(TrafficClass::Reserved, charge(len));
+        Some(len)
+    }
+
     fn drop_frame(&mut self, len: usize) {
         self.stats.frames_dropped += 1;
         self.stats.bytes_dropped += len as u64;
@@ -218,11 +209,8 @@ fn cost(len: usize) -> u128 {
 
 /// The scheduler of one output port (see the module docs).
 ///
-/// Driver call order, all with the current virtual time: [`CyclicScheduler::enqueue_rt`] /
-/// [`CyclicScheduler::enqueue_nrt`] for each frame routed to the port; then
-/// [`CyclicScheduler::poll_transmit`] until it returns `None`; then arm a timer at
-/// [`CyclicScheduler::poll_timeout`] (`None`: nothing to do until the next enqueue; an instant at or
-/// before now: poll again at once).
+/// Driver call order: that of the [`Scheduler`] trait, which it implements; its inherent methods
+/// of the same names are the same calls.
 #[derive(Debug)]
 pub struct CyclicScheduler {
     cycle_ns: u64,
@@ -234,15 +222,16 @@ pub struct CyclicScheduler {
     cycle_index: u64,
     cycle_start: Instant,
     pacer: Pacer,
-    /// `false`: the port is unpaced (frames go as soon as they are eligible; cycles and quotas
-    /// still apply).
+    medium: Medium,
+    /// Whether the medium is paced here (full duplex): otherwise frames go as soon as they are
+    /// eligible; cycles and quotas still apply.
     paced: bool,
     /// Control frames, served first (empty bound unless [`CyclicScheduler::with_control_queue`]).
     control: FrameQueue,
     nrt: FrameQueue,
-    slots: Vec<Option<Conn>>,
-    free: Vec<usize>,
-    by_key: HashMap<u32, usize>,
+    pools: BufferPools,
+    /// The connections, addressed by [`FlowHandle`]; `eligible` and `waiting` hold slot indexes.
+    slots: FlowSlab<Conn>,
     /// Backlogged connections whose credit covers their head frame, in round-robin order.
     eligible: VecDeque<usize>,
     /// Backlogged connections waiting for the next cycle's quota.
@@ -257,9 +246,10 @@ impl CyclicScheduler {
         if !(MIN_CYCLE..=MAX_CYCLE).contains(&cfg.cycle) {
             return Err(SchedError::CycleOutOfRange(cfg.cycle));
         }
-        if cfg.line_rate_bps == 0 {
+        if cfg.line_rate_bps == 0 || cfg.medium.rate_bps() == Some(0) {
             return Err(SchedError::ZeroLineRate);
         }
+        let pacing_rate = cfg.medium.pacing_rate_bps();
         // MAX_CYCLE is 1 s, so the nanoseconds fit a u64.
         let cycle_ns = u64::try_from(cfg.cycle.as_nanos()).unwrap_or(u64::MAX);
         let nrt_bytes = cfg.nrt_queue_bytes.unwrap_or_else(|| {
@@ -274,26 +264,18 @@ impl CyclicScheduler {
             epoch: now,
             cycle_index: 0,
             cycle_start: now,
-            pacer: Pacer::new(cfg.line_rate_bps),
-            paced: true,
+            pacer: Pacer::new(pacing_rate.unwrap_or(cfg.line_rate_bps)),
+            medium: cfg.medium,
+            paced: pacing_rate.is_some(),
             control: FrameQueue::new(0),
             nrt: FrameQueue::new(nrt_bytes),
-            slots: Vec::with_capacity(n),
-            free: Vec::with_capacity(n),
-            by_key: HashMap::with_capacity(n),
+            pools: BufferPools::new(cfg.pools),
+            slots: FlowSlab::with_capacity(n),
             eligible: VecDeque::with_capacity(n),
             waiting: Vec::with_capacity(n),
             reserved_bps: 0,
             stats: SchedStats::default(),
         })
-    }
-
-    /// The same scheduler without line-rate pacing (a port whose rate is unknown): frames go as
-    /// soon as they may (real-time ones still within their per-cycle quota); `line_rate_bps` then
-    /// only bounds the sum of the reservations and sizes the default non-real-time FIFO.
-    pub fn without_pacing(mut self) -> CyclicScheduler {
-        self.paced = false;
-        self
     }
 
     /// The same scheduler with a control FIFO of `bytes` (allocated now): frames queued with
@@ -304,9 +286,19 @@ impl CyclicScheduler {
         self
     }
 
-    /// Whether output is paced at the line rate.
+    /// Whether output is paced at the line rate (the medium is full duplex).
     pub fn is_paced(&self) -> bool {
         self.paced
+    }
+
+    /// The medium the port transmits on.
+    pub fn medium(&self) -> Medium {
+        self.medium
+    }
+
+    /// The port's buffer pools (QSR §3.1).
+    pub fn pools(&self) -> &BufferPools {
+        &self.pools
     }
 
     /// When the line is booked until by frames already sent (`Instant::ZERO` if unpaced).
@@ -331,7 +323,7 @@ impl CyclicScheduler {
 
     /// Frames queued on all real-time connections (O(connections)).
     pub fn rt_queued_total(&self) -> usize {
-        self.slots.iter().flatten().map(|c| c.queue.len()).sum()
+        self.slots.iter().map(|(_, c)| c.queue.len()).sum()
     }
 
     /// The cycle length.
@@ -354,19 +346,24 @@ impl CyclicScheduler {
         &self.stats
     }
 
-    /// Keys of the real-time connections, in no particular order.
-    pub fn connections(&self) -> impl Iterator<Item = u32> + '_ {
-        self.by_key.keys().copied()
+    /// Handles of the real-time connections, in slot order.
+    pub fn connections(&self) -> impl Iterator<Item = FlowHandle> + '_ {
+        self.slots.iter().map(|(handle, _)| handle)
     }
 
-    /// Counters of the connection `key`.
-    pub fn connection_stats(&self, key: u32) -> Option<ConnStats> {
-        self.conn(key).map(|c| c.stats)
+    /// Number of real-time connections.
+    pub fn connection_count(&self) -> usize {
+        self.slots.len()
     }
 
-    /// Frames queued on connection `key`.
-    pub fn rt_queued(&self, key: u32) -> Option<usize> {
-        self.conn(key).map(|c| c.queue.len())
+    /// Counters of the connection `flow` (`None` for a stale handle).
+    pub fn connection_stats(&self, flow: FlowHandle) -> Option<ConnStats> {
+        self.slots.get(flow).map(|c| c.stats)
+    }
+
+    /// Frames queued on connection `flow` (`None` for a stale handle).
+    pub fn rt_queued(&self, flow: FlowHandle) -> Option<usize> {
+        self.slots.get(flow).map(|c| c.queue.len())
     }
 
     /// Frames queued in the non-real-time FIFO.
@@ -379,24 +376,16 @@ impl CyclicScheduler {
         self.cycle_start
     }
 
-    fn conn(&self, key: u32) -> Option<&Conn> {
-        let slot = *self.by_key.get(&key)?;
-        self.slots.get(slot)?.as_ref()
-    }
-
-    /// Adds a real-time connection reserving `rate_bps` of the line, with a queue of
-    /// 2 × `max_burst` bytes, accepting frames of at most `max_packet` bytes. Allocates the queue.
-    pub fn add_connection(
-        &mut self,
-        key: u32,
-        rate_bps: u64,
-        max_burst: usize,
-        max_packet: usize,
-    ) -> Result<(), SchedError> {
-        if self.by_key.contains_key(&key) {
-            return Err(SchedError::DuplicateConnection(key));
-        }
-        if self.by_key.len() >= self.max_connections {
+    /// Adds a real-time connection reserving `spec.rate_bps` of the line, with a queue of
+    /// 2 × `spec.max_burst` bytes, accepting frames of at most `spec.max_packet` bytes. Allocates
+    /// the queue; the handle addresses the connection from now on.
+    pub fn add_flow(&mut self, spec: FlowSpec) -> Result<FlowHandle, SchedError> {
+        let FlowSpec {
+            rate_bps,
+            max_burst,
+            max_packet,
+        } = spec;
+        if self.slots.len() >= self.max_connections {
             return Err(SchedError::TooManyConnections(self.max_connections));
         }
         if rate_bps == 0 {
@@ -431,35 +420,27 @@ impl CyclicScheduler {
             listed: false,
             stats: ConnStats::default(),
         };
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot] = Some(conn);
-                slot
-            }
-            None => {
-                self.slots.push(Some(conn));
-                self.slots.len() - 1
-            }
-        };
-        self.by_key.insert(key, slot);
+        let handle = self
+            .slots
+            .insert(conn)
+            .ok_or(SchedError::TooManyConnections(self.max_connections))?;
         self.reserved_bps = total;
-        Ok(())
+        Ok(handle)
     }
 
-    /// Removes connection `key`, dropping (and counting) its queued frames. Returns its final
-    /// counters, or `None` if there is no such connection.
-    pub fn remove_connection(&mut self, key: u32) -> Option<ConnStats> {
-        let slot = self.by_key.remove(&key)?;
-        let mut conn = self.slots.get_mut(slot)?.take()?;
+    /// Removes connection `flow`, dropping (and counting) its queued frames. Returns its final
+    /// counters, or `None` for a stale handle.
+    pub fn remove_flow(&mut self, flow: FlowHandle) -> Option<ConnStats> {
+        let mut conn = self.slots.remove(flow)?;
+        let slot = flow.slot();
         if conn.listed {
             self.eligible.retain(|&s| s != slot);
             self.waiting.retain(|&s| s != slot);
         }
-        while let Some(len) = conn.queue.pop_into(&mut []) {
+        while let Some(len) = conn.pop_into(&mut [], &mut self.pools) {
             conn.drop_frame(len);
             self.stats.rt_frames_dropped += 1;
         }
-        self.free.push(slot);
         self.reserved_bps -= conn.rate_bps;
         Some(conn.stats)
     }
@@ -486,7 +467,7 @@ impl CyclicScheduler {
             ..
         } = self;
         waiting.retain(|&slot| {
-            let Some(conn) = slots[slot].as_mut() else {
+            let Some(conn) = slots.slot_mut(slot) else {
                 return false;
             };
             conn.refresh(index);
@@ -499,24 +480,29 @@ impl CyclicScheduler {
         });
     }
 
-    /// Queues a copy of `frame` on connection `key`. `false` if dropped: unknown key, frame longer
-    /// than the connection's maximum packet, or queue full (the connection sends too fast).
-    pub fn enqueue_rt(&mut self, now: Instant, key: u32, frame: &[u8]) -> bool {
+    /// Queues a copy of `frame` on connection `flow`. `false` if dropped: stale handle, frame
+    /// longer than the connection's maximum packet, queue full (the connection sends too fast),
+    /// or no room in the reserved buffer pool.
+    pub fn enqueue_flow(&mut self, now: Instant, flow: FlowHandle, frame: &[u8]) -> bool {
         self.advance(now);
-        let Some(&slot) = self.by_key.get(&key) else {
+        let cycle = self.cycle_index;
+        let slot = flow.slot();
+        let Some(conn) = self.slots.get_mut(flow) else {
             self.stats.rt_frames_dropped += 1;
             return false;
         };
-        let cycle = self.cycle_index;
-        // `by_key` only maps to occupied slots.
-        let Some(conn) = self.slots[slot].as_mut() else {
-            return false;
-        };
-        if frame.len() > conn.max_packet || !conn.queue.push(frame, now) {
+        let accepted = frame.len() <= conn.max_packet
+            && conn.queue.fits(frame.len())
+            && self
+                .pools
+                .charge(TrafficClass::Reserved, charge(frame.len()));
+        if !accepted {
             conn.drop_frame(frame.len());
             self.stats.rt_frames_dropped += 1;
             return false;
         }
+        // `fits` said yes, so the push succeeds.
+        conn.queue.push(frame, now);
         if !conn.listed {
             // An idle connection keeps its leftover credit within the cycle it was granted in;
             // in a later cycle the leftover lapses and it starts from one quota.
@@ -538,7 +524,13 @@ impl CyclicScheduler {
     /// Queues a copy of `frame` in the control FIFO; `false` if it is full (frame dropped).
     pub fn enqueue_control(&mut self, now: Instant, frame: &[u8]) -> bool {
         self.advance(now);
-        if self.control.push(frame, now) {
+        if push_charged(
+            &mut self.control,
+            &mut self.pools,
+            TrafficClass::Control,
+            frame,
+            now,
+        ) {
             true
         } else {
             self.stats.control_frames_dropped += 1;
@@ -568,7 +560,13 @@ impl CyclicScheduler {
     /// Queues a copy of `frame` in the non-real-time FIFO; `false` if it is full (frame dropped).
     pub fn enqueue_nrt(&mut self, now: Instant, frame: &[u8]) -> bool {
         self.advance(now);
-        if self.nrt.push(frame, now) {
+        if push_charged(
+            &mut self.nrt,
+            &mut self.pools,
+            TrafficClass::Default,
+            frame,
+            now,
+        ) {
             true
         } else {
             self.stats.nrt_frames_dropped += 1;
@@ -585,6 +583,7 @@ impl CyclicScheduler {
         }
         while let Some((len, enqueued)) = self.control.front() {
             self.control.pop_into(buf);
+            self.pools.release(TrafficClass::Control, charge(len));
             if len <= buf.len() {
                 self.stats.control_frames_sent += 1;
                 self.on_send(now, enqueued, len);
@@ -596,7 +595,7 @@ impl CyclicScheduler {
             self.eligible.pop_front();
             let cycle = self.cycle_index;
             let cycle_start = self.cycle_start;
-            let Some(conn) = self.slots[slot].as_mut() else {
+            let Some(conn) = self.slots.slot_mut(slot) else {
                 continue;
             };
             conn.refresh(cycle);
@@ -610,7 +609,7 @@ impl CyclicScheduler {
                 continue;
             }
             let fits = len <= buf.len();
-            conn.queue.pop_into(buf);
+            conn.pop_into(buf, &mut self.pools);
             if fits {
                 conn.credit -= charge;
                 conn.stats.frames_sent += 1;
@@ -636,6 +635,7 @@ impl CyclicScheduler {
         }
         while let Some((len, enqueued)) = self.nrt.front() {
             self.nrt.pop_into(buf);
+            self.pools.release(TrafficClass::Default, charge(len));
             if len <= buf.len() {
                 self.stats.nrt_frames_sent += 1;
                 self.stats.nrt_bytes_sent += len as u64;
@@ -653,7 +653,7 @@ impl CyclicScheduler {
     /// connection is backlogged, else `None`.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let rt_head = self.eligible.front().and_then(|&slot| {
-            let (_, enqueued) = self.slots.get(slot)?.as_ref()?.queue.front()?;
+            let (_, enqueued) = self.slots.slot(slot)?.queue.front()?;
             Some(enqueued.max(self.cycle_start))
         });
         let head = [
@@ -676,5 +676,69 @@ impl CyclicScheduler {
             return Some(next.max(self.pacer.busy_until()));
         }
         None
+    }
+}
+
+/// Pushes a copy of `frame` on `queue` if both the queue and `class`'s pools have room (charging
+/// the pools); `false` and nothing changed otherwise.
+fn push_charged(
+    queue: &mut FrameQueue,
+    pools: &mut BufferPools,
+    class: TrafficClass,
+    frame: &[u8],
+    now: Instant,
+) -> bool {
+    if !queue.fits(frame.len()) || !pools.charge(class, charge(frame.len())) {
+        return false;
+    }
+    // `fits` said yes, so the push succeeds.
+    queue.push(frame, now)
+}
+
+impl Scheduler for CyclicScheduler {
+    type Error = SchedError;
+
+    fn medium(&self) -> Medium {
+        self.medium
+    }
+
+    fn add_flow(&mut self, spec: FlowSpec) -> Result<FlowHandle, SchedError> {
+        CyclicScheduler::add_flow(self, spec)
+    }
+
+    fn remove_flow(&mut self, flow: FlowHandle) -> Option<ConnStats> {
+        CyclicScheduler::remove_flow(self, flow)
+    }
+
+    fn enqueue_flow(&mut self, now: Instant, flow: FlowHandle, frame: &[u8]) -> bool {
+        CyclicScheduler::enqueue_flow(self, now, flow, frame)
+    }
+
+    fn enqueue_nrt(&mut self, now: Instant, frame: &[u8]) -> bool {
+        CyclicScheduler::enqueue_nrt(self, now, frame)
+    }
+
+    fn enqueue_control(&mut self, now: Instant, frame: &[u8]) -> bool {
+        CyclicScheduler::enqueue_control(self, now, frame)
+    }
+
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        CyclicScheduler::poll_transmit(self, now, buf)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        CyclicScheduler::poll_timeout(self)
+    }
+
+    fn stats(&self) -> &SchedStats {
+        CyclicScheduler::stats(self)
+    }
+
+    fn flow_stats(&self, flow: FlowHandle) -> Option<ConnStats> {
+        self.connection_stats(flow)
+    }
+
+    fn flows(&self) -> Vec<FlowHandle> {
+        self.connections().collect()
     }
 }

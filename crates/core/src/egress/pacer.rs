@@ -1,8 +1,10 @@
-//! Output pacing on virtual time (DESIGN.md §7): each paced port keeps a "line busy until" instant.
+//! Output pacing on virtual time (DESIGN.md §7; EtheReal §3.3 serves each output port "at line
+//! rate"): each paced port keeps a "line busy until" instant.
 //!
-//! A frame of `len` bytes (without FCS, as the switch sees it) occupies the line for
-//! `(max(len, 60) + 4 + 20) × 8 / rate` seconds: the frame padded to the 60-byte minimum, the 4-byte
-//! FCS, and 20 bytes of preamble (7), start-of-frame delimiter (1) and inter-frame gap (12). The
+//! A frame of `len` bytes (without FCS, as a node sees it) occupies the line for
+//! [`rtlan_wire::cost::tx_time`]: `(max(len, 60) + 4 + 20) × 8 / rate` seconds — the frame padded
+//! to the 60-byte minimum, the 4-byte FCS, and 20 bytes of preamble (7), start-of-frame delimiter
+//! (1) and inter-frame gap (12). The
 //! busy-until time is kept exactly, in nanoseconds plus a remainder in units of `1 / rate` ns, so
 //! rounding never accumulates over a long run.
 //!
@@ -14,37 +16,18 @@
 
 use std::time::Duration;
 
+use rtlan_wire::cost::wire_bits;
+
 use crate::time::Instant;
 
 /// How much line time a late wake-up may make up in one burst (see the module docs).
 pub const PACING_CATCHUP: Duration = Duration::from_micros(200);
 
 /// A send later than this after its frame became due counts as late
-/// ([`super::PortStats::pacing_late_sends`]).
+/// ([`super::SchedStats::late_sends`]).
 pub const PACING_LATE_THRESHOLD: Duration = Duration::from_micros(50);
 
-/// Bytes on the wire besides the frame: FCS (4) + preamble and SFD (8) + inter-frame gap (12).
-pub const WIRE_OVERHEAD_BYTES: u64 = 24;
-
-/// Frames shorter than this (without FCS) are padded to it on the wire.
-pub const MIN_FRAME_BYTES: u64 = 60;
-
 const NANOS_PER_SEC: u128 = 1_000_000_000;
-
-/// Bits a frame of `len` bytes (without FCS) occupies on the wire, overhead included.
-pub fn wire_bits(len: usize) -> u64 {
-    (u64::try_from(len).unwrap_or(u64::MAX).max(MIN_FRAME_BYTES) + WIRE_OVERHEAD_BYTES) * 8
-}
-
-/// How long a frame of `len` bytes (without FCS) occupies a line of `rate_bps` bits per second,
-/// rounded down to whole nanoseconds. `rate_bps` of 0 gives `Duration::MAX`.
-pub fn tx_time(len: usize, rate_bps: u64) -> Duration {
-    if rate_bps == 0 {
-        return Duration::MAX;
-    }
-    let nanos = u128::from(wire_bits(len)) * NANOS_PER_SEC / u128::from(rate_bps);
-    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
-}
 
 /// The pacing state of one port.
 #[derive(Debug, Clone)]
@@ -95,17 +78,7 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tx_time_formula() {
-        // 64-byte frame: (64 + 24) * 8 = 704 bits; at 10 Mbit/s that is 70.4 µs.
-        assert_eq!(tx_time(64, 10_000_000), Duration::from_nanos(70_400));
-        // Short frames are padded to 60 bytes: (60 + 24) * 8 = 672 bits.
-        assert_eq!(tx_time(14, 10_000_000), Duration::from_nanos(67_200));
-        // 1514-byte frame at 1 Gbit/s: 1538 * 8 = 12304 ns.
-        assert_eq!(tx_time(1514, 1_000_000_000), Duration::from_nanos(12_304));
-        assert_eq!(tx_time(64, 0), Duration::MAX);
-    }
+    use rtlan_wire::cost::tx_time;
 
     #[test]
     fn remainder_keeps_long_runs_exact() {

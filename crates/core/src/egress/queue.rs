@@ -1,5 +1,7 @@
-//! The per-port non-real-time output queue (EtheReal §3.3: "only one non-real-time output buffer at
-//! each output port, shared among all non-real-time packets going through the given output link").
+//! The preallocated frame FIFO every egress queue is made of: a port's non-real-time output buffer
+//! (EtheReal §3.3: "only one non-real-time output buffer at each output port, shared among all
+//! non-real-time packets going through the given output link"), its control FIFO, and the queue of
+//! each real-time connection (EtheReal §3.3, 2 × the connection's maximum burst).
 //!
 //! A bounded FIFO whose storage is allocated once, when the switch is built: a byte ring holds the
 //! frames back to back (a frame may wrap around the end of the ring) and a second ring holds each
@@ -11,8 +13,14 @@
 
 use crate::time::Instant;
 
-/// Bytes a frame is charged at least: the minimum Ethernet frame without FCS.
-pub(crate) const MIN_CHARGE: usize = 60;
+/// Bytes a frame is charged at least: the minimum Ethernet frame without FCS
+/// ([`rtlan_wire::cost::MIN_FRAME_BYTES`]).
+pub(crate) const MIN_CHARGE: usize = rtlan_wire::cost::MIN_FRAME_BYTES as usize;
+
+/// Bytes a frame of `len` bytes is charged against a queue's bound and its buffer pool.
+pub(crate) fn charge(len: usize) -> usize {
+    len.max(MIN_CHARGE)
+}
 
 /// Length and arrival time of one queued frame.
 #[derive(Debug, Clone, Copy, Default)]
@@ -70,15 +78,23 @@ impl FrameQueue {
         self.charged
     }
 
+    /// Whether a frame of `len` bytes would fit: [`FrameQueue::push`] of such a frame succeeds
+    /// exactly when this is `true`.
+    pub(crate) fn fits(&self, len: usize) -> bool {
+        u16::try_from(len).is_ok()
+            && self.charged + charge(len) <= self.bound
+            && self.meta_len < self.meta.len()
+    }
+
     /// Appends a copy of `frame`; `false` (and nothing queued) if it does not fit the bound.
     pub(crate) fn push(&mut self, frame: &[u8], now: Instant) -> bool {
-        let charge = frame.len().max(MIN_CHARGE);
+        if !self.fits(frame.len()) {
+            return false;
+        }
+        let charge = charge(frame.len());
         let Ok(len) = u16::try_from(frame.len()) else {
             return false;
         };
-        if self.charged + charge > self.bound || self.meta_len == self.meta.len() {
-            return false;
-        }
         // Here `data_len + frame.len() <= charged + charge <= bound == data.len()`, and
         // `data.len() >= MIN_CHARGE > 0`, so the modulo and both slices below are in range.
         let cap = self.data.len();
@@ -119,7 +135,7 @@ impl FrameQueue {
         self.data_len -= len;
         self.meta_head = (self.meta_head + 1) % self.meta.len();
         self.meta_len -= 1;
-        self.charged -= len.max(MIN_CHARGE);
+        self.charged -= charge(len);
         Some(len)
     }
 }

@@ -1,0 +1,28 @@
+//! The egress side of every node kind (switch today; QSR switch-router and RETHER agent next):
+//! what happens to a frame between "it goes out of port P" and "it is on the wire".
+//!
+//! - `queue`: the preallocated frame FIFO every egress queue is made of (EtheReal §3.3's output
+//!   buffers);
+//! - [`pool`]: buffer pools per traffic class — control, reserved flows, default — with one
+//!   shared excess pool that control and reserved traffic may borrow and default traffic may not
+//!   (QSR §3.1);
+//! - [`pacer`]: line-rate pacing on virtual time for a [`crate::Medium::FullDuplex`] port;
+//! - [`sched`]: the [`Scheduler`] contract every output-port scheduler implements, and the
+//!   [`FlowHandle`]s that address reserved flows without a hash lookup per frame;
+//! - [`cyclic`]: EtheReal's cyclic round-robin scheduler (EtheReal §3.3).
+//!
+//! The algorithm, the deviations from the paper and the bounds are written up in
+//! `docs/scheduler.md`.
+
+pub mod cyclic;
+pub mod pacer;
+pub mod pool;
+pub(crate) mod queue;
+pub mod sched;
+
+pub use cyclic::{
+    CyclicScheduler, SchedConfig, SchedError, CATCHUP_CYCLES, DEFAULT_CYCLE, MAX_CYCLE, MIN_CYCLE,
+};
+pub use pacer::{PACING_CATCHUP, PACING_LATE_THRESHOLD};
+pub use pool::{BufferPools, PoolConfig, PoolStats, TrafficClass};
+pub use sched::{ConnStats, FlowHandle, FlowSpec, SchedStats, Scheduler};
