@@ -89,7 +89,6 @@ struct PortFile {
     rate: Option<String>,
 }
 
-
 /// Renders the config of switch `name` in `topology`, with its control socket at `socket`.
 pub(crate) fn render_config(
     topology: &Topology,

@@ -59,7 +59,12 @@ pub(crate) fn resolve(
                 "duplicate or empty flow name".to_string(),
             ));
         }
-        let path: Vec<String> = f.path.get_ref().iter().map(|p| p.get_ref().clone()).collect();
+        let path: Vec<String> = f
+            .path
+            .get_ref()
+            .iter()
+            .map(|p| p.get_ref().clone())
+            .collect();
         if path.len() < 3 {
             return Err(err(
                 f.path.span(),
@@ -88,13 +93,10 @@ pub(crate) fn resolve(
         }
         let mut seen = HashSet::new();
         if !path.iter().all(|n| seen.insert(n)) {
-            return Err(err(
-                f.path.span(),
-                "a path visits a node twice".to_string(),
-            ));
+            return Err(err(f.path.span(), "a path visits a node twice".to_string()));
         }
-        let rate_bps = parse_rate(f.rate.get_ref())
-            .map_err(|e| err(f.rate.span(), format!("rate: {e}")))?;
+        let rate_bps =
+            parse_rate(f.rate.get_ref()).map_err(|e| err(f.rate.span(), format!("rate: {e}")))?;
         let m = *f.max_packet.get_ref();
         if !(1..=MAX_PACKET_LIMIT).contains(&m) {
             return Err(err(
@@ -116,8 +118,8 @@ pub(crate) fn resolve(
                 Bucket::ShapingInterval(d)
             }
             (None, Some(b)) => {
-                let v = parse_size(b.get_ref())
-                    .map_err(|e| err(b.span(), format!("burst: {e}")))?;
+                let v =
+                    parse_size(b.get_ref()).map_err(|e| err(b.span(), format!("burst: {e}")))?;
                 if v < max_packet_bytes {
                     return Err(err(
                         b.span(),
@@ -161,6 +163,9 @@ pub(crate) fn burst_bits(
     ts: Duration,
 ) -> Result<Q, rtlan_calculus::ArithError> {
     let r = Q::new(i128::from(rate_bps), 1)?;
-    let ts = Q::new(i128::try_from(ts.as_nanos()).unwrap_or(i128::MAX), 1_000_000_000)?;
+    let ts = Q::new(
+        i128::try_from(ts.as_nanos()).unwrap_or(i128::MAX),
+        1_000_000_000,
+    )?;
     r.mul(ts)?.add(Q::new(i128::from(max_packet_bytes) * 8, 1)?)
 }

@@ -152,8 +152,8 @@ pub enum TopologyError {
     BadRate {
         /// Where.
         at: Location,
-        /// Why.
-        source: UnitError,
+        /// Why (boxed: the refusal of an ambiguous spelling carries four texts).
+        source: Box<UnitError>,
     },
     /// A link's `ends` does not have exactly two names.
     #[error("{at}: a link has exactly two ends, found {count}")]
@@ -537,7 +537,10 @@ impl Topology {
     pub fn is_host(&self, name: &str) -> bool {
         self.switch(name).is_none()
             && (self.host(name).is_some()
-                || self.links.iter().any(|l| l.ends.iter().any(|e| e.node == name)))
+                || self
+                    .links
+                    .iter()
+                    .any(|l| l.ends.iter().any(|e| e.node == name)))
     }
 
     /// All node names: hosts first, then switches, each in file order.

@@ -403,7 +403,10 @@ fn resolve_switch(
         None => None,
     };
     if profile == Profile::Network {
-        for (field, missing) in [("t_mux", t_mux.is_none()), ("buffer", buffer_bytes.is_none())] {
+        for (field, missing) in [
+            ("t_mux", t_mux.is_none()),
+            ("buffer", buffer_bytes.is_none()),
+        ] {
             if missing {
                 return Err(TopologyError::Missing {
                     at: loc.at(&s.name.span()),
@@ -666,7 +669,7 @@ fn resolve_links(
             Some(r) => Some(
                 parse_rate(r.get_ref()).map_err(|source| TopologyError::BadRate {
                     at: loc.at(&r.span()),
-                    source,
+                    source: Box::new(source),
                 })?,
             ),
         };

@@ -24,7 +24,9 @@ pub enum UnitError {
     #[error("`{0}` does not start with a decimal number")]
     NoNumber(String),
     /// A number without a unit.
-    #[error("`{text}` has no unit: write it as `{text}{example}` or see docs/units.md ({expected})")]
+    #[error(
+        "`{text}` has no unit: write it as `{text}{example}` or see docs/units.md ({expected})"
+    )]
     NoUnit {
         /// The whole text.
         text: String,
@@ -252,10 +254,7 @@ pub fn exact_size(text: &str) -> Result<Q, UnitError> {
         } else if spelled.ends_with('b') {
             (
                 format!("{n} {up}iB = {tc_bytes} bytes"),
-                format!(
-                    "{n} {dp}bit = {} bytes",
-                    decimal(times(text, v, dec, 8)?)
-                ),
+                format!("{n} {dp}bit = {} bytes", decimal(times(text, v, dec, 8)?)),
                 format!("`{n}{up}iB` or `{}{dp}B`", decimal(times(text, v, 1, 8)?)),
             )
         } else {
@@ -392,7 +391,7 @@ pub fn format_rate(bps: u64) -> String {
 pub fn format_size(bytes: u64) -> String {
     let b = u128::from(bytes);
     for (div, unit) in [(1u128 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
-        if b >= div && b % div == 0 {
+        if b >= div && b.is_multiple_of(div) {
             return format!("{}{unit}", b / div);
         }
     }
@@ -412,7 +411,7 @@ pub fn format_size(bytes: u64) -> String {
 pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     for (div, unit) in [(1_000_000_000u128, "s"), (1_000_000, "ms"), (1_000, "us")] {
-        if ns >= div && ns % div == 0 {
+        if ns >= div && ns.is_multiple_of(div) {
             return format!("{}{unit}", ns / div);
         }
     }

@@ -168,4 +168,3 @@ fn violations_are_named() {
     let r = analyze_file(&parse(TS1MS).unwrap()).unwrap();
     assert!(r.admitted());
 }
-

@@ -115,12 +115,18 @@ fn network_rules() {
     let (line, _, msg) = err_at(&GOOD.replace("rate = \"100mbit\"\neffective", "effective"));
     assert_eq!(line, 7);
     assert!(msg.contains("[[link]] needs `rate`"), "{msg}");
-    let (_, _, msg) = err_at(&format!("{GOOD}[[link]]\nends = [\"C\", \"B\"]\nrate = \"1gbit\"\n"));
+    let (_, _, msg) = err_at(&format!(
+        "{GOOD}[[link]]\nends = [\"C\", \"B\"]\nrate = \"1gbit\"\n"
+    ));
     assert!(msg.contains("joins two hosts"), "{msg}");
-    let (line, _, msg) =
-        err_at(&format!("{GOOD}[[link]]\nends = [\"B\", \"s1\"]\nrate = \"1gbit\"\n"));
+    let (line, _, msg) = err_at(&format!(
+        "{GOOD}[[link]]\nends = [\"B\", \"s1\"]\nrate = \"1gbit\"\n"
+    ));
     assert_eq!(line, 21);
-    assert!(msg.contains("duplicate link B–s1 (first at line 11)"), "{msg}");
+    assert!(
+        msg.contains("duplicate link B–s1 (first at line 11)"),
+        "{msg}"
+    );
     let (_, _, msg) = err_at(&GOOD.replace("[\"C\", \"s1\"]", "[\"C D\", \"s1\"]"));
     assert!(msg.contains("bad name `C D`"), "{msg}");
     // The same text is not a lab topology: upper-case names and undeclared hosts.
@@ -136,10 +142,7 @@ fn link_delay_is_read() {
     ))
     .unwrap();
     assert_eq!(t.links[0].delay, Duration::from_nanos(2500));
-    let (_, _, msg) = err_at(&GOOD.replace(
-        "effective_rate = \"98.6mbit\"",
-        "delay = \"2.5\"",
-    ));
+    let (_, _, msg) = err_at(&GOOD.replace("effective_rate = \"98.6mbit\"", "delay = \"2.5\""));
     assert!(msg.contains("bad `delay`: `2.5` has no unit"), "{msg}");
 }
 
@@ -205,8 +208,12 @@ fn a_lab_topology_carries_the_calculus_values_too() {
     let n = t.network().unwrap();
     assert_eq!(n.flows[0].burst, Q::bytes(2500 + 1514));
     // Without `t_mux` the lab still reads the file; the calculus conversion names what is missing.
-    let bare = Topology::from_str_with(&text.replace("t_mux = \"45us\"\n", ""), "full.toml", &["sim"])
-        .unwrap();
+    let bare = Topology::from_str_with(
+        &text.replace("t_mux = \"45us\"\n", ""),
+        "full.toml",
+        &["sim"],
+    )
+    .unwrap();
     assert_eq!(
         bare.network().unwrap_err().to_string(),
         "full.toml: switch `s1` has no `t_mux`, which the analysis needs"

@@ -94,7 +94,10 @@ mod tests {
         let m = refusal(&format!(
             "{switch}buffer = \"64KB\"\n[[link]]\nends = [\"a\", \"s\"]\nrate = \"100mbps\""
         ));
-        assert!(m.contains("tc(8) reads it as 100 megabytes/s = 800 Mbit/s"), "{m}");
+        assert!(
+            m.contains("tc(8) reads it as 100 megabytes/s = 800 Mbit/s"),
+            "{m}"
+        );
         let m = refusal("[[link]]\nends = 3");
         assert!(m.starts_with("net.toml:2:9:"), "{m}");
         let ok = parse_network(

@@ -494,7 +494,6 @@ impl Config {
     }
 }
 
-
 #[derive(serde::Serialize)]
 struct PortView<'a> {
     ifname: &'a str,

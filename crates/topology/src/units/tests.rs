@@ -237,7 +237,10 @@ fn formats() {
     assert_eq!(format_duration(Duration::from_micros(100)), "100us");
     assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
     assert_eq!(format_duration(Duration::from_secs(300)), "300s");
-    assert_eq!(format_duration(Duration::from_nanos(1_500_000_001)), "1500000001ns");
+    assert_eq!(
+        format_duration(Duration::from_nanos(1_500_000_001)),
+        "1500000001ns"
+    );
     assert_eq!(format_duration(Duration::ZERO), "0ns");
 }
 
