@@ -1,25 +1,36 @@
-//! Fuzzes the network file of `rtlan analyze` and `rtlan bwm` (`rtlan_calculus::netfile`,
-//! docs/analyze.md): any text either is refused with an error or parses into a file whose
-//! topology resolves and whose analysis runs without panicking.
+//! Fuzzes the network file of `rtlan analyze` and `rtlan bwm` as the one topology reader reads it
+//! (`rtlan_topology`, network-file rules, docs/analyze.md): any text either is refused with an
+//! error at `file:line:column` or converts into a network whose flows resolve and whose analysis
+//! runs without panicking.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rtlan_calculus::analysis::{analyze, Topology};
-use rtlan_calculus::netfile;
+use rtlan_calculus::analysis::{analyze, Topology as Model};
+use rtlan_topology::Topology;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(file) = netfile::parse(text) else {
+    let topo = match Topology::network_from_str(text, "fuzz.toml") {
+        Ok(t) => t,
+        Err(e) => {
+            assert!(e.location().is_some(), "{e}");
+            return;
+        }
+    };
+    // Every value the network profile requires is present, so only arithmetic can fail.
+    let Ok(file) = topo.network() else {
         return;
     };
-    let topo = Topology::from_netfile(&file);
+    let model = Model::from_netfile(&file);
     let flows: Vec<_> = file
         .flows
         .iter()
-        .filter_map(|f| topo.resolve(f).ok())
+        .filter_map(|f| model.resolve(f).ok())
         .collect();
     // Arithmetic may overflow on absurd values: that is an error, never a panic.
-    let _ = analyze(&topo, &flows);
+    let _ = analyze(&model, &flows);
+    // The manager derives its view from the same model without panicking.
+    let _ = rtlan_core::bwm::Topology::from_model(&topo);
 });

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rtlan_core::switch::UnknownUnicast;
-use rtlan_core::units::format_rate;
+use rtlan_core::units::{format_duration, format_rate};
 use serde::Serialize;
 
 use crate::topology::{RtlanSwitch, Topology};
@@ -87,17 +87,6 @@ struct PortFile {
     ifname: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     rate: Option<String>,
-}
-
-/// Formats a duration in the largest unit that keeps it exact (`10ms`, `250us`, `1500ns`).
-fn format_duration(d: Duration) -> String {
-    let ns = d.as_nanos();
-    for (per, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
-        if ns.is_multiple_of(per) {
-            return format!("{}{unit}", ns / per);
-        }
-    }
-    format!("{ns}ns")
 }
 
 /// Renders the config of switch `name` in `topology`, with its control socket at `socket`.

@@ -1,9 +1,18 @@
-//! The topology model (docs/lab.md): hosts, switches and the links between them, read from TOML and
-//! validated so that every mistake is reported with its line and column.
+//! The one topology model of rtlan (docs/lab.md, docs/analyze.md): hosts, switches, the links
+//! between them and the flows that cross them, read from TOML by one reader that reports every
+//! mistake at `file:line:column`. The lab, the simulator, `rtlan analyze` and the bandwidth
+//! manager all read their files through it.
 //!
 //! [`Topology`] is the resolved form: names checked, IP addresses assigned, every link end given
 //! its interface name (`eth0` on hosts, `p0, p1, …` on switches in file order) and rate in bit/s.
+//! Switches may carry the multiplexing delay `t_mux` and buffer memory, and flows their T-SPEC
+//! (`r`, `b = r·Ts + M`, `M`), as Löser/Härtig, "Low-latency hard real-time communication over
+//! switched Ethernet", §2.2 and §3 define them; [`Topology::network`] turns those into the
+//! network calculus's input. Two [`Profile`]s say which file rules apply: the lab's (namespace
+//! names, one link per host, no loops) or a network file's (any names, hosts implied by links).
 
+mod flows;
+mod network;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -13,6 +22,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::Duration;
 
+pub use network::NetworkError;
 use serde::{Deserialize, Serialize};
 use units::UnitError;
 
@@ -142,8 +152,8 @@ pub enum TopologyError {
     BadRate {
         /// Where.
         at: Location,
-        /// Why.
-        source: UnitError,
+        /// Why (boxed: the refusal of an ambiguous spelling carries four texts).
+        source: Box<UnitError>,
     },
     /// A link's `ends` does not have exactly two names.
     #[error("{at}: a link has exactly two ends, found {count}")]
@@ -190,6 +200,56 @@ pub enum TopologyError {
         a: String,
         /// The other end.
         b: String,
+    },
+    /// A network file's node name that is empty or holds white space or control characters.
+    #[error("{at}: bad name `{name}`: names are not empty and hold no white space")]
+    BadNetworkName {
+        /// Where.
+        at: Location,
+        /// The name as written.
+        name: String,
+    },
+    /// A value a network file needs is missing.
+    #[error("{at}: {table} needs `{field}` in a network file (docs/analyze.md)")]
+    Missing {
+        /// Where the table starts (its name).
+        at: Location,
+        /// `[[switch]]` or `[[link]]`.
+        table: &'static str,
+        /// The missing key.
+        field: &'static str,
+    },
+    /// A link of a network file joins two hosts.
+    #[error("{at}: link {a}–{b} joins two hosts; one end must be a switch")]
+    HostToHost {
+        /// Where.
+        at: Location,
+        /// One end.
+        a: String,
+        /// The other end.
+        b: String,
+    },
+    /// A second link between the same two nodes.
+    #[error("{at}: duplicate link {a}–{b} (first at line {first_line})")]
+    DuplicateLink {
+        /// Where the second link is.
+        at: Location,
+        /// One end.
+        a: String,
+        /// The other end.
+        b: String,
+        /// Line of the first link.
+        first_line: usize,
+    },
+    /// A `[[flow]]` that is not valid.
+    #[error("{at}: flow `{flow}`: {reason}")]
+    BadFlow {
+        /// Where.
+        at: Location,
+        /// The flow's name.
+        flow: String,
+        /// Why it is refused.
+        reason: String,
     },
     /// A host has no link.
     #[error("{at}: host `{name}` has no link")]
@@ -240,7 +300,12 @@ impl TopologyError {
             | E::Loop { at, .. }
             | E::HostWithoutLink { at, .. }
             | E::SwitchWithoutLink { at, .. }
-            | E::AddressesExhausted { at, .. } => Some(at),
+            | E::AddressesExhausted { at, .. }
+            | E::BadNetworkName { at, .. }
+            | E::Missing { at, .. }
+            | E::HostToHost { at, .. }
+            | E::DuplicateLink { at, .. }
+            | E::BadFlow { at, .. } => Some(at),
         }
     }
 }
@@ -260,6 +325,21 @@ pub struct Topology {
     pub switches: Vec<Switch>,
     /// Links, in file order.
     pub links: Vec<Link>,
+    /// Flows, in file order (`[[flow]]`; the lab ignores them).
+    #[serde(default)]
+    pub flows: Vec<Flow>,
+}
+
+/// Which rules a file is read under; the tables and their meaning are the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// A lab topology (docs/lab.md): node names `[a-z][a-z0-9]{0,7}` (they name namespaces),
+    /// every host declared with exactly one link, no loops.
+    Lab,
+    /// A network file for `rtlan analyze` and `rtlan bwm` (docs/analyze.md): any names without
+    /// white space, hosts implied by link ends, every switch with `t_mux` and `buffer`, every link
+    /// with `rate` and a switch at one end at least, no two links between the same nodes.
+    Network,
 }
 
 /// A host: a namespace with one interface `eth0` running the ordinary Linux stack.
@@ -280,6 +360,14 @@ pub struct Switch {
     pub name: String,
     /// What runs in the switch's namespace.
     pub kind: SwitchKind,
+    /// Multiplexing delay `t_mux` (Löser/Härtig §2.2): the latency of the switch's service
+    /// curve. Required in a network file; the lab ignores it.
+    #[serde(default)]
+    pub t_mux: Option<Duration>,
+    /// Buffer memory shared by the switch's output ports, bytes. Required in a network file; the
+    /// lab ignores it.
+    #[serde(default)]
+    pub buffer_bytes: Option<u64>,
 }
 
 /// What kind of switch a switch node is.
@@ -316,6 +404,50 @@ pub struct Link {
     pub ends: [LinkEnd; 2],
     /// Emulated line rate in bit/s; `None` = unlimited.
     pub rate_bps: Option<u64>,
+    /// The rate left after framing overhead, bit/s: the `C` of Löser/Härtig §2.2 that the bounds
+    /// use; `None` = `rate_bps`.
+    #[serde(default)]
+    pub effective_rate_bps: Option<u64>,
+    /// Propagation delay (default zero).
+    #[serde(default)]
+    pub delay: Duration,
+}
+
+impl Link {
+    /// The rate the bounds use: the effective rate if given, else the line rate.
+    pub fn bound_rate_bps(&self) -> Option<u64> {
+        self.effective_rate_bps.or(self.rate_bps)
+    }
+}
+
+/// A flow with its T-SPEC (Löser/Härtig §3: token rate `r`, bucket `b = r·Ts + M`, maximum packet
+/// `M`); the peak rate comes from the links it crosses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flow {
+    /// Name, unique among flows.
+    pub name: String,
+    /// Node names from the sending host through switches to the receiving host.
+    pub path: Vec<String>,
+    /// Token rate `r`, bit/s.
+    pub rate_bps: u64,
+    /// Maximum packet `M`, bytes.
+    pub max_packet_bytes: u64,
+    /// The bucket, given either way.
+    pub bucket: Bucket,
+    /// Host delay `t_os` added to the end-to-end bound (default zero).
+    pub host_delay: Duration,
+    /// End-to-end delay the flow requires, if any.
+    pub deadline: Option<Duration>,
+}
+
+/// How a flow's bucket `b` is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bucket {
+    /// Shaping interval `Ts`: `b = r·Ts + M`.
+    ShapingInterval(Duration),
+    /// `b` itself, bytes (at least `M`).
+    Burst(u64),
 }
 
 /// One end of a link.
@@ -339,10 +471,38 @@ impl Topology {
         Topology::from_str(&text, &origin)
     }
 
-    /// Validates topology `text`; `origin` names it in error messages (usually the file name).
+    /// Validates topology `text` under the lab's rules; `origin` names it in error messages
+    /// (usually the file name).
     #[allow(clippy::should_implement_trait)] // takes an origin name, unlike FromStr
     pub fn from_str(text: &str, origin: &str) -> Result<Topology, TopologyError> {
-        parse::parse(text, origin, &[])
+        parse::parse(text, origin, &[], Profile::Lab)
+    }
+
+    /// Reads and validates a network file (`rtlan analyze`, `rtlan bwm`): [`Profile::Network`].
+    pub fn network_from_file(path: impl AsRef<Path>) -> Result<Topology, TopologyError> {
+        let path = path.as_ref();
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+            path: origin.clone(),
+            source,
+        })?;
+        Topology::network_from_str(&text, &origin)
+    }
+
+    /// Validates network-file `text` ([`Profile::Network`]); `origin` names it in messages.
+    pub fn network_from_str(text: &str, origin: &str) -> Result<Topology, TopologyError> {
+        parse::parse(text, origin, &[], Profile::Network)
+    }
+
+    /// Validates `text` under `profile`, leaving the top-level tables in `extras` to the caller
+    /// (see [`Topology::from_str_with`]).
+    pub fn read(
+        text: &str,
+        origin: &str,
+        profile: Profile,
+        extras: &[&str],
+    ) -> Result<Topology, TopologyError> {
+        parse::parse(text, origin, extras, profile)
     }
 
     /// Like [`Topology::from_str`] for a file that also holds other top-level tables (a
@@ -354,7 +514,7 @@ impl Topology {
         origin: &str,
         extras: &[&str],
     ) -> Result<Topology, TopologyError> {
-        parse::parse(text, origin, extras)
+        parse::parse(text, origin, extras, Profile::Lab)
     }
 
     /// The host named `name`.
@@ -367,9 +527,20 @@ impl Topology {
         self.switches.iter().find(|s| s.name == name)
     }
 
-    /// Whether a host or switch is called `name`.
+    /// Whether a host or switch is called `name` (a declared one: a network file's hosts implied
+    /// by link ends are not).
     pub fn has_node(&self, name: &str) -> bool {
         self.host(name).is_some() || self.switch(name).is_some()
+    }
+
+    /// Whether `name` is a host: a declared one, or a link end that is not a switch.
+    pub fn is_host(&self, name: &str) -> bool {
+        self.switch(name).is_none()
+            && (self.host(name).is_some()
+                || self
+                    .links
+                    .iter()
+                    .any(|l| l.ends.iter().any(|e| e.node == name)))
     }
 
     /// All node names: hosts first, then switches, each in file order.

@@ -1,12 +1,14 @@
 //! From TOML text to a validated [`Topology`]: serde reads the raw tables with their spans
-//! (`toml::Spanned`), then the checks below turn spans into `line:column` for every error.
+//! (`toml::Spanned`), then the checks below turn spans into `line:column` for every error. The
+//! [`Profile`] decides the rules that differ between a lab topology and a network file.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 use std::ops::Range;
 
-use crate::units::{parse_duration, parse_rate};
-use crate::UnknownUnicast;
+use crate::flows::{self, RawFlow};
+use crate::units::{parse_duration, parse_rate, parse_size};
+use crate::{Profile, UnknownUnicast};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -26,6 +28,8 @@ struct RawFile {
     switch: Vec<RawSwitch>,
     #[serde(default)]
     link: Vec<RawLink>,
+    #[serde(default)]
+    flow: Vec<RawFlow>,
 }
 
 #[derive(Deserialize)]
@@ -52,6 +56,8 @@ struct RawSwitch {
     cycle_time: Option<Spanned<String>>,
     nrt_queue_bytes: Option<Spanned<u64>>,
     cpu: Option<Spanned<u32>>,
+    t_mux: Option<Spanned<String>>,
+    buffer: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -59,16 +65,18 @@ struct RawSwitch {
 struct RawLink {
     ends: Spanned<Vec<Spanned<String>>>,
     rate: Option<Spanned<String>>,
+    effective_rate: Option<Spanned<String>>,
+    delay: Option<Spanned<String>>,
 }
 
 /// Turns byte spans into [`Location`]s.
-struct Locator<'a> {
+pub(crate) struct Locator<'a> {
     text: &'a str,
     origin: &'a str,
 }
 
 impl Locator<'_> {
-    fn at(&self, span: &Range<usize>) -> Location {
+    pub(crate) fn at(&self, span: &Range<usize>) -> Location {
         let offset = span.start.min(self.text.len());
         // Spans from the TOML parser fall on character boundaries; if one did not, walk back.
         let mut start = offset;
@@ -86,7 +94,7 @@ impl Locator<'_> {
         }
     }
 
-    fn line(&self, span: &Range<usize>) -> usize {
+    pub(crate) fn line(&self, span: &Range<usize>) -> usize {
         self.at(span).line
     }
 }
@@ -98,6 +106,26 @@ fn valid_node_name(name: &str) -> bool {
         && b[1..]
             .iter()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+}
+
+/// A network file's node name: not empty, no white space or control characters.
+fn valid_network_name(name: &str) -> bool {
+    !name.is_empty() && !name.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+fn valid_name(profile: Profile, name: &str) -> bool {
+    match profile {
+        Profile::Lab => valid_node_name(name),
+        Profile::Network => valid_network_name(name),
+    }
+}
+
+fn bad_name(profile: Profile, at: Location, name: &str) -> TopologyError {
+    let name = name.to_string();
+    match profile {
+        Profile::Lab => TopologyError::BadName { at, name },
+        Profile::Network => TopologyError::BadNetworkName { at, name },
+    }
 }
 
 /// Parses `a.b.c.d` or `a.b.c.d/len` (default /16) and refuses addresses a host cannot have.
@@ -180,7 +208,7 @@ impl IpPlan {
 }
 
 /// The top-level tables this reader knows.
-const TABLES: [&str; 4] = ["lab", "host", "switch", "link"];
+const TABLES: [&str; 5] = ["lab", "host", "switch", "link", "flow"];
 
 /// Refuses a top-level key that is neither one of [`TABLES`] nor one of `extras` (tables another
 /// reader of the same file takes, such as the simulator's). Its location is the first line that
@@ -226,7 +254,12 @@ pub(crate) fn locate(text: &str, origin: &str, offset: usize) -> Location {
 }
 
 /// Parses and validates a topology; top-level tables named in `extras` are left to the caller.
-pub(super) fn parse(text: &str, origin: &str, extras: &[&str]) -> Result<Topology, TopologyError> {
+pub(super) fn parse(
+    text: &str,
+    origin: &str,
+    extras: &[&str],
+    profile: Profile,
+) -> Result<Topology, TopologyError> {
     let loc = Locator { text, origin };
     unknown_tables(text, &loc, extras)?;
     let raw: RawFile = toml::from_str(text).map_err(|e| TopologyError::Syntax {
@@ -247,11 +280,8 @@ pub(super) fn parse(text: &str, origin: &str, extras: &[&str]) -> Result<Topolog
         .map(|h| &h.name)
         .chain(raw.switch.iter().map(|s| &s.name));
     for name in names {
-        if !valid_node_name(name.get_ref()) {
-            return Err(TopologyError::BadName {
-                at: loc.at(&name.span()),
-                name: name.get_ref().clone(),
-            });
+        if !valid_name(profile, name.get_ref()) {
+            return Err(bad_name(profile, loc.at(&name.span()), name.get_ref()));
         }
         if let Some(first) = defined.get(name.get_ref()) {
             return Err(TopologyError::DuplicateName {
@@ -268,7 +298,7 @@ pub(super) fn parse(text: &str, origin: &str, extras: &[&str]) -> Result<Topolog
     let mut switches = Vec::with_capacity(raw.switch.len());
     let mut mgmt_pending = Vec::new();
     for (i, s) in raw.switch.iter().enumerate() {
-        let (switch, needs_auto_ip) = resolve_switch(s, &loc, &mut explicit)?;
+        let (switch, needs_auto_ip) = resolve_switch(s, &loc, &mut explicit, profile)?;
         if needs_auto_ip {
             mgmt_pending.push(i);
         }
@@ -331,7 +361,8 @@ pub(super) fn parse(text: &str, origin: &str, extras: &[&str]) -> Result<Topolog
         hosts[i].ip = ip;
     }
 
-    let links = resolve_links(&raw, &loc, &defined)?;
+    let links = resolve_links(&raw, &loc, &defined, profile)?;
+    let flows = flows::resolve(&raw.flow, &loc, &switches, &links)?;
     Ok(Topology {
         origin: origin.to_string(),
         offloads: raw.lab.as_ref().and_then(|l| l.offloads).unwrap_or(false),
@@ -339,6 +370,7 @@ pub(super) fn parse(text: &str, origin: &str, extras: &[&str]) -> Result<Topolog
         hosts,
         switches,
         links,
+        flows,
     })
 }
 
@@ -347,8 +379,43 @@ fn resolve_switch(
     s: &RawSwitch,
     loc: &Locator<'_>,
     explicit: &mut Vec<(Range<usize>, Ipv4Addr, String)>,
+    profile: Profile,
 ) -> Result<(Switch, bool), TopologyError> {
     let name = s.name.get_ref().clone();
+    let t_mux = match &s.t_mux {
+        Some(v) => Some(
+            parse_duration(v.get_ref()).map_err(|e| TopologyError::BadOption {
+                at: loc.at(&v.span()),
+                option: "t_mux",
+                reason: e.to_string(),
+            })?,
+        ),
+        None => None,
+    };
+    let buffer_bytes = match &s.buffer {
+        Some(v) => Some(
+            parse_size(v.get_ref()).map_err(|e| TopologyError::BadOption {
+                at: loc.at(&v.span()),
+                option: "buffer",
+                reason: e.to_string(),
+            })?,
+        ),
+        None => None,
+    };
+    if profile == Profile::Network {
+        for (field, missing) in [
+            ("t_mux", t_mux.is_none()),
+            ("buffer", buffer_bytes.is_none()),
+        ] {
+            if missing {
+                return Err(TopologyError::Missing {
+                    at: loc.at(&s.name.span()),
+                    table: "[[switch]]",
+                    field,
+                });
+            }
+        }
+    }
     let is_rtlan = match &s.kind {
         None => true,
         Some(k) => match k.get_ref().as_str() {
@@ -386,6 +453,8 @@ fn resolve_switch(
             Switch {
                 name,
                 kind: SwitchKind::LinuxBridge,
+                t_mux,
+                buffer_bytes,
             },
             false,
         ));
@@ -455,6 +524,8 @@ fn resolve_switch(
                 nrt_queue_bytes,
                 cpu: s.cpu.as_ref().map(|v| *v.get_ref()),
             }),
+            t_mux,
+            buffer_bytes,
         },
         auto,
     ))
@@ -492,10 +563,12 @@ fn resolve_links(
     raw: &RawFile,
     loc: &Locator<'_>,
     defined: &BTreeMap<String, Range<usize>>,
+    profile: Profile,
 ) -> Result<Vec<Link>, TopologyError> {
-    let is_host = |n: &str| raw.host.iter().any(|h| h.name.get_ref() == n);
+    let is_switch = |n: &str| raw.switch.iter().any(|s| s.name.get_ref() == n);
     let mut host_link: HashMap<String, Range<usize>> = HashMap::new();
     let mut next_port: HashMap<String, usize> = HashMap::new();
+    let mut pairs: HashMap<(String, String), Range<usize>> = HashMap::new();
     let mut components = Components {
         parent: HashMap::new(),
     };
@@ -509,11 +582,21 @@ fn resolve_links(
             });
         }
         for end in ends {
-            if !defined.contains_key(end.get_ref()) {
-                return Err(TopologyError::UnknownEnd {
-                    at: loc.at(&end.span()),
-                    name: end.get_ref().clone(),
-                });
+            if defined.contains_key(end.get_ref()) {
+                continue;
+            }
+            // A network file's hosts may be implied by link ends; the lab declares every node.
+            match profile {
+                Profile::Lab => {
+                    return Err(TopologyError::UnknownEnd {
+                        at: loc.at(&end.span()),
+                        name: end.get_ref().clone(),
+                    })
+                }
+                Profile::Network if !valid_network_name(end.get_ref()) => {
+                    return Err(bad_name(profile, loc.at(&end.span()), end.get_ref()))
+                }
+                Profile::Network => {}
             }
         }
         let (a, b) = (ends[0].get_ref(), ends[1].get_ref());
@@ -523,41 +606,104 @@ fn resolve_links(
                 name: a.clone(),
             });
         }
-        for end in ends {
-            if is_host(end.get_ref()) {
-                if let Some(first) = host_link.get(end.get_ref()) {
-                    return Err(TopologyError::HostHasTwoLinks {
-                        at: loc.at(&end.span()),
-                        name: end.get_ref().clone(),
+        match profile {
+            Profile::Lab => {
+                for end in ends {
+                    if !is_switch(end.get_ref()) {
+                        if let Some(first) = host_link.get(end.get_ref()) {
+                            return Err(TopologyError::HostHasTwoLinks {
+                                at: loc.at(&end.span()),
+                                name: end.get_ref().clone(),
+                                first_line: loc.line(first),
+                            });
+                        }
+                        host_link.insert(end.get_ref().clone(), end.span());
+                    }
+                }
+                if !components.join(a, b) {
+                    return Err(TopologyError::Loop {
+                        at: loc.at(&l.ends.span()),
+                        a: a.clone(),
+                        b: b.clone(),
+                    });
+                }
+            }
+            Profile::Network => {
+                if !is_switch(a) && !is_switch(b) {
+                    return Err(TopologyError::HostToHost {
+                        at: loc.at(&l.ends.span()),
+                        a: a.clone(),
+                        b: b.clone(),
+                    });
+                }
+                let key = if a < b {
+                    (a.clone(), b.clone())
+                } else {
+                    (b.clone(), a.clone())
+                };
+                if let Some(first) = pairs.get(&key) {
+                    return Err(TopologyError::DuplicateLink {
+                        at: loc.at(&l.ends.span()),
+                        a: a.clone(),
+                        b: b.clone(),
                         first_line: loc.line(first),
                     });
                 }
-                host_link.insert(end.get_ref().clone(), end.span());
+                pairs.insert(key, l.ends.span());
+                for end in ends {
+                    host_link
+                        .entry(end.get_ref().clone())
+                        .or_insert_with(|| end.span());
+                }
             }
         }
-        if !components.join(a, b) {
-            return Err(TopologyError::Loop {
-                at: loc.at(&l.ends.span()),
-                a: a.clone(),
-                b: b.clone(),
-            });
-        }
         let rate_bps = match &l.rate {
+            None if profile == Profile::Network => {
+                return Err(TopologyError::Missing {
+                    at: loc.at(&l.ends.span()),
+                    table: "[[link]]",
+                    field: "rate",
+                })
+            }
             None => None,
             Some(r) => Some(
                 parse_rate(r.get_ref()).map_err(|source| TopologyError::BadRate {
                     at: loc.at(&r.span()),
-                    source,
+                    source: Box::new(source),
                 })?,
             ),
         };
+        let effective_rate_bps = match &l.effective_rate {
+            None => None,
+            Some(e) => {
+                let bad = |reason: String| TopologyError::BadOption {
+                    at: loc.at(&e.span()),
+                    option: "effective_rate",
+                    reason,
+                };
+                let v = parse_rate(e.get_ref()).map_err(|err| bad(err.to_string()))?;
+                match rate_bps {
+                    None => return Err(bad("needs the link's `rate`".to_string())),
+                    Some(r) if v > r => return Err(bad("exceeds rate".to_string())),
+                    Some(_) => Some(v),
+                }
+            }
+        };
+        let delay = match &l.delay {
+            None => std::time::Duration::ZERO,
+            Some(d) => parse_duration(d.get_ref()).map_err(|e| TopologyError::BadOption {
+                at: loc.at(&d.span()),
+                option: "delay",
+                reason: e.to_string(),
+            })?,
+        };
         let mut end_of = |node: &str| {
-            let ifname = if is_host(node) {
-                HOST_IFNAME.to_string()
-            } else {
-                let n = next_port.entry(node.to_string()).or_insert(0);
-                *n += 1;
-                format!("p{}", *n - 1)
+            let n = next_port.entry(node.to_string()).or_insert(0);
+            *n += 1;
+            let ifname = match (is_switch(node), *n - 1) {
+                (true, k) => format!("p{k}"),
+                (false, 0) => HOST_IFNAME.to_string(),
+                (false, k) => format!("eth{k}"),
             };
             LinkEnd {
                 node: node.to_string(),
@@ -567,6 +713,8 @@ fn resolve_links(
         links.push(Link {
             ends: [end_of(a), end_of(b)],
             rate_bps,
+            effective_rate_bps,
+            delay,
         });
     }
     for h in &raw.host {

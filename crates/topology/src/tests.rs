@@ -194,7 +194,7 @@ fn unknown_field_points_at_key() {
     );
     assert!(matches!(e, TopologyError::Syntax { .. }));
     err_at("[lab]\nofloads = true\n", 2, 1, "unknown field `ofloads`");
-    err_at("[[hosts]]\nname = \"a\"\n", 1, 3, "unknown field `hosts`");
+    err_at("[[hosts]]\nname = \"a\"\n", 1, 1, "unknown table `hosts`");
 }
 
 #[test]
@@ -413,7 +413,7 @@ fn extra_tables_are_left_to_their_reader_and_others_refused() {
     let err = Topology::from_str(&with_sim, "t.toml").expect_err("sim unknown to the lab");
     assert_eq!(
         err.to_string(),
-        "t.toml:7:1: unknown table `sim`, expected one of `lab`, `host`, `switch`, `link`"
+        "t.toml:7:1: unknown table `sim`, expected one of `lab`, `host`, `switch`, `link`, `flow`"
     );
     let typo = format!("{base}\n  [[trafic]]\nx = 1\n");
     let err = Topology::from_str_with(&typo, "t.toml", &["sim", "traffic"]).expect_err("typo");

@@ -471,7 +471,6 @@ fn json_shapes() {
 fn two_switch_bound_includes_propagated_burst_and_matches_analyze() {
     use rtlan_calculus::analysis::{analyze, Topology as Model};
     use rtlan_calculus::loser::{self, Port};
-    use rtlan_calculus::netfile;
 
     const NET: &str = r#"
 [[switch]]
@@ -509,7 +508,10 @@ max_packet = 1514
 shaping_interval = "10ms"
 host_delay = "80us"
 "#;
-    let file = netfile::parse(NET).expect("valid network file");
+    let file = rtlan_topology::Topology::network_from_str(NET, "net.toml")
+        .expect("valid network file")
+        .network()
+        .expect("complete network");
     let model = Model::from_netfile(&file);
     let flows: Vec<_> = file
         .flows
@@ -538,6 +540,8 @@ host_delay = "80us"
         ],
         hosts: Vec::new(),
     };
+    // The one derivation from the topology model gives the same manager view.
+    assert_eq!(Topology::parse(NET, "net.toml"), Ok(topo.clone()));
     let mut m = Manager::new(topo, ManagerConfig::default()).expect("valid");
     let (ab, _) = admit(&mut m, spec("A", "B", 20, 10_000, None)).expect("admitted");
     let (xb, xb_us) = admit(&mut m, spec("X", "B", 30, 10_000, None)).expect("admitted");

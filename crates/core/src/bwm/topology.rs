@@ -1,13 +1,15 @@
 //! The network the bandwidth manager books: switches (multiplexing delay `t_mux`, buffer memory)
-//! and links (rate), the same information as `rtlan analyze`'s network file (seed 004 §2.2, §3.2).
-//! Hosts are the link ends that are not switches. Paths are shortest paths in hops through
-//! switches only (hosts never forward), ties broken by link order so a path is reproducible.
-//! [`Topology::parse`] reads it with `rtlan_calculus::netfile`, the parser of `rtlan analyze`.
+//! and links (rate), the quantities of Löser/Härtig, "Low-latency hard real-time communication over
+//! switched Ethernet", §2.2 and §3.2. Hosts are the link ends that are not switches. Paths are
+//! shortest paths in hops through switches only (hosts never forward), ties broken by link order
+//! so a path is reproducible.
+//!
+//! Files are read by the one topology reader (`rtlan_topology`, the reader of `rtlan analyze` and
+//! the lab); [`Topology::from_model`] is the one place the manager's integer view (also the
+//! `topology` reply of the protocol) is derived from that model.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use rtlan_calculus::netfile::{self, NetfileError};
-use rtlan_calculus::Q;
 use serde::{Deserialize, Serialize};
 
 /// Errors in a topology.
@@ -25,12 +27,18 @@ pub enum TopologyError {
     /// A link joins two hosts (no switch in between).
     #[error("link {0} joins two hosts `{1}` and `{2}`; one end must be a switch")]
     HostToHost(usize, String, String),
-    /// The network file is invalid (`rtlan analyze`'s rules).
-    #[error("network file: {0}")]
-    File(#[from] NetfileError),
-    /// A value of the network file does not fit the manager's integer units.
-    #[error("network file: {0} out of range")]
-    Range(String),
+    /// The network file is invalid; the message starts with `file:line:column:`.
+    #[error("{0}")]
+    File(String),
+    /// The model lacks a value the manager needs (a lab topology without `t_mux`, `buffer` or a
+    /// link `rate`).
+    #[error("{origin}: {what} is missing; the bandwidth manager needs it")]
+    Missing {
+        /// The file.
+        origin: String,
+        /// Which value.
+        what: String,
+    },
 }
 
 /// A switch.
@@ -75,45 +83,52 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// Parses `rtlan analyze`'s network file (`docs/analyze.md`) with its own parser: switches
-    /// (`t_mux` rounded up to ns, `buffer` down to bytes) and links (the effective rate, rounded
-    /// down to bit/s). `[[flow]]` tables are checked but not booked.
-    pub fn parse(text: &str) -> Result<Topology, TopologyError> {
-        let file = netfile::parse(text)?;
-        let int =
-            |v: i128, what: &str| u64::try_from(v).map_err(|_| TopologyError::Range(what.into()));
+    /// The manager's view of the one topology model: every switch with its `t_mux` (whole ns) and
+    /// buffer (bytes), every link with the rate the bounds use (the effective rate if given), and
+    /// the declared hosts' addresses. `[[flow]]` tables are not booked.
+    pub fn from_model(model: &rtlan_topology::Topology) -> Result<Topology, TopologyError> {
+        let missing = |what: String| TopologyError::Missing {
+            origin: model.origin.clone(),
+            what,
+        };
         let mut topo = Topology::default();
-        for s in file.switches {
-            let ns = s
+        for s in &model.switches {
+            let t_mux = s
                 .t_mux
-                .mul(Q::int(1_000_000_000))
-                .map_err(|_| TopologyError::Range(format!("switch `{}` t_mux", s.name)))?;
-            let bytes = s
-                .buffer
-                .div(Q::int(8))
-                .map_err(|_| TopologyError::Range(format!("switch `{}` buffer", s.name)))?;
+                .ok_or_else(|| missing(format!("switch `{}` t_mux", s.name)))?;
             topo.switches.push(SwitchSpec {
-                t_mux_ns: int(ns.ceil(), &format!("switch `{}` t_mux", s.name))?,
-                buffer_bytes: int(bytes.floor(), &format!("switch `{}` buffer", s.name))?,
-                name: s.name,
+                name: s.name.clone(),
+                t_mux_ns: u64::try_from(t_mux.as_nanos())
+                    .map_err(|_| missing(format!("switch `{}` t_mux below 2^64 ns", s.name)))?,
+                buffer_bytes: s
+                    .buffer_bytes
+                    .ok_or_else(|| missing(format!("switch `{}` buffer", s.name)))?,
             });
         }
-        for l in file.links {
-            let what = format!("link {}-{} rate", l.ends[0], l.ends[1]);
-            topo.links.push(LinkSpec {
-                rate_bps: int(l.effective_rate.floor(), &what)?,
-                ends: l.ends,
-            });
+        for l in &model.links {
+            let ends = l.ends.clone().map(|e| e.node);
+            let rate_bps = l
+                .bound_rate_bps()
+                .ok_or_else(|| missing(format!("link {}–{} rate", ends[0], ends[1])))?;
+            topo.links.push(LinkSpec { ends, rate_bps });
         }
-        topo.hosts = file
+        topo.hosts = model
             .hosts
-            .into_iter()
+            .iter()
             .map(|h| HostSpec {
-                name: h.name,
+                name: h.name.clone(),
                 ip: h.ip,
             })
             .collect();
         Ok(topo)
+    }
+
+    /// Reads network-file `text` (`docs/analyze.md`; errors start with `origin:line:column:`)
+    /// and derives the manager's view with [`Topology::from_model`].
+    pub fn parse(text: &str, origin: &str) -> Result<Topology, TopologyError> {
+        let model = rtlan_topology::Topology::network_from_str(text, origin)
+            .map_err(|e| TopologyError::File(e.to_string()))?;
+        Topology::from_model(&model)
     }
 }
 

@@ -1,8 +1,8 @@
-//! Reads the network file of `rtlan analyze` (issue 5 item 2; `docs/analyze.md`, `docs/bwm.md`)
-//! into the manager's [`Topology`] with the one parser both tools share
-//! (`rtlan_calculus::netfile`, via [`Topology::parse`]): `[[switch]]` (`name`, `t_mux`,
-//! `buffer`) and `[[link]]` (`ends`, `rate`, optional `effective_rate`, which the bounds use).
-//! `[[flow]]` tables are checked by that parser but not booked.
+//! Reads the network file of `rtlan bwm` (`docs/analyze.md`, `docs/bwm.md`) with the one topology
+//! reader (`rtlan_topology`, network-file rules, errors at `file:line:column`) and derives the
+//! manager's [`Topology`] from it: `[[switch]]` (`name`, `t_mux`, `buffer`), `[[link]]` (`ends`,
+//! `rate`, optional `effective_rate`, which the bounds use), `[[host]]` addresses. `[[flow]]`
+//! tables are checked by the reader but not booked.
 
 use std::path::Path;
 
@@ -24,9 +24,9 @@ pub enum NetworkError {
     Invalid(#[from] TopologyError),
 }
 
-/// Parses the text of a network file.
-pub fn parse_network(text: &str) -> Result<Topology, NetworkError> {
-    Ok(Topology::parse(text)?)
+/// Parses the text of a network file; `origin` names it in error messages.
+pub fn parse_network(text: &str, origin: &str) -> Result<Topology, NetworkError> {
+    Ok(Topology::parse(text, origin)?)
 }
 
 /// Reads a network file.
@@ -35,7 +35,7 @@ pub fn load_network(path: &Path) -> Result<Topology, NetworkError> {
         path: path.display().to_string(),
         source,
     })?;
-    parse_network(&text)
+    parse_network(&text, &path.display().to_string())
 }
 
 #[cfg(test)]
@@ -45,7 +45,7 @@ mod tests {
     #[test]
     fn reads_the_analyze_format() {
         let topo = parse_network(
-            r#"
+            &r#"
             [[switch]]
             name = "s1"
             t_mux = "45us"
@@ -63,7 +63,9 @@ mod tests {
             rate = "4mbit"
             max_packet = 1514
             shaping_interval = "10ms"
-            "#,
+            "#
+            .replace("\n            ", "\n"),
+            "net.toml",
         )
         .expect("valid file");
         assert_eq!(topo.switches[0].t_mux_ns, 45_000);
@@ -72,26 +74,38 @@ mod tests {
         assert_eq!(topo.links[1].rate_bps, 10_000_000);
     }
 
+    /// The message of a refused file, which must be the reader's (`net.toml:line:col: …`).
+    fn refusal(text: &str) -> String {
+        match parse_network(text, "net.toml") {
+            Err(NetworkError::Invalid(TopologyError::File(m))) => m,
+            other => panic!("expected a file error, got {other:?}"),
+        }
+    }
+
     #[test]
     fn errors_are_the_analyze_parsers() {
         let switch = "[[switch]]\nname = \"s\"\nt_mux = \"45us\"\n";
-        assert!(matches!(
-            parse_network(&format!("{switch}buffer = \"big\"")),
-            Err(NetworkError::Invalid(TopologyError::File(_)))
+        let m = refusal(&format!("{switch}buffer = \"big\""));
+        assert!(m.starts_with("net.toml:4:10: bad `buffer`"), "{m}");
+        let m = refusal(&format!(
+            "{switch}buffer = \"64KB\"\n[[link]]\nends = [\"a\", \"s\"]\nrate = \"fast\""
         ));
-        assert!(matches!(
-            parse_network(&format!(
-                "{switch}buffer = \"64KB\"\n[[link]]\nends = [\"a\", \"s\"]\nrate = \"fast\""
-            )),
-            Err(NetworkError::Invalid(TopologyError::File(_)))
+        assert!(m.starts_with("net.toml:7:8: bad rate"), "{m}");
+        let m = refusal(&format!(
+            "{switch}buffer = \"64KB\"\n[[link]]\nends = [\"a\", \"s\"]\nrate = \"100mbps\""
         ));
-        assert!(matches!(
-            parse_network("[[link]]\nends = 3"),
-            Err(NetworkError::Invalid(TopologyError::File(_)))
-        ));
-        let ok = parse_network(&format!(
-            "{switch}buffer = \"64KB\"\n[[link]]\nends = [\"a\", \"s\"]\nrate = \"1gbit\""
-        ))
+        assert!(
+            m.contains("tc(8) reads it as 100 megabytes/s = 800 Mbit/s"),
+            "{m}"
+        );
+        let m = refusal("[[link]]\nends = 3");
+        assert!(m.starts_with("net.toml:2:9:"), "{m}");
+        let ok = parse_network(
+            &format!(
+                "{switch}buffer = \"64KB\"\n[[link]]\nends = [\"a\", \"s\"]\nrate = \"1gbit\""
+            ),
+            "net.toml",
+        )
         .expect("valid");
         assert_eq!(ok.switches[0].buffer_bytes, 64_000);
         assert_eq!(ok.links[0].rate_bps, 1_000_000_000);

@@ -56,7 +56,7 @@ struct Running {
 
 impl Running {
     fn start(state: PathBuf) -> Running {
-        let topo = parse_network(NETWORK).expect("valid network");
+        let topo = parse_network(NETWORK, "network.toml").expect("valid network");
         let manager = Manager::new(topo, ManagerConfig::default()).expect("valid topology");
         let server = Server::bind(manager, "127.0.0.1:0", state).expect("binds");
         let addr = server.local_addr().expect("bound");
@@ -180,7 +180,7 @@ fn bwm_state_file_round_trip_and_corruption() {
         0
     );
     let mut m = Manager::new(
-        parse_network(NETWORK).expect("valid"),
+        parse_network(NETWORK, "network.toml").expect("valid"),
         ManagerConfig::default(),
     )
     .expect("valid");

@@ -18,6 +18,7 @@ use rtlan_core::switch::{
     PortConfig, RtConfig, SwitchConfig, UnknownUnicast, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_REFRESH_TIMEOUT, MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
 };
+pub use rtlan_core::units::format_duration;
 use rtlan_core::units::{format_rate, parse_duration, parse_rate};
 use rtlan_core::Medium;
 use rtlan_wire::ethernet::Address;
@@ -494,17 +495,6 @@ impl Config {
             },
         }
     }
-}
-
-/// Formats a duration the way [`parse_duration`] reads it, in the largest exact unit.
-pub fn format_duration(d: Duration) -> String {
-    let ns = d.as_nanos();
-    for (div, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
-        if ns >= div && ns.is_multiple_of(div) {
-            return format!("{}{unit}", ns / div);
-        }
-    }
-    format!("{ns}ns")
 }
 
 #[derive(serde::Serialize)]

@@ -1,6 +1,8 @@
 //! `rtlan analyze FILE [--json]`: worst-case backlog and delay at every switch output port of a
-//! network file, end-to-end delay bounds per flow, and the admission verdict — seed 004 §2.2
-//! equations (4)–(7) chained over multi-hop paths (issue 5 item 2; `docs/analyze.md`).
+//! network file, end-to-end delay bounds per flow, and the admission verdict — Löser/Härtig,
+//! "Low-latency hard real-time communication over switched Ethernet", §2.2 equations (4)–(7)
+//! chained over multi-hop paths (`docs/analyze.md`). The file is read by the one topology reader
+//! (`rtlan_topology`, network-file rules).
 //!
 //! Output rounding: bounds are rounded **up** to whole bytes / µs (never below the exact value),
 //! estimates to the nearest.
@@ -10,8 +12,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use rtlan_calculus::analysis::{analyze_file, Report};
-use rtlan_calculus::netfile;
 use rtlan_calculus::Q;
+use rtlan_topology::Topology;
 #[cfg(test)]
 use serde_json::Value;
 
@@ -36,7 +38,7 @@ pub(crate) struct AnalyzeArgs {
 pub(crate) fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let text =
         std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file))?;
-    let report = analyze_text(&text).with_context(|| args.file.clone())?;
+    let report = analyze_named(&text, &args.file)?;
     if args.json {
         println!("{}", to_json_text(&report)?);
     } else {
@@ -49,10 +51,16 @@ pub(crate) fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Parses and analyses a network file.
-pub(crate) fn analyze_text(text: &str) -> anyhow::Result<Report> {
-    let file = netfile::parse(text)?;
+/// Reads network-file `text` with the one topology reader (errors start `origin:line:col:`) and
+/// analyses it.
+pub(crate) fn analyze_named(text: &str, origin: &str) -> anyhow::Result<Report> {
+    let file = Topology::network_from_str(text, origin)?.network()?;
     Ok(analyze_file(&file)?)
+}
+
+/// [`analyze_named`] for text without a file name (errors start `network file:line:col:`).
+pub(crate) fn analyze_text(text: &str) -> anyhow::Result<Report> {
+    analyze_named(text, "network file")
 }
 
 fn ceil_us(q: Option<Q>) -> anyhow::Result<Option<i128>> {
@@ -272,6 +280,6 @@ mod tests {
         let err =
             analyze_text("[[switch]]\nname = \"s\"\nt_mux = \"1us\"\nbuffer = \"1KiB\"\nx = 1\n")
                 .unwrap_err();
-        assert!(err.to_string().starts_with("5:1:"), "{err}");
+        assert!(err.to_string().starts_with("network file:5:1:"), "{err}");
     }
 }

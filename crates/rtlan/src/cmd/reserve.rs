@@ -32,7 +32,7 @@ pub(crate) struct ReserveArgs {
     /// The receiver, IP:PORT.
     #[arg(long)]
     to: SocketAddrV4,
-    /// Reserved rate of whole frames (`50mbit`, `1.5mbit`, `12500kbps`).
+    /// Reserved rate of whole frames (`50mbit`, `1.5mbit`, `12.5Mbit/s`; docs/units.md).
     #[arg(long, value_parser = parse_rate)]
     rate: u64,
     /// Largest back-to-back burst in bytes (default: two maximum packets).
