@@ -103,7 +103,8 @@ pub(super) struct Bounds {
 
 /// Parses and analyses a network file with the calculus, as `rtlan analyze` does.
 pub(super) fn analyze(text: &str) -> anyhow::Result<Report> {
-    Ok(analyze_file(&rtlan_calculus::netfile::parse(text)?)?)
+    let file = rtlan_topology::Topology::network_from_str(text, "network file")?.network()?;
+    Ok(analyze_file(&file)?)
 }
 
 /// A bound in whole units as `rtlan analyze --json` prints it; an error names `what` if the

@@ -59,7 +59,8 @@ pub(crate) fn analyze_named(text: &str, origin: &str) -> anyhow::Result<Report> 
 }
 
 /// [`analyze_named`] for text without a file name (errors start `network file:line:col:`).
-pub(crate) fn analyze_text(text: &str) -> anyhow::Result<Report> {
+#[cfg(test)]
+fn analyze_text(text: &str) -> anyhow::Result<Report> {
     analyze_named(text, "network file")
 }
 
