@@ -105,7 +105,17 @@ impl Server {
     ) -> Result<Server, ServerError> {
         let state = Journal::load(&state_path)?;
         for (conn, why) in manager.restore(state) {
-            tracing::warn!("bwm: persisted connection {conn} dropped: {:?}", why.reply);
+            let reason = match &why.reply {
+                rtlan_core::bwm::Reply::Error { code, message, .. } => {
+                    format!("{code:?}: {message}")
+                }
+                other => format!("{other:?}"),
+            };
+            tracing::warn!(
+                conn,
+                state = %state_path.display(),
+                "bwm: persisted booking {conn} no longer fits the network and is dropped ({reason})"
+            );
         }
         manager.take_changed();
         let journal = Journal::create(&state_path, &manager.snapshot())?;
