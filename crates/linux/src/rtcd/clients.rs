@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use rtlan_core::rtcd::ClientId;
 
-use crate::switchd::epoll::Epoll;
+use crate::driver::Epoll;
 
 /// Longest request line accepted; a longer one closes the connection.
 pub const MAX_LINE: usize = 64 * 1024;

@@ -19,7 +19,7 @@ use super::tc::KernelShaper;
 use super::{Error, RunReport};
 use crate::clock;
 use crate::netlink::Netlink;
-use crate::switchd::epoll::{Epoll, EMPTY_EVENT};
+use crate::driver::{Epoll, EMPTY_EVENT};
 use crate::timer::Timer;
 
 const LINK_TOKEN: u64 = 1;
