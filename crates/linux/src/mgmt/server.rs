@@ -272,14 +272,21 @@ impl MgmtServer {
         self.conns.keys().map(|t| t - self.base - 1).collect()
     }
 
-    /// Handles an epoll event for one of this server's tokens, appending what happened to `out`.
-    pub(crate) fn on_event(
+    /// Handles an epoll event for one of this server's tokens. Each valid request goes to
+    /// `answer(client, peer_pid, request)`: `Some(result)` is the reply, queued at once (so
+    /// replies keep the order of the requests, error replies to malformed lines included);
+    /// `None` hands the request up as [`MgmtEvent::Request`] in `out`, to be answered later with
+    /// [`MgmtServer::reply`]. Closed connections are reported in `out` too.
+    pub(crate) fn on_event<F>(
         &mut self,
         epoll: &Epoll,
         token: u64,
         events: u32,
         out: &mut Vec<MgmtEvent>,
-    ) {
+        mut answer: F,
+    ) where
+        F: FnMut(u64, Option<u32>, &Envelope) -> Option<Result<Value, MgmtError>>,
+    {
         if token == self.base {
             self.accept(epoll);
             return;
@@ -312,14 +319,22 @@ impl MgmtServer {
                     break;
                 }
                 match parse_line(&line) {
-                    Ok(request) => {
-                        conn.awaiting += 1;
-                        out.push(MgmtEvent::Request {
-                        client,
-                            peer_pid: conn.peer_pid,
-                            request,
-                        });
-                    }
+                    Ok(request) => match answer(client, conn.peer_pid, &request) {
+                        Some(Ok(data)) => {
+                            push_line(&mut conn.outbuf, &super::ok_reply(request.id, data));
+                        }
+                        Some(Err(error)) => {
+                            push_error(conn, &mut self.stats, request.id, &error);
+                        }
+                        None => {
+                            conn.awaiting += 1;
+                            out.push(MgmtEvent::Request {
+                                client,
+                                peer_pid: conn.peer_pid,
+                                request,
+                            });
+                        }
+                    },
                     Err((id, error)) => push_error(conn, &mut self.stats, id, &error),
                 }
             }
@@ -560,5 +575,152 @@ pub fn unix_path(listen: &Listen) -> Option<&Path> {
     match listen {
         Listen::Unix(p) => Some(p),
         Listen::Tcp(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::driver::EMPTY_EVENT;
+
+    /// Serves `server` until `done` says so (or 5 s pass), answering every request with its
+    /// `op` as data (`"fail"` gets an error).
+    fn serve_until(
+        server: &mut MgmtServer,
+        epoll: &Epoll,
+        mut done: impl FnMut(&MgmtServer) -> bool,
+    ) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut events = [EMPTY_EVENT; 16];
+        let mut happened = Vec::new();
+        while !done(server) {
+            assert!(std::time::Instant::now() < deadline, "timed out");
+            let n = epoll.wait(&mut events, 50).expect("wait");
+            for ev in &events[..n] {
+                let (token, flags) = (ev.u64, ev.events);
+                if server.owns(token) {
+                    server.on_event(epoll, token, flags, &mut happened, |_, _, request| {
+                        Some(if request.op == "fail" {
+                            Err(MgmtError::new("refused", "as asked"))
+                        } else {
+                            Ok(Value::String(request.op.clone()))
+                        })
+                    });
+                }
+            }
+            happened.clear();
+        }
+    }
+
+    fn read_line(reader: &mut impl BufRead) -> Value {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("a reply line");
+        serde_json::from_str(&line).unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn tcp_clients_are_bounded_and_malformed_or_long_lines_get_errors() {
+        let epoll = Epoll::new().expect("epoll");
+        let limits = Limits {
+            max_line: 64,
+            max_clients: 1,
+            max_unread: 1024,
+        };
+        let mut server =
+            MgmtServer::bind(&Listen::Tcp("127.0.0.1:0".into()), &epoll, 1 << 62, limits)
+                .expect("bind");
+        let addr = server.local_addr().expect("tcp address");
+        assert!(!server.owns(5) && server.owns(1 << 62) && server.owns((1 << 62) + 9));
+
+        let first = TcpStream::connect(addr).expect("connect");
+        first
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        (&first)
+            .write_all(b"{\"op\":\"ping\",\"id\":1}\n[]\n{\"op\":\"fail\",\"id\":2}\n")
+            .expect("write");
+        serve_until(&mut server, &epoll, |_| lines_waiting(&first) >= 3);
+        let mut reader = BufReader::new(&first);
+        assert_eq!(
+            read_line(&mut reader),
+            serde_json::json!({"id": 1, "ok": true, "data": "ping"})
+        );
+        let bad = read_line(&mut reader);
+        assert_eq!(bad["error"]["code"], "bad_request", "{bad}");
+        let refused = read_line(&mut reader);
+        assert_eq!(refused["id"], 2);
+        assert_eq!(refused["error"]["code"], "refused", "{refused}");
+
+        // A second client is over the limit: told so, then closed.
+        let second = TcpStream::connect(addr).expect("connect");
+        second
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        serve_until(&mut server, &epoll, |_| lines_waiting(&second) >= 1);
+        let mut reader2 = BufReader::new(&second);
+        let refused = read_line(&mut reader2);
+        assert_eq!(refused["error"]["code"], "too_many_clients", "{refused}");
+        let mut rest = String::new();
+        assert_eq!(reader2.read_line(&mut rest).expect("eof"), 0, "closed");
+
+        // An over-long line: an error, then the connection closes.
+        let mut long = vec![b'x'; 200];
+        long.push(b'\n');
+        (&first).write_all(&long).expect("write");
+        serve_until(&mut server, &epoll, |s| s.clients().is_empty());
+        let long = read_line(&mut reader);
+        assert_eq!(long["error"]["code"], "line_too_long", "{long}");
+        let mut rest = String::new();
+        // EOF, or a reset if the kernel still held unread bytes of ours when the server closed.
+        assert!(
+            matches!(reader.read_line(&mut rest), Ok(0) | Err(_)),
+            "closed: {rest}"
+        );
+        assert_eq!(server.stats().requests, 4);
+        assert_eq!(server.stats().errors, 4);
+    }
+
+    /// Complete lines waiting on `stream` (read without consuming them).
+    fn lines_waiting(stream: &TcpStream) -> usize {
+        let mut buf = [0u8; 1024];
+        stream.set_nonblocking(true).expect("nb");
+        let n = stream.peek(&mut buf).unwrap_or(0);
+        stream.set_nonblocking(false).expect("blocking");
+        buf[..n].iter().filter(|&&b| b == b'\n').count()
+    }
+
+    #[test]
+    fn a_unix_client_that_shuts_down_its_side_still_gets_its_reply() {
+        let path = std::env::temp_dir().join(format!("rtl-mgmt-{}.sock", std::process::id()));
+        let epoll = Epoll::new().expect("epoll");
+        let mut server = MgmtServer::bind(
+            &Listen::Unix(path.clone()),
+            &epoll,
+            1 << 62,
+            Limits::default(),
+        )
+        .expect("bind");
+        let client = UnixStream::connect(&path).expect("connect");
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        (&client).write_all(b"{\"op\":\"stats\"}\n").expect("write");
+        client
+            .shutdown(std::net::Shutdown::Write)
+            .expect("half close");
+        serve_until(&mut server, &epoll, |s| s.stats().requests == 1);
+        let mut reader = BufReader::new(&client);
+        assert_eq!(
+            read_line(&mut reader),
+            serde_json::json!({"id": null, "ok": true, "data": "stats"})
+        );
+        serve_until(&mut server, &epoll, |s| s.clients().is_empty());
+        let mut rest = String::new();
+        assert_eq!(reader.read_line(&mut rest).expect("eof"), 0);
+        drop(server);
+        assert!(!path.exists(), "socket file removed on drop");
     }
 }

@@ -116,20 +116,12 @@ impl ControlServer {
         if !self.server.owns(token) {
             return;
         }
-        let mut events = std::mem::take(&mut self.events);
-        self.server.on_event(epoll, token, flags, &mut events);
-        let mut gone = Vec::new();
-        for event in events.drain(..) {
-            if let MgmtEvent::Request {
-                client, request, ..
-            } = event
-            {
-                let result = request.decode::<Request>().and_then(&mut respond);
-                self.server
-                    .reply(epoll, client, request.id, result, &mut gone);
-            }
-        }
-        self.events = events;
+        self.server
+            .on_event(epoll, token, flags, &mut self.events, |_, _, request| {
+                Some(request.decode::<Request>().and_then(&mut respond))
+            });
+        // Only closed connections are reported: every request was answered above.
+        self.events.clear();
     }
 }
 
