@@ -207,7 +207,10 @@ fn log_level_and_rust_log_decide_what_reaches_stderr() {
         default.contains("WARN") && default.contains("persisted booking 7"),
         "the dropped booking is a warning by default: {default}"
     );
-    assert!(!default.contains('\u{1b}'), "no colours on a pipe: {default:?}");
+    assert!(
+        !default.contains('\u{1b}'),
+        "no colours on a pipe: {default:?}"
+    );
     assert!(
         !default.contains("INFO"),
         "info is below the default level: {default}"

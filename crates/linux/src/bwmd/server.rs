@@ -221,14 +221,19 @@ impl Server {
                 let (token, flags) = (ev.u64, ev.events);
                 if self.clients.owns(token) {
                     let inner = &mut self.inner;
-                    self.clients
-                        .on_event(&self.epoll, token, flags, &mut happened, |_, _, request| {
+                    self.clients.on_event(
+                        &self.epoll,
+                        token,
+                        flags,
+                        &mut happened,
+                        |_, _, request| {
                             Some(
                                 request
                                     .decode::<Op>()
                                     .and_then(|op| inner.handle(request.id, op)),
                             )
-                        });
+                        },
+                    );
                 }
             }
             // Only closed connections are reported: every request was answered above.

@@ -372,8 +372,7 @@ impl<N: Node, P: Port> Driver<N, P> {
         for (i, port) in self.ports.iter_mut().enumerate() {
             // Port indices fit u16 (checked in `new`).
             let id = PortId(i as u16);
-            while port.transmit_with(|buf| node.poll_transmit(now, id, buf)) == TxOutcome::Queued {
-            }
+            while port.transmit_with(|buf| node.poll_transmit(now, id, buf)) == TxOutcome::Queued {}
             if let Err(err) = port.flush() {
                 tracing::debug!(ifname = port.ifname(), "flush: {err}");
                 if matches!(
@@ -456,5 +455,183 @@ impl<N: Node, P: Port> Driver<N, P> {
     /// How long the loop has run (until it stopped, if it has).
     pub fn uptime(&self) -> Duration {
         self.stopped.unwrap_or_else(clock::now) - self.started
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::RawFd;
+    use std::os::unix::net::UnixDatagram;
+    use std::sync::atomic::AtomicU8;
+    use std::sync::Arc;
+
+    use rtlan_core::node::Medium;
+    use rtlan_wire::ethernet::Address;
+
+    use super::*;
+
+    /// A port over a datagram socket pair: what the test writes to `peer` is received, what the
+    /// driver transmits is recorded; its carrier is whatever the test says.
+    struct FakePort {
+        sock: UnixDatagram,
+        sent: Vec<Vec<u8>>,
+        counters: PortCounters,
+        /// 0 = unknown, 1 = down, 2 = up.
+        carrier: Arc<AtomicU8>,
+    }
+
+    impl AsRawFd for FakePort {
+        fn as_raw_fd(&self) -> RawFd {
+            self.sock.as_raw_fd()
+        }
+    }
+
+    impl Port for FakePort {
+        fn ifname(&self) -> &str {
+            "fake0"
+        }
+        fn ifindex(&self) -> u32 {
+            7
+        }
+        fn mac(&self) -> Address {
+            Address([2, 0, 0, 0, 0, 7])
+        }
+        fn counters(&self) -> &PortCounters {
+            &self.counters
+        }
+        fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, mut deliver: F) -> usize {
+            let mut buf = [0u8; 2048];
+            let mut n = 0;
+            while n < budget {
+                match self.sock.recv(&mut buf) {
+                    Ok(len) => {
+                        deliver(&buf[..len]);
+                        n += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+            n
+        }
+        fn transmit_with<F: FnOnce(&mut [u8]) -> Option<usize>>(
+            &mut self,
+            produce: F,
+        ) -> TxOutcome {
+            let mut buf = [0u8; 2048];
+            match produce(&mut buf) {
+                Some(len) => {
+                    self.sent.push(buf[..len].to_vec());
+                    TxOutcome::Queued
+                }
+                None => TxOutcome::Empty,
+            }
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn flush_pending(&self) -> bool {
+            false
+        }
+        fn tx_blocked(&self) -> bool {
+            false
+        }
+        fn take_error(&mut self) -> Option<std::io::Error> {
+            None
+        }
+        fn read_kernel_drops(&mut self) {}
+        fn carrier(&self) -> Option<bool> {
+            match self.carrier.load(Ordering::Relaxed) {
+                1 => Some(false),
+                2 => Some(true),
+                _ => None,
+            }
+        }
+    }
+
+    /// A one-port node that echoes every frame back out reversed and records carrier changes;
+    /// it asks to be woken 1 ms after each frame.
+    #[derive(Default)]
+    struct Echo {
+        out: Vec<Vec<u8>>,
+        links: Vec<bool>,
+        timeouts: u64,
+        deadline: Option<Instant>,
+    }
+
+    impl Node for Echo {
+        fn port_count(&self) -> usize {
+            1
+        }
+        fn medium(&self, _port: PortId) -> Medium {
+            Medium::Unpaced
+        }
+        fn handle_frame(&mut self, now: Instant, port: PortId, frame: &[u8]) {
+            assert_eq!(port, PortId(0));
+            self.out.push(frame.iter().rev().copied().collect());
+            self.deadline = Some(now + Duration::from_millis(1));
+        }
+        fn poll_transmit(&mut self, _now: Instant, _port: PortId, buf: &mut [u8]) -> Option<usize> {
+            let frame = self.out.pop()?;
+            buf[..frame.len()].copy_from_slice(&frame);
+            Some(frame.len())
+        }
+        fn handle_timeout(&mut self, now: Instant) {
+            if self.deadline.is_some_and(|d| d <= now) {
+                self.deadline = None;
+                self.timeouts += 1;
+            }
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            self.deadline
+        }
+        fn handle_link(&mut self, _now: Instant, _port: PortId, up: bool) {
+            self.links.push(up);
+        }
+    }
+
+    #[test]
+    fn frames_timers_and_carrier_changes_reach_the_node() {
+        let (sock, peer) = UnixDatagram::pair().expect("socket pair");
+        sock.set_nonblocking(true).expect("nonblocking");
+        let carrier = Arc::new(AtomicU8::new(1));
+        let port = FakePort {
+            sock,
+            sent: Vec::new(),
+            counters: PortCounters::default(),
+            carrier: Arc::clone(&carrier),
+        };
+        let mut driver =
+            Driver::new(Echo::default(), vec![port], DriverOptions::default()).expect("driver");
+        assert_eq!(
+            driver.node().links,
+            [false],
+            "no carrier at start is reported"
+        );
+
+        peer.send(b"abc").expect("send");
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let flipper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            carrier.store(2, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(600));
+            flag.store(true, Ordering::Relaxed);
+        });
+        driver
+            .run(&stop, |_, token, _| panic!("no user token {token}"))
+            .expect("runs");
+        flipper.join().expect("flipper");
+
+        assert_eq!(driver.ports()[0].sent, [b"cba".to_vec()]);
+        assert_eq!(driver.node().timeouts, 1, "the 1 ms deadline fired once");
+        assert_eq!(driver.node().links, [false, true]);
+        assert_eq!(driver.link_changes(), 1);
+        assert!(driver.lateness().wakeups >= 1);
+        assert!(Driver::new(
+            Echo::default(),
+            Vec::<FakePort>::new(),
+            DriverOptions::default()
+        )
+        .is_err());
     }
 }

@@ -18,7 +18,7 @@ pub mod server;
 
 use serde_json::{Map, Value};
 
-pub use server::{Listen, Limits, MgmtEvent, MgmtServer, ServerError, Stats};
+pub use server::{Limits, Listen, MgmtEvent, MgmtServer, ServerError, Stats};
 
 /// The largest request id (2^53 − 1, the largest integer every JSON implementation keeps exact).
 pub const MAX_ID: u64 = (1 << 53) - 1;
@@ -103,9 +103,7 @@ pub fn parse_line(line: &[u8]) -> Result<Envelope, (RequestId, MgmtError)> {
             None => {
                 return Err((
                     None,
-                    MgmtError::bad_request(format!(
-                        "`id` must be an integer from 0 to {MAX_ID}"
-                    )),
+                    MgmtError::bad_request(format!("`id` must be an integer from 0 to {MAX_ID}")),
                 ))
             }
         },
@@ -310,7 +308,13 @@ mod tests {
             parse_incoming(r#"{"event":"revoked","conn":5}"#),
             Ok(Incoming::Event { name, .. }) if name == "revoked"
         ));
-        for bad in ["[1,", "{}", r#"{"ok":false}"#, r#"{"ok":true,"id":"x"}"#, "3"] {
+        for bad in [
+            "[1,",
+            "{}",
+            r#"{"ok":false}"#,
+            r#"{"ok":true,"id":"x"}"#,
+            "3",
+        ] {
             assert!(parse_incoming(bad).is_err(), "{bad}");
         }
     }

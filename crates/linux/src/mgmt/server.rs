@@ -18,7 +18,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
 
@@ -297,13 +297,6 @@ impl MgmtServer {
         };
         if events & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
             read_available(conn, self.limits.max_line);
-            if events & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
-                // Both directions are gone: nothing can be answered any more.
-                conn.closing = true;
-                conn.awaiting = 0;
-                conn.inbuf.clear();
-                conn.outbuf.clear();
-            }
             while let Some(pos) = conn.inbuf.iter().position(|&b| b == b'\n') {
                 let mut line: Vec<u8> = conn.inbuf.drain(..=pos).collect();
                 line.pop();
@@ -343,6 +336,13 @@ impl MgmtServer {
                 self.stats.requests += 1;
                 push_error(conn, &mut self.stats, None, &line_too_long(&self.limits));
                 conn.closing = true;
+            }
+            if events & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
+                // Both directions are gone: what it sent is handled, nothing can be answered.
+                conn.closing = true;
+                conn.awaiting = 0;
+                conn.inbuf.clear();
+                conn.outbuf.clear();
             }
         }
         self.flush(epoll, token, out);
@@ -459,10 +459,7 @@ impl MgmtServer {
                 return;
             }
             self.next_client += 1;
-            if epoll
-                .add(stream.fd(), libc::EPOLLIN as u32, token)
-                .is_err()
-            {
+            if epoll.add(stream.fd(), libc::EPOLLIN as u32, token).is_err() {
                 continue;
             }
             let peer_pid = match &stream {
@@ -567,14 +564,6 @@ fn write_available(conn: &mut Conn) {
                 conn.awaiting = 0;
             }
         }
-    }
-}
-
-/// The path of a Unix listen address, if it is one.
-pub fn unix_path(listen: &Listen) -> Option<&Path> {
-    match listen {
-        Listen::Unix(p) => Some(p),
-        Listen::Tcp(_) => None,
     }
 }
 

@@ -177,7 +177,8 @@ impl RtcdClient {
             match parse_incoming(&line).map_err(ClientError::Protocol)? {
                 Incoming::Event { name, fields } => {
                     if name == "revoked" {
-                        self.revoked.push(u64_field(&Value::Object(fields), "conn")?);
+                        self.revoked
+                            .push(u64_field(&Value::Object(fields), "conn")?);
                     }
                 }
                 // A late reply to an earlier, timed-out call.

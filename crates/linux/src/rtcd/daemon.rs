@@ -19,9 +19,9 @@ use super::manager::{Event, ManagerLink};
 use super::tc::KernelShaper;
 use super::{Error, RunReport};
 use crate::clock;
+use crate::driver::{Epoll, EMPTY_EVENT};
 use crate::mgmt::{MgmtError, MgmtEvent, MgmtServer, RequestId};
 use crate::netlink::Netlink;
-use crate::driver::{Epoll, EMPTY_EVENT};
 use crate::timer::Timer;
 
 const LINK_TOKEN: u64 = 1;

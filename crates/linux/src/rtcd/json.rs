@@ -60,8 +60,8 @@ pub fn parse_request(
     line: &[u8],
     peer_pid: Option<u32>,
 ) -> Result<(RequestId, Request), (RequestId, LineError)> {
-    let envelope = crate::mgmt::parse_line(line)
-        .map_err(|(id, e)| (id, LineError::BadRequest(e.message)))?;
+    let envelope =
+        crate::mgmt::parse_line(line).map_err(|(id, e)| (id, LineError::BadRequest(e.message)))?;
     let request = decode_request(&envelope, peer_pid).map_err(|e| (envelope.id, e))?;
     Ok((envelope.id, request))
 }
