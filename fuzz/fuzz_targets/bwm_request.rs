@@ -1,7 +1,8 @@
-//! Fuzzes the bandwidth manager's request handling (docs/bwm.md): any line is either refused by
-//! the JSON decoder or handled by `Manager::handle_request` without panicking, and the reply
-//! echoes the request id; the bookings stay consistent (every connection to a destination has a
-//! path; best-effort bookings have none).
+//! Fuzzes the bandwidth manager's request handling (docs/bwm.md): any request line of the
+//! management envelope (docs/mgmt.md) is either refused by the JSON decoder or handled by
+//! `Manager::handle_request` without panicking, and the reply echoes the request id; the
+//! bookings stay consistent (every connection to a destination has a path; best-effort bookings
+//! have none).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,4 +1,5 @@
-//! Fuzzes the host daemon's client requests (docs/rtcd.md): JSON lines decoded into
+//! Fuzzes the host daemon's client requests (docs/rtcd.md): request bodies of the management
+//! envelope (docs/mgmt.md; the `id` next to `op` is ignored by the decoder) decoded into
 //! `rtlan_core::rtcd::Request` and handed to the core, with the control replies and manager
 //! answers a hostile path could send, never panic the daemon.
 #![no_main]

@@ -1,5 +1,6 @@
-//! Client side of the switch daemon's control socket (protocol in `docs/switch.md`): send one
-//! JSON-line request, read one JSON-line reply, with a timeout on every step.
+//! Client side of the switch daemon's control socket (envelope in `docs/mgmt.md`, operations in
+//! `docs/switch.md`): send one JSON-line request, read one JSON-line reply, with a timeout on
+//! every step.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -27,7 +28,7 @@ pub enum CtlError {
     /// The reply was not the documented JSON shape.
     #[error("malformed reply: {0}")]
     BadReply(String),
-    /// The daemon answered with an error.
+    /// The daemon answered with an error (`code: message`).
     #[error("the daemon refused the request: {0}")]
     Refused(String),
 }
@@ -35,8 +36,8 @@ pub enum CtlError {
 /// How long [`request`] waits for each step.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Sends `{"cmd": cmd}` to the daemon at `path` and returns the reply's `data`, waiting at most
-/// [`DEFAULT_TIMEOUT`] per step.
+/// Sends `{"op": cmd, "id": 1}` to the daemon at `path` and returns the reply's `data`, waiting
+/// at most [`DEFAULT_TIMEOUT`] per step.
 pub fn request(path: &Path, cmd: &str) -> Result<serde_json::Value, CtlError> {
     request_with_timeout(path, cmd, DEFAULT_TIMEOUT)
 }
@@ -56,10 +57,8 @@ pub fn request_with_timeout(
     stream.set_read_timeout(timeout).map_err(CtlError::Io)?;
     stream.set_write_timeout(timeout).map_err(CtlError::Io)?;
     let mut request = serde_json::Map::new();
-    request.insert(
-        "cmd".to_string(),
-        serde_json::Value::String(cmd.to_string()),
-    );
+    request.insert("op".to_string(), serde_json::Value::String(cmd.to_string()));
+    request.insert("id".to_string(), serde_json::Value::from(1u64));
     let mut line = serde_json::Value::Object(request).to_string();
     line.push('\n');
     (&stream).write_all(line.as_bytes()).map_err(CtlError::Io)?;
@@ -73,26 +72,16 @@ pub fn request_with_timeout(
     parse_reply(&reply)
 }
 
-/// Interprets one reply line: `{"ok":true,"data":...}` gives `data`, `{"ok":false,"error":...}`
-/// gives [`CtlError::Refused`].
+/// Interprets one reply line: `{"ok":true,"data":...}` gives `data`,
+/// `{"ok":false,"error":{"code":...,"message":...}}` gives [`CtlError::Refused`] with
+/// `code: message`; an event line is not a reply.
 pub fn parse_reply(line: &str) -> Result<serde_json::Value, CtlError> {
-    let mut value: serde_json::Value =
-        serde_json::from_str(line.trim()).map_err(|e| CtlError::BadReply(e.to_string()))?;
-    match value.get("ok").and_then(serde_json::Value::as_bool) {
-        Some(true) => Ok(value
-            .get_mut("data")
-            .map(serde_json::Value::take)
-            .unwrap_or_default()),
-        Some(false) => Err(CtlError::Refused(
-            value
-                .get("error")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("(no error message)")
-                .to_string(),
-        )),
-        None => Err(CtlError::BadReply(format!(
-            "no boolean `ok` in {}",
-            line.trim()
+    match crate::mgmt::parse_incoming(line).map_err(CtlError::BadReply)? {
+        crate::mgmt::Incoming::Reply { result, .. } => {
+            result.map_err(|e| CtlError::Refused(e.to_string()))
+        }
+        crate::mgmt::Incoming::Event { name, .. } => Err(CtlError::BadReply(format!(
+            "an `{name}` event where a reply was due"
         ))),
     }
 }
@@ -106,12 +95,21 @@ mod tests {
     #[test]
     fn reply_shapes() {
         assert_eq!(
-            parse_reply(r#"{"ok":true,"data":{"a":1}}"#).expect("ok"),
+            parse_reply(r#"{"id":1,"ok":true,"data":{"a":1}}"#).expect("ok"),
             serde_json::json!({"a": 1})
         );
         assert!(
-            matches!(parse_reply(r#"{"ok":false,"error":"nope"}"#), Err(CtlError::Refused(e)) if e == "nope")
+            matches!(parse_reply(r#"{"id":1,"ok":false,"error":{"code":"bad_request","message":"nope"}}"#),
+                Err(CtlError::Refused(e)) if e == "bad_request: nope")
         );
+        assert!(matches!(
+            parse_reply(r#"{"ok":false,"error":"old style"}"#),
+            Err(CtlError::BadReply(_))
+        ));
+        assert!(matches!(
+            parse_reply(r#"{"event":"revoked","conn":1}"#),
+            Err(CtlError::BadReply(_))
+        ));
         assert!(matches!(
             parse_reply("{\"data\":1}"),
             Err(CtlError::BadReply(_))
@@ -130,8 +128,8 @@ mod tests {
             let (mut s, _) = listener.accept().expect("accept");
             let mut buf = [0u8; 256];
             let n = s.read(&mut buf).expect("read");
-            assert_eq!(&buf[..n], b"{\"cmd\":\"ping\"}\n");
-            s.write_all(b"{\"ok\":true,\"data\":\"pong\"}\n")
+            assert_eq!(&buf[..n], b"{\"id\":1,\"op\":\"ping\"}\n");
+            s.write_all(b"{\"id\":1,\"ok\":true,\"data\":\"pong\"}\n")
                 .expect("write");
             let (silent, _) = listener.accept().expect("accept");
             std::thread::sleep(Duration::from_millis(300));

@@ -1,6 +1,8 @@
-//! Linux shells (DESIGN.md §2): AF_PACKET ports, clocks and timers, and the switch daemon's
-//! data-plane loop with its control socket.
+//! Linux shells (DESIGN.md §2): AF_PACKET ports, clocks and timers, the one data-plane driver
+//! for every node kind, and the daemons built on them.
 //!
+//! - [`driver`]: the data-plane driver generic over the node contract (epoll, timerfd, ports).
+//! - [`mgmt`]: the one JSON-lines envelope and server of every daemon's management socket.
 //! - [`packet`]: PACKET_MMAP (TPACKET_V2) ports.
 //! - [`bwmd`]: the bandwidth manager service (`rtlan bwm`) and its blocking client.
 //! - [`clock`], [`timer`]: `CLOCK_MONOTONIC` as the cores' [`rtlan_core::Instant`], absolute
@@ -13,6 +15,8 @@
 pub mod bwmd;
 pub mod clock;
 pub mod ctl;
+pub mod driver;
+pub mod mgmt;
 pub mod netlink;
 pub mod packet;
 pub mod rtcd;

@@ -120,7 +120,12 @@ fn open_installs_and_close_removes() {
     // A malformed line gets an error and the same connection keeps working.
     let bad = client.raw("{this is not json").expect("error reply");
     assert_eq!(bad["ok"], serde_json::json!(false), "{bad}");
-    assert_eq!(bad["code"], serde_json::json!("bad_request"), "{bad}");
+    assert_eq!(bad["id"], serde_json::Value::Null, "{bad}");
+    assert_eq!(
+        bad["error"]["code"],
+        serde_json::json!("bad_request"),
+        "{bad}"
+    );
 
     let opened = client
         .open(&OpenParams {

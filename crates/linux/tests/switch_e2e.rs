@@ -87,8 +87,9 @@ fn hosts_ping_through_the_switch() {
         .expect("run ping");
     assert!(
         ping.status.success(),
-        "ping failed:\n{}",
-        String::from_utf8_lossy(&ping.stdout)
+        "ping failed:\n{}{}",
+        String::from_utf8_lossy(&ping.stdout),
+        String::from_utf8_lossy(&ping.stderr)
     );
     // The switch answers ARP (only ARP) for its management IP: a ping resolves it but gets no
     // echo reply.
@@ -132,8 +133,10 @@ fn hosts_ping_through_the_switch() {
     assert!(ctl::request(&sock, "arp").expect("arp").is_array());
 
     // Bad requests get error replies and do not disturb the daemon.
-    let reply = raw_request(&sock, "{\"cmd\":\"reboot\"}\n");
-    assert_eq!(reply["ok"], false);
+    let reply = raw_request(&sock, "{\"op\":\"reboot\",\"id\":9}\n");
+    assert_eq!(reply["ok"], false, "{reply}");
+    assert_eq!(reply["id"], 9, "{reply}");
+    assert_eq!(reply["error"]["code"], "bad_request", "{reply}");
     assert!(matches!(
         ctl::request(&sock, "selfdestruct"),
         Err(ctl::CtlError::Refused(_))

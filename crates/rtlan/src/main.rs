@@ -20,8 +20,49 @@ use clap::{Parser, Subcommand};
     max_term_width = 100
 )]
 struct Cli {
+    /// Least severe log messages written to stderr: error, warn, info, debug or trace (or a
+    /// `tracing` filter such as `rtlan_linux=debug`). `RUST_LOG`, when set, wins.
+    #[arg(long, global = true, default_value = DEFAULT_LOG_LEVEL, value_name = "LEVEL")]
+    log_level: String,
     #[command(subcommand)]
     command: Command,
+}
+
+/// The log level without `--log-level` or `RUST_LOG`: warnings only, so that a daemon says when
+/// something degrades (no SCHED_FIFO, a port down, a booking dropped) without flooding the
+/// stderr of tests and labs with its routine progress.
+const DEFAULT_LOG_LEVEL: &str = "warn";
+
+/// Installs the process's one log subscriber: plain lines on stderr (what journald keeps), ANSI
+/// colours only when stderr is a terminal. The filter is `RUST_LOG` when set and valid, else
+/// `--log-level`; an invalid filter is reported and the default used, never fatal.
+fn init_logging(log_level: &str) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+
+    let mut problem = None;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(env) if !env.trim().is_empty() => EnvFilter::try_new(&env).unwrap_or_else(|e| {
+            problem = Some(format!("RUST_LOG={env:?} ignored: {e}"));
+            EnvFilter::new(DEFAULT_LOG_LEVEL)
+        }),
+        _ => EnvFilter::try_new(log_level).unwrap_or_else(|e| {
+            problem = Some(format!("--log-level {log_level:?} ignored: {e}"));
+            EnvFilter::new(DEFAULT_LOG_LEVEL)
+        }),
+    };
+    let installed = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(true)
+        .try_init();
+    if installed.is_err() {
+        return;
+    }
+    if let Some(problem) = problem {
+        tracing::warn!("{problem}");
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -60,6 +101,7 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    init_logging(&cli.log_level);
     let result = match cli.command {
         Command::Switch(args) => cmd::switch::run(args),
         Command::Rtcd(args) => cmd::rtcd::run(args),

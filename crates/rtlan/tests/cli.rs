@@ -139,3 +139,92 @@ fn demo_rejects_contradictory_or_out_of_range_arguments_before_building_anything
         "--seconds is for the tests only: {help}"
     );
 }
+
+/// Starts `rtlan bwm` on a network file and a state file holding a booking between hosts the
+/// network does not have, waits until it listens, stops it with SIGTERM and returns its stderr.
+/// The dropped booking is the warning (`docs/bwm.md` "State file": bookings that no longer fit
+/// are dropped at start).
+fn bwm_stderr_with_a_stale_booking(tag: &str, args: &[&str], rust_log: Option<&str>) -> String {
+    use std::io::Read;
+    let dir = std::env::temp_dir().join(format!("rtlan-cli-log-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let network = dir.join("net.toml");
+    std::fs::write(
+        &network,
+        "[[switch]]\nname = \"s1\"\nt_mux = \"45us\"\nbuffer = \"128KiB\"\n\
+         [[link]]\nends = [\"A\", \"s1\"]\nrate = \"100mbit\"\n\
+         [[link]]\nends = [\"B\", \"s1\"]\nrate = \"100mbit\"\n",
+    )
+    .expect("network file");
+    let state = dir.join("state.json");
+    std::fs::write(
+        &state,
+        r#"{"version":1,"next_conn":8,"bookings":[{"conn":7,"spec":{"src":"X","dst":"Y","rate_bps":1000000,"max_packet":1514,"burst_bytes":3028}}]}"#,
+    )
+    .expect("state file");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtlan"));
+    cmd.args(args)
+        .args(["bwm", "--network"])
+        .arg(&network)
+        .arg("--state")
+        .arg(&state)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .env_remove("RUST_LOG");
+    if let Some(filter) = rust_log {
+        cmd.env("RUST_LOG", filter);
+    }
+    let mut child = cmd.spawn().expect("rtlan bwm starts");
+    // The state file is rewritten as a fresh snapshot once the bookings are restored, just
+    // before the server listens: wait for the dropped booking to disappear from it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\"conn\":7"))
+        && std::time::Instant::now() < deadline
+        && child.try_wait().ok().flatten().is_none()
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // SAFETY: plain kill(2) on our own child's PID, which has not been reaped yet.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().expect("rtlan bwm exits");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        pipe.read_to_string(&mut stderr).expect("stderr");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(status.success(), "rtlan bwm failed: {stderr}");
+    stderr
+}
+
+#[test]
+fn log_level_and_rust_log_decide_what_reaches_stderr() {
+    // Default level: warnings reach stderr as plain lines (no ANSI escapes on a pipe).
+    let default = bwm_stderr_with_a_stale_booking("default", &[], None);
+    assert!(
+        default.contains("WARN") && default.contains("persisted booking 7"),
+        "the dropped booking is a warning by default: {default}"
+    );
+    assert!(
+        !default.contains('\u{1b}'),
+        "no colours on a pipe: {default:?}"
+    );
+    assert!(
+        !default.contains("INFO"),
+        "info is below the default level: {default}"
+    );
+    // --log-level error hides it.
+    let quiet = bwm_stderr_with_a_stale_booking("quiet", &["--log-level", "error"], None);
+    assert!(
+        !quiet.contains("persisted booking"),
+        "--log-level error hides warnings: {quiet}"
+    );
+    // RUST_LOG wins over --log-level.
+    let env = bwm_stderr_with_a_stale_booking("env", &["--log-level", "error"], Some("warn"));
+    assert!(
+        env.contains("persisted booking 7"),
+        "RUST_LOG=warn wins over --log-level error: {env}"
+    );
+}

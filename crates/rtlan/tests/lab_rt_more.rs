@@ -45,7 +45,7 @@ fn sigkilled_application_has_its_connection_released() {
     let c_ip = ip(&lab, "c");
     writeln!(
         stdin,
-        "{{\"op\":\"register\",\"tag\":1}}\n{{\"op\":\"open\",\"tag\":2,\"dst_ip\":\"{c_ip}\",\
+        "{{\"op\":\"register\",\"id\":1}}\n{{\"op\":\"open\",\"id\":2,\"dst_ip\":\"{c_ip}\",\
          \"dst_port\":7000,\"src_port\":0,\"rate_bps\":1000000,\"max_burst\":3000,\
          \"max_packet\":1500}}"
     )
@@ -55,11 +55,11 @@ fn sigkilled_application_has_its_connection_released() {
             .recv_timeout(Duration::from_secs(10))
             .expect("rtcd answers the open");
         let v: Value = serde_json::from_str(&line).expect("a JSON line");
-        if v["tag"] == 2 {
+        if v["id"] == 2 {
             break v;
         }
     };
-    assert_eq!(opened["reply"], "opened", "{opened}");
+    assert_eq!(opened["data"]["reply"], "opened", "{opened}");
     assert_eq!(connections(&lab, "s1").len(), 1);
     assert_eq!(proxy_neighbours(&lab, "a").len(), 1);
 
@@ -134,24 +134,25 @@ fn setup_towards_an_unknown_host_is_refused_with_no_route() {
     let started = Instant::now();
     let reply = client
         .raw(
-            r#"{"op":"open","tag":7,"dst_ip":"198.18.99.99","dst_port":7000,"src_port":0,"rate_bps":1000000,"max_burst":3000,"max_packet":1500}"#,
+            r#"{"op":"open","id":7,"dst_ip":"198.18.99.99","dst_port":7000,"src_port":0,"rate_bps":1000000,"max_burst":3000,"max_packet":1500}"#,
         )
         .expect("rtcd answers");
     eprintln!("refused after {:?}: {reply}", started.elapsed());
     assert_eq!(reply["ok"], false, "{reply}");
-    assert_eq!(reply["tag"], 7, "{reply}");
-    assert_eq!(reply["code"], "refused", "{reply}");
-    assert_eq!(reply["reason"], "no route to destination", "{reply}");
+    assert_eq!(reply["id"], 7, "{reply}");
+    assert_eq!(reply["error"]["code"], "refused", "{reply}");
+    let error = &reply["error"];
+    assert_eq!(error["reason"], "no route to destination", "{reply}");
     assert_eq!(
-        reply["hop"], 1,
+        error["hop"], 1,
         "s1, the first and only switch, refused: {reply}"
     );
     assert_eq!(
-        reply["switch_ip"], "198.18.255.1",
+        error["switch_ip"], "198.18.255.1",
         "s1's management IP: {reply}"
     );
     assert!(
-        reply["error"].as_str().unwrap_or("").contains("no route"),
+        error["message"].as_str().unwrap_or("").contains("no route"),
         "{reply}"
     );
     assert_switch_idle(&lab, "s1");

@@ -66,7 +66,7 @@ fn open_until_refused(
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut writer = stream.try_clone()?;
     let mut lines = BufReader::new(stream).lines();
-    writeln!(writer, "{}", json!({"op": "register", "tag": 1}))?;
+    writeln!(writer, "{}", json!({"op": "register", "id": 1}))?;
     let reply: Value = serde_json::from_str(&lines.next().context("rtcd closed")??)?;
     anyhow::ensure!(reply["ok"] == json!(true), "register failed: {reply}");
     let started = Instant::now();
@@ -76,7 +76,7 @@ fn open_until_refused(
     loop {
         while !stop && issued < sc.max_open && issued - answered < sc.window {
             let port = 1024 + issued % 64_000;
-            let req = json!({"op": "open", "tag": issued + 2, "dst_ip": dst, "dst_port": port,
+            let req = json!({"op": "open", "id": issued + 2, "dst_ip": dst, "dst_port": port,
                 "src_port": 0, "rate_bps": sc.rate_bps, "max_burst": sc.max_burst,
                 "max_packet": sc.max_packet});
             writeln!(writer, "{req}")?;
@@ -87,7 +87,7 @@ fn open_until_refused(
         }
         let line = lines.next().context("rtcd closed the connection")??;
         let reply: Value = serde_json::from_str(&line)?;
-        if reply["tag"] == json!(0) {
+        if reply["event"] == json!("revoked") {
             out.revoked += 1;
             continue;
         }

@@ -1,6 +1,7 @@
-//! A small blocking client of the bandwidth manager (`docs/bwm.md`), for the host daemon's
-//! "central" admission mode and for tests: connect, then one call per request; each call sends
-//! one line with a fresh request id and reads lines until the reply with that id arrives.
+//! A small blocking client of the bandwidth manager (envelope in `docs/mgmt.md`, operations in
+//! `docs/bwm.md`), for the host daemon's "central" admission mode and for tests: connect, then
+//! one call per request; each call sends one line with a fresh request id and reads lines until
+//! the reply with that id arrives, handing it back as the core's [`Response`].
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -116,10 +117,21 @@ impl BwmClient {
     }
 
     fn read_reply(&mut self) -> Result<Response, ClientError> {
-        let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            return Err(ClientError::Closed);
+        loop {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line)? == 0 {
+                return Err(ClientError::Closed);
+            }
+            match crate::mgmt::parse_incoming(&line) {
+                Ok(crate::mgmt::Incoming::Reply { id, result }) => {
+                    return super::result_to_response(id, result).ok_or_else(|| {
+                        ClientError::BadReply(format!("not a manager reply: {}", line.trim()))
+                    })
+                }
+                // The manager sends no events today; one from a newer manager is skipped.
+                Ok(crate::mgmt::Incoming::Event { .. }) => {}
+                Err(e) => return Err(ClientError::BadReply(format!("{e}: {}", line.trim()))),
+            }
         }
-        serde_json::from_str(&line).map_err(|e| ClientError::BadReply(format!("{e}: {line}")))
     }
 }

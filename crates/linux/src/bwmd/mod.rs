@@ -3,7 +3,8 @@
 //!
 //! - [`network`]: reads `rtlan analyze`'s network file into a topology.
 //! - [`store`]: the state file, replaced atomically on every change and reloaded at start.
-//! - [`server`]: JSON lines over TCP, one thread per client, clean stop on a flag.
+//! - [`server`]: the management envelope (`docs/mgmt.md`) over TCP, one thread and one `epoll`
+//!   for every client, clean stop on a flag.
 //! - [`client`]: the blocking [`BwmClient`].
 //!
 //! Protocol, state file and examples: `docs/bwm.md`.
@@ -18,5 +19,7 @@ mod tests;
 
 pub use client::{BwmClient, ClientError};
 pub use network::{load_network, parse_network, NetworkError};
-pub use server::{Server, ServerError, MAX_LINE};
+pub use server::{
+    response_to_result, result_to_response, Server, ServerError, MAX_CLIENTS, MAX_LINE,
+};
 pub use store::{load_state, save_state, Journal, StoreError, COMPACT_EVERY};

@@ -1,24 +1,32 @@
-//! The TCP server around [`Manager`]: one thread per client connection, one request per line,
-//! one reply per line (`docs/bwm.md`). The manager is shared behind a mutex; each change is
-//! persisted before the reply is sent. The accept loop wakes at least every 100 ms to expire
-//! best-effort reservations and to notice the stop flag; client threads notice it within 200 ms.
+//! The bandwidth manager's TCP server around [`Manager`] (Löser/Härtig §3.2 "Admission
+//! process"): the one management envelope (`docs/mgmt.md`; operations in `docs/bwm.md`) served
+//! by the [`mgmt`](crate::mgmt) server on one thread and one `epoll` — no thread per client,
+//! at most [`MAX_CLIENTS`] clients, lines of at most [`MAX_LINE`] bytes. Each change is
+//! journalled before its reply is queued. The loop wakes at least every 100 ms to expire
+//! best-effort reservations and leases and to notice the stop flag.
 
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
-use rtlan_core::bwm::{ErrorCode, Manager, Request, Response};
+use rtlan_core::bwm::{ErrorCode, Manager, Op, Reply, Request, Response};
+use serde_json::Value;
 
 use super::store::{Journal, StoreError};
 use crate::clock;
+use crate::driver::{Epoll, EMPTY_EVENT};
+use crate::mgmt::{Limits, Listen, MgmtError, MgmtServer};
 
 /// Longest accepted request line, bytes; a longer one gets an error and the connection is closed.
 pub const MAX_LINE: usize = 64 * 1024;
+
+/// Most clients connected at once (every rtcd of the network keeps one connection).
+pub const MAX_CLIENTS: usize = 1024;
+
+/// Epoll token of the listener; clients use the tokens just above.
+const LISTENER_TOKEN: u64 = 1 << 62;
+/// Longest sleep, so that expiries and the stop flag are seen promptly.
+const MAX_SLEEP_MS: i32 = 100;
 
 /// The server could not start or failed.
 #[derive(Debug, thiserror::Error)]
@@ -36,11 +44,7 @@ pub enum ServerError {
     Store(#[from] StoreError),
 }
 
-struct Shared {
-    inner: Mutex<Inner>,
-}
-
-/// The manager and its journal, changed together under one lock.
+/// The manager and its journal, changed together.
 struct Inner {
     manager: Manager,
     journal: Journal,
@@ -56,42 +60,83 @@ impl Inner {
             tracing::error!("bwm: persisting state failed: {e}");
         }
     }
-}
 
-impl Shared {
-    fn handle_line(&self, line: &str) -> Response {
-        let req: Request = match serde_json::from_str(line) {
-            Ok(r) => r,
-            Err(e) => {
-                let id = serde_json::from_str::<serde_json::Value>(line)
-                    .ok()
-                    .and_then(|v| v.get("id").and_then(serde_json::Value::as_u64));
-                return Response::error(id, ErrorCode::BadRequest, format!("bad request: {e}"));
-            }
+    /// Answers one operation.
+    fn handle(&mut self, id: Option<u64>, op: Op) -> Result<Value, MgmtError> {
+        // The core's request id is only echoed in its `Response`, which the envelope replaces.
+        let request = Request {
+            id: id.unwrap_or(0),
+            op,
         };
-        // A poisoned lock means a thread panicked mid-request; the manager's state is only
-        // changed at the commit step, so it is still consistent: keep serving.
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let resp = inner.manager.handle_request(clock::now(), req);
-        inner.persist();
-        resp
+        let response = self.manager.handle_request(clock::now(), request);
+        self.persist();
+        response_to_result(response)
     }
 
-    fn expire(&self) {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+    fn expire(&mut self) {
         let now = clock::now();
-        if inner.manager.poll_timeout().is_some_and(|t| t <= now) {
-            inner.manager.handle_timeout(now);
+        if self.manager.poll_timeout().is_some_and(|t| t <= now) {
+            self.manager.handle_timeout(now);
             // An expired lease removes a guaranteed booking: persist that too.
-            inner.persist();
+            self.persist();
         }
     }
 }
 
+/// The name of an error code on the wire (`snake_case`, `docs/bwm.md`).
+fn code_name(code: ErrorCode) -> String {
+    match serde_json::to_value(code) {
+        Ok(Value::String(s)) => s,
+        _ => format!("{code:?}"),
+    }
+}
+
+/// A core response as the envelope's result: `data` is the reply object (tagged by `result`),
+/// an error keeps its violations as a detail.
+pub fn response_to_result(response: Response) -> Result<Value, MgmtError> {
+    match response.reply {
+        Reply::Error {
+            code,
+            message,
+            violations,
+        } => {
+            let mut error = MgmtError::new(code_name(code), message);
+            if !violations.is_empty() {
+                let list = serde_json::to_value(violations).unwrap_or(Value::Null);
+                error = error.with("violations", list);
+            }
+            Err(error)
+        }
+        reply => serde_json::to_value(reply).map_err(|e| MgmtError::new("internal", e.to_string())),
+    }
+}
+
+/// The core response a client reads from an envelope result (the inverse of
+/// [`response_to_result`]); `None` if the data is not a reply of this protocol.
+pub fn result_to_response(id: Option<u64>, result: Result<Value, MgmtError>) -> Option<Response> {
+    let reply = match result {
+        Ok(data) => serde_json::from_value::<Reply>(data).ok()?,
+        Err(mut e) => {
+            let code = serde_json::from_value(Value::String(e.code.clone())).ok()?;
+            let violations = match e.details.remove("violations") {
+                Some(v) => serde_json::from_value(v).ok()?,
+                None => Vec::new(),
+            };
+            Reply::Error {
+                code,
+                message: e.message,
+                violations,
+            }
+        }
+    };
+    Some(Response::new(id, reply))
+}
+
 /// A bound bandwidth-manager server.
 pub struct Server {
-    listener: TcpListener,
-    shared: Arc<Shared>,
+    epoll: Epoll,
+    clients: MgmtServer,
+    inner: Inner,
 }
 
 impl Server {
@@ -105,121 +150,95 @@ impl Server {
     ) -> Result<Server, ServerError> {
         let state = Journal::load(&state_path)?;
         for (conn, why) in manager.restore(state) {
-            tracing::warn!("bwm: persisted connection {conn} dropped: {:?}", why.reply);
+            let reason = match &why.reply {
+                rtlan_core::bwm::Reply::Error { code, message, .. } => {
+                    format!("{code:?}: {message}")
+                }
+                other => format!("{other:?}"),
+            };
+            tracing::warn!(
+                conn,
+                state = %state_path.display(),
+                "bwm: persisted booking {conn} no longer fits the network and is dropped ({reason})"
+            );
         }
         manager.take_changed();
         let journal = Journal::create(&state_path, &manager.snapshot())?;
-        let listener = TcpListener::bind(listen).map_err(|source| ServerError::Listen {
+        let err = |source| ServerError::Listen {
             addr: listen.to_string(),
             source,
+        };
+        let epoll = Epoll::new().map_err(err)?;
+        let limits = Limits {
+            max_line: MAX_LINE,
+            max_clients: MAX_CLIENTS,
+            ..Limits::default()
+        };
+        let clients = MgmtServer::bind(
+            &Listen::Tcp(listen.to_string()),
+            &epoll,
+            LISTENER_TOKEN,
+            limits,
+        )
+        .map_err(|e| ServerError::Listen {
+            addr: listen.to_string(),
+            source: match e {
+                crate::mgmt::ServerError::Io { source, .. } => source,
+                other => std::io::Error::other(other.to_string()),
+            },
         })?;
         Ok(Server {
-            listener,
-            shared: Arc::new(Shared {
-                inner: Mutex::new(Inner { manager, journal }),
-            }),
+            epoll,
+            clients,
+            inner: Inner { manager, journal },
         })
     }
 
     /// The address actually bound (useful with port 0).
     pub fn local_addr(&self) -> Result<SocketAddr, ServerError> {
-        self.listener
+        self.clients
             .local_addr()
-            .map_err(|source| ServerError::Listen {
+            .ok_or_else(|| ServerError::Listen {
                 addr: "bound socket".into(),
-                source,
+                source: std::io::Error::other("no TCP address"),
             })
     }
 
-    /// Serves until `stop` is set, then joins every client thread.
-    pub fn run(self, stop: &AtomicBool) -> Result<(), ServerError> {
-        let err = |source| ServerError::Listen {
-            addr: "accept".into(),
-            source,
-        };
-        self.listener.set_nonblocking(true).map_err(err)?;
-        let mut threads: Vec<JoinHandle<()>> = Vec::new();
-        let stop_all = Arc::new(AtomicBool::new(false));
+    /// Serves until `stop` is set; then every client connection is closed.
+    pub fn run(mut self, stop: &AtomicBool) -> Result<(), ServerError> {
+        let mut events = [EMPTY_EVENT; 64];
+        let mut happened = Vec::new();
         while !stop.load(Ordering::Relaxed) {
-            wait_readable(&self.listener, 100);
-            self.shared.expire();
-            match self.listener.accept() {
-                Ok((stream, peer)) => {
-                    tracing::debug!("bwm: client {peer}");
-                    let (shared, stop_all) = (Arc::clone(&self.shared), Arc::clone(&stop_all));
-                    threads.push(std::thread::spawn(move || {
-                        serve(stream, &shared, &stop_all)
-                    }));
+            let n = self
+                .epoll
+                .wait(&mut events, MAX_SLEEP_MS)
+                .map_err(|source| ServerError::Listen {
+                    addr: "epoll".into(),
+                    source,
+                })?;
+            self.inner.expire();
+            for ev in &events[..n] {
+                let (token, flags) = (ev.u64, ev.events);
+                if self.clients.owns(token) {
+                    let inner = &mut self.inner;
+                    self.clients.on_event(
+                        &self.epoll,
+                        token,
+                        flags,
+                        &mut happened,
+                        |_, _, request| {
+                            Some(
+                                request
+                                    .decode::<Op>()
+                                    .and_then(|op| inner.handle(request.id, op)),
+                            )
+                        },
+                    );
                 }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
-                Err(e) => tracing::warn!("bwm: accept: {e}"),
             }
-            threads.retain(|t| !t.is_finished());
-        }
-        stop_all.store(true, Ordering::Relaxed);
-        for t in threads {
-            let _ = t.join();
+            // Only closed connections are reported: every request was answered above.
+            happened.clear();
         }
         Ok(())
     }
-}
-
-fn wait_readable(listener: &TcpListener, timeout_ms: i32) {
-    let mut pfd = libc::pollfd {
-        fd: listener.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: `pfd` is a valid pollfd for the duration of the call and the count is 1; the fd
-    // belongs to `listener`, which outlives the call. The result only decides when we try accept.
-    unsafe {
-        libc::poll(&mut pfd, 1, timeout_ms);
-    }
-}
-
-fn serve(stream: TcpStream, shared: &Shared, stop: &AtomicBool) {
-    if stream.set_nonblocking(false).is_err()
-        || stream
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .is_err()
-    {
-        return;
-    }
-    let Ok(mut writer) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(stream);
-    let mut buf = Vec::new();
-    while !stop.load(Ordering::Relaxed) {
-        let limit = (MAX_LINE + 1).saturating_sub(buf.len()) as u64;
-        match reader.by_ref().take(limit).read_until(b'\n', &mut buf) {
-            Ok(0) => return,
-            Ok(_) if buf.last() == Some(&b'\n') => {}
-            Ok(_) if buf.len() > MAX_LINE => {
-                let r = Response::error(None, ErrorCode::BadRequest, "request line too long");
-                let _ = write_reply(&mut writer, &r);
-                return;
-            }
-            Ok(_) => continue,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => continue,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => return,
-        }
-        let line = String::from_utf8_lossy(&buf).trim().to_string();
-        buf.clear();
-        if line.is_empty() {
-            continue;
-        }
-        let resp = shared.handle_line(&line);
-        if write_reply(&mut writer, &resp).is_err() {
-            return;
-        }
-    }
-}
-
-fn write_reply(w: &mut TcpStream, r: &Response) -> std::io::Result<()> {
-    // Invariant: `Response` holds only strings, integers, options and vectors of those.
-    let mut text = serde_json::to_string(r).expect("Response serialises");
-    text.push('\n');
-    w.write_all(text.as_bytes())
 }

@@ -68,6 +68,18 @@ pub(crate) fn hardware_address(fd: RawFd, ifname: &str) -> Result<Address, Packe
 
 /// Whether `ifname` is administratively up (`IFF_UP`), read through socket `fd`.
 pub(crate) fn is_up(fd: RawFd, ifname: &str) -> Result<bool, PacketError> {
+    Ok(flags(fd, ifname)? & libc::IFF_UP as libc::c_short != 0)
+}
+
+/// Whether `ifname` is up and has its carrier (`IFF_UP` and `IFF_RUNNING`, i.e. operstate up),
+/// read through socket `fd`.
+pub(crate) fn has_carrier(fd: RawFd, ifname: &str) -> Result<bool, PacketError> {
+    let wanted = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    Ok(flags(fd, ifname)? & wanted == wanted)
+}
+
+/// The interface flags of `ifname` (`SIOCGIFFLAGS`), read through socket `fd`.
+fn flags(fd: RawFd, ifname: &str) -> Result<libc::c_short, PacketError> {
     let mut req = ifreq_for(ifname)?;
     // SAFETY: as in `hardware_address`; SIOCGIFFLAGS writes only into `req`.
     let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) };
@@ -79,8 +91,7 @@ pub(crate) fn is_up(fd: RawFd, ifname: &str) -> Result<bool, PacketError> {
         });
     }
     // SAFETY: after a successful SIOCGIFFLAGS the kernel has filled the `ifru_flags` member.
-    let flags = unsafe { req.ifr_ifru.ifru_flags };
-    Ok(flags & libc::IFF_UP as libc::c_short != 0)
+    Ok(unsafe { req.ifr_ifru.ifru_flags })
 }
 
 #[cfg(test)]

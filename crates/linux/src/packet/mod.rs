@@ -472,6 +472,12 @@ impl PacketPort {
         Ok(())
     }
 
+    /// Whether the interface is up and has its carrier (`None` if the flags cannot be read,
+    /// e.g. the interface is gone).
+    pub fn carrier(&self) -> Option<bool> {
+        iface::has_carrier(self.fd.as_raw_fd(), &self.ifname).ok()
+    }
+
     /// Reads and clears a pending asynchronous socket error (`SO_ERROR`), counting it.
     pub fn take_error(&mut self) -> Option<io::Error> {
         let mut err: libc::c_int = 0;

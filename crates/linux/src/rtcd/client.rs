@@ -1,7 +1,7 @@
-//! A blocking client of the host daemon's socket (`docs/rtcd.md`), for the RTTR library, tools
-//! and tests: handle → request → execute, one request in flight at a time, every call bounded by
-//! a timeout. Unprompted `revoked` lines that arrive while waiting are kept in
-//! [`RtcdClient::revoked`].
+//! A blocking client of the host daemon's socket (envelope in `docs/mgmt.md`, operations in
+//! `docs/rtcd.md`), for the RTTR library, tools and tests: handle → request → execute, one
+//! request in flight at a time, every call bounded by a timeout. `revoked` events that arrive
+//! while waiting are kept in [`RtcdClient::revoked`].
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::Ipv4Addr;
@@ -13,6 +13,7 @@ use rtlan_core::rtcd::{DaemonShaping, Request};
 use rtlan_wire::ethernet::Address;
 use serde_json::Value;
 
+use crate::mgmt::{parse_incoming, Incoming};
 use crate::switchd::parse_mac;
 
 /// Default time a call waits for its reply (a SETUP may retransmit for ~3 s by default).
@@ -33,9 +34,9 @@ pub enum ClientError {
     /// The daemon refused the request (`"ok":false`).
     #[error("rtcd refused ({code}): {message}")]
     Refused {
-        /// The machine-readable `code`.
+        /// The machine-readable `error.code`.
         code: String,
-        /// The human-readable `error`.
+        /// The human-readable `error.message`.
         message: String,
     },
 }
@@ -94,8 +95,8 @@ pub struct ListedConn {
 pub struct RtcdClient {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
-    next_tag: u64,
-    /// Handles of connections the path revoked (unprompted `revoked` lines seen so far).
+    next_id: u64,
+    /// Handles of connections the path revoked (`revoked` events seen so far).
     pub revoked: Vec<u64>,
 }
 
@@ -137,7 +138,7 @@ impl RtcdClient {
         Ok(RtcdClient {
             reader: BufReader::new(stream),
             writer,
-            next_tag: 1,
+            next_id: 1,
             revoked: Vec::new(),
         })
     }
@@ -157,41 +158,38 @@ impl RtcdClient {
         serde_json::from_str(&line).map_err(|e| ClientError::Protocol(format!("{e}: {line}")))
     }
 
-    /// Sends `request` with a fresh tag and waits for the reply carrying that tag; `"ok":false`
-    /// becomes [`ClientError::Refused`].
+    /// Sends `request` with a fresh id and waits for the reply carrying that id; returns its
+    /// `data`. `"ok":false` becomes [`ClientError::Refused`].
     pub fn call(&mut self, request: &Request) -> Result<Value, ClientError> {
-        let tag = self.next_tag;
-        self.next_tag += 1;
+        let id = self.next_id;
+        self.next_id += 1;
         let mut value =
             serde_json::to_value(request).map_err(|e| ClientError::Protocol(e.to_string()))?;
         if let Some(object) = value.as_object_mut() {
-            object.insert("tag".to_string(), Value::from(tag));
+            object.insert("id".to_string(), Value::from(id));
         }
         self.writer.write_all(format!("{value}\n").as_bytes())?;
         loop {
-            let reply = self.read_line()?;
-            if reply.get("reply").and_then(Value::as_str) == Some("revoked") {
-                self.revoked.push(u64_field(&reply, "conn")?);
-                continue;
+            let mut line = String::new();
+            if self.reader.read_line(&mut line)? == 0 {
+                return Err(ClientError::Closed);
             }
-            if reply.get("tag").and_then(Value::as_u64) != Some(tag) {
-                continue; // a late reply to an earlier, timed-out call
+            match parse_incoming(&line).map_err(ClientError::Protocol)? {
+                Incoming::Event { name, fields } => {
+                    if name == "revoked" {
+                        self.revoked
+                            .push(u64_field(&Value::Object(fields), "conn")?);
+                    }
+                }
+                // A late reply to an earlier, timed-out call.
+                Incoming::Reply { id: got, .. } if got != Some(id) => {}
+                Incoming::Reply { result, .. } => {
+                    return result.map_err(|e| ClientError::Refused {
+                        code: e.code,
+                        message: e.message,
+                    })
+                }
             }
-            if reply.get("ok") == Some(&Value::Bool(true)) {
-                return Ok(reply);
-            }
-            return Err(ClientError::Refused {
-                code: reply
-                    .get("code")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown")
-                    .to_string(),
-                message: reply
-                    .get("error")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-            });
         }
     }
 

@@ -10,16 +10,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rtlan_core::rtcd::{Action, ClientId, ManagerAnswer, ProxyPrefix, Rtcd};
 use rtlan_wire::control::Packet;
+use serde_json::Value;
 
-use super::clients::{ClientEvent, ClientServer};
+use super::clients;
 use super::json;
 use super::link::ControlLink;
 use super::manager::{Event, ManagerLink};
 use super::tc::KernelShaper;
 use super::{Error, RunReport};
 use crate::clock;
+use crate::driver::{Epoll, EMPTY_EVENT};
+use crate::mgmt::{MgmtError, MgmtEvent, MgmtServer, RequestId};
 use crate::netlink::Netlink;
-use crate::switchd::epoll::{Epoll, EMPTY_EVENT};
 use crate::timer::Timer;
 
 const LINK_TOKEN: u64 = 1;
@@ -36,7 +38,9 @@ pub(super) struct Daemon {
     netlink: Netlink,
     timer: Timer,
     epoll: Epoll,
-    clients: ClientServer,
+    clients: MgmtServer,
+    /// What the client socket reported and the daemon has not handled yet (reused buffer).
+    client_events: Vec<MgmtEvent>,
     /// Neighbour entries this daemon installed and has not removed.
     neighbours: BTreeSet<Ipv4Addr>,
     /// The route this daemon installed, if still in place.
@@ -84,7 +88,7 @@ impl Daemon {
                 .add(m.wake_fd(), libc::EPOLLIN as u32, MANAGER_TOKEN)
                 .map_err(Error::Epoll)?;
         }
-        let clients = ClientServer::bind(socket, &epoll)?;
+        let clients = clients::bind(socket, &epoll)?;
         Ok(Daemon {
             shaper: KernelShaper::new(ifname.clone(), link_rate_bps),
             manager,
@@ -95,6 +99,7 @@ impl Daemon {
             timer,
             epoll,
             clients,
+            client_events: Vec::new(),
             neighbours: BTreeSet::new(),
             route: None,
             report: RunReport::default(),
@@ -105,7 +110,6 @@ impl Daemon {
     /// sent once) and every neighbour entry and the route this daemon installed are removed.
     pub(super) fn run(&mut self, shutdown: &AtomicBool) -> Result<(), Error> {
         let mut events = [EMPTY_EVENT; 32];
-        let mut client_events = Vec::new();
         while !shutdown.load(Ordering::Relaxed) {
             let n = self
                 .epoll
@@ -117,21 +121,30 @@ impl Daemon {
                     TIMER_TOKEN => self.timer.drain(),
                     MANAGER_TOKEN => self.manager_answers(),
                     LINK_TOKEN => self.receive_control(),
-                    t if ClientServer::owns(t) => {
-                        self.clients
-                            .on_event(&self.epoll, t, flags, &mut client_events);
+                    t if self.clients.owns(t) => {
+                        // Every request goes up: the core answers when it can.
+                        self.clients.on_event(
+                            &self.epoll,
+                            t,
+                            flags,
+                            &mut self.client_events,
+                            |_, _, _| None,
+                        );
                     }
                     _ => {}
                 }
             }
-            for event in client_events.drain(..) {
-                self.on_client_event(event);
-            }
+            self.client_events();
             let now = clock::now();
             if self.rtcd.poll_timeout().is_some_and(|t| t <= now) {
                 self.rtcd.handle_timeout(now);
             }
             self.perform_actions();
+            if !self.client_events.is_empty() {
+                // Clients found gone while answering: let the core release what they held now.
+                self.client_events();
+                self.perform_actions();
+            }
             self.timer.arm(self.rtcd.poll_timeout())?;
         }
         self.shutdown();
@@ -177,48 +190,54 @@ impl Daemon {
         }
     }
 
-    fn on_client_event(&mut self, event: ClientEvent) {
-        let now = clock::now();
-        match event {
-            ClientEvent::Line {
-                client,
-                peer_pid,
-                line,
-            } => {
-                self.report.client_requests += 1;
-                match json::parse_request(&line, peer_pid) {
-                    Ok((tag, request)) => {
-                        if let rtlan_core::rtcd::Request::Register { pid } = request {
-                            if Some(pid) != peer_pid && pid_is_dead(pid) {
-                                let reply = json::shell_error_reply(
-                                    tag,
-                                    "no_such_process",
-                                    &format!("process {pid} does not exist"),
-                                );
-                                self.send_line(client, &reply);
-                                return;
-                            }
-                        }
-                        self.rtcd.handle_client_request(now, client, tag, request);
-                    }
-                    Err((tag, error)) => {
-                        self.send_line(client, &json::line_error_reply(tag, &error));
-                    }
-                }
+    /// Handles what the client socket reported (requests and closed connections), including
+    /// clients found gone while answering.
+    fn client_events(&mut self) {
+        while !self.client_events.is_empty() {
+            let events = std::mem::take(&mut self.client_events);
+            for event in events {
+                self.on_client_event(event);
             }
-            ClientEvent::Gone(client) => self.rtcd.handle_client_gone(now, client),
         }
     }
 
-    /// Sends one reply line; a client that cannot take it is treated as gone.
-    fn send_line(&mut self, client: ClientId, value: &serde_json::Value) {
-        if value.get("ok") != Some(&serde_json::Value::Bool(true)) {
-            self.report.client_errors += 1;
+    fn on_client_event(&mut self, event: MgmtEvent) {
+        let now = clock::now();
+        match event {
+            MgmtEvent::Request {
+                client,
+                peer_pid,
+                request,
+            } => {
+                let id = request.id;
+                let client = ClientId(client);
+                match json::decode_request(&request, peer_pid) {
+                    Ok(request) => {
+                        if let rtlan_core::rtcd::Request::Register { pid } = request {
+                            if Some(pid) != peer_pid && pid_is_dead(pid) {
+                                let error = MgmtError::new(
+                                    "no_such_process",
+                                    format!("process {pid} does not exist"),
+                                );
+                                self.reply(client, id, Err(error));
+                                return;
+                            }
+                        }
+                        self.rtcd
+                            .handle_client_request(now, client, json::tag_of(id), request);
+                    }
+                    Err(error) => self.reply(client, id, Err(error.into())),
+                }
+            }
+            MgmtEvent::Gone(client) => self.rtcd.handle_client_gone(now, ClientId(client)),
         }
-        let line = value.to_string();
-        if !self.clients.send(&self.epoll, client, line.as_bytes()) {
-            self.rtcd.handle_client_gone(clock::now(), client);
-        }
+    }
+
+    /// Sends one reply; a client that cannot take it is reported gone (handled by
+    /// [`Daemon::client_events`]).
+    fn reply(&mut self, client: ClientId, id: RequestId, result: Result<Value, MgmtError>) {
+        self.clients
+            .reply(&self.epoll, client.0, id, result, &mut self.client_events);
     }
 
     /// Drains the core's actions and performs each in order.
@@ -285,9 +304,13 @@ impl Daemon {
                         self.shaper_error("remove shaper", &e);
                     }
                 }
-                Action::Reply { client, tag, reply } => {
-                    self.send_line(client, &json::reply_to_json(tag, &reply));
-                }
+                Action::Reply { client, tag, reply } => match json::render(&reply) {
+                    json::Rendered::Reply(result) => self.reply(client, json::id_of(tag), result),
+                    json::Rendered::Event(line) => {
+                        self.clients
+                            .send(&self.epoll, client.0, &line, &mut self.client_events);
+                    }
+                },
                 Action::ManagerAdmit { conn, request } => {
                     let queued = self
                         .manager
@@ -349,8 +372,8 @@ impl Daemon {
     /// removes what this daemon installed.
     fn shutdown(&mut self) {
         let now = clock::now();
-        for client in self.clients.client_ids() {
-            self.rtcd.handle_client_gone(now, client);
+        for client in self.clients.clients() {
+            self.rtcd.handle_client_gone(now, ClientId(client));
         }
         self.perform_actions();
         for ip in std::mem::take(&mut self.neighbours) {
@@ -369,7 +392,9 @@ impl Daemon {
 
     pub(super) fn report(&self) -> RunReport {
         RunReport {
-            clients_accepted: self.clients.accepted,
+            clients_accepted: self.clients.stats().accepted,
+            client_requests: self.clients.stats().requests,
+            client_errors: self.clients.stats().errors,
             ..self.report.clone()
         }
     }

@@ -1,57 +1,72 @@
-//! The JSON-lines client API of the host daemon (EtheReal §2.2: the application asks its local
-//! RTCD for a connection), byte for byte in `docs/rtcd.md`.
+//! The host daemon's client operations (EtheReal §2.2: the application asks its local RTCD
+//! for a connection) in the one management envelope (`docs/mgmt.md`; operations in
+//! `docs/rtcd.md`).
 //!
-//! A request line is a JSON object: the core's [`Request`] (tagged by `"op"`) plus an optional
-//! `"tag"` (unsigned integer, echoed in the reply; 0 if absent). `register` may omit `"pid"`: the
-//! peer's PID from `SO_PEERCRED` is used. Replies are built by hand here because the core's
-//! [`Reply`] has no serde: `{"ok":true,"tag":T,"reply":"opened",...}` or
-//! `{"ok":false,"tag":T,"reply":"failed","code":"...","error":"..."}`.
+//! A request's body is the core's [`Request`] (tagged by `"op"`). `register` may omit `"pid"`:
+//! the peer's PID from `SO_PEERCRED` is used. Replies are built by hand here because the core's
+//! [`Reply`] has no serde: `data` is `{"reply":"opened",...}`, a failure is an error with the
+//! core's [`error_code`] and the refusal's details, and a revocation the path reports later is
+//! the event `{"event":"revoked","conn":N}`.
+//!
+//! The core matches replies to requests by a `u64` tag; the envelope's optional id maps onto it
+//! as `id + 1`, tag 0 standing for "no id" ([`tag_of`], [`id_of`]).
 
 use rtlan_core::rtcd::{ConnPhase, Reply, Request, RtcdError};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-/// A request line the daemon cannot take.
+use crate::mgmt::{Envelope, MgmtError, RequestId};
+
+/// A request body the daemon cannot take.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LineError {
-    /// Not JSON, not an object, an unknown `op`, or wrong field types (serde's text).
+    /// Not a valid envelope, an unknown `op`, or wrong field types (serde's text).
     #[error("bad request: {0}")]
     BadRequest(String),
-    /// `tag` is present but not an unsigned integer.
-    #[error("bad request: tag must be an unsigned integer")]
-    BadTag,
     /// `register` without `pid` and the peer's PID is unknown.
     #[error("bad request: register needs a pid (the peer's PID is unknown)")]
     NoPid,
 }
 
-/// Parses one request line; `peer_pid` fills in a `register` without `pid`. On error, returns
-/// the tag if one could be read, so the error reply can echo it.
+impl From<LineError> for MgmtError {
+    fn from(e: LineError) -> MgmtError {
+        MgmtError::bad_request(e.to_string())
+    }
+}
+
+/// The core's tag for a request id (`id + 1`; 0 = no id).
+pub fn tag_of(id: RequestId) -> u64 {
+    // `id <= mgmt::MAX_ID < u64::MAX`, so the sum does not overflow.
+    id.map_or(0, |id| id.saturating_add(1))
+}
+
+/// The request id of a core tag.
+pub fn id_of(tag: u64) -> RequestId {
+    tag.checked_sub(1)
+}
+
+/// Decodes a request body; `peer_pid` fills in a `register` without `pid`.
+pub fn decode_request(envelope: &Envelope, peer_pid: Option<u32>) -> Result<Request, LineError> {
+    let mut body = envelope.body.clone();
+    if envelope.op == "register" && !body.contains_key("pid") {
+        let pid = peer_pid.ok_or(LineError::NoPid)?;
+        body.insert("pid".to_string(), Value::from(pid));
+    }
+    serde_json::from_value(Value::Object(body)).map_err(|e| LineError::BadRequest(e.to_string()))
+}
+
+/// Parses one whole request line (envelope and body). On error, returns the id if one could be
+/// read, so the error reply can echo it.
 pub fn parse_request(
     line: &[u8],
     peer_pid: Option<u32>,
-) -> Result<(u64, Request), (u64, LineError)> {
-    let mut value: Value =
-        serde_json::from_slice(line).map_err(|e| (0, LineError::BadRequest(e.to_string())))?;
-    let Some(object) = value.as_object_mut() else {
-        return Err((
-            0,
-            LineError::BadRequest("expected a JSON object".to_string()),
-        ));
-    };
-    let tag = match object.remove("tag") {
-        None | Some(Value::Null) => 0,
-        Some(t) => t.as_u64().ok_or((0, LineError::BadTag))?,
-    };
-    if object.get("op").and_then(Value::as_str) == Some("register") && !object.contains_key("pid") {
-        let pid = peer_pid.ok_or((tag, LineError::NoPid))?;
-        object.insert("pid".to_string(), Value::from(pid));
-    }
-    let request: Request =
-        serde_json::from_value(value).map_err(|e| (tag, LineError::BadRequest(e.to_string())))?;
-    Ok((tag, request))
+) -> Result<(RequestId, Request), (RequestId, LineError)> {
+    let envelope =
+        crate::mgmt::parse_line(line).map_err(|(id, e)| (id, LineError::BadRequest(e.message)))?;
+    let request = decode_request(&envelope, peer_pid).map_err(|e| (envelope.id, e))?;
+    Ok((envelope.id, request))
 }
 
-/// The short machine-readable code of an error (`"code"` in failure replies).
+/// The short machine-readable code of an error (`error.code` in failure replies).
 pub fn error_code(error: &RtcdError) -> &'static str {
     match error {
         RtcdError::Config(_) => "config",
@@ -78,24 +93,26 @@ fn phase_name(phase: ConnPhase) -> &'static str {
     }
 }
 
-/// The failure reply to a line that could not be taken (`code` = `"bad_request"`).
-pub(super) fn line_error_reply(tag: u64, error: &LineError) -> Value {
-    json!({"ok": false, "tag": tag, "reply": "failed", "conn": null,
-           "code": "bad_request", "error": error.to_string()})
+/// What a core reply becomes on the socket.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rendered {
+    /// The reply to a request: `data` or an error.
+    Reply(Result<Value, MgmtError>),
+    /// An unsolicited event line.
+    Event(Value),
 }
 
-/// A failure reply the shell itself decides (e.g. a PID that does not exist).
-pub(super) fn shell_error_reply(tag: u64, code: &str, error: &str) -> Value {
-    json!({"ok": false, "tag": tag, "reply": "failed", "conn": null,
-           "code": code, "error": error})
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
 }
 
-/// The JSON line of a core reply.
-pub fn reply_to_json(tag: u64, reply: &Reply) -> Value {
-    match reply {
-        Reply::Registered { pid } => {
-            json!({"ok": true, "tag": tag, "reply": "registered", "pid": pid})
-        }
+/// How a core reply goes on the socket.
+pub fn render(reply: &Reply) -> Rendered {
+    Rendered::Reply(Ok(match reply {
+        Reply::Registered { pid } => json!({"reply": "registered", "pid": pid}),
         Reply::Opened {
             conn,
             proxy_ip,
@@ -103,40 +120,42 @@ pub fn reply_to_json(tag: u64, reply: &Reply) -> Value {
             id,
             hops,
             delay_bound_us,
-        } => json!({"ok": true, "tag": tag, "reply": "opened", "conn": conn.0,
+        } => json!({"reply": "opened", "conn": conn.0,
                     "proxy_ip": proxy_ip.to_string(),
                     "proxy_mac": proxy_mac.map(|m| m.to_string()),
                     "id": id, "hops": hops, "delay_bound_us": delay_bound_us}),
         Reply::Failed { conn, error } => {
-            let mut v = json!({"ok": false, "tag": tag, "reply": "failed",
-                               "conn": conn.map(|c| c.0), "code": error_code(error),
-                               "error": error.to_string()});
+            let mut e = MgmtError::new(error_code(error), error.to_string())
+                .with("conn", json!(conn.map(|c| c.0)));
             match error {
                 RtcdError::Refused {
                     hop,
                     reason,
                     switch_ip,
                 } => {
-                    v["hop"] = json!(hop);
-                    v["reason"] = json!(reason.to_string());
-                    v["switch_ip"] = json!(switch_ip.to_string());
+                    e = e
+                        .with("hop", json!(hop))
+                        .with("reason", json!(reason.to_string()))
+                        .with("switch_ip", json!(switch_ip.to_string()));
                 }
                 RtcdError::LocalAdmission {
                     requested,
                     available,
                 } => {
-                    v["requested_bps"] = json!(requested);
-                    v["available_bps"] = json!(available);
+                    e = e
+                        .with("requested_bps", json!(requested))
+                        .with("available_bps", json!(available));
                 }
                 _ => {}
             }
-            v
+            return Rendered::Reply(Err(e));
         }
-        Reply::Closed { conn } => {
-            json!({"ok": true, "tag": tag, "reply": "closed", "conn": conn.0})
-        }
+        Reply::Closed { conn } => json!({"reply": "closed", "conn": conn.0}),
         Reply::Revoked { conn } => {
-            json!({"ok": true, "tag": tag, "reply": "revoked", "conn": conn.0})
+            return Rendered::Event(crate::mgmt::event(
+                "revoked",
+                object(json!({"conn": conn.0})),
+            ));
         }
         Reply::List(list) => {
             let connections: Vec<Value> = list
@@ -148,9 +167,9 @@ pub fn reply_to_json(tag: u64, reply: &Reply) -> Value {
                            "phase": phase_name(c.phase), "delay_bound_us": c.delay_bound_us})
                 })
                 .collect();
-            json!({"ok": true, "tag": tag, "reply": "list", "connections": connections})
+            json!({"reply": "list", "connections": connections})
         }
-    }
+    }))
 }
 
 #[cfg(test)]
@@ -165,20 +184,20 @@ mod tests {
 
     #[test]
     fn requests_map_from_documented_lines() {
-        let cases: [(&str, u64, Request); 6] = [
+        let cases: [(&str, RequestId, Request); 6] = [
             (
                 r#"{"op":"register","pid":42}"#,
-                0,
+                None,
                 Request::Register { pid: 42 },
             ),
             (
-                r#"{"op":"register","tag":3}"#,
-                3,
+                r#"{"op":"register","id":3}"#,
+                Some(3),
                 Request::Register { pid: 777 },
             ),
             (
-                r#"{"op":"open","tag":9,"dst_ip":"198.18.0.2","dst_port":5004,"src_port":0,"rate_bps":1000000,"max_burst":3028,"max_packet":1514}"#,
-                9,
+                r#"{"op":"open","id":9,"dst_ip":"198.18.0.2","dst_port":5004,"src_port":0,"rate_bps":1000000,"max_burst":3028,"max_packet":1514}"#,
+                Some(9),
                 Request::Open {
                     dst_ip: Ipv4Addr::new(198, 18, 0, 2),
                     dst_port: 5004,
@@ -191,8 +210,8 @@ mod tests {
                 },
             ),
             (
-                r#"{"op":"open","tag":10,"dst_ip":"198.18.0.2","dst_port":5004,"src_port":0,"rate_bps":1000000,"max_burst":3028,"max_packet":1514,"delay_us":2000}"#,
-                10,
+                r#"{"op":"open","id":10,"dst_ip":"198.18.0.2","dst_port":5004,"src_port":0,"rate_bps":1000000,"max_burst":3028,"max_packet":1514,"delay_us":2000}"#,
+                Some(10),
                 Request::Open {
                     dst_ip: Ipv4Addr::new(198, 18, 0, 2),
                     dst_port: 5004,
@@ -205,13 +224,13 @@ mod tests {
                 },
             ),
             (
-                r#"{"op":"close","conn":7,"tag":1}"#,
-                1,
+                r#"{"op":"close","conn":7,"id":0}"#,
+                Some(0),
                 Request::Close {
                     conn: ConnHandle(7),
                 },
             ),
-            (r#"{"op":"list","tag":null}"#, 0, Request::List),
+            (r#"{"op":"list","id":null}"#, None, Request::List),
         ];
         for (line, tag, request) in cases {
             assert_eq!(
@@ -224,23 +243,40 @@ mod tests {
 
     #[test]
     fn bad_lines_are_errors_not_panics() {
-        for (line, tag) in [
-            ("not json", 0),
-            ("[1,2]", 0),
-            (r#"{"op":"fly"}"#, 0),
-            (r#"{"op":"close","tag":5}"#, 5),
-            (r#"{"op":"close","conn":-1,"tag":6}"#, 6),
-            (r#"{"op":"open","dst_ip":"nowhere","tag":2}"#, 2),
-            (r#"{"op":"list","tag":"x"}"#, 0),
-            (r#"{"op":"register","pid":99999999999}"#, 0),
+        for (line, id) in [
+            ("not json", None),
+            ("[1,2]", None),
+            (r#"{"op":"fly"}"#, None),
+            (r#"{"op":"close","id":5}"#, Some(5)),
+            (r#"{"op":"close","conn":-1,"id":6}"#, Some(6)),
+            (r#"{"op":"open","dst_ip":"nowhere","id":2}"#, Some(2)),
+            (r#"{"op":"list","id":"x"}"#, None),
+            (r#"{"op":"register","pid":99999999999}"#, None),
         ] {
             let err = parse_request(line.as_bytes(), Some(1)).expect_err(line);
-            assert_eq!(err.0, tag, "{line}");
+            assert_eq!(err.0, id, "{line}");
         }
         assert_eq!(
-            parse_request(br#"{"op":"register","tag":4}"#, None),
-            Err((4, LineError::NoPid))
+            parse_request(br#"{"op":"register","id":4}"#, None),
+            Err((Some(4), LineError::NoPid))
         );
+        for id in [None, Some(0), Some(crate::mgmt::MAX_ID)] {
+            assert_eq!(id_of(tag_of(id)), id);
+        }
+    }
+
+    fn data(reply: &Reply) -> Value {
+        match render(reply) {
+            Rendered::Reply(Ok(data)) => data,
+            other => panic!("not a successful reply: {other:?}"),
+        }
+    }
+
+    fn error(reply: &Reply) -> Value {
+        match render(reply) {
+            Rendered::Reply(Err(e)) => e.to_value(),
+            other => panic!("not a failure: {other:?}"),
+        }
     }
 
     #[test]
@@ -254,8 +290,8 @@ mod tests {
             delay_bound_us: None,
         };
         assert_eq!(
-            reply_to_json(9, &opened).to_string(),
-            r#"{"conn":1,"delay_bound_us":null,"hops":2,"id":16,"ok":true,"proxy_ip":"198.19.0.16","proxy_mac":"02:52:54:4c:00:10","reply":"opened","tag":9}"#
+            crate::mgmt::ok_reply(id_of(10), data(&opened)).to_string(),
+            r#"{"data":{"conn":1,"delay_bound_us":null,"hops":2,"id":16,"proxy_ip":"198.19.0.16","proxy_mac":"02:52:54:4c:00:10","reply":"opened"},"id":9,"ok":true}"#
         );
         let central = Reply::Opened {
             conn: ConnHandle(3),
@@ -265,19 +301,16 @@ mod tests {
             hops: 1,
             delay_bound_us: Some(9368),
         };
-        let v = reply_to_json(1, &central);
+        let v = data(&central);
         assert_eq!(v["proxy_ip"], json!("198.18.0.2"));
         assert_eq!(v["proxy_mac"], Value::Null);
         assert_eq!(v["delay_bound_us"], json!(9368));
-        let v = reply_to_json(
-            2,
-            &Reply::Failed {
-                conn: Some(ConnHandle(3)),
-                error: RtcdError::ManagerRefused("refused: delay".into()),
-            },
-        );
+        let v = error(&Reply::Failed {
+            conn: Some(ConnHandle(3)),
+            error: RtcdError::ManagerRefused("refused: delay".into()),
+        });
         assert_eq!(v["code"], json!("manager_refused"));
-        assert!(v["error"]
+        assert!(v["message"]
             .as_str()
             .is_some_and(|e| e.contains("refused: delay")));
         let refused = Reply::Failed {
@@ -288,19 +321,15 @@ mod tests {
                 switch_ip: Ipv4Addr::new(198, 18, 255, 1),
             },
         };
-        let v = reply_to_json(3, &refused);
-        assert_eq!(v["ok"], json!(false));
+        let v = error(&refused);
         assert_eq!(v["code"], json!("refused"));
         assert_eq!(v["conn"], json!(2));
         assert_eq!(v["hop"], json!(1));
         assert_eq!(v["switch_ip"], json!("198.18.255.1"));
-        let v = reply_to_json(
-            4,
-            &Reply::Failed {
-                conn: None,
-                error: RtcdError::NotRegistered,
-            },
-        );
+        let v = error(&Reply::Failed {
+            conn: None,
+            error: RtcdError::NotRegistered,
+        });
         assert_eq!(v["conn"], Value::Null);
         assert_eq!(v["code"], json!("not_registered"));
         let list = Reply::List(vec![ConnInfo {
@@ -314,22 +343,19 @@ mod tests {
             phase: ConnPhase::Opening,
             delay_bound_us: None,
         }]);
-        let v = reply_to_json(0, &list);
+        let v = data(&list);
         assert_eq!(v["reply"], json!("list"));
         assert_eq!(v["connections"][0]["phase"], json!("opening"));
         assert_eq!(v["connections"][0]["proxy_ip"], json!("198.19.0.17"));
         assert_eq!(
-            reply_to_json(
-                0,
-                &Reply::Revoked {
-                    conn: ConnHandle(5)
-                }
-            )["reply"],
-            json!("revoked")
+            render(&Reply::Revoked {
+                conn: ConnHandle(5)
+            }),
+            Rendered::Event(json!({"event": "revoked", "conn": 5}))
         );
         assert_eq!(
-            reply_to_json(2, &Reply::Registered { pid: 8 }).to_string(),
-            r#"{"ok":true,"pid":8,"reply":"registered","tag":2}"#
+            data(&Reply::Registered { pid: 8 }).to_string(),
+            r#"{"pid":8,"reply":"registered"}"#
         );
     }
 }

@@ -97,11 +97,35 @@ struct Worker {
     addr: SocketAddr,
     timeout: Duration,
     client: Option<BwmClient>,
+    /// Whether the last request reached the manager (`None` before the first): a change is
+    /// logged once, a warning when it is lost and a note when it is back.
+    reachable: Option<bool>,
 }
 
 impl Worker {
-    /// Sends `op`, reconnecting once if the connection is (or turns out) broken.
+    /// Sends `op` (see [`Worker::try_request`]) and logs when the manager is lost or back.
     fn request(&mut self, op: &Op) -> Result<Response, ClientError> {
+        let result = self.try_request(op);
+        let now_reachable = result.is_ok();
+        if self.reachable != Some(now_reachable) {
+            match &result {
+                Err(e) => tracing::warn!(
+                    manager = %self.addr,
+                    "lost the bandwidth manager ({e}); central admissions fail and leases are \
+                     not renewed until it answers again"
+                ),
+                Ok(_) if self.reachable.is_some() => {
+                    tracing::warn!(manager = %self.addr, "the bandwidth manager answers again");
+                }
+                Ok(_) => tracing::info!(manager = %self.addr, "connected to the bandwidth manager"),
+            }
+            self.reachable = Some(now_reachable);
+        }
+        result
+    }
+
+    /// Sends `op`, reconnecting once if the connection is (or turns out) broken.
+    fn try_request(&mut self, op: &Op) -> Result<Response, ClientError> {
         let mut last = None;
         for _ in 0..2 {
             let client = match self.client.as_mut() {
@@ -159,7 +183,7 @@ impl Worker {
                     }
                     // Unreachable or refused: the leases run on; the next period tries again.
                     Ok(resp) => tracing::warn!("manager refresh: {:?}", resp.reply),
-                    Err(e) => tracing::warn!("manager refresh: {e}"),
+                    Err(e) => tracing::debug!("manager refresh: {e}"),
                 },
                 Job::Release(conn) => match self.request(&Op::Release { conn }) {
                     Ok(resp) if resp.ok => {}
@@ -188,6 +212,7 @@ impl ManagerLink {
             addr,
             timeout,
             client: None,
+            reachable: None,
         };
         let thread = std::thread::Builder::new()
             .name("rtcd-bwm".into())

@@ -3,8 +3,9 @@
 //! §3.2 proxy IP / proxy MAC neighbour entries, §3.4 setup messages to the first switch).
 //!
 //! [`run`] opens the control link (`AF_PACKET`/`SOCK_DGRAM`, EtherType 0x88B5) on the host's
-//! interface, a netlink socket and the clients' Unix socket (JSON lines, `docs/rtcd.md`), and
-//! runs one single-threaded `epoll` loop until the shutdown flag is set. On shutdown it releases
+//! interface, a netlink socket and the clients' Unix socket (the management envelope of
+//! `docs/mgmt.md`, operations in `docs/rtcd.md`), and runs one single-threaded `epoll` loop
+//! until the shutdown flag is set. On shutdown it releases
 //! every connection, removes the neighbour entries and the route it installed, and removes its
 //! socket file. [`client`] is the blocking client used by the RTTR library and tests.
 
@@ -28,7 +29,9 @@ pub use config::{
     parse_admission, parse_prefix, Config, ConfigError, DEFAULT_LINK_RATE, DEFAULT_MANAGER_TIMEOUT,
     DEFAULT_SOCKET,
 };
-pub use json::{error_code, parse_request, reply_to_json, LineError};
+pub use json::{
+    decode_request, error_code, id_of, parse_request, render, tag_of, LineError, Rendered,
+};
 pub use link::{ControlLink, LinkError, Received};
 
 use crate::netlink::{Netlink, NetlinkError};

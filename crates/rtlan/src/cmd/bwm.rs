@@ -19,7 +19,8 @@ admits a connection only if (1) the rates on every port of its path stay within 
 delay bound (Σ eq. 6 over its path + host delay) meets its requirement and (4) so does every
 connection already booked on those ports.
 
-Clients speak JSON lines over TCP, one request per line, one reply per line (docs/bwm.md):
+Clients speak JSON lines over TCP in the envelope of docs/mgmt.md, one request per line, one
+reply per line (operations in docs/bwm.md):
 
     {\"id\":1,\"op\":\"admit\",\"src\":\"C\",\"dst\":\"B\",\"rate_bps\":40000000,
      \"max_packet\":1514,\"shaping_interval_us\":10000,\"delay_us\":12000}

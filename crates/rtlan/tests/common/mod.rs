@@ -221,7 +221,7 @@ pub fn open_params(dst_ip: Ipv4Addr, dst_port: u16) -> rtlan_linux::rtcd::OpenPa
     }
 }
 
-/// The real-time connection table of `switch` (`{"cmd":"connections"}`).
+/// The real-time connection table of `switch` (`{"op":"connections"}`).
 pub fn connections(lab: &Lab, switch: &str) -> Vec<serde_json::Value> {
     ctl(lab, switch, "connections")
         .as_array()

@@ -1,4 +1,4 @@
-//! A minimal level-triggered `epoll` wrapper for the data-plane loop (one instance, a handful of
+//! A minimal level-triggered `epoll` wrapper for the event loops (one instance, a handful of
 //! descriptors, tokens chosen by the caller).
 
 use std::io;

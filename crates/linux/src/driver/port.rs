@@ -1,0 +1,94 @@
+//! What the data-plane driver needs of a port: one trait, so that a second port kind (AF_XDP,
+//! next to today's AF_PACKET [`PacketPort`]) plugs into the same [`Driver`](super::Driver).
+//!
+//! A port is a non-blocking socket with a receive ring and a transmit ring: the driver takes
+//! received frames in batches, lets the node write frames straight into free transmit slots,
+//! kicks the kernel once per batch, and asks `epoll` for writability when the transmit ring is
+//! full.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+use rtlan_wire::ethernet::Address;
+
+use crate::packet::{PacketPort, PortCounters, TxOutcome};
+
+/// A port the driver can serve (see the module docs).
+pub trait Port: AsRawFd {
+    /// The interface name.
+    fn ifname(&self) -> &str;
+    /// The interface index.
+    fn ifindex(&self) -> u32;
+    /// The interface's MAC address.
+    fn mac(&self) -> Address;
+    /// The port's ring and socket counters.
+    fn counters(&self) -> &PortCounters;
+    /// Hands up to `budget` received frames to `deliver`, in arrival order; returns how many.
+    fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, deliver: F) -> usize;
+    /// If a transmit slot is free, lets `produce` write one frame into it (returning its length,
+    /// or `None` when it has nothing to send) and queues it; `produce` is not called when the
+    /// ring is full.
+    fn transmit_with<F: FnOnce(&mut [u8]) -> Option<usize>>(&mut self, produce: F) -> TxOutcome;
+    /// Asks the kernel to send every queued frame; on failure the frames stay queued.
+    fn flush(&mut self) -> io::Result<()>;
+    /// Whether queued frames await a flush.
+    fn flush_pending(&self) -> bool;
+    /// Whether the transmit ring was found full and no slot has been freed since.
+    fn tx_blocked(&self) -> bool;
+    /// Reads and clears a pending asynchronous socket error.
+    fn take_error(&mut self) -> Option<io::Error>;
+    /// Folds the kernel's drop counters into [`Port::counters`].
+    fn read_kernel_drops(&mut self);
+    /// Whether the interface is up with its carrier (`None` if that cannot be read).
+    fn carrier(&self) -> Option<bool>;
+}
+
+impl Port for PacketPort {
+    fn ifname(&self) -> &str {
+        PacketPort::ifname(self)
+    }
+
+    fn ifindex(&self) -> u32 {
+        PacketPort::ifindex(self)
+    }
+
+    fn mac(&self) -> Address {
+        PacketPort::mac(self)
+    }
+
+    fn counters(&self) -> &PortCounters {
+        PacketPort::counters(self)
+    }
+
+    fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, deliver: F) -> usize {
+        PacketPort::receive(self, budget, deliver)
+    }
+
+    fn transmit_with<F: FnOnce(&mut [u8]) -> Option<usize>>(&mut self, produce: F) -> TxOutcome {
+        PacketPort::transmit_with(self, produce)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        PacketPort::flush(self)
+    }
+
+    fn flush_pending(&self) -> bool {
+        PacketPort::flush_pending(self)
+    }
+
+    fn tx_blocked(&self) -> bool {
+        PacketPort::tx_blocked(self)
+    }
+
+    fn take_error(&mut self) -> Option<io::Error> {
+        PacketPort::take_error(self)
+    }
+
+    fn read_kernel_drops(&mut self) {
+        PacketPort::read_kernel_drops(self);
+    }
+
+    fn carrier(&self) -> Option<bool> {
+        PacketPort::carrier(self)
+    }
+}
