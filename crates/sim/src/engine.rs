@@ -1,0 +1,315 @@
+//! The discrete-event engine: an event heap ordered by `(time, sequence)` — the sequence is an
+//! insertion counter, so the order of events is total and the same on every run — driving
+//! nodes through the one node contract ([`rtlan_core::node`]) over full-duplex links of a rate
+//! and a propagation delay (RETHER §5 simulates its segment the same way: stations, a medium
+//! and traffic sources on virtual time).
+//!
+//! Events: a frame's last bit arrives at `(node, port)`; the line of `(node, port)` is free
+//! again; a node's timer (only the last instant armed per node is live, older ones are skipped
+//! when they come up). After every event at a node the engine follows the contract's call
+//! order: `handle_timeout` if due, `poll_transmit` on each port whose line is free (a frame then
+//! occupies the line for [`tx_time`], the same wire cost the switch pacer charges, and arrives at
+//! the peer after that plus the link's delay), and re-arms the node's timer at `poll_timeout`.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+use rtlan_core::node::{Node, PortId};
+use rtlan_core::switch::{tx_time, Switch, MAX_FRAME_LEN};
+use rtlan_core::time::Instant;
+
+use crate::host::Host;
+use crate::pcap::PcapSet;
+
+/// A node of the simulated network.
+#[derive(Debug)]
+pub enum SimNode {
+    /// An EtheReal switch (the real core).
+    Switch(Box<Switch>),
+    /// A host with its daemon and traffic.
+    Host(Box<Host>),
+}
+
+impl SimNode {
+    fn node(&mut self) -> &mut dyn Node {
+        match self {
+            SimNode::Switch(s) => s.as_mut(),
+            SimNode::Host(h) => h.as_mut(),
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            SimNode::Switch(s) => s.poll_timeout(),
+            SimNode::Host(h) => h.poll_timeout(),
+        }
+    }
+}
+
+/// One end of a link as the engine sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct PortEnd {
+    /// The peer `(node, port)`.
+    pub(crate) peer: (u32, u16),
+    /// Line rate, bit/s.
+    pub(crate) rate_bps: u64,
+    /// Propagation delay.
+    pub(crate) delay: Duration,
+    /// Topology link index (pcap file).
+    pub(crate) link: u32,
+    /// Whether a frame is on the line from this end.
+    busy: bool,
+}
+
+impl PortEnd {
+    pub(crate) fn new(peer: (u32, u16), rate_bps: u64, delay: Duration, link: u32) -> PortEnd {
+        PortEnd {
+            peer,
+            rate_bps,
+            delay,
+            link,
+            busy: false,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum EventKind {
+    Arrive { node: u32, port: u16, frame: Vec<u8> },
+    LineFree { node: u32, port: u16 },
+    Timer { node: u32 },
+}
+
+#[derive(Debug)]
+struct Event {
+    time: Instant,
+    seq: u64,
+    kind: EventKind,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        (self.time, self.seq) == (other.time, other.seq)
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Event) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    /// Reversed, so that the max-heap pops the earliest `(time, seq)` first.
+    fn cmp(&self, other: &Event) -> Ordering {
+        (other.time, other.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+/// Engine counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EngineStats {
+    /// Events handled (stale timers not counted).
+    pub events: u64,
+    /// Frames put on a line.
+    pub frames: u64,
+    /// Stale timer events skipped.
+    pub stale_timers: u64,
+    /// Times a node reported work due now with all its lines idle after being served (it is
+    /// then woken 1 ns later; non-zero means a node broke its contract).
+    pub contract_wakeups: u64,
+}
+
+/// The network on virtual time.
+#[derive(Debug)]
+pub struct Engine {
+    pub(crate) now: Instant,
+    pub(crate) nodes: Vec<SimNode>,
+    /// Ports of node `n` are `ports[first_port[n] ..first_port[n + 1]]`.
+    first_port: Vec<usize>,
+    ports: Vec<PortEnd>,
+    armed: Vec<Option<Instant>>,
+    heap: BinaryHeap<Event>,
+    seq: u64,
+    pool: Vec<Vec<u8>>,
+    buf: Vec<u8>,
+    pub(crate) stats: EngineStats,
+    pcap: Option<PcapSet>,
+}
+
+impl Engine {
+    /// An engine over `nodes`, whose ports (in node order, then port order) are `ports`.
+    pub(crate) fn new(nodes: Vec<SimNode>, node_ports: Vec<Vec<PortEnd>>) -> Engine {
+        let mut first_port = Vec::with_capacity(nodes.len() + 1);
+        let mut ports = Vec::new();
+        for p in node_ports {
+            first_port.push(ports.len());
+            ports.extend(p);
+        }
+        first_port.push(ports.len());
+        let count = nodes.len();
+        Engine {
+            now: Instant::ZERO,
+            nodes,
+            first_port,
+            ports,
+            armed: vec![None; count],
+            heap: BinaryHeap::new(),
+            seq: 0,
+            pool: Vec::new(),
+            buf: vec![0u8; MAX_FRAME_LEN],
+            stats: EngineStats::default(),
+            pcap: None,
+        }
+    }
+
+    /// Writes one pcap per link into `dir`.
+    pub(crate) fn set_pcap(&mut self, pcap: PcapSet) {
+        self.pcap = Some(pcap);
+    }
+
+    /// Finishes the pcap files.
+    pub(crate) fn finish_pcap(&mut self) -> std::io::Result<Vec<u64>> {
+        match self.pcap.take() {
+            Some(p) => p.finish(),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn push(&mut self, time: Instant, kind: EventKind) {
+        self.seq += 1;
+        self.heap.push(Event {
+            time,
+            seq: self.seq,
+            kind,
+        });
+    }
+
+    /// Arms every node's first timer.
+    pub(crate) fn start(&mut self) {
+        for node in 0..self.nodes.len() {
+            self.service(node as u32);
+        }
+    }
+
+    /// Runs until virtual time `until` (events at `until` included); `progress` is called now
+    /// and then with the current virtual time.
+    pub(crate) fn run_until(&mut self, until: Instant, progress: &mut dyn FnMut(Instant)) {
+        let mut next_report = self.now;
+        while let Some(event) = self.heap.peek() {
+            if event.time > until {
+                break;
+            }
+            let Some(event) = self.heap.pop() else {
+                break;
+            };
+            self.now = event.time;
+            match event.kind {
+                EventKind::Arrive { node, port, frame } => {
+                    self.stats.events += 1;
+                    if let Some(n) = self.nodes.get_mut(node as usize) {
+                        n.node().handle_frame(self.now, PortId(port), &frame);
+                    }
+                    self.pool.push(frame);
+                    self.service(node);
+                }
+                EventKind::LineFree { node, port } => {
+                    self.stats.events += 1;
+                    if let Some(p) = self.port_mut(node, port) {
+                        p.busy = false;
+                    }
+                    self.service(node);
+                }
+                EventKind::Timer { node } => {
+                    if self.armed[node as usize] != Some(self.now) {
+                        self.stats.stale_timers += 1;
+                        continue;
+                    }
+                    self.stats.events += 1;
+                    self.armed[node as usize] = None;
+                    self.service(node);
+                }
+            }
+            if self.now >= next_report {
+                progress(self.now);
+                next_report = self.now + Duration::from_millis(10);
+            }
+        }
+        self.now = self.now.max(until);
+    }
+
+    fn port_mut(&mut self, node: u32, port: u16) -> Option<&mut PortEnd> {
+        let first = *self.first_port.get(node as usize)?;
+        let end = *self.first_port.get(node as usize + 1)?;
+        let index = first + usize::from(port);
+        if index < end {
+            self.ports.get_mut(index)
+        } else {
+            None
+        }
+    }
+
+    /// The contract's call order for one node at `now`.
+    fn service(&mut self, node: u32) {
+        let now = self.now;
+        let index = node as usize;
+        let (first, end) = (self.first_port[index], self.first_port[index + 1]);
+        {
+            let n = &mut self.nodes[index];
+            if n.poll_timeout().is_some_and(|t| t <= now) {
+                n.node().handle_timeout(now);
+            }
+        }
+        let mut any_busy = false;
+        for p in first..end {
+            if self.ports[p].busy {
+                any_busy = true;
+                continue;
+            }
+            let port = PortId((p - first) as u16);
+            let Some(len) = self.nodes[index].node().poll_transmit(now, port, &mut self.buf) else {
+                continue;
+            };
+            any_busy = true;
+            self.stats.frames += 1;
+            let end_ = &mut self.ports[p];
+            end_.busy = true;
+            let tx = tx_time(len, end_.rate_bps);
+            let (peer, delay, link) = (end_.peer, end_.delay, end_.link);
+            let mut frame = self.pool.pop().unwrap_or_default();
+            frame.clear();
+            frame.extend_from_slice(&self.buf[..len]);
+            if let Some(pcap) = self.pcap.as_mut() {
+                pcap.record(link, now, &frame);
+            }
+            self.push(now + tx, EventKind::LineFree { node, port: port.0 });
+            self.push(
+                now + tx + delay,
+                EventKind::Arrive {
+                    node: peer.0,
+                    port: peer.1,
+                    frame,
+                },
+            );
+        }
+        let next = self.nodes[index].poll_timeout();
+        let next = match next {
+            Some(t) if t <= now => {
+                if any_busy {
+                    // A line-free event will serve the node again.
+                    None
+                } else {
+                    self.stats.contract_wakeups += 1;
+                    Some(now + Duration::from_nanos(1))
+                }
+            }
+            other => other,
+        };
+        if let Some(t) = next {
+            if self.armed[index] != Some(t) {
+                self.armed[index] = Some(t);
+                self.push(t, EventKind::Timer { node });
+            }
+        }
+    }
+}
