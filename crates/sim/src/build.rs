@@ -66,6 +66,7 @@ pub fn switch_config(scenario: &Scenario, index: usize) -> Result<SwitchConfig, 
         pending_timeout: Duration::from_millis(200),
         rt: RtConfig {
             max_connections: scenario.sim.max_connections,
+            cpu_cost_per_connection: scenario.sim.cpu_cost_per_connection,
             ..RtConfig::default()
         },
     })
@@ -121,8 +122,12 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
     let mut hosts = Vec::with_capacity(topo.hosts.len());
     for (i, h) in topo.hosts.iter().enumerate() {
         let rate = node_ports[i].first().map_or(0, |p| p.rate_bps);
-        let host = Host::new(&h.name, h.ip, rate, scenario.sim.txqueuelen, window, now)
+        let mut host = Host::new(&h.name, h.ip, rate, scenario.sim.txqueuelen, window, now)
             .map_err(|e| SimError::Unsupported(format!("host `{}`: {e}", h.name)))?;
+        if let Some(span) = scenario.sim.announce {
+            let offset = span.as_nanos() * i as u128 / topo.hosts.len() as u128;
+            host.announce_at(now + Duration::from_nanos(u64::try_from(offset).unwrap_or(0)));
+        }
         hosts.push(host);
     }
     let ips: Vec<Ipv4Addr> = topo.hosts.iter().map(|h| h.ip).collect();

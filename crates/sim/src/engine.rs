@@ -74,10 +74,15 @@ impl PortEnd {
     }
 }
 
-#[derive(Debug)]
+/// What happens at an event. Kept small (the heap moves events around): a frame in flight
+/// is an index into the engine's frame slab.
+#[derive(Debug, Clone, Copy)]
 enum EventKind {
-    Arrive { node: u32, port: u16, frame: Vec<u8> },
+    /// The last bit of slab frame `frame` arrives at `(node, port)`.
+    Arrive { node: u32, port: u16, frame: u32 },
+    /// The line from `(node, port)` is idle again.
     LineFree { node: u32, port: u16 },
+    /// The timer armed for `node`.
     Timer { node: u32 },
 }
 
@@ -86,6 +91,31 @@ struct Event {
     time: Instant,
     seq: u64,
     kind: EventKind,
+}
+
+/// Frames in flight: buffers of [`MAX_FRAME_LEN`] bytes reused through a free list, so a hop
+/// costs one copy (the node writes straight into the slab) and no allocation.
+#[derive(Debug, Default)]
+struct Slab {
+    bufs: Vec<Box<[u8; MAX_FRAME_LEN]>>,
+    lens: Vec<u16>,
+    free: Vec<u32>,
+}
+
+impl Slab {
+    fn alloc(&mut self) -> u32 {
+        if let Some(i) = self.free.pop() {
+            return i;
+        }
+        self.bufs.push(Box::new([0u8; MAX_FRAME_LEN]));
+        self.lens.push(0);
+        (self.bufs.len() - 1) as u32
+    }
+
+    fn frame(&self, i: u32) -> &[u8] {
+        let len = usize::from(self.lens[i as usize]);
+        &self.bufs[i as usize][..len]
+    }
 }
 
 impl PartialEq for Event {
@@ -111,6 +141,12 @@ impl Ord for Event {
 pub struct EngineStats {
     /// Events handled (stale timers not counted).
     pub events: u64,
+    /// Frame arrivals handled.
+    pub arrivals: u64,
+    /// Line-free events handled.
+    pub line_free: u64,
+    /// Timer events handled.
+    pub timers: u64,
     /// Frames put on a line.
     pub frames: u64,
     /// Stale timer events skipped.
@@ -131,8 +167,7 @@ pub struct Engine {
     armed: Vec<Option<Instant>>,
     heap: BinaryHeap<Event>,
     seq: u64,
-    pool: Vec<Vec<u8>>,
-    buf: Vec<u8>,
+    slab: Slab,
     pub(crate) stats: EngineStats,
     pcap: Option<PcapSet>,
 }
@@ -156,8 +191,7 @@ impl Engine {
             armed: vec![None; count],
             heap: BinaryHeap::new(),
             seq: 0,
-            pool: Vec::new(),
-            buf: vec![0u8; MAX_FRAME_LEN],
+            slab: Slab::default(),
             stats: EngineStats::default(),
             pcap: None,
         }
@@ -188,7 +222,7 @@ impl Engine {
     /// Arms every node's first timer.
     pub(crate) fn start(&mut self) {
         for node in 0..self.nodes.len() {
-            self.service(node as u32);
+            self.service(node as u32, true);
         }
     }
 
@@ -207,18 +241,21 @@ impl Engine {
             match event.kind {
                 EventKind::Arrive { node, port, frame } => {
                     self.stats.events += 1;
+                    self.stats.arrivals += 1;
                     if let Some(n) = self.nodes.get_mut(node as usize) {
-                        n.node().handle_frame(self.now, PortId(port), &frame);
+                        n.node()
+                            .handle_frame(self.now, PortId(port), self.slab.frame(frame));
                     }
-                    self.pool.push(frame);
-                    self.service(node);
+                    self.slab.free.push(frame);
+                    self.service(node, false);
                 }
                 EventKind::LineFree { node, port } => {
                     self.stats.events += 1;
+                    self.stats.line_free += 1;
                     if let Some(p) = self.port_mut(node, port) {
                         p.busy = false;
                     }
-                    self.service(node);
+                    self.service(node, false);
                 }
                 EventKind::Timer { node } => {
                     if self.armed[node as usize] != Some(self.now) {
@@ -226,8 +263,9 @@ impl Engine {
                         continue;
                     }
                     self.stats.events += 1;
+                    self.stats.timers += 1;
                     self.armed[node as usize] = None;
-                    self.service(node);
+                    self.service(node, true);
                 }
             }
             if self.now >= next_report {
@@ -249,16 +287,15 @@ impl Engine {
         }
     }
 
-    /// The contract's call order for one node at `now`.
-    fn service(&mut self, node: u32) {
+    /// The contract's call order for one node at `now`: `handle_timeout` when its timer came
+    /// (`timer`; a timer due at an instant is always served by its own event, which the heap
+    /// orders before any later one), `poll_transmit` on each idle line, then re-arm.
+    fn service(&mut self, node: u32, timer: bool) {
         let now = self.now;
         let index = node as usize;
         let (first, end) = (self.first_port[index], self.first_port[index + 1]);
-        {
-            let n = &mut self.nodes[index];
-            if n.poll_timeout().is_some_and(|t| t <= now) {
-                n.node().handle_timeout(now);
-            }
+        if timer {
+            self.nodes[index].node().handle_timeout(now);
         }
         let mut any_busy = false;
         for p in first..end {
@@ -267,20 +304,22 @@ impl Engine {
                 continue;
             }
             let port = PortId((p - first) as u16);
-            let Some(len) = self.nodes[index].node().poll_transmit(now, port, &mut self.buf) else {
+            let slot = self.slab.alloc();
+            let buf = &mut self.slab.bufs[slot as usize][..];
+            let Some(len) = self.nodes[index].node().poll_transmit(now, port, buf) else {
+                self.slab.free.push(slot);
                 continue;
             };
+            // `poll_transmit` returns at most the buffer's length, MAX_FRAME_LEN < 65536.
+            self.slab.lens[slot as usize] = len.min(MAX_FRAME_LEN) as u16;
             any_busy = true;
             self.stats.frames += 1;
             let end_ = &mut self.ports[p];
             end_.busy = true;
             let tx = tx_time(len, end_.rate_bps);
             let (peer, delay, link) = (end_.peer, end_.delay, end_.link);
-            let mut frame = self.pool.pop().unwrap_or_default();
-            frame.clear();
-            frame.extend_from_slice(&self.buf[..len]);
             if let Some(pcap) = self.pcap.as_mut() {
-                pcap.record(link, now, &frame);
+                pcap.record(link, now, self.slab.frame(slot));
             }
             self.push(now + tx, EventKind::LineFree { node, port: port.0 });
             self.push(
@@ -288,7 +327,7 @@ impl Engine {
                 EventKind::Arrive {
                     node: peer.0,
                     port: peer.1,
-                    frame,
+                    frame: slot,
                 },
             );
         }
@@ -298,9 +337,13 @@ impl Engine {
                 if any_busy {
                     // A line-free event will serve the node again.
                     None
-                } else {
+                } else if timer {
+                    // `handle_timeout` ran and work is still due: the node broke its contract.
                     self.stats.contract_wakeups += 1;
                     Some(now + Duration::from_nanos(1))
+                } else {
+                    // Work became due while handling a frame: run the timer in this instant.
+                    Some(now)
                 }
             }
             other => other,

@@ -92,7 +92,12 @@ pub struct Host {
     /// Greedy flows received here: flow index → (source IP, source port, dest port).
     greedy_sinks: BTreeMap<u32, ()>,
     window: (Instant, Instant),
+    /// When to broadcast a gratuitous ARP request announcing the host (`None`: done or off).
+    announce_at: Option<Instant>,
     pub(crate) stats: HostStats,
+    /// [`Node::poll_timeout`] as last computed; `None` = must be computed again (cleared by
+    /// everything that changes a deadline).
+    wake: std::cell::Cell<Option<Option<Instant>>>,
     /// Frames built but not yet queued (acks, replies) are pushed straight to `nic`.
     scratch: Vec<u8>,
 }
@@ -133,14 +138,18 @@ impl Host {
             sinks: BTreeMap::new(),
             greedy_sinks: BTreeMap::new(),
             window,
+            announce_at: None,
             stats: HostStats::default(),
+            wake: std::cell::Cell::new(None),
             scratch: vec![0u8; 2048],
         })
     }
 
-    /// The host's address.
-    pub fn ip(&self) -> Ipv4Addr {
-        self.ip
+    /// Broadcasts a gratuitous ARP request at `at` (as Linux does with `arp_notify` when an
+    /// interface comes up): the switches on the way learn the host's port and address, so
+    /// their SETUP routing finds it without probing (EtheReal §3.4).
+    pub(crate) fn announce_at(&mut self, at: Instant) {
+        self.announce_at = Some(at);
     }
 
     /// The host daemon core.
@@ -179,6 +188,7 @@ impl Host {
     /// Queues `frame` on the NIC (dropped and counted when full); `owner` is the greedy
     /// source it belongs to.
     fn enqueue(&mut self, frame: Vec<u8>, owner: Option<usize>) -> bool {
+        self.wake.set(None);
         if self.nic.len() >= self.nic_limit {
             self.stats.nic_drops += 1;
             return false;
@@ -201,6 +211,7 @@ impl Host {
             }
             return self.enqueue(frame, owner);
         }
+        self.wake.set(None);
         let entry = self.unresolved.entry(next_hop).or_insert(Unresolved {
             queued: VecDeque::new(),
             tries: 0,
@@ -222,6 +233,11 @@ impl Host {
             entry.tries += 1;
             entry.retry_at = now + ARP_RETRY;
         }
+        self.broadcast_arp(target);
+    }
+
+    /// Broadcasts an ARP request for `target` (our own address: a gratuitous announcement).
+    fn broadcast_arp(&mut self, target: Ipv4Addr) {
         let repr = arp::Repr {
             operation: arp::Operation::Request,
             source_hardware_addr: self.mac,
@@ -272,6 +288,7 @@ impl Host {
 
     /// Performs the daemon's actions.
     fn run_daemon(&mut self, now: Instant) {
+        self.wake.set(None);
         while let Some(action) = self.rtcd.poll_action() {
             match action {
                 Action::SendControl { dst, repr } => {
@@ -343,6 +360,7 @@ impl Host {
 
     /// Runs the sources whose time has come, the shapers and the greedy timers.
     fn run_sources(&mut self, now: Instant) {
+        self.wake.set(None);
         for i in 0..self.sources.len() {
             if !self.sources[i].started && self.sources[i].start <= now {
                 self.sources[i].started = true;
@@ -382,6 +400,15 @@ impl Host {
     }
 
     fn run_source(&mut self, now: Instant, i: usize) {
+        let source = &self.sources[i];
+        let generate = source.next.is_some_and(|t| t <= now);
+        let release = source
+            .shaper
+            .as_ref()
+            .is_some_and(|sh| sh.poll_timeout().is_some_and(|t| t <= now));
+        if !generate && !release && source.greedy.is_none() {
+            return;
+        }
         if self.sources[i].spec.kind == SourceKind::Greedy {
             self.run_greedy(now, i);
             return;
@@ -509,6 +536,7 @@ impl Host {
 
     /// `ip` is at `mac`: remember it and send what waited for it.
     fn learn(&mut self, _now: Instant, ip: Ipv4Addr, mac: Address) {
+        self.wake.set(None);
         self.neighbours.insert(ip, mac);
         if let Some(waiting) = self.unresolved.remove(&ip) {
             for mut frame in waiting.queued {
@@ -520,21 +548,23 @@ impl Host {
         }
     }
 
-    fn handle_udp(&mut self, now: Instant, frame: &[u8]) {
+    /// A received IPv4 frame: data to a sink (acknowledged on greedy flows), or an ack for a
+    /// greedy source (returns `true` then).
+    fn handle_udp(&mut self, now: Instant, frame: &[u8]) -> bool {
         let Ok(eth) = Frame::new_checked(frame) else {
-            return;
+            return false;
         };
         let Ok(ip) = ipv4::Packet::new_checked(eth.payload()) else {
-            return;
+            return false;
         };
         if ip.dst_addr() != self.ip || ip.protocol() != ipv4::Protocol::Udp {
-            return;
+            return false;
         }
         let Ok(datagram) = udp::Packet::new_checked(ip.payload()) else {
-            return;
+            return false;
         };
         let Some(header) = PayloadHeader::parse(datagram.payload()) else {
-            return;
+            return false;
         };
         let wire = rtlan_core::switch::wire_bits(frame.len()) / 8;
         if header.flag == FLAG_ACK {
@@ -543,12 +573,12 @@ impl Host {
                     g.on_ack(now, header.ack, header.sent_ns);
                 }
             }
-            return;
+            return true;
         }
         let greedy = self.greedy_sinks.contains_key(&header.flow);
         let window = self.window;
         let Some(sink) = self.sinks.get_mut(&header.flow) else {
-            return;
+            return false;
         };
         sink.record(now, header.seq, header.sent_ns, wire, window, greedy);
         if greedy {
@@ -563,6 +593,7 @@ impl Host {
             let frame = self.udp_frame(to, sport, dport, crate::traffic::PAYLOAD_HEADER_LEN, &ack);
             self.send_ip(now, to, frame, None);
         }
+        false
     }
 }
 
@@ -605,10 +636,12 @@ impl Node for Host {
             // A message that does not parse is refused by the daemon and otherwise ignored.
             let _ = self.rtcd.handle_control_payload(now, eth.payload());
             self.run_daemon(now);
-        } else if ethertype == EtherType::Ipv4 {
-            self.handle_udp(now, frame);
+            // A grant starts its source.
+            self.run_sources(now);
+        } else if ethertype == EtherType::Ipv4 && self.handle_udp(now, frame) {
+            // An ack opened a greedy window.
+            self.run_sources(now);
         }
-        self.run_sources(now);
     }
 
     fn poll_transmit(&mut self, now: Instant, port: PortId, buf: &mut [u8]) -> Option<usize> {
@@ -616,6 +649,7 @@ impl Node for Host {
             return None;
         }
         let frame = self.nic.pop_front()?;
+        self.wake.set(None);
         let owner = self.nic_owner.pop_front().flatten();
         if let Some(n) = owner.and_then(|i| self.greedy_in_nic.get_mut(i)) {
             *n = n.saturating_sub(1);
@@ -632,6 +666,11 @@ impl Node for Host {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
+        self.wake.set(None);
+        if self.announce_at.is_some_and(|t| t <= now) {
+            self.announce_at = None;
+            self.broadcast_arp(self.ip);
+        }
         if self.rtcd.poll_timeout().is_some_and(|t| t <= now) {
             self.rtcd.handle_timeout(now);
             self.run_daemon(now);
@@ -656,6 +695,17 @@ impl Node for Host {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
+        if let Some(wake) = self.wake.get() {
+            return wake;
+        }
+        let wake = self.compute_wake();
+        self.wake.set(Some(wake));
+        wake
+    }
+}
+
+impl Host {
+    fn compute_wake(&self) -> Option<Instant> {
         let mut next = self.rtcd.poll_timeout();
         let mut consider = |t: Option<Instant>| {
             if let Some(t) = t {
@@ -665,6 +715,7 @@ impl Node for Host {
         if !self.nic.is_empty() {
             consider(Some(self.busy_until));
         }
+        consider(self.announce_at);
         for u in self.unresolved.values() {
             consider(Some(u.retry_at));
         }

@@ -64,6 +64,12 @@ pub struct SimOptions {
     pub max_connections: usize,
     /// Frames a switch holds while it probes their destination.
     pub pending_capacity: usize,
+    /// Hosts announce themselves with a gratuitous ARP request in the first `announce` of the
+    /// run (evenly spread); `None` = they do not.
+    pub announce: Option<Duration>,
+    /// Each switch's scheduler cost per connection per cycle, for the CPU admission check
+    /// ([`rtlan_core::switch::RtConfig::cpu_cost_per_connection`]).
+    pub cpu_cost_per_connection: Duration,
 }
 
 /// What a source sends (`kind` of `[[traffic]]`).
@@ -181,6 +187,8 @@ struct RawSim {
     txqueuelen: Option<Spanned<usize>>,
     max_connections: Option<Spanned<usize>>,
     pending_capacity: Option<Spanned<usize>>,
+    announce: Option<Spanned<String>>,
+    cpu_cost_per_connection: Option<Spanned<String>>,
     link: Option<Vec<Spanned<RawLinkDelay>>>,
 }
 
@@ -230,6 +238,9 @@ pub const DEFAULT_LINK_DELAY: Duration = Duration::from_micros(1);
 
 /// Default host transmit queue, frames (Linux's default `txqueuelen`).
 pub const DEFAULT_TXQUEUELEN: usize = 1000;
+
+/// Default span over which hosts announce themselves.
+pub const DEFAULT_ANNOUNCE: Duration = Duration::from_millis(1);
 
 /// Default extra simulated time after `duration`.
 pub const DEFAULT_DRAIN: Duration = Duration::from_millis(200);
@@ -338,6 +349,17 @@ impl Scenario {
             None => 256,
         };
 
+        let announce = match &raw_sim.announce {
+            Some(a) if a.get_ref() == "off" => None,
+            Some(a) => Some(src.duration(a, "announce")?),
+            None => Some(DEFAULT_ANNOUNCE),
+        };
+        let cpu_cost_per_connection = src.opt_duration(
+            raw_sim.cpu_cost_per_connection.as_ref(),
+            "cpu_cost_per_connection",
+            rtlan_core::switch::rt::DEFAULT_CPU_COST_PER_CONNECTION,
+        )?;
+
         // Links: a rate is required, a delay may be given per link.
         let mut link_delays = vec![default_delay; topology.links.len()];
         let raw_links = raw.link.as_deref().unwrap_or(&[]);
@@ -391,6 +413,8 @@ impl Scenario {
                 txqueuelen,
                 max_connections,
                 pending_capacity,
+                announce,
+                cpu_cost_per_connection,
             },
             link_delays,
             traffic,
