@@ -4,12 +4,15 @@
 //! and a propagation delay (RETHER §5 simulates its segment the same way: stations, a medium
 //! and traffic sources on virtual time).
 //!
-//! Events: a frame's last bit arrives at `(node, port)`; the line of `(node, port)` is free
-//! again; a node's timer (only the last instant armed per node is live, older ones are skipped
-//! when they come up). After every event at a node the engine follows the contract's call
-//! order: `handle_timeout` if due, `poll_transmit` on each port whose line is free (a frame then
-//! occupies the line for [`tx_time`], the same wire cost the switch pacer charges, and arrives at
-//! the peer after that plus the link's delay), and re-arms the node's timer at `poll_timeout`.
+//! Events: a frame's last bit arrives at `(node, port)`; a node's timer (only the last instant
+//! armed per node is live, older ones are skipped when they come up). After every event at a
+//! node the engine follows the contract's call order: `handle_timeout` on its timer,
+//! `poll_transmit` on each port whose line is idle (a frame then occupies the line for
+//! [`tx_time`], the same wire cost the switch pacer charges, and arrives at the peer after that
+//! plus the link's delay), and re-arms the node's timer at `poll_timeout` — or, when the node has
+//! work only for a busy line, at the instant that line is idle. A line that goes idle with
+//! nothing waiting costs no event: nodes pace themselves (full duplex), so a node with more to
+//! send asks for the instant its pacer frees the line.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -58,8 +61,8 @@ pub(crate) struct PortEnd {
     pub(crate) delay: Duration,
     /// Topology link index (pcap file).
     pub(crate) link: u32,
-    /// Whether a frame is on the line from this end.
-    busy: bool,
+    /// The line from this end is busy until then (idle once `now >= busy_until`).
+    busy_until: Instant,
 }
 
 impl PortEnd {
@@ -69,7 +72,7 @@ impl PortEnd {
             rate_bps,
             delay,
             link,
-            busy: false,
+            busy_until: Instant::ZERO,
         }
     }
 }
@@ -80,8 +83,6 @@ impl PortEnd {
 enum EventKind {
     /// The last bit of slab frame `frame` arrives at `(node, port)`.
     Arrive { node: u32, port: u16, frame: u32 },
-    /// The line from `(node, port)` is idle again.
-    LineFree { node: u32, port: u16 },
     /// The timer armed for `node`.
     Timer { node: u32 },
 }
@@ -143,8 +144,6 @@ pub struct EngineStats {
     pub events: u64,
     /// Frame arrivals handled.
     pub arrivals: u64,
-    /// Line-free events handled.
-    pub line_free: u64,
     /// Timer events handled.
     pub timers: u64,
     /// Frames put on a line.
@@ -249,14 +248,6 @@ impl Engine {
                     self.slab.free.push(frame);
                     self.service(node, false);
                 }
-                EventKind::LineFree { node, port } => {
-                    self.stats.events += 1;
-                    self.stats.line_free += 1;
-                    if let Some(p) = self.port_mut(node, port) {
-                        p.busy = false;
-                    }
-                    self.service(node, false);
-                }
                 EventKind::Timer { node } => {
                     if self.armed[node as usize] != Some(self.now) {
                         self.stats.stale_timers += 1;
@@ -276,17 +267,6 @@ impl Engine {
         self.now = self.now.max(until);
     }
 
-    fn port_mut(&mut self, node: u32, port: u16) -> Option<&mut PortEnd> {
-        let first = *self.first_port.get(node as usize)?;
-        let end = *self.first_port.get(node as usize + 1)?;
-        let index = first + usize::from(port);
-        if index < end {
-            self.ports.get_mut(index)
-        } else {
-            None
-        }
-    }
-
     /// The contract's call order for one node at `now`: `handle_timeout` when its timer came
     /// (`timer`; a timer due at an instant is always served by its own event, which the heap
     /// orders before any later one), `poll_transmit` on each idle line, then re-arm.
@@ -297,10 +277,12 @@ impl Engine {
         if timer {
             self.nodes[index].node().handle_timeout(now);
         }
-        let mut any_busy = false;
+        // The earliest instant a busy line of this node becomes idle.
+        let mut line_free: Option<Instant> = None;
         for p in first..end {
-            if self.ports[p].busy {
-                any_busy = true;
+            let busy_until = self.ports[p].busy_until;
+            if busy_until > now {
+                line_free = Some(line_free.map_or(busy_until, |t| t.min(busy_until)));
                 continue;
             }
             let port = PortId((p - first) as u16);
@@ -312,16 +294,15 @@ impl Engine {
             };
             // `poll_transmit` returns at most the buffer's length, MAX_FRAME_LEN < 65536.
             self.slab.lens[slot as usize] = len.min(MAX_FRAME_LEN) as u16;
-            any_busy = true;
             self.stats.frames += 1;
             let end_ = &mut self.ports[p];
-            end_.busy = true;
             let tx = tx_time(len, end_.rate_bps);
+            end_.busy_until = now + tx;
+            line_free = Some(line_free.map_or(now + tx, |t| t.min(now + tx)));
             let (peer, delay, link) = (end_.peer, end_.delay, end_.link);
             if let Some(pcap) = self.pcap.as_mut() {
                 pcap.record(link, now, self.slab.frame(slot));
             }
-            self.push(now + tx, EventKind::LineFree { node, port: port.0 });
             self.push(
                 now + tx + delay,
                 EventKind::Arrive {
@@ -334,9 +315,9 @@ impl Engine {
         let next = self.nodes[index].poll_timeout();
         let next = match next {
             Some(t) if t <= now => {
-                if any_busy {
-                    // A line-free event will serve the node again.
-                    None
+                if let Some(free) = line_free {
+                    // Work waits for a busy line: serve the node when the first one is idle.
+                    Some(free)
                 } else if timer {
                     // `handle_timeout` ran and work is still due: the node broke its contract.
                     self.stats.contract_wakeups += 1;
@@ -354,5 +335,26 @@ impl Engine {
                 self.push(t, EventKind::Timer { node });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_pop_by_time_then_insertion_order() {
+        let mut heap = BinaryHeap::new();
+        let at = |t: u64, seq: u64| Event {
+            time: Instant::from_nanos(t),
+            seq,
+            kind: EventKind::Timer { node: seq as u32 },
+        };
+        heap.push(at(5, 1));
+        heap.push(at(3, 2));
+        heap.push(at(5, 3));
+        heap.push(at(3, 4));
+        let order: Vec<u64> = std::iter::from_fn(|| heap.pop().map(|e| e.seq)).collect();
+        assert_eq!(order, vec![2, 4, 1, 3]);
     }
 }

@@ -217,3 +217,23 @@ impl Results {
 fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_percentiles_are_nearest_rank() {
+        let mut samples: Vec<u64> = (1..=100).rev().map(|v| v * 1000).collect();
+        let d = DelayStats::of(&mut samples).expect("samples");
+        assert_eq!(d.samples, 100);
+        assert_eq!(d.min_us, 1.0);
+        assert_eq!(d.p50_us, 50.0);
+        assert_eq!(d.p99_us, 99.0);
+        assert_eq!(d.max_us, 100.0);
+        assert_eq!(d.mean_us, 50.5);
+        assert_eq!(DelayStats::of(&mut []), None);
+        let mut one = vec![7000];
+        assert_eq!(DelayStats::of(&mut one).map(|d| d.p99_us), Some(7.0));
+    }
+}

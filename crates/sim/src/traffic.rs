@@ -465,3 +465,77 @@ impl Sink {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_header_round_trips_and_rejects_foreign_payloads() {
+        let h = PayloadHeader {
+            flow: 7,
+            seq: 1 << 40,
+            sent_ns: 123_456_789,
+            flag: FLAG_ACK,
+            ack: 99,
+        };
+        let mut buf = [0u8; 64];
+        h.emit(&mut buf);
+        assert_eq!(&buf[..4], b"RTSM");
+        assert_eq!(PayloadHeader::parse(&buf), Some(h));
+        assert_eq!(PayloadHeader::parse(&buf[..39]), None, "too short");
+        buf[0] = b'X';
+        assert_eq!(PayloadHeader::parse(&buf), None, "wrong magic");
+    }
+
+    #[test]
+    fn seeds_of_different_streams_differ() {
+        assert_ne!(mix(1, 0), mix(1, 1));
+        assert_ne!(mix(1, 0), mix(2, 0));
+        assert_eq!(mix(5, 9), mix(5, 9));
+    }
+
+    #[test]
+    fn greedy_grows_halves_on_three_dupacks_and_restarts_on_timeout() {
+        let now = Instant::from_nanos(1_000_000);
+        let mut g = Greedy::new();
+        assert!(g.can_send());
+        let (s0, _) = g.take(now);
+        let (s1, _) = g.take(now);
+        assert_eq!((s0, s1), (0, 1));
+        assert!(!g.can_send(), "window of 2 is full");
+        g.on_ack(now, 1, 0);
+        g.on_ack(now, 2, 0);
+        assert_eq!(g.cwnd, 4.0, "slow start adds one per acked segment");
+        for _ in 0..4 {
+            g.take(now);
+        }
+        g.on_ack(now, 2, 0);
+        g.on_ack(now, 2, 0);
+        g.on_ack(now, 2, 0);
+        assert_eq!(g.cwnd, 2.0, "three duplicate acks halve the window");
+        assert_eq!(g.take(now), (2, true), "the missing segment goes again");
+        g.on_timeout(now);
+        assert_eq!(g.cwnd, 1.0);
+        assert_eq!(g.next_seq, 2, "go back to the oldest unacknowledged segment");
+    }
+
+    #[test]
+    fn sink_counts_reordering_duplicates_and_window() {
+        let window = (Instant::from_nanos(10), Instant::from_nanos(100));
+        let mut s = Sink::default();
+        assert!(s.record(Instant::from_nanos(5), 0, 0, 100, window, false));
+        assert!(s.record(Instant::from_nanos(20), 2, 10, 100, window, false));
+        assert!(s.record(Instant::from_nanos(30), 1, 10, 100, window, false));
+        assert_eq!(s.reordered, 1);
+        assert_eq!(s.window_frames, 2, "the first arrival is before the window");
+        assert_eq!(s.delays, vec![10, 20]);
+        let mut g = Sink::default();
+        assert!(g.record(Instant::from_nanos(20), 1, 0, 100, window, true));
+        assert_eq!(g.expected, 0);
+        assert!(g.record(Instant::from_nanos(20), 0, 0, 100, window, true));
+        assert_eq!(g.expected, 2);
+        assert!(!g.record(Instant::from_nanos(20), 1, 0, 100, window, true));
+        assert_eq!(g.duplicates, 1);
+    }
+}

@@ -12,5 +12,6 @@ pub(crate) mod reserve;
 pub(crate) mod rtcd;
 pub(crate) mod send;
 pub(crate) mod signals;
+pub(crate) mod sim;
 pub(crate) mod switch;
 pub(crate) mod tc_config;
