@@ -402,10 +402,7 @@ impl Host {
     fn run_source(&mut self, now: Instant, i: usize) {
         let source = &self.sources[i];
         let generate = source.next.is_some_and(|t| t <= now);
-        let release = source
-            .shaper
-            .as_ref()
-            .is_some_and(|sh| sh.poll_timeout().is_some_and(|t| t <= now));
+        let release = source.shaper_due.is_some_and(|t| t <= now);
         if !generate && !release && source.greedy.is_none() {
             return;
         }
@@ -455,6 +452,8 @@ impl Host {
             };
             self.emit_data(now, i, header, None);
         }
+        let source = &mut self.sources[i];
+        source.shaper_due = source.shaper.as_ref().and_then(|sh| sh.poll_timeout());
     }
 
     fn run_greedy(&mut self, now: Instant, i: usize) {
@@ -724,7 +723,7 @@ impl Host {
             if !s.started {
                 consider(Some(s.start));
             }
-            consider(s.shaper.as_ref().and_then(|sh| sh.poll_timeout()));
+            consider(s.shaper_due);
             if let Some(g) = &s.greedy {
                 consider(g.rto_at);
             }

@@ -257,6 +257,9 @@ pub(crate) struct Source {
     pub(crate) seq: u64,
     rng: Xoshiro256PlusPlus,
     pub(crate) shaper: Option<TokenBucketShaper<(u64, u64)>>,
+    /// The shaper's `poll_timeout` after the last call that changed it (kept, not recomputed:
+    /// it divides 128-bit numbers).
+    pub(crate) shaper_due: Option<Instant>,
     pub(crate) reservation: Reservation,
     pub(crate) greedy: Option<Greedy>,
     pub(crate) stats: SourceStats,
@@ -285,6 +288,7 @@ impl Source {
             seq: 0,
             rng: Xoshiro256PlusPlus::seed_from_u64(mix(seed, u64::from(flow))),
             shaper: None,
+            shaper_due: None,
             reservation,
             greedy,
             stats: SourceStats::default(),

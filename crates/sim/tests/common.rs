@@ -7,30 +7,30 @@ use std::path::PathBuf;
 use rtlan_sim::{run, Outcome, RunOptions, Scenario};
 
 /// The repository's `scenarios/NAME`.
-pub fn scenario_path(name: &str) -> PathBuf {
+pub(crate) fn scenario_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../scenarios")
         .join(name)
 }
 
 /// Reads `scenarios/NAME`.
-pub fn load(name: &str) -> Scenario {
+pub(crate) fn load(name: &str) -> Scenario {
     let path = scenario_path(name);
     Scenario::from_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Runs `scenario` with `options`.
-pub fn simulate(scenario: &Scenario, options: &RunOptions) -> Outcome {
+pub(crate) fn simulate(scenario: &Scenario, options: &RunOptions) -> Outcome {
     run(scenario, options, &mut |_, _| {}).unwrap_or_else(|e| panic!("run failed: {e}"))
 }
 
 /// Parses an inline scenario.
-pub fn parse(text: &str) -> Scenario {
+pub(crate) fn parse(text: &str) -> Scenario {
     Scenario::from_str(text, "inline.toml").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A fresh empty directory under the target directory.
-pub fn temp_dir(name: &str) -> PathBuf {
+pub(crate) fn temp_dir(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
@@ -38,7 +38,7 @@ pub fn temp_dir(name: &str) -> PathBuf {
 }
 
 /// Four hosts a, b, c, d on one rtlan switch, 100 Mbit/s links, followed by `tables`.
-pub fn star(tables: &str) -> String {
+pub(crate) fn star(tables: &str) -> String {
     let mut text = String::new();
     for h in ["a", "b", "c", "d"] {
         text.push_str(&format!("[[host]]\nname = \"{h}\"\n\n"));
