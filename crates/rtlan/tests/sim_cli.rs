@@ -23,7 +23,11 @@ fn scenario(name: &str) -> String {
 fn sim_guarantee_json_table_and_pcaps() {
     let path = scenario("guarantee.toml");
     let out = rtlan(&["sim", &path, "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let flows = json["flows"].as_array().expect("flows");
     assert_eq!(flows[0]["name"], "a→d 50M");
@@ -34,8 +38,19 @@ fn sim_guarantee_json_table_and_pcaps() {
 
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sim-cli-pcap");
     let _ = std::fs::remove_dir_all(&dir);
-    let out = rtlan(&["sim", &path, "--seed", "3", "--pcap", dir.to_str().expect("utf-8")]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = rtlan(&[
+        "sim",
+        &path,
+        "--seed",
+        "3",
+        "--pcap",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("(seed 3)"), "{table}");
     assert!(table.contains("a→d 50M"), "{table}");

@@ -6,7 +6,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = args.next().ok_or("usage: run SCENARIO.toml [--json]")?;
     let json = args.next().as_deref() == Some("--json");
     let start = std::time::Instant::now();
-    let outcome = rtlan_sim::run_file(std::path::Path::new(&path), &rtlan_sim::RunOptions::default())?;
+    let outcome = rtlan_sim::run_file(
+        std::path::Path::new(&path),
+        &rtlan_sim::RunOptions::default(),
+    )?;
     if json {
         print!("{}", outcome.results.to_json());
     } else {

@@ -78,7 +78,10 @@ pub struct LeafSpine {
 }
 
 impl LeafSpine {
-    pub(crate) fn from_raw(src: &Source<'_>, raw: &Spanned<RawGenerate>) -> Result<LeafSpine, ScenarioError> {
+    pub(crate) fn from_raw(
+        src: &Source<'_>,
+        raw: &Spanned<RawGenerate>,
+    ) -> Result<LeafSpine, ScenarioError> {
         let r = raw.get_ref();
         if r.kind.get_ref() != "leaf-spine" {
             return Err(src.invalid(r.kind.span().start, "the only generator is `leaf-spine`"));
@@ -97,9 +100,12 @@ impl LeafSpine {
             return Err(src.invalid(r.leaves.span().start, "at most 60000 hosts"));
         }
         let size = |v: &Option<Spanned<u32>>, default: usize| match v {
-            Some(s) if (*s.get_ref() as usize) < PAYLOAD_HEADER_LEN || *s.get_ref() > 1472 => Err(
-                src.invalid(s.span().start, format!("sizes must be {PAYLOAD_HEADER_LEN} ..= 1472")),
-            ),
+            Some(s) if (*s.get_ref() as usize) < PAYLOAD_HEADER_LEN || *s.get_ref() > 1472 => {
+                Err(src.invalid(
+                    s.span().start,
+                    format!("sizes must be {PAYLOAD_HEADER_LEN} ..= 1472"),
+                ))
+            }
             Some(s) => Ok(*s.get_ref() as usize),
             None => Ok(default),
         };
@@ -148,15 +154,29 @@ impl LeafSpine {
         }
         let _ = writeln!(t, "[[switch]]\nname = \"core\"\nkind = \"rtlan\"\n");
         let link = |t: &mut String, a: &str, b: &str, rate: u64| {
-            let _ = writeln!(t, "[[link]]\nends = [\"{a}\", \"{b}\"]\nrate = \"{}\"\n", format_rate(rate));
+            let _ = writeln!(
+                t,
+                "[[link]]\nends = [\"{a}\", \"{b}\"]\nrate = \"{}\"\n",
+                format_rate(rate)
+            );
         };
         for h in 1..=self.host_count() {
             let leaf = (h - 1) / self.hosts_per_leaf + 1;
-            link(&mut t, &format!("h{h}"), &format!("l{leaf}"), self.host_rate);
+            link(
+                &mut t,
+                &format!("h{h}"),
+                &format!("l{leaf}"),
+                self.host_rate,
+            );
         }
         for l in 1..=self.leaves {
             let spine = (l - 1) % self.spines + 1;
-            link(&mut t, &format!("l{l}"), &format!("s{spine}"), self.leaf_rate);
+            link(
+                &mut t,
+                &format!("l{l}"),
+                &format!("s{spine}"),
+                self.leaf_rate,
+            );
         }
         for s in 1..=self.spines {
             link(&mut t, &format!("s{s}"), "core", self.spine_rate);
@@ -165,10 +185,20 @@ impl LeafSpine {
     }
 
     /// The generated traffic; hosts are found by name in `topology`.
-    pub(crate) fn traffic(&self, topology: &Topology, duration: Duration, scenario_seed: u64) -> Vec<TrafficSpec> {
+    pub(crate) fn traffic(
+        &self,
+        topology: &Topology,
+        duration: Duration,
+        scenario_seed: u64,
+    ) -> Vec<TrafficSpec> {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix(self.seed, scenario_seed));
         let hosts = self.host_count();
-        let index = |h: u32| topology.hosts.iter().position(|x| x.name == format!("h{h}"));
+        let index = |h: u32| {
+            topology
+                .hosts
+                .iter()
+                .position(|x| x.name == format!("h{h}"))
+        };
         let pick_other = |src: u32, rng: &mut Xoshiro256PlusPlus| {
             let r = (rng.next_u64() % u64::from(hosts - 1)) as u32 + 1;
             (src - 1 + r) % hosts + 1

@@ -204,7 +204,13 @@ impl Host {
     }
 
     /// Sends an IPv4 frame to `next_hop` (resolving it by ARP if needed).
-    fn send_ip(&mut self, now: Instant, next_hop: Ipv4Addr, mut frame: Vec<u8>, owner: Option<usize>) -> bool {
+    fn send_ip(
+        &mut self,
+        now: Instant,
+        next_hop: Ipv4Addr,
+        mut frame: Vec<u8>,
+        owner: Option<usize>,
+    ) -> bool {
         if let Some(&mac) = self.neighbours.get(&next_hop) {
             if let Ok(mut eth) = Frame::new_checked(&mut frame[..]) {
                 eth.set_dst_addr(mac);
@@ -246,7 +252,10 @@ impl Host {
             target_protocol_addr: target,
         };
         let mut buf = vec![0u8; 60];
-        if repr.emit_frame(self.mac, Address::BROADCAST, &mut buf).is_ok() {
+        if repr
+            .emit_frame(self.mac, Address::BROADCAST, &mut buf)
+            .is_ok()
+        {
             self.stats.arp_requests += 1;
             self.enqueue(buf, None);
         }
@@ -254,7 +263,14 @@ impl Host {
 
     /// Builds a UDP frame from this host to `dst_ip` (the Ethernet destination is filled in
     /// when the next hop is resolved).
-    fn udp_frame(&mut self, dst_ip: Ipv4Addr, src_port: u16, dst_port: u16, size: usize, header: &PayloadHeader) -> Vec<u8> {
+    fn udp_frame(
+        &mut self,
+        dst_ip: Ipv4Addr,
+        src_port: u16,
+        dst_port: u16,
+        size: usize,
+        header: &PayloadHeader,
+    ) -> Vec<u8> {
         let len = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN + size;
         let mut frame = vec![0u8; len];
         let eth = ethernet::Repr {

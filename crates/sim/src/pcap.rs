@@ -24,7 +24,9 @@ pub(crate) struct PcapSet {
 
 impl std::fmt::Debug for PcapSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PcapSet").field("paths", &self.paths).finish()
+        f.debug_struct("PcapSet")
+            .field("paths", &self.paths)
+            .finish()
     }
 }
 

@@ -168,7 +168,14 @@ impl Results {
         let _ = writeln!(
             out,
             "{:<22} {:>8} {:>8} {:>9} {:>8} {:>10} {:>12} {:>12}",
-            "flow", "offered", "reserved", "delivered", "loss %", "reservation", "p99 delay µs", "max delay µs"
+            "flow",
+            "offered",
+            "reserved",
+            "delivered",
+            "loss %",
+            "reservation",
+            "p99 delay µs",
+            "max delay µs"
         );
         let mbit = |b: f64| format!("{:.1}", b / 1e6);
         for f in &self.flows {

@@ -262,7 +262,11 @@ impl Source<'_> {
         }
     }
 
-    pub(crate) fn duration(&self, value: &Spanned<String>, what: &str) -> Result<Duration, ScenarioError> {
+    pub(crate) fn duration(
+        &self,
+        value: &Spanned<String>,
+        what: &str,
+    ) -> Result<Duration, ScenarioError> {
         parse_duration(value.get_ref())
             .map_err(|e| self.invalid(value.span().start, format!("bad `{what}`: {e}")))
     }
@@ -332,8 +336,11 @@ impl Scenario {
             return Err(src.invalid(at, "`warmup` must be shorter than `duration`"));
         }
         let drain = src.opt_duration(raw_sim.drain.as_ref(), "drain", DEFAULT_DRAIN)?;
-        let default_delay =
-            src.opt_duration(raw_sim.link_delay.as_ref(), "link_delay", DEFAULT_LINK_DELAY)?;
+        let default_delay = src.opt_duration(
+            raw_sim.link_delay.as_ref(),
+            "link_delay",
+            DEFAULT_LINK_DELAY,
+        )?;
         let txqueuelen = match &raw_sim.txqueuelen {
             Some(q) if *q.get_ref() == 0 || *q.get_ref() > 1_000_000 => {
                 return Err(src.invalid(q.span().start, "`txqueuelen` must be 1 ..= 1000000"));
@@ -439,7 +446,12 @@ fn traffic_spec(
             .hosts
             .iter()
             .position(|h| &h.name == name.get_ref())
-            .ok_or_else(|| src.invalid(name.span().start, format!("`{}` is not a host", name.get_ref())))
+            .ok_or_else(|| {
+                src.invalid(
+                    name.span().start,
+                    format!("`{}` is not a host", name.get_ref()),
+                )
+            })
     };
     let s = host(&t.src)?;
     let d = host(&t.dst)?;
@@ -483,7 +495,9 @@ fn traffic_spec(
             if v < PAYLOAD_HEADER_LEN as u64 || v > MAX_SIZE as u64 {
                 return Err(src.invalid(
                     s.span().start,
-                    format!("`size` (UDP payload bytes) must be {PAYLOAD_HEADER_LEN} ..= {MAX_SIZE}"),
+                    format!(
+                        "`size` (UDP payload bytes) must be {PAYLOAD_HEADER_LEN} ..= {MAX_SIZE}"
+                    ),
                 ));
             }
             v as usize
@@ -492,13 +506,21 @@ fn traffic_spec(
     };
     let first = FIRST_PORT.saturating_add(u16::try_from(index).unwrap_or(u16::MAX - FIRST_PORT));
     let dst_port = match &t.port {
-        Some(p) if *p.get_ref() == 0 => return Err(src.invalid(p.span().start, "`port` must be above 0")),
+        Some(p) if *p.get_ref() == 0 => {
+            return Err(src.invalid(p.span().start, "`port` must be above 0"))
+        }
         Some(p) => *p.get_ref(),
         None => first,
     };
     let src_port = t.src_port.as_ref().map_or(first, |p| *p.get_ref());
-    let start = t.start.as_ref().map_or(Ok(Duration::ZERO), |v| src.duration(v, "start"))?;
-    let stop = t.stop.as_ref().map_or(Ok(duration), |v| src.duration(v, "stop"))?;
+    let start = t
+        .start
+        .as_ref()
+        .map_or(Ok(Duration::ZERO), |v| src.duration(v, "start"))?;
+    let stop = t
+        .stop
+        .as_ref()
+        .map_or(Ok(duration), |v| src.duration(v, "stop"))?;
     if stop <= start {
         return Err(src.invalid(at, "`stop` must be after `start`"));
     }
@@ -523,7 +545,9 @@ fn traffic_spec(
             };
             let burst = match &r.burst {
                 Some(b) if *b.get_ref() < u32::from(max_packet) => {
-                    return Err(src.invalid(b.span().start, "`burst` must be at least `max_packet`"));
+                    return Err(
+                        src.invalid(b.span().start, "`burst` must be at least `max_packet`")
+                    );
                 }
                 Some(b) => *b.get_ref(),
                 None => 2 * u32::from(max_packet),
@@ -550,7 +574,10 @@ fn traffic_spec(
             if burst_bytes < wire_bytes(size) {
                 return Err(src.invalid(
                     s.burst.span().start,
-                    format!("`burst` must hold one datagram ({} wire bytes)", wire_bytes(size)),
+                    format!(
+                        "`burst` must hold one datagram ({} wire bytes)",
+                        wire_bytes(size)
+                    ),
                 ));
             }
             Some(ShapeSpec {
@@ -559,14 +586,10 @@ fn traffic_spec(
             })
         }
     };
-    let name = t.name.clone().unwrap_or_else(|| {
-        format!(
-            "{}→{} {}",
-            t.src.get_ref(),
-            t.dst.get_ref(),
-            kind.name()
-        )
-    });
+    let name = t
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{}→{} {}", t.src.get_ref(), t.dst.get_ref(), kind.name()));
     Ok(TrafficSpec {
         name,
         src: s,

@@ -266,7 +266,12 @@ pub(crate) struct Source {
 }
 
 impl Source {
-    pub(crate) fn new(flow: u32, spec: TrafficSpec, dst_ip: std::net::Ipv4Addr, seed: u64) -> Source {
+    pub(crate) fn new(
+        flow: u32,
+        spec: TrafficSpec,
+        dst_ip: std::net::Ipv4Addr,
+        seed: u64,
+    ) -> Source {
         let start = Instant::ZERO + spec.start;
         let stop = Instant::ZERO + spec.stop;
         let greedy = (spec.kind == SourceKind::Greedy).then(Greedy::new);
@@ -299,7 +304,10 @@ impl Source {
     /// Builds the shaper (reservation or `shape`), bucket full at `now`.
     pub(crate) fn build_shaper(&mut self, now: Instant) -> Result<(), String> {
         let (rate, bucket) = match (&self.spec.reserve, &self.spec.shape) {
-            (Some(r), _) => (r.rate_bps, u64::from(r.burst).max(wire_bytes(self.spec.size))),
+            (Some(r), _) => (
+                r.rate_bps,
+                u64::from(r.burst).max(wire_bytes(self.spec.size)),
+            ),
             (None, Some(s)) => (s.rate_bps, s.burst_bytes),
             (None, None) => return Ok(()),
         };
@@ -330,7 +338,8 @@ impl Source {
 
     /// Nanoseconds between datagrams at the offered rate.
     fn gap_ns(&self) -> u128 {
-        u128::from(wire_bytes(self.spec.size)) * 8 * 1_000_000_000 / u128::from(self.spec.rate_bps.max(1))
+        u128::from(wire_bytes(self.spec.size)) * 8 * 1_000_000_000
+            / u128::from(self.spec.rate_bps.max(1))
     }
 
     fn exp(&mut self, mean_ns: f64) -> u64 {
@@ -521,7 +530,10 @@ mod tests {
         assert_eq!(g.take(now), (2, true), "the missing segment goes again");
         g.on_timeout(now);
         assert_eq!(g.cwnd, 1.0);
-        assert_eq!(g.next_seq, 2, "go back to the oldest unacknowledged segment");
+        assert_eq!(
+            g.next_seq, 2,
+            "go back to the oldest unacknowledged segment"
+        );
     }
 
     #[test]

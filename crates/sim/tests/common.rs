@@ -45,7 +45,9 @@ pub(crate) fn star(tables: &str) -> String {
     }
     text.push_str("[[switch]]\nname = \"s1\"\nkind = \"rtlan\"\n\n");
     for h in ["a", "b", "c", "d"] {
-        text.push_str(&format!("[[link]]\nends = [\"{h}\", \"s1\"]\nrate = \"100mbit\"\n\n"));
+        text.push_str(&format!(
+            "[[link]]\nends = [\"{h}\", \"s1\"]\nrate = \"100mbit\"\n\n"
+        ));
     }
     text.push_str(tables);
     text

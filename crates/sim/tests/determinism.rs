@@ -27,7 +27,12 @@ fn same_seed_gives_identical_json_and_pcaps() {
         assert_eq!(p.frames, q.frames);
         let a = std::fs::read(&p.path).expect("first pcap");
         let b = std::fs::read(&q.path).expect("second pcap");
-        assert!(a == b, "{} and {} differ", p.path.display(), q.path.display());
+        assert!(
+            a == b,
+            "{} and {} differ",
+            p.path.display(),
+            q.path.display()
+        );
     }
 }
 

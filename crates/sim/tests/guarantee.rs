@@ -32,7 +32,11 @@ fn reserved_flow_keeps_its_rate_and_floods_share_the_residual() {
     // EtheReal §3.3: a connection sending within its quota waits at most one cycle (10 ms)
     // for its turn; the lab saw p99 ≈ 10 ms and max ≈ 14 ms with host jitter on top.
     let delay = a.delay.expect("delay samples");
-    assert!(delay.max_us < 10_000.0, "reserved flow max delay {} µs", delay.max_us);
+    assert!(
+        delay.max_us < 10_000.0,
+        "reserved flow max delay {} µs",
+        delay.max_us
+    );
 
     // The floods share what the reservation leaves (about 50 Mbit/s): each gets a real share
     // and together they use the residual.
@@ -43,13 +47,25 @@ fn reserved_flow_keeps_its_rate_and_floods_share_the_residual() {
         (45e6..=50.5e6).contains(&floods),
         "floods delivered {floods} bit/s together"
     );
-    assert!(b.delivered_bps > 10e6 && c.delivered_bps > 10e6, "{} / {}", b.delivered_bps, c.delivered_bps);
-    assert!(b.loss_pct.unwrap_or(0.0) > 40.0, "a flood at 2× the residual must lose");
+    assert!(
+        b.delivered_bps > 10e6 && c.delivered_bps > 10e6,
+        "{} / {}",
+        b.delivered_bps,
+        c.delivered_bps
+    );
+    assert!(
+        b.loss_pct.unwrap_or(0.0) > 40.0,
+        "a flood at 2× the residual must lose"
+    );
 
     // The switch set the connection up by SETUP and carried the flow as real-time data.
     let s1 = &results.switches[0].stats;
     assert_eq!(s1.signal.setup_ok, 1);
-    assert!(s1.rt.forwarded >= a.received_frames, "{} real-time frames", s1.rt.forwarded);
+    assert!(
+        s1.rt.forwarded >= a.received_frames,
+        "{} real-time frames",
+        s1.rt.forwarded
+    );
     assert_eq!(s1.rt.queue_drops, 0);
     assert_eq!(results.engine.contract_wakeups, 0);
 }

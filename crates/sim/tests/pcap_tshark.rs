@@ -34,7 +34,10 @@ fn tshark_reads_every_pcap() {
     let tshark = Command::new("tshark").arg("--version").output();
     if tshark.is_err() {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        assert!(!ci, "tshark is not installed (scripts/install-deps installs it)");
+        assert!(
+            !ci,
+            "tshark is not installed (scripts/install-deps installs it)"
+        );
         eprintln!("tshark not found: skipping the tshark half of this test");
         return;
     }
@@ -45,7 +48,12 @@ fn tshark_reads_every_pcap() {
             .args(["-T", "fields", "-e", "frame.number"])
             .output()
             .expect("tshark runs");
-        assert!(out.status.success(), "tshark -r {}: {}", p.path.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "tshark -r {}: {}",
+            p.path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let frames = String::from_utf8_lossy(&out.stdout).lines().count() as u64;
         assert_eq!(frames, p.frames, "{}", p.path.display());
     }

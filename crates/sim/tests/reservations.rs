@@ -52,7 +52,11 @@ fn grants_and_refusals_are_signalled_and_reported() {
     };
     assert_eq!(a.reservation, "opened");
     assert_eq!(a.loss_frames, Some(0));
-    assert!((a.delivered_bps - 40e6).abs() < 0.01 * 40e6, "{}", a.delivered_bps);
+    assert!(
+        (a.delivered_bps - 40e6).abs() < 0.01 * 40e6,
+        "{}",
+        a.delivered_bps
+    );
 
     // 40 + 40 Mbit/s exceeds 60 % of d's 100 Mbit/s link: the switch refuses b.
     assert_eq!(b.reservation, "refused");
@@ -68,7 +72,11 @@ fn grants_and_refusals_are_signalled_and_reported() {
     let s1 = &results.switches[0].stats;
     assert_eq!(s1.signal.setup_ok, 1);
     assert_eq!(s1.signal.setup_fail, 1);
-    assert_eq!(s1.signal.setup_rx - s1.signal.setup_duplicates, 2, "c never sent a SETUP");
+    assert_eq!(
+        s1.signal.setup_rx - s1.signal.setup_duplicates,
+        2,
+        "c never sent a SETUP"
+    );
     assert!(s1.rt_data >= a.received_frames);
     // a's daemon keeps its connection alive (REFRESH every 10 s is beyond this run; the
     // connection stays installed).

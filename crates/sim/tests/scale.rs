@@ -38,7 +38,11 @@ fn leaf_spine_reservations_hold() {
     assert_eq!(scenario.topology.switches.len(), 9);
     assert_eq!(scenario.traffic.len(), 126);
     let results = common::simulate(&scenario, &RunOptions::default()).results;
-    let reserved: Vec<_> = results.flows.iter().filter(|f| f.reserved_bps.is_some()).collect();
+    let reserved: Vec<_> = results
+        .flows
+        .iter()
+        .filter(|f| f.reserved_bps.is_some())
+        .collect();
     assert_eq!(reserved.len(), 120);
     for f in &reserved {
         assert_eq!(f.reservation, "opened", "{}: {:?}", f.name, f.refusal);
@@ -46,8 +50,15 @@ fn leaf_spine_reservations_hold() {
         assert!(f.received_frames > 0, "{} received nothing", f.name);
     }
     let hops: Vec<u8> = reserved.iter().filter_map(|f| f.hops).collect();
-    assert!(hops.contains(&5), "some connection crosses leaf, spine, core, spine, leaf");
-    let installed: u64 = results.switches.iter().map(|s| s.stats.signal.setup_ok).sum();
+    assert!(
+        hops.contains(&5),
+        "some connection crosses leaf, spine, core, spine, leaf"
+    );
+    let installed: u64 = results
+        .switches
+        .iter()
+        .map(|s| s.stats.signal.setup_ok)
+        .sum();
     assert!(installed >= 120, "{installed} connection entries");
     assert_eq!(results.engine.contract_wakeups, 0);
 }
