@@ -94,11 +94,11 @@ struct Event {
     kind: EventKind,
 }
 
-/// Frames in flight: buffers of [`MAX_FRAME_LEN`] bytes reused through a free list, so a hop
-/// costs one copy (the node writes straight into the slab) and no allocation.
+/// Frames in flight: slots of [`MAX_FRAME_LEN`] bytes in one buffer, reused through a free
+/// list, so a hop costs one copy (the node writes straight into its slot) and no allocation.
 #[derive(Debug, Default)]
 struct Slab {
-    bufs: Vec<Box<[u8; MAX_FRAME_LEN]>>,
+    bytes: Vec<u8>,
     lens: Vec<u16>,
     free: Vec<u32>,
 }
@@ -108,14 +108,21 @@ impl Slab {
         if let Some(i) = self.free.pop() {
             return i;
         }
-        self.bufs.push(Box::new([0u8; MAX_FRAME_LEN]));
+        self.bytes.resize(self.bytes.len() + MAX_FRAME_LEN, 0);
         self.lens.push(0);
-        (self.bufs.len() - 1) as u32
+        (self.lens.len() - 1) as u32
     }
 
+    /// Slot `i`, whole.
+    fn slot_mut(&mut self, i: u32) -> &mut [u8] {
+        let start = i as usize * MAX_FRAME_LEN;
+        &mut self.bytes[start..start + MAX_FRAME_LEN]
+    }
+
+    /// The frame in slot `i`.
     fn frame(&self, i: u32) -> &[u8] {
-        let len = usize::from(self.lens[i as usize]);
-        &self.bufs[i as usize][..len]
+        let start = i as usize * MAX_FRAME_LEN;
+        &self.bytes[start..start + usize::from(self.lens[i as usize])]
     }
 }
 
@@ -287,7 +294,7 @@ impl Engine {
             }
             let port = PortId((p - first) as u16);
             let slot = self.slab.alloc();
-            let buf = &mut self.slab.bufs[slot as usize][..];
+            let buf = self.slab.slot_mut(slot);
             let Some(len) = self.nodes[index].node().poll_transmit(now, port, buf) else {
                 self.slab.free.push(slot);
                 continue;

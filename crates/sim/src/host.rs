@@ -451,13 +451,11 @@ impl Host {
             }
         }
         // Release what the shaper allows.
-        loop {
-            let Some(shaper) = self.sources[i].shaper.as_mut() else {
-                break;
-            };
-            let Some(tx) = shaper.poll_transmit(now) else {
-                break;
-            };
+        while let Some(tx) = self.sources[i]
+            .shaper
+            .as_mut()
+            .and_then(|shaper| shaper.poll_transmit(now))
+        {
             let (seq, sent_ns) = tx.payload;
             let header = PayloadHeader {
                 flow: self.sources[i].flow,
