@@ -97,6 +97,9 @@ enum Command {
     /// Benchmarks against the Linux bridge, built in the same run.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
+    /// Simulate a scenario (topology + traffic) on virtual time with the real switch and
+    /// host-daemon cores (docs/sim.md).
+    Sim(cmd::sim::SimArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -112,6 +115,7 @@ fn main() -> std::process::ExitCode {
         Command::Lab(c) => cmd::lab::run(c),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Analyze(args) => cmd::analyze::run(args),
+        Command::Sim(args) => cmd::sim::run(args),
         Command::Bwm(args) => cmd::bwm::run(args),
         Command::Bwmctl(args) => cmd::bwmctl::run(args),
         Command::Bench(c) => cmd::bench::run(c),

@@ -13,5 +13,6 @@ pub(crate) mod rtcd;
 pub(crate) mod runner;
 pub(crate) mod send;
 pub(crate) mod signals;
+pub(crate) mod sim;
 pub(crate) mod switch;
 pub(crate) mod tc_config;

@@ -1,0 +1,154 @@
+//! From a [`Scenario`] to an [`Engine`]: the real EtheReal switch core for every `rtlan` switch
+//! (EtheReal §3.3/§3.4; ports in link order, deterministic MACs, port rate = link rate, cycle
+//! time, queue bound and unknown-unicast policy from the topology), a [`Host`] for every host,
+//! and the links between their ports.
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use rtlan_core::node::Medium;
+use rtlan_core::switch::{PortConfig, RtConfig, Switch, SwitchConfig};
+use rtlan_core::time::Instant;
+use rtlan_topology::SwitchKind;
+use rtlan_wire::ethernet::Address;
+
+use crate::engine::{Engine, PortEnd, SimNode};
+use crate::host::Host;
+use crate::scenario::{Scenario, SourceKind};
+use crate::SimError;
+
+/// Default scheduling cycle of a switch (EtheReal: 10 ms).
+pub const DEFAULT_CYCLE: Duration = Duration::from_millis(10);
+
+/// The MAC of port `port` of switch number `index` (`0xffff` = the switch's own MAC):
+/// locally administered, `02:53` + index + port.
+pub fn switch_mac(index: usize, port: u16) -> Address {
+    let i = index as u16;
+    let [i0, i1] = i.to_be_bytes();
+    let [p0, p1] = port.to_be_bytes();
+    Address([0x02, 0x53, i0, i1, p0, p1])
+}
+
+/// The switch configuration of switch `index` of `scenario`.
+pub fn switch_config(scenario: &Scenario, index: usize) -> Result<SwitchConfig, SimError> {
+    let topo = &scenario.topology;
+    let switch = &topo.switches[index];
+    let SwitchKind::Rtlan(options) = &switch.kind else {
+        return Err(SimError::Unsupported(format!(
+            "switch `{}`: only kind \"rtlan\" is simulated (the Linux bridge is not modelled)",
+            switch.name
+        )));
+    };
+    let ports = topo
+        .interfaces(&switch.name)
+        .into_iter()
+        .enumerate()
+        .map(|(p, (own, _, rate))| PortConfig {
+            name: own.ifname.clone(),
+            mac: switch_mac(index, p as u16),
+            medium: rate.map_or(Medium::Unpaced, |rate_bps| Medium::FullDuplex { rate_bps }),
+        })
+        .collect();
+    let nrt_queue_bytes = match options.nrt_queue_bytes {
+        Some(b) => Some(usize::try_from(b).map_err(|_| {
+            SimError::Unsupported(format!("switch `{}`: queue bound too large", switch.name))
+        })?),
+        None => None,
+    };
+    Ok(SwitchConfig {
+        mac: switch_mac(index, 0xffff),
+        mgmt_ip: Some(options.mgmt_ip),
+        ports,
+        unknown_unicast: options.unknown_unicast.unwrap_or_default(),
+        cycle_time: options.cycle_time.unwrap_or(DEFAULT_CYCLE),
+        ageing_time: Duration::from_secs(300),
+        nrt_queue_bytes,
+        pending_capacity: scenario.sim.pending_capacity,
+        pending_timeout: Duration::from_millis(200),
+        rt: RtConfig {
+            max_connections: scenario.sim.max_connections,
+            cpu_cost_per_connection: scenario.sim.cpu_cost_per_connection,
+            ..RtConfig::default()
+        },
+    })
+}
+
+/// Index of each node: hosts first (topology order), then switches.
+fn node_index(scenario: &Scenario, name: &str) -> Option<usize> {
+    let topo = &scenario.topology;
+    topo.hosts.iter().position(|h| h.name == name).or_else(|| {
+        topo.switches
+            .iter()
+            .position(|s| s.name == name)
+            .map(|i| i + topo.hosts.len())
+    })
+}
+
+/// Builds the network of `scenario` at time zero.
+pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
+    let topo = &scenario.topology;
+    let now = Instant::ZERO;
+    let window = (
+        Instant::ZERO + scenario.sim.warmup,
+        Instant::ZERO + scenario.sim.duration,
+    );
+    let count = topo.hosts.len() + topo.switches.len();
+    let mut node_ports: Vec<Vec<PortEnd>> = vec![Vec::new(); count];
+    // Port numbers in link order, as the switch's configuration lists them.
+    let mut next_port = vec![0u16; count];
+    let mut ends = Vec::with_capacity(topo.links.len());
+    for link in &topo.links {
+        let [a, b] = &link.ends;
+        let (Some(na), Some(nb)) = (node_index(scenario, &a.node), node_index(scenario, &b.node))
+        else {
+            return Err(SimError::Unsupported(format!(
+                "link {}–{} names an unknown node",
+                a.node, b.node
+            )));
+        };
+        let pa = next_port[na];
+        let pb = next_port[nb];
+        next_port[na] += 1;
+        next_port[nb] += 1;
+        ends.push(((na, pa), (nb, pb)));
+    }
+    for (index, (((na, pa), (nb, pb)), link)) in ends.iter().zip(&topo.links).enumerate() {
+        let rate = link.rate_bps.ok_or_else(|| {
+            SimError::Unsupported("the simulator needs a rate on every link".into())
+        })?;
+        let delay = scenario.link_delays[index];
+        node_ports[*na].push(PortEnd::new((*nb as u32, *pb), rate, delay, index as u32));
+        node_ports[*nb].push(PortEnd::new((*na as u32, *pa), rate, delay, index as u32));
+    }
+    let mut hosts = Vec::with_capacity(topo.hosts.len());
+    for (i, h) in topo.hosts.iter().enumerate() {
+        let rate = node_ports[i].first().map_or(0, |p| p.rate_bps);
+        let mut host = Host::new(&h.name, h.ip, rate, scenario.sim.txqueuelen, window, now)
+            .map_err(|e| SimError::Unsupported(format!("host `{}`: {e}", h.name)))?;
+        if let Some(span) = scenario.sim.announce {
+            let offset = span.as_nanos() * i as u128 / topo.hosts.len() as u128;
+            host.announce_at(now + Duration::from_nanos(u64::try_from(offset).unwrap_or(0)));
+        }
+        hosts.push(host);
+    }
+    let ips: Vec<Ipv4Addr> = topo.hosts.iter().map(|h| h.ip).collect();
+    for (flow, spec) in scenario.traffic.iter().enumerate() {
+        let flow = u32::try_from(flow)
+            .map_err(|_| SimError::Unsupported("too many traffic sources".into()))?;
+        hosts[spec.dst].add_sink(flow, spec.kind == SourceKind::Greedy);
+        let dst_ip = ips[spec.dst];
+        hosts[spec.src].add_source(flow, spec.clone(), dst_ip, scenario.sim.seed, now);
+    }
+    let mut nodes: Vec<SimNode> = hosts
+        .into_iter()
+        .map(|h| SimNode::Host(Box::new(h)))
+        .collect();
+    for index in 0..topo.switches.len() {
+        let config = switch_config(scenario, index)?;
+        let switch = Switch::new(config, now).map_err(|e| {
+            SimError::Unsupported(format!("switch `{}`: {e}", topo.switches[index].name))
+        })?;
+        nodes.push(SimNode::Switch(Box::new(switch)));
+    }
+    Ok(Engine::new(nodes, node_ports))
+}

@@ -1,0 +1,367 @@
+//! The discrete-event engine: an event heap ordered by `(time, sequence)` — the sequence is an
+//! insertion counter, so the order of events is total and the same on every run — driving
+//! nodes through the one node contract ([`rtlan_core::node`]) over full-duplex links of a rate
+//! and a propagation delay (RETHER §5 simulates its segment the same way: stations, a medium
+//! and traffic sources on virtual time).
+//!
+//! Events: a frame's last bit arrives at `(node, port)`; a node's timer (only the last instant
+//! armed per node is live, older ones are skipped when they come up). After every event at a
+//! node the engine follows the contract's call order: `handle_timeout` on its timer,
+//! `poll_transmit` on each port whose line is idle (a frame then occupies the line for
+//! [`tx_time`], the same wire cost the switch pacer charges, and arrives at the peer after that
+//! plus the link's delay), and re-arms the node's timer at `poll_timeout` — or, when the node has
+//! work only for a busy line, at the instant that line is idle. A line that goes idle with
+//! nothing waiting costs no event: nodes pace themselves (full duplex), so a node with more to
+//! send asks for the instant its pacer frees the line.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+use rtlan_core::node::{Node, PortId};
+use rtlan_core::switch::{tx_time, Switch, MAX_FRAME_LEN};
+use rtlan_core::time::Instant;
+
+use crate::host::Host;
+use crate::pcap::PcapSet;
+
+/// A node of the simulated network.
+#[derive(Debug)]
+pub enum SimNode {
+    /// An EtheReal switch (the real core).
+    Switch(Box<Switch>),
+    /// A host with its daemon and traffic.
+    Host(Box<Host>),
+}
+
+impl SimNode {
+    fn node(&mut self) -> &mut dyn Node {
+        match self {
+            SimNode::Switch(s) => s.as_mut(),
+            SimNode::Host(h) => h.as_mut(),
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            SimNode::Switch(s) => s.poll_timeout(),
+            SimNode::Host(h) => h.poll_timeout(),
+        }
+    }
+}
+
+/// One end of a link as the engine sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct PortEnd {
+    /// The peer `(node, port)`.
+    pub(crate) peer: (u32, u16),
+    /// Line rate, bit/s.
+    pub(crate) rate_bps: u64,
+    /// Propagation delay.
+    pub(crate) delay: Duration,
+    /// Topology link index (pcap file).
+    pub(crate) link: u32,
+    /// The line from this end is busy until then (idle once `now >= busy_until`).
+    busy_until: Instant,
+}
+
+impl PortEnd {
+    pub(crate) fn new(peer: (u32, u16), rate_bps: u64, delay: Duration, link: u32) -> PortEnd {
+        PortEnd {
+            peer,
+            rate_bps,
+            delay,
+            link,
+            busy_until: Instant::ZERO,
+        }
+    }
+}
+
+/// What happens at an event. Kept small (the heap moves events around): a frame in flight
+/// is an index into the engine's frame slab.
+#[derive(Debug, Clone, Copy)]
+enum EventKind {
+    /// The last bit of slab frame `frame` arrives at `(node, port)`.
+    Arrive { node: u32, port: u16, frame: u32 },
+    /// The timer armed for `node`.
+    Timer { node: u32 },
+}
+
+#[derive(Debug)]
+struct Event {
+    time: Instant,
+    seq: u64,
+    kind: EventKind,
+}
+
+/// Frames in flight: slots of [`MAX_FRAME_LEN`] bytes in one buffer, reused through a free
+/// list, so a hop costs one copy (the node writes straight into its slot) and no allocation.
+#[derive(Debug, Default)]
+struct Slab {
+    bytes: Vec<u8>,
+    lens: Vec<u16>,
+    free: Vec<u32>,
+}
+
+impl Slab {
+    fn alloc(&mut self) -> u32 {
+        if let Some(i) = self.free.pop() {
+            return i;
+        }
+        self.bytes.resize(self.bytes.len() + MAX_FRAME_LEN, 0);
+        self.lens.push(0);
+        (self.lens.len() - 1) as u32
+    }
+
+    /// Slot `i`, whole.
+    fn slot_mut(&mut self, i: u32) -> &mut [u8] {
+        let start = i as usize * MAX_FRAME_LEN;
+        &mut self.bytes[start..start + MAX_FRAME_LEN]
+    }
+
+    /// The frame in slot `i`.
+    fn frame(&self, i: u32) -> &[u8] {
+        let start = i as usize * MAX_FRAME_LEN;
+        &self.bytes[start..start + usize::from(self.lens[i as usize])]
+    }
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        (self.time, self.seq) == (other.time, other.seq)
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Event) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    /// Reversed, so that the max-heap pops the earliest `(time, seq)` first.
+    fn cmp(&self, other: &Event) -> Ordering {
+        (other.time, other.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+/// Engine counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EngineStats {
+    /// Events handled (stale timers not counted).
+    pub events: u64,
+    /// Frame arrivals handled.
+    pub arrivals: u64,
+    /// Timer events handled.
+    pub timers: u64,
+    /// Frames put on a line.
+    pub frames: u64,
+    /// Stale timer events skipped.
+    pub stale_timers: u64,
+    /// Times a node reported work due now with all its lines idle after being served (it is
+    /// then woken 1 ns later; non-zero means a node broke its contract).
+    pub contract_wakeups: u64,
+}
+
+/// The network on virtual time.
+#[derive(Debug)]
+pub struct Engine {
+    pub(crate) now: Instant,
+    pub(crate) nodes: Vec<SimNode>,
+    /// Ports of node `n` are `ports[first_port[n] ..first_port[n + 1]]`.
+    first_port: Vec<usize>,
+    ports: Vec<PortEnd>,
+    armed: Vec<Option<Instant>>,
+    heap: BinaryHeap<Event>,
+    seq: u64,
+    slab: Slab,
+    pub(crate) stats: EngineStats,
+    pcap: Option<PcapSet>,
+}
+
+impl Engine {
+    /// An engine over `nodes`, whose ports (in node order, then port order) are `ports`.
+    pub(crate) fn new(nodes: Vec<SimNode>, node_ports: Vec<Vec<PortEnd>>) -> Engine {
+        let mut first_port = Vec::with_capacity(nodes.len() + 1);
+        let mut ports = Vec::new();
+        for p in node_ports {
+            first_port.push(ports.len());
+            ports.extend(p);
+        }
+        first_port.push(ports.len());
+        let count = nodes.len();
+        Engine {
+            now: Instant::ZERO,
+            nodes,
+            first_port,
+            ports,
+            armed: vec![None; count],
+            heap: BinaryHeap::new(),
+            seq: 0,
+            slab: Slab::default(),
+            stats: EngineStats::default(),
+            pcap: None,
+        }
+    }
+
+    /// Writes one pcap per link into `dir`.
+    pub(crate) fn set_pcap(&mut self, pcap: PcapSet) {
+        self.pcap = Some(pcap);
+    }
+
+    /// Finishes the pcap files.
+    pub(crate) fn finish_pcap(&mut self) -> std::io::Result<Vec<u64>> {
+        match self.pcap.take() {
+            Some(p) => p.finish(),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn push(&mut self, time: Instant, kind: EventKind) {
+        self.seq += 1;
+        self.heap.push(Event {
+            time,
+            seq: self.seq,
+            kind,
+        });
+    }
+
+    /// Arms every node's first timer.
+    pub(crate) fn start(&mut self) {
+        for node in 0..self.nodes.len() {
+            self.service(node as u32, true);
+        }
+    }
+
+    /// Runs until virtual time `until` (events at `until` included); `progress` is called now
+    /// and then with the current virtual time.
+    pub(crate) fn run_until(&mut self, until: Instant, progress: &mut dyn FnMut(Instant)) {
+        let mut next_report = self.now;
+        while let Some(event) = self.heap.peek() {
+            if event.time > until {
+                break;
+            }
+            let Some(event) = self.heap.pop() else {
+                break;
+            };
+            self.now = event.time;
+            match event.kind {
+                EventKind::Arrive { node, port, frame } => {
+                    self.stats.events += 1;
+                    self.stats.arrivals += 1;
+                    if let Some(n) = self.nodes.get_mut(node as usize) {
+                        n.node()
+                            .handle_frame(self.now, PortId(port), self.slab.frame(frame));
+                    }
+                    self.slab.free.push(frame);
+                    self.service(node, false);
+                }
+                EventKind::Timer { node } => {
+                    if self.armed[node as usize] != Some(self.now) {
+                        self.stats.stale_timers += 1;
+                        continue;
+                    }
+                    self.stats.events += 1;
+                    self.stats.timers += 1;
+                    self.armed[node as usize] = None;
+                    self.service(node, true);
+                }
+            }
+            if self.now >= next_report {
+                progress(self.now);
+                next_report = self.now + Duration::from_millis(10);
+            }
+        }
+        self.now = self.now.max(until);
+    }
+
+    /// The contract's call order for one node at `now`: `handle_timeout` when its timer came
+    /// (`timer`; a timer due at an instant is always served by its own event, which the heap
+    /// orders before any later one), `poll_transmit` on each idle line, then re-arm.
+    fn service(&mut self, node: u32, timer: bool) {
+        let now = self.now;
+        let index = node as usize;
+        let (first, end) = (self.first_port[index], self.first_port[index + 1]);
+        if timer {
+            self.nodes[index].node().handle_timeout(now);
+        }
+        // The earliest instant a busy line of this node becomes idle.
+        let mut line_free: Option<Instant> = None;
+        for p in first..end {
+            let busy_until = self.ports[p].busy_until;
+            if busy_until > now {
+                line_free = Some(line_free.map_or(busy_until, |t| t.min(busy_until)));
+                continue;
+            }
+            let port = PortId((p - first) as u16);
+            let slot = self.slab.alloc();
+            let buf = self.slab.slot_mut(slot);
+            let Some(len) = self.nodes[index].node().poll_transmit(now, port, buf) else {
+                self.slab.free.push(slot);
+                continue;
+            };
+            // `poll_transmit` returns at most the buffer's length, MAX_FRAME_LEN < 65536.
+            self.slab.lens[slot as usize] = len.min(MAX_FRAME_LEN) as u16;
+            self.stats.frames += 1;
+            let end_ = &mut self.ports[p];
+            let tx = tx_time(len, end_.rate_bps);
+            end_.busy_until = now + tx;
+            line_free = Some(line_free.map_or(now + tx, |t| t.min(now + tx)));
+            let (peer, delay, link) = (end_.peer, end_.delay, end_.link);
+            if let Some(pcap) = self.pcap.as_mut() {
+                pcap.record(link, now, self.slab.frame(slot));
+            }
+            self.push(
+                now + tx + delay,
+                EventKind::Arrive {
+                    node: peer.0,
+                    port: peer.1,
+                    frame: slot,
+                },
+            );
+        }
+        let next = self.nodes[index].poll_timeout();
+        let next = match next {
+            Some(t) if t <= now => {
+                if let Some(free) = line_free {
+                    // Work waits for a busy line: serve the node when the first one is idle.
+                    Some(free)
+                } else if timer {
+                    // `handle_timeout` ran and work is still due: the node broke its contract.
+                    self.stats.contract_wakeups += 1;
+                    Some(now + Duration::from_nanos(1))
+                } else {
+                    // Work became due while handling a frame: run the timer in this instant.
+                    Some(now)
+                }
+            }
+            other => other,
+        };
+        if let Some(t) = next {
+            if self.armed[index] != Some(t) {
+                self.armed[index] = Some(t);
+                self.push(t, EventKind::Timer { node });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_pop_by_time_then_insertion_order() {
+        let mut heap = BinaryHeap::new();
+        let at = |t: u64, seq: u64| Event {
+            time: Instant::from_nanos(t),
+            seq,
+            kind: EventKind::Timer { node: seq as u32 },
+        };
+        heap.push(at(5, 1));
+        heap.push(at(3, 2));
+        heap.push(at(5, 3));
+        heap.push(at(3, 4));
+        let order: Vec<u64> = std::iter::from_fn(|| heap.pop().map(|e| e.seq)).collect();
+        assert_eq!(order, vec![2, 4, 1, 3]);
+    }
+}

@@ -1,0 +1,747 @@
+//! A simulated host: one port, an unmodified IPv4/UDP stack in miniature, and the real host
+//! daemon core ([`Rtcd`], EtheReal §2.2/§3.2) inside, so a simulated reservation is signalled
+//! exactly as a real one — the host sends the SETUP/REFRESH control frames the daemon asks for,
+//! installs the proxy IP → proxy MAC neighbour entry it is told to, and its application then
+//! sends plain UDP to the proxy IP.
+//!
+//! The stack answers ARP requests for its address (also the switch's probes from 0.0.0.0,
+//! EtheReal §3.4), resolves destinations by ARP (queueing up to [`UNRESOLVED_QUEUE`] datagrams
+//! per address, retrying every [`ARP_RETRY`] up to [`ARP_TRIES`] times), and transmits through
+//! a bounded NIC queue paced at the link rate ([`Medium::FullDuplex`]). Traffic sources and
+//! sinks are [`crate::traffic`].
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use rtlan_core::node::{Medium, Node, PortId};
+use rtlan_core::rtcd::{self, Action, ClientId, ManagerAnswer, Reply, Request, Rtcd};
+use rtlan_core::shaper::wire_bytes;
+use rtlan_core::switch::tx_time;
+use rtlan_core::time::Instant;
+use rtlan_wire::control::ETHERTYPE as CONTROL_ETHERTYPE;
+use rtlan_wire::ethernet::{self, Address, EtherType, Frame};
+use rtlan_wire::{arp, ipv4, udp};
+
+use crate::scenario::{SourceKind, TrafficSpec};
+use crate::traffic::{PayloadHeader, Reservation, Sink, Source, FLAG_ACK, FLAG_DATA};
+
+/// Datagrams held per unresolved address (Linux holds about a hundred by default).
+pub const UNRESOLVED_QUEUE: usize = 100;
+
+/// Wait between ARP requests for an unresolved address (Linux `retrans_time_ms`).
+pub const ARP_RETRY: Duration = Duration::from_secs(1);
+
+/// ARP requests sent for an address before its queued datagrams are dropped.
+pub const ARP_TRIES: u8 = 3;
+
+/// Greedy sources keep at most this many of their segments in the NIC queue (a stand-in for
+/// TCP small queues), so they back off instead of overflowing it.
+pub const GREEDY_NIC_SHARE: usize = 16;
+
+/// Counters of a host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HostStats {
+    /// Frames transmitted.
+    pub tx_frames: u64,
+    /// Frames received (any destination).
+    pub rx_frames: u64,
+    /// Frames dropped because the NIC queue was full.
+    pub nic_drops: u64,
+    /// Datagrams dropped because their destination never answered ARP (or the queue for it
+    /// was full).
+    pub arp_drops: u64,
+    /// ARP requests sent.
+    pub arp_requests: u64,
+    /// ARP replies sent.
+    pub arp_replies: u64,
+    /// Control frames sent for the daemon.
+    pub control_tx: u64,
+    /// Control frames received.
+    pub control_rx: u64,
+    /// Received frames addressed to another station (flooded unicast) and ignored.
+    pub rx_not_for_us: u64,
+}
+
+#[derive(Debug)]
+struct Unresolved {
+    queued: VecDeque<Vec<u8>>,
+    tries: u8,
+    retry_at: Instant,
+}
+
+/// A simulated host.
+#[derive(Debug)]
+pub struct Host {
+    pub(crate) name: String,
+    mac: Address,
+    ip: Ipv4Addr,
+    rate_bps: u64,
+    rtcd: Rtcd,
+    neighbours: BTreeMap<Ipv4Addr, Address>,
+    unresolved: BTreeMap<Ipv4Addr, Unresolved>,
+    nic: VecDeque<Vec<u8>>,
+    nic_limit: usize,
+    /// Greedy segments currently in the NIC queue, per source index.
+    greedy_in_nic: Vec<usize>,
+    nic_owner: VecDeque<Option<usize>>,
+    busy_until: Instant,
+    pub(crate) sources: Vec<Source>,
+    /// Flows received here, by flow index.
+    pub(crate) sinks: BTreeMap<u32, Sink>,
+    /// Greedy flows received here: flow index → (source IP, source port, dest port).
+    greedy_sinks: BTreeMap<u32, ()>,
+    window: (Instant, Instant),
+    /// When to broadcast a gratuitous ARP request announcing the host (`None`: done or off).
+    announce_at: Option<Instant>,
+    pub(crate) stats: HostStats,
+    /// [`Node::poll_timeout`] as last computed; `None` = must be computed again (cleared by
+    /// everything that changes a deadline).
+    wake: std::cell::Cell<Option<Option<Instant>>>,
+    /// Frames built but not yet queued (acks, replies) are pushed straight to `nic`.
+    scratch: Vec<u8>,
+}
+
+/// The MAC address the simulator gives a host with address `ip`: locally administered,
+/// `02:00` followed by the four octets.
+pub fn host_mac(ip: Ipv4Addr) -> Address {
+    let o = ip.octets();
+    Address([0x02, 0x00, o[0], o[1], o[2], o[3]])
+}
+
+impl Host {
+    /// A host `name` with address `ip` on a link of `rate_bps`; the daemon starts at `now`.
+    pub(crate) fn new(
+        name: &str,
+        ip: Ipv4Addr,
+        rate_bps: u64,
+        nic_limit: usize,
+        window: (Instant, Instant),
+        now: Instant,
+    ) -> Result<Host, rtcd::RtcdError> {
+        let mac = host_mac(ip);
+        let rtcd = Rtcd::new(rtcd::Config::new(mac, ip, rate_bps), now)?;
+        Ok(Host {
+            name: name.to_string(),
+            mac,
+            ip,
+            rate_bps,
+            rtcd,
+            neighbours: BTreeMap::new(),
+            unresolved: BTreeMap::new(),
+            nic: VecDeque::new(),
+            nic_limit,
+            greedy_in_nic: Vec::new(),
+            nic_owner: VecDeque::new(),
+            busy_until: now,
+            sources: Vec::new(),
+            sinks: BTreeMap::new(),
+            greedy_sinks: BTreeMap::new(),
+            window,
+            announce_at: None,
+            stats: HostStats::default(),
+            wake: std::cell::Cell::new(None),
+            scratch: vec![0u8; 2048],
+        })
+    }
+
+    /// Broadcasts a gratuitous ARP request at `at` (as Linux does with `arp_notify` when an
+    /// interface comes up): the switches on the way learn the host's port and address, so
+    /// their SETUP routing finds it without probing (EtheReal §3.4).
+    pub(crate) fn announce_at(&mut self, at: Instant) {
+        self.announce_at = Some(at);
+    }
+
+    /// The host daemon core.
+    pub fn rtcd(&self) -> &Rtcd {
+        &self.rtcd
+    }
+
+    /// Adds a source of flow `flow`; reserved flows register a client with the daemon.
+    pub(crate) fn add_source(
+        &mut self,
+        flow: u32,
+        spec: TrafficSpec,
+        dst_ip: Ipv4Addr,
+        seed: u64,
+        now: Instant,
+    ) {
+        if spec.reserve.is_some() {
+            let client = ClientId(u64::from(flow));
+            let pid = flow.saturating_add(1);
+            self.rtcd
+                .handle_client_request(now, client, 0, Request::Register { pid });
+            self.run_daemon(now);
+        }
+        self.sources.push(Source::new(flow, spec, dst_ip, seed));
+        self.greedy_in_nic.push(0);
+    }
+
+    /// Adds a sink for flow `flow`.
+    pub(crate) fn add_sink(&mut self, flow: u32, greedy: bool) {
+        self.sinks.insert(flow, Sink::default());
+        if greedy {
+            self.greedy_sinks.insert(flow, ());
+        }
+    }
+
+    /// Queues `frame` on the NIC (dropped and counted when full); `owner` is the greedy
+    /// source it belongs to.
+    fn enqueue(&mut self, frame: Vec<u8>, owner: Option<usize>) -> bool {
+        self.wake.set(None);
+        if self.nic.len() >= self.nic_limit {
+            self.stats.nic_drops += 1;
+            return false;
+        }
+        if let Some(i) = owner {
+            if let Some(n) = self.greedy_in_nic.get_mut(i) {
+                *n += 1;
+            }
+        }
+        self.nic.push_back(frame);
+        self.nic_owner.push_back(owner);
+        true
+    }
+
+    /// Sends an IPv4 frame to `next_hop` (resolving it by ARP if needed).
+    fn send_ip(
+        &mut self,
+        now: Instant,
+        next_hop: Ipv4Addr,
+        mut frame: Vec<u8>,
+        owner: Option<usize>,
+    ) -> bool {
+        if let Some(&mac) = self.neighbours.get(&next_hop) {
+            if let Ok(mut eth) = Frame::new_checked(&mut frame[..]) {
+                eth.set_dst_addr(mac);
+            }
+            return self.enqueue(frame, owner);
+        }
+        self.wake.set(None);
+        let entry = self.unresolved.entry(next_hop).or_insert(Unresolved {
+            queued: VecDeque::new(),
+            tries: 0,
+            retry_at: now,
+        });
+        if entry.queued.len() >= UNRESOLVED_QUEUE {
+            self.stats.arp_drops += 1;
+            return false;
+        }
+        entry.queued.push_back(frame);
+        if entry.tries == 0 {
+            self.arp_request(now, next_hop);
+        }
+        true
+    }
+
+    fn arp_request(&mut self, now: Instant, target: Ipv4Addr) {
+        if let Some(entry) = self.unresolved.get_mut(&target) {
+            entry.tries += 1;
+            entry.retry_at = now + ARP_RETRY;
+        }
+        self.broadcast_arp(target);
+    }
+
+    /// Broadcasts an ARP request for `target` (our own address: a gratuitous announcement).
+    fn broadcast_arp(&mut self, target: Ipv4Addr) {
+        let repr = arp::Repr {
+            operation: arp::Operation::Request,
+            source_hardware_addr: self.mac,
+            source_protocol_addr: self.ip,
+            target_hardware_addr: Address([0; 6]),
+            target_protocol_addr: target,
+        };
+        let mut buf = vec![0u8; 60];
+        if repr
+            .emit_frame(self.mac, Address::BROADCAST, &mut buf)
+            .is_ok()
+        {
+            self.stats.arp_requests += 1;
+            self.enqueue(buf, None);
+        }
+    }
+
+    /// Builds a UDP frame from this host to `dst_ip` (the Ethernet destination is filled in
+    /// when the next hop is resolved).
+    fn udp_frame(
+        &mut self,
+        dst_ip: Ipv4Addr,
+        src_port: u16,
+        dst_port: u16,
+        size: usize,
+        header: &PayloadHeader,
+    ) -> Vec<u8> {
+        let len = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN + size;
+        let mut frame = vec![0u8; len];
+        let eth = ethernet::Repr {
+            src_addr: self.mac,
+            dst_addr: Address([0; 6]),
+            ethertype: EtherType::Ipv4,
+        };
+        eth.emit(&mut Frame::new_unchecked(&mut frame[..]));
+        let ip = ipv4::Repr {
+            src_addr: self.ip,
+            dst_addr: dst_ip,
+            protocol: ipv4::Protocol::Udp,
+            payload_len: udp::HEADER_LEN + size,
+            ttl: 64,
+            dscp_ecn: 0,
+        };
+        let ip_start = ethernet::HEADER_LEN;
+        let udp_start = ip_start + ipv4::HEADER_LEN;
+        ip.emit(&mut ipv4::Packet::new_unchecked(&mut frame[ip_start..]));
+        let repr = udp::Repr {
+            src_port,
+            dst_port,
+            payload_len: size,
+        };
+        let mut datagram = udp::Packet::new_unchecked(&mut frame[udp_start..]);
+        repr.emit(&mut datagram);
+        header.emit(datagram.payload_mut());
+        datagram.fill_checksum(self.ip, dst_ip);
+        frame
+    }
+
+    /// Performs the daemon's actions.
+    fn run_daemon(&mut self, now: Instant) {
+        self.wake.set(None);
+        while let Some(action) = self.rtcd.poll_action() {
+            match action {
+                Action::SendControl { dst, repr } => {
+                    let mut buf = std::mem::take(&mut self.scratch);
+                    if let Ok(len) = repr.emit_frame(self.mac, dst, &mut buf) {
+                        let frame = buf[..len.max(60)].to_vec();
+                        self.stats.control_tx += 1;
+                        self.enqueue(frame, None);
+                    }
+                    self.scratch = buf;
+                }
+                Action::InstallNeighbour {
+                    proxy_ip,
+                    proxy_mac,
+                } => {
+                    self.neighbours.insert(proxy_ip, proxy_mac);
+                }
+                Action::RemoveNeighbour { proxy_ip } => {
+                    self.neighbours.remove(&proxy_ip);
+                }
+                // Every destination is on-link here; the route changes nothing.
+                Action::InstallRoute { .. } | Action::RemoveRoute { .. } => {}
+                Action::Reply { client, reply, .. } => self.on_reply(now, client, reply),
+                // Sources shape themselves; no kernel shaper to install.
+                Action::InstallShaper { .. } | Action::RemoveShaper { .. } => {}
+                // Simulated applications never die.
+                Action::CheckPids(_) => self.rtcd.handle_dead_pids(now, &[]),
+                Action::ManagerAdmit { conn, .. } => self.rtcd.handle_manager_answer(
+                    now,
+                    conn,
+                    ManagerAnswer::Unreachable("no bandwidth manager in the simulator".into()),
+                ),
+                Action::ManagerRelease { .. } | Action::ManagerRefresh { .. } => {}
+            }
+        }
+    }
+
+    fn on_reply(&mut self, now: Instant, client: ClientId, reply: Reply) {
+        let Some(source) = self
+            .sources
+            .iter_mut()
+            .find(|s| u64::from(s.flow) == client.0)
+        else {
+            return;
+        };
+        match reply {
+            Reply::Opened { proxy_ip, hops, .. } => {
+                source.reservation = Reservation::Opened {
+                    proxy_ip,
+                    hops,
+                    at_ns: now.as_nanos(),
+                };
+                if let Err(e) = source.build_shaper(now) {
+                    source.reservation = Reservation::Refused(format!("shaper: {e}"));
+                    return;
+                }
+                source.begin(now);
+            }
+            Reply::Failed { error, .. } => {
+                source.reservation = Reservation::Refused(error.to_string());
+            }
+            Reply::Revoked { .. } => {
+                source.reservation = Reservation::Refused("revoked by the path".into());
+                source.next = None;
+            }
+            Reply::Registered { .. } | Reply::Closed { .. } | Reply::List(_) => {}
+        }
+    }
+
+    /// Runs the sources whose time has come, the shapers and the greedy timers.
+    fn run_sources(&mut self, now: Instant) {
+        self.wake.set(None);
+        for i in 0..self.sources.len() {
+            if !self.sources[i].started && self.sources[i].start <= now {
+                self.sources[i].started = true;
+                self.start_source(now, i);
+            }
+            self.run_source(now, i);
+        }
+    }
+
+    /// Source `i` reaches its start time: a reserved flow asks the daemon (and sends once the
+    /// grant comes back), a plain one starts at once.
+    fn start_source(&mut self, now: Instant, i: usize) {
+        let source = &mut self.sources[i];
+        if let Some(r) = source.spec.reserve {
+            let request = Request::Open {
+                dst_ip: source.dst_ip,
+                dst_port: source.spec.dst_port,
+                src_port: source.spec.src_port,
+                rate_bps: r.rate_bps,
+                max_burst: r.burst,
+                max_packet: r.max_packet,
+                shaping: rtcd::DaemonShaping::None,
+                delay_us: None,
+            };
+            let client = ClientId(u64::from(source.flow));
+            self.rtcd.handle_client_request(now, client, 0, request);
+            self.run_daemon(now);
+            return;
+        }
+        if let Err(e) = source.build_shaper(now) {
+            source.reservation = Reservation::Refused(format!("shaper: {e}"));
+            return;
+        }
+        if source.spec.kind != SourceKind::Greedy {
+            source.begin(now);
+        }
+    }
+
+    fn run_source(&mut self, now: Instant, i: usize) {
+        let source = &self.sources[i];
+        let generate = source.next.is_some_and(|t| t <= now);
+        let release = source.shaper_due.is_some_and(|t| t <= now);
+        if !generate && !release && source.greedy.is_none() {
+            return;
+        }
+        if self.sources[i].spec.kind == SourceKind::Greedy {
+            self.run_greedy(now, i);
+            return;
+        }
+        while let Some(due) = self.sources[i].next.filter(|&t| t <= now) {
+            let source = &mut self.sources[i];
+            let seq = source.seq_next();
+            let header = PayloadHeader {
+                flow: source.flow,
+                seq,
+                sent_ns: due.as_nanos(),
+                flag: FLAG_DATA,
+                ack: 0,
+            };
+            let wire = wire_bytes(source.spec.size);
+            source.count_sent(due, wire, self.window);
+            source.advance(due);
+            if let Some(shaper) = source.shaper.as_mut() {
+                if shaper
+                    .handle_send(now, source.spec.size, (seq, due.as_nanos()))
+                    .is_err()
+                {
+                    source.stats.shaper_drops += 1;
+                }
+            } else {
+                self.emit_data(now, i, header, None);
+            }
+        }
+        // Release what the shaper allows.
+        while let Some(tx) = self.sources[i]
+            .shaper
+            .as_mut()
+            .and_then(|shaper| shaper.poll_transmit(now))
+        {
+            let (seq, sent_ns) = tx.payload;
+            let header = PayloadHeader {
+                flow: self.sources[i].flow,
+                seq,
+                sent_ns,
+                flag: FLAG_DATA,
+                ack: 0,
+            };
+            self.emit_data(now, i, header, None);
+        }
+        let source = &mut self.sources[i];
+        source.shaper_due = source.shaper.as_ref().and_then(|sh| sh.poll_timeout());
+    }
+
+    fn run_greedy(&mut self, now: Instant, i: usize) {
+        let started = self.sources[i].start <= now && self.sources[i].stop > now;
+        let Some(g) = self.sources[i].greedy.as_mut() else {
+            return;
+        };
+        if g.rto_at.is_some_and(|t| t <= now) {
+            g.on_timeout(now);
+        }
+        if !started {
+            g.rto_at = None;
+            return;
+        }
+        while self.greedy_in_nic[i] < GREEDY_NIC_SHARE && self.nic.len() < self.nic_limit {
+            let source = &mut self.sources[i];
+            let Some(g) = source.greedy.as_mut() else {
+                return;
+            };
+            if !g.can_send() {
+                break;
+            }
+            let (seq, again) = g.take(now);
+            if again {
+                source.stats.retransmits += 1;
+            }
+            let header = PayloadHeader {
+                flow: source.flow,
+                seq,
+                sent_ns: now.as_nanos(),
+                flag: FLAG_DATA,
+                ack: 0,
+            };
+            let wire = wire_bytes(source.spec.size);
+            source.count_sent(now, wire, self.window);
+            self.emit_data(now, i, header, Some(i));
+        }
+    }
+
+    fn emit_data(&mut self, now: Instant, i: usize, header: PayloadHeader, owner: Option<usize>) {
+        let source = &self.sources[i];
+        let dst = match source.reservation {
+            Reservation::Opened { proxy_ip, .. } => proxy_ip,
+            _ => source.dst_ip,
+        };
+        let (sp, dp, size) = (source.spec.src_port, source.spec.dst_port, source.spec.size);
+        let frame = self.udp_frame(dst, sp, dp, size, &header);
+        self.send_ip(now, dst, frame, owner);
+    }
+
+    fn handle_arp(&mut self, now: Instant, payload: &[u8]) {
+        let Ok(repr) = arp::Packet::new_checked(payload).and_then(|p| arp::Repr::parse(&p)) else {
+            return;
+        };
+        if repr.target_protocol_addr != self.ip || repr.source_protocol_addr == self.ip {
+            return;
+        }
+        if !repr.source_protocol_addr.is_unspecified() {
+            self.learn(now, repr.source_protocol_addr, repr.source_hardware_addr);
+        }
+        if repr.operation == arp::Operation::Request {
+            let reply = arp::Repr {
+                operation: arp::Operation::Reply,
+                source_hardware_addr: self.mac,
+                source_protocol_addr: self.ip,
+                target_hardware_addr: repr.source_hardware_addr,
+                target_protocol_addr: repr.source_protocol_addr,
+            };
+            let mut buf = vec![0u8; 60];
+            if reply
+                .emit_frame(self.mac, repr.source_hardware_addr, &mut buf)
+                .is_ok()
+            {
+                self.stats.arp_replies += 1;
+                self.enqueue(buf, None);
+            }
+        }
+    }
+
+    /// `ip` is at `mac`: remember it and send what waited for it.
+    fn learn(&mut self, _now: Instant, ip: Ipv4Addr, mac: Address) {
+        self.wake.set(None);
+        self.neighbours.insert(ip, mac);
+        if let Some(waiting) = self.unresolved.remove(&ip) {
+            for mut frame in waiting.queued {
+                if let Ok(mut eth) = Frame::new_checked(&mut frame[..]) {
+                    eth.set_dst_addr(mac);
+                }
+                self.enqueue(frame, None);
+            }
+        }
+    }
+
+    /// A received IPv4 frame: data to a sink (acknowledged on greedy flows), or an ack for a
+    /// greedy source (returns `true` then).
+    fn handle_udp(&mut self, now: Instant, frame: &[u8]) -> bool {
+        let Ok(eth) = Frame::new_checked(frame) else {
+            return false;
+        };
+        let Ok(ip) = ipv4::Packet::new_checked(eth.payload()) else {
+            return false;
+        };
+        if ip.dst_addr() != self.ip || ip.protocol() != ipv4::Protocol::Udp {
+            return false;
+        }
+        let Ok(datagram) = udp::Packet::new_checked(ip.payload()) else {
+            return false;
+        };
+        let Some(header) = PayloadHeader::parse(datagram.payload()) else {
+            return false;
+        };
+        let wire = rtlan_core::switch::wire_bits(frame.len()) / 8;
+        if header.flag == FLAG_ACK {
+            if let Some(source) = self.sources.iter_mut().find(|s| s.flow == header.flow) {
+                if let Some(g) = source.greedy.as_mut() {
+                    g.on_ack(now, header.ack, header.sent_ns);
+                }
+            }
+            return true;
+        }
+        let greedy = self.greedy_sinks.contains_key(&header.flow);
+        let window = self.window;
+        let Some(sink) = self.sinks.get_mut(&header.flow) else {
+            return false;
+        };
+        sink.record(now, header.seq, header.sent_ns, wire, window, greedy);
+        if greedy {
+            let ack = PayloadHeader {
+                flow: header.flow,
+                seq: header.seq,
+                sent_ns: header.sent_ns,
+                flag: FLAG_ACK,
+                ack: sink.expected,
+            };
+            let (to, sport, dport) = (ip.src_addr(), datagram.dst_port(), datagram.src_port());
+            let frame = self.udp_frame(to, sport, dport, crate::traffic::PAYLOAD_HEADER_LEN, &ack);
+            self.send_ip(now, to, frame, None);
+        }
+        false
+    }
+}
+
+impl Node for Host {
+    fn port_count(&self) -> usize {
+        1
+    }
+
+    fn medium(&self, port: PortId) -> Medium {
+        if port.0 == 0 {
+            Medium::FullDuplex {
+                rate_bps: self.rate_bps,
+            }
+        } else {
+            Medium::Unpaced
+        }
+    }
+
+    fn handle_frame(&mut self, now: Instant, port: PortId, frame: &[u8]) {
+        if port.0 != 0 {
+            return;
+        }
+        self.stats.rx_frames += 1;
+        let Ok(eth) = Frame::new_checked(frame) else {
+            return;
+        };
+        let dst = eth.dst_addr();
+        // Switches address control messages to the plan's control MAC (EtheReal §3.4), which
+        // the daemon listens on like a multicast group.
+        let control = self.rtcd.config().plan.control_mac();
+        if dst != self.mac && !dst.is_broadcast() && dst != control {
+            self.stats.rx_not_for_us += 1;
+            return;
+        }
+        let ethertype = eth.inner_ethertype();
+        if ethertype == EtherType::Arp {
+            self.handle_arp(now, eth.payload());
+        } else if ethertype == EtherType::from(CONTROL_ETHERTYPE) {
+            self.stats.control_rx += 1;
+            // A message that does not parse is refused by the daemon and otherwise ignored.
+            let _ = self.rtcd.handle_control_payload(now, eth.payload());
+            self.run_daemon(now);
+            // A grant starts its source.
+            self.run_sources(now);
+        } else if ethertype == EtherType::Ipv4 && self.handle_udp(now, frame) {
+            // An ack opened a greedy window.
+            self.run_sources(now);
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Instant, port: PortId, buf: &mut [u8]) -> Option<usize> {
+        if port.0 != 0 || now < self.busy_until {
+            return None;
+        }
+        let frame = self.nic.pop_front()?;
+        self.wake.set(None);
+        let owner = self.nic_owner.pop_front().flatten();
+        if let Some(n) = owner.and_then(|i| self.greedy_in_nic.get_mut(i)) {
+            *n = n.saturating_sub(1);
+        }
+        let len = frame.len().min(buf.len());
+        buf[..len].copy_from_slice(&frame[..len]);
+        self.busy_until = now + tx_time(len, self.rate_bps);
+        self.stats.tx_frames += 1;
+        // A greedy source may refill the room it just got.
+        if let Some(i) = owner {
+            self.run_greedy(now, i);
+        }
+        Some(len)
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.wake.set(None);
+        if self.announce_at.is_some_and(|t| t <= now) {
+            self.announce_at = None;
+            self.broadcast_arp(self.ip);
+        }
+        if self.rtcd.poll_timeout().is_some_and(|t| t <= now) {
+            self.rtcd.handle_timeout(now);
+            self.run_daemon(now);
+        }
+        let due: Vec<Ipv4Addr> = self
+            .unresolved
+            .iter()
+            .filter(|(_, u)| u.retry_at <= now)
+            .map(|(&ip, _)| ip)
+            .collect();
+        for ip in due {
+            let tries = self.unresolved.get(&ip).map_or(0, |u| u.tries);
+            if tries >= ARP_TRIES {
+                if let Some(gone) = self.unresolved.remove(&ip) {
+                    self.stats.arp_drops += gone.queued.len() as u64;
+                }
+            } else {
+                self.arp_request(now, ip);
+            }
+        }
+        self.run_sources(now);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        if let Some(wake) = self.wake.get() {
+            return wake;
+        }
+        let wake = self.compute_wake();
+        self.wake.set(Some(wake));
+        wake
+    }
+}
+
+impl Host {
+    fn compute_wake(&self) -> Option<Instant> {
+        let mut next = self.rtcd.poll_timeout();
+        let mut consider = |t: Option<Instant>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        };
+        if !self.nic.is_empty() {
+            consider(Some(self.busy_until));
+        }
+        consider(self.announce_at);
+        for u in self.unresolved.values() {
+            consider(Some(u.retry_at));
+        }
+        for s in &self.sources {
+            consider(s.next);
+            if !s.started {
+                consider(Some(s.start));
+            }
+            consider(s.shaper_due);
+            if let Some(g) = &s.greedy {
+                consider(g.rto_at);
+            }
+        }
+        next
+    }
+}

@@ -1,0 +1,216 @@
+//! A discrete-event simulator that drives rtlan's real cores, not models of them (DESIGN.md §2:
+//! "the same switch code runs on real interfaces, in the simulator at thousands of nodes, and in
+//! deterministic unit tests").
+//!
+//! Every `rtlan` switch of a scenario is the EtheReal switch core ([`rtlan_core::switch::Switch`],
+//! EtheReal §3.3 classification, queueing and cyclic scheduling, §3.4 learning, ARP probing and
+//! signalling); every host runs the host daemon core ([`rtlan_core::rtcd::Rtcd`], EtheReal §2.2
+//! and §3.2) behind a small IPv4/UDP/ARP stack built on `rtlan-wire`, so a simulated reservation
+//! is a SETUP on the wire exactly like a real one. The setting follows RETHER §5's simulation:
+//! stations on virtual time, traffic sources (constant rate, on-off, Poisson, token-bucket
+//! shaped, a greedy TCP-like sender) and sinks measuring one-way delay and loss.
+//!
+//! Modules: `scenario` (the file format: a topology file plus `[sim]` and `[[traffic]]`),
+//! `generate` (leaf–spine generator), `build` (scenario → nodes and links), `engine` (event heap
+//! on `(time, sequence)`, full-duplex links), `host`, `traffic` (sources, sinks, payload
+//! header), `results` (JSON envelope and table), `pcap` (one capture per link). `docs/sim.md`
+//! describes the format, the output and the simplifications.
+//!
+//! Determinism: events are ordered by `(time, insertion sequence)`, randomness comes from
+//! per-source xoshiro256++ streams seeded from the scenario seed, and no output iterates a hash
+//! map — the same scenario and seed give byte-identical JSON and pcaps.
+
+pub mod build;
+pub mod engine;
+pub mod generate;
+pub mod host;
+mod pcap;
+pub mod results;
+pub mod scenario;
+pub mod traffic;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rtlan_core::time::Instant;
+
+pub use build::{switch_config, switch_mac};
+pub use engine::EngineStats;
+pub use host::{host_mac, HostStats};
+pub use results::{DelayStats, FlowResult, Results};
+pub use scenario::{Scenario, ScenarioError};
+
+use engine::SimNode;
+use results::{HostResult, SwitchResult};
+use traffic::Reservation;
+
+/// A scenario the simulator cannot run, or output it cannot write.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// Something in the scenario the simulator does not model (the text says what).
+    #[error("{0}")]
+    Unsupported(String),
+    /// A pcap file could not be written.
+    #[error("pcap: {0}")]
+    Pcap(#[from] std::io::Error),
+}
+
+/// Options of one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Replaces the scenario's seed.
+    pub seed: Option<u64>,
+    /// Writes one pcap per link into this directory.
+    pub pcap_dir: Option<PathBuf>,
+}
+
+/// A pcap file written by a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PcapFile {
+    /// Its path.
+    pub path: PathBuf,
+    /// Frames in it.
+    pub frames: u64,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The results.
+    pub results: Results,
+    /// The pcap files, in link order (empty without [`RunOptions::pcap_dir`]).
+    pub pcaps: Vec<PcapFile>,
+}
+
+/// Runs `scenario`; `progress(simulated, total)` is called now and then.
+pub fn run(
+    scenario: &Scenario,
+    options: &RunOptions,
+    progress: &mut dyn FnMut(Duration, Duration),
+) -> Result<Outcome, SimError> {
+    let mut scenario = scenario.clone();
+    if let Some(seed) = options.seed {
+        scenario.sim.seed = seed;
+    }
+    let mut engine = build::build(&scenario)?;
+    let mut pcap_paths = Vec::new();
+    if let Some(dir) = &options.pcap_dir {
+        let links: Vec<(String, String)> = scenario
+            .topology
+            .links
+            .iter()
+            .map(|l| (l.ends[0].node.clone(), l.ends[1].node.clone()))
+            .collect();
+        let set = pcap::PcapSet::create(dir, &links)?;
+        pcap_paths = set.paths.clone();
+        engine.set_pcap(set);
+    }
+    let end = scenario.sim.duration + scenario.sim.drain;
+    engine.start();
+    engine.run_until(Instant::ZERO + end, &mut |now| {
+        progress(Duration::from_nanos(now.as_nanos()), end);
+    });
+    progress(end, end);
+    let counts = engine.finish_pcap()?;
+    let pcaps = pcap_paths
+        .into_iter()
+        .zip(counts)
+        .map(|(path, frames)| PcapFile { path, frames })
+        .collect();
+    Ok(Outcome {
+        results: collect(&scenario, &mut engine),
+        pcaps,
+    })
+}
+
+/// Reads `path` and runs it.
+pub fn run_file(path: &Path, options: &RunOptions) -> Result<Outcome, Box<dyn std::error::Error>> {
+    let scenario = Scenario::from_file(path)?;
+    Ok(run(&scenario, options, &mut |_, _| {})?)
+}
+
+fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
+    let topo = &scenario.topology;
+    let sim = &scenario.sim;
+    let window_s = (sim.duration - sim.warmup).as_secs_f64();
+    let mut flows = Vec::with_capacity(scenario.traffic.len());
+    for (flow, spec) in scenario.traffic.iter().enumerate() {
+        let (source_stats, reservation, is_greedy) = match &engine.nodes[spec.src] {
+            SimNode::Host(h) => match h.sources.iter().find(|s| s.flow as usize == flow) {
+                Some(s) => (s.stats, s.reservation.clone(), s.greedy.is_some()),
+                None => continue,
+            },
+            SimNode::Switch(_) => continue,
+        };
+        let mut sink = match &mut engine.nodes[spec.dst] {
+            SimNode::Host(h) => h.sinks.remove(&(flow as u32)).unwrap_or_default(),
+            SimNode::Switch(_) => continue,
+        };
+        let (reservation_name, refusal, hops) = match reservation {
+            Reservation::None => ("none", None, None),
+            Reservation::Pending => ("pending", None, None),
+            Reservation::Opened { hops, .. } => ("opened", None, Some(hops)),
+            Reservation::Refused(why) => ("refused", Some(why), None),
+        };
+        let received = sink.distinct;
+        let (loss_frames, loss_pct) = if is_greedy {
+            (None, None)
+        } else {
+            let lost = source_stats.sent_frames.saturating_sub(received);
+            let pct = if source_stats.sent_frames == 0 {
+                0.0
+            } else {
+                lost as f64 * 100.0 / source_stats.sent_frames as f64
+            };
+            (Some(lost), Some(pct))
+        };
+        flows.push(FlowResult {
+            name: spec.name.clone(),
+            src: topo.hosts[spec.src].name.clone(),
+            dst: topo.hosts[spec.dst].name.clone(),
+            kind: spec.kind.name().to_string(),
+            reserved_bps: spec.reserve.map(|r| r.rate_bps),
+            reservation: reservation_name.to_string(),
+            refusal,
+            hops,
+            offered_bps: source_stats.window_wire_bytes as f64 * 8.0 / window_s,
+            delivered_bps: sink.window_wire_bytes as f64 * 8.0 / window_s,
+            sent_frames: source_stats.sent_frames,
+            received_frames: received,
+            loss_frames,
+            loss_pct,
+            reordered: sink.reordered,
+            duplicates: sink.duplicates,
+            retransmits: source_stats.retransmits,
+            shaper_drops: source_stats.shaper_drops,
+            delay: DelayStats::of(&mut sink.delays),
+        });
+    }
+    let mut hosts = Vec::new();
+    let mut switches = Vec::new();
+    for (i, node) in engine.nodes.iter().enumerate() {
+        match node {
+            SimNode::Host(h) => hosts.push(HostResult {
+                name: h.name.clone(),
+                stats: h.stats,
+                rtcd_connections: h.rtcd().connection_count(),
+            }),
+            SimNode::Switch(s) => switches.push(SwitchResult {
+                name: topo.switches[i - topo.hosts.len()].name.clone(),
+                stats: s.stats().clone(),
+            }),
+        }
+    }
+    Results {
+        version: results::FORMAT_VERSION,
+        scenario: scenario.origin.clone(),
+        seed: sim.seed,
+        duration_ns: sim.duration.as_nanos() as u64,
+        warmup_ns: sim.warmup.as_nanos() as u64,
+        drain_ns: sim.drain.as_nanos() as u64,
+        engine: engine.stats,
+        flows,
+        hosts,
+        switches,
+    }
+}

@@ -1,0 +1,246 @@
+//! The results of a run: one JSON envelope (documented in `docs/sim.md`) and a human table.
+//! Everything is in vectors in a fixed order (flows in scenario order, nodes in topology order);
+//! nothing is iterated out of a hash map, so the same run gives the same bytes.
+
+use std::fmt::Write as _;
+
+use rtlan_core::switch::SwitchStats;
+use serde::Serialize;
+
+use crate::engine::EngineStats;
+use crate::host::HostStats;
+
+/// Version of the JSON envelope.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The whole result of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Results {
+    /// [`FORMAT_VERSION`].
+    pub version: u32,
+    /// The scenario as named on the command line.
+    pub scenario: String,
+    /// The seed used.
+    pub seed: u64,
+    /// Sources stop here, ns.
+    pub duration_ns: u64,
+    /// Start of the measuring window, ns.
+    pub warmup_ns: u64,
+    /// Time simulated after `duration`, ns.
+    pub drain_ns: u64,
+    /// Engine counters.
+    pub engine: EngineStats,
+    /// One entry per traffic source, in scenario order.
+    pub flows: Vec<FlowResult>,
+    /// One entry per host, in topology order.
+    pub hosts: Vec<HostResult>,
+    /// One entry per switch, in topology order.
+    pub switches: Vec<SwitchResult>,
+}
+
+/// One-way delay statistics over the datagrams received in the measuring window, µs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DelayStats {
+    /// Samples.
+    pub samples: u64,
+    /// Smallest.
+    pub min_us: f64,
+    /// Mean.
+    pub mean_us: f64,
+    /// Median (nearest rank).
+    pub p50_us: f64,
+    /// 99th percentile (nearest rank).
+    pub p99_us: f64,
+    /// Largest.
+    pub max_us: f64,
+}
+
+impl DelayStats {
+    /// Exact statistics of `samples` (ns); `None` when empty. Sorts `samples`.
+    pub fn of(samples: &mut [u64]) -> Option<DelayStats> {
+        if samples.is_empty() {
+            return None;
+        }
+        samples.sort_unstable();
+        let n = samples.len();
+        let rank = |p: f64| {
+            let r = (p * n as f64).ceil() as usize;
+            samples[r.clamp(1, n) - 1]
+        };
+        let sum: u128 = samples.iter().map(|&s| u128::from(s)).sum();
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Some(DelayStats {
+            samples: n as u64,
+            min_us: us(samples[0]),
+            mean_us: (sum as f64 / n as f64) / 1000.0,
+            p50_us: us(rank(0.50)),
+            p99_us: us(rank(0.99)),
+            max_us: us(samples[n - 1]),
+        })
+    }
+}
+
+/// One flow's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowResult {
+    /// Name.
+    pub name: String,
+    /// Sending host.
+    pub src: String,
+    /// Receiving host.
+    pub dst: String,
+    /// `constant`, `onoff`, `poisson` or `greedy`.
+    pub kind: String,
+    /// Reserved rate, wire bit/s, if the flow asked for a reservation.
+    pub reserved_bps: Option<u64>,
+    /// `none`, `pending`, `opened` or `refused`.
+    pub reservation: String,
+    /// Why the reservation was refused.
+    pub refusal: Option<String>,
+    /// Switches on the reserved path.
+    pub hops: Option<u8>,
+    /// Rate the application offered inside the window, wire bit/s.
+    pub offered_bps: f64,
+    /// Rate delivered to the sink inside the window (distinct datagrams), wire bit/s.
+    pub delivered_bps: f64,
+    /// Datagrams the application sent (greedy: retransmissions included).
+    pub sent_frames: u64,
+    /// Distinct datagrams the sink received.
+    pub received_frames: u64,
+    /// `sent − received` (not reported for greedy flows, whose losses are retransmitted).
+    pub loss_frames: Option<u64>,
+    /// `loss_frames / sent_frames`, percent.
+    pub loss_pct: Option<f64>,
+    /// Datagrams that arrived after one with a higher sequence number.
+    pub reordered: u64,
+    /// Duplicates received.
+    pub duplicates: u64,
+    /// Greedy: segments retransmitted.
+    pub retransmits: u64,
+    /// Datagrams the sender's shaper refused (its buffer full).
+    pub shaper_drops: u64,
+    /// One-way delay (application send → last bit at the sink) in the window.
+    pub delay: Option<DelayStats>,
+}
+
+/// One host's counters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostResult {
+    /// Name.
+    pub name: String,
+    /// Counters.
+    pub stats: HostStats,
+    /// Connections the host daemon still holds at the end.
+    pub rtcd_connections: usize,
+}
+
+/// One switch's counters ([`rtlan_core::switch::Switch::stats`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SwitchResult {
+    /// Name.
+    pub name: String,
+    /// The core's counters.
+    pub stats: SwitchStats,
+}
+
+impl Results {
+    /// The JSON envelope, pretty-printed, with a final newline.
+    pub fn to_json(&self) -> String {
+        // Serialising plain structs of numbers and strings cannot fail.
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// A table for people: one line per flow, then a summary of drops.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let window = (self.duration_ns - self.warmup_ns) as f64 / 1e9;
+        let _ = writeln!(
+            out,
+            "scenario {} (seed {}): {:.3} s measured after {:.3} s warm-up, {} events",
+            self.scenario,
+            self.seed,
+            window,
+            self.warmup_ns as f64 / 1e9,
+            self.engine.events
+        );
+        let _ = writeln!(
+            out,
+            "{:<22} {:>8} {:>8} {:>9} {:>8} {:>10} {:>12} {:>12}",
+            "flow",
+            "offered",
+            "reserved",
+            "delivered",
+            "loss %",
+            "reservation",
+            "p99 delay µs",
+            "max delay µs"
+        );
+        let mbit = |b: f64| format!("{:.1}", b / 1e6);
+        for f in &self.flows {
+            let reserved = f.reserved_bps.map_or("–".to_string(), |r| mbit(r as f64));
+            let loss = f.loss_pct.map_or("–".to_string(), |l| format!("{l:.2}"));
+            let (p99, max) = f.delay.map_or(("–".to_string(), "–".to_string()), |d| {
+                (format!("{:.0}", d.p99_us), format!("{:.0}", d.max_us))
+            });
+            let _ = writeln!(
+                out,
+                "{:<22} {:>8} {:>8} {:>9} {:>8} {:>10} {:>12} {:>12}",
+                truncate(&f.name, 22),
+                mbit(f.offered_bps),
+                reserved,
+                mbit(f.delivered_bps),
+                loss,
+                f.reservation,
+                p99,
+                max
+            );
+            if let Some(why) = &f.refusal {
+                let _ = writeln!(out, "    refused: {why}");
+            }
+        }
+        out.push_str("(rates in Mbit/s of whole frames on the wire)\n");
+        for s in &self.switches {
+            let st = &s.stats;
+            let queue_full: u64 = st.ports.iter().map(|p| p.drop_queue_full).sum();
+            let _ = writeln!(
+                out,
+                "switch {}: {} connections set up, {} refused, {} forwarded, {} real-time frames, drops: {} queue full, {} preemptive, {} real-time",
+                s.name,
+                st.signal.setup_ok,
+                st.signal.setup_fail,
+                st.forwarded,
+                st.rt_data,
+                queue_full,
+                st.drop_preemptive,
+                st.rt.queue_drops + st.rt.unknown_id_drops + st.rt.malformed_drops + st.rt.rewrite_drops
+            );
+        }
+        out
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_percentiles_are_nearest_rank() {
+        let mut samples: Vec<u64> = (1..=100).rev().map(|v| v * 1000).collect();
+        let d = DelayStats::of(&mut samples).expect("samples");
+        assert_eq!(d.samples, 100);
+        assert_eq!(d.min_us, 1.0);
+        assert_eq!(d.p50_us, 50.0);
+        assert_eq!(d.p99_us, 99.0);
+        assert_eq!(d.max_us, 100.0);
+        assert_eq!(d.mean_us, 50.5);
+        assert_eq!(DelayStats::of(&mut []), None);
+        let mut one = vec![7000];
+        assert_eq!(DelayStats::of(&mut one).map(|d| d.p99_us), Some(7.0));
+    }
+}
