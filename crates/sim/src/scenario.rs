@@ -189,14 +189,6 @@ struct RawSim {
     pending_capacity: Option<Spanned<usize>>,
     announce: Option<Spanned<String>>,
     cpu_cost_per_connection: Option<Spanned<String>>,
-    link: Option<Vec<Spanned<RawLinkDelay>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLinkDelay {
-    ends: Spanned<Vec<String>>,
-    delay: Spanned<String>,
 }
 
 #[derive(Deserialize)]
@@ -367,31 +359,18 @@ impl Scenario {
             rtlan_core::switch::rt::DEFAULT_CPU_COST_PER_CONNECTION,
         )?;
 
-        // Links: a rate is required, a delay may be given per link.
-        let mut link_delays = vec![default_delay; topology.links.len()];
+        // Links: a rate is required; the propagation delay is the model's `[[link]] delay` where
+        // written, else `[sim] link_delay`.
         let raw_links = raw.link.as_deref().unwrap_or(&[]);
+        let mut link_delays = Vec::with_capacity(topology.links.len());
         for (index, link) in topology.links.iter().enumerate() {
+            let raw_link = raw_links.get(index);
             if link.rate_bps.is_none() {
-                let at = raw_links.get(index).map_or(0, |l| l.span().start);
+                let at = raw_link.map_or(0, |l| l.span().start);
                 return Err(src.invalid(at, "the simulator needs a `rate` on every link"));
             }
-        }
-        for delay in raw_sim.link.as_deref().unwrap_or(&[]) {
-            let delay = delay.get_ref();
-            let ends = delay.ends.get_ref();
-            let at = delay.ends.span().start;
-            let [a, b] = ends.as_slice() else {
-                return Err(src.invalid(at, "`ends` names exactly two nodes"));
-            };
-            let index = topology
-                .links
-                .iter()
-                .position(|l| {
-                    let [x, y] = &l.ends;
-                    (&x.node == a && &y.node == b) || (&x.node == b && &y.node == a)
-                })
-                .ok_or_else(|| src.invalid(at, format!("no link joins `{a}` and `{b}`")))?;
-            link_delays[index] = src.duration(&delay.delay, "delay")?;
+            let written = raw_link.is_some_and(|l| l.get_ref().contains_key("delay"));
+            link_delays.push(if written { link.delay } else { default_delay });
         }
 
         let mut traffic = Vec::new();

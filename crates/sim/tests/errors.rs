@@ -47,3 +47,21 @@ fn a_link_without_rate_is_refused_where_it_is() {
     assert!(e.starts_with("bad.toml:15:"), "{e}");
     assert!(e.contains("rate"), "{e}");
 }
+
+/// A link's propagation delay is the topology model's `[[link]] delay`; `[sim] link_delay` only
+/// fills in links that do not write one.
+#[test]
+fn link_delay_comes_from_the_topology_model() {
+    let text = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[switch]]\nname = \"s1\"\n\
+        [[link]]\nends = [\"a\", \"s1\"]\nrate = \"100mbit\"\ndelay = \"5us\"\n\
+        [[link]]\nends = [\"b\", \"s1\"]\nrate = \"100mbit\"\n\
+        [sim]\nduration = \"1s\"\nlink_delay = \"2us\"\n";
+    let scenario = Scenario::from_str(text, "delay.toml").expect("valid scenario");
+    assert_eq!(
+        scenario.link_delays,
+        [
+            std::time::Duration::from_micros(5),
+            std::time::Duration::from_micros(2)
+        ]
+    );
+}
