@@ -99,7 +99,7 @@ mod tests {
             "{m}"
         );
         let m = refusal("[[link]]\nends = 3");
-        assert!(m.starts_with("net.toml:2:9:"), "{m}");
+        assert!(m.starts_with("net.toml:2:8:"), "{m}");
         let ok = parse_network(
             &format!(
                 "{switch}buffer = \"64KB\"\n[[link]]\nends = [\"a\", \"s\"]\nrate = \"1gbit\""
