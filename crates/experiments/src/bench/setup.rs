@@ -7,7 +7,7 @@
 //! lab, starts the real host daemon `rtlan rtcd` on host `a`, lets the switches exchange HELLOs,
 //! then opens and closes connections a → c one after another. The end-to-end time is taken by
 //! the client: from writing the `open` request to reading `opened` (what an application waits).
-//! The per-hop time is what each switch measured itself (`{"cmd":"setup-latency"}`, from a
+//! The per-hop time is what each switch measured itself (`{"op":"setup-latency"}`, from a
 //! SETUP's arrival to forwarding or answering it), the samples added during the case.
 
 use std::net::Ipv4Addr;
