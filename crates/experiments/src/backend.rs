@@ -66,12 +66,13 @@ pub enum BackendError {
     /// A backend name other than `lab` or `sim`.
     #[error("unknown backend {0:?} (lab, sim)")]
     Unknown(String),
-    /// The simulator backend has no runner for this scenario: the simulator crate and the
-    /// runner that feeds it the scenario are missing.
+    /// The simulator has no runner for this scenario yet: it measures host stacks, tools or
+    /// the Linux bridge, which the simulator does not model (only the guarantee demo has a
+    /// simulator runner, `demo::sim`).
     #[error(
-        "{scenario} cannot run on the simulator backend: this build has no simulator \
-         (the `rtlan-sim` crate, crates/sim) and no simulator runner for {scenario}'s \
-         scenario; run it with --backend lab"
+        "{scenario} cannot run on the simulator backend: it has no simulator runner (it \
+         measures what the simulator does not model: host stacks, tools or the Linux bridge); \
+         run it with --backend lab, or `rtlan demo --backend sim` / `rtlan sim SCENARIO.toml`"
     )]
     SimUnavailable {
         /// The scenario's name (`demo`, `fig4`, …).
