@@ -9,6 +9,7 @@ pub mod egress;
 pub mod node;
 pub mod rtcd;
 pub mod shaper;
+pub mod stats;
 pub mod switch;
 pub mod time;
 pub mod timer;

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use rtlan_core::stats::nearest_rank;
 use rtlan_core::switch::SwitchStats;
 use serde::Serialize;
 
@@ -63,10 +64,7 @@ impl DelayStats {
         }
         samples.sort_unstable();
         let n = samples.len();
-        let rank = |p: f64| {
-            let r = (p * n as f64).ceil() as usize;
-            samples[r.clamp(1, n) - 1]
-        };
+        let rank = |q: f64| nearest_rank(samples, q).unwrap_or(0);
         let sum: u128 = samples.iter().map(|&s| u128::from(s)).sum();
         let us = |ns: u64| ns as f64 / 1000.0;
         Some(DelayStats {

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
+use rtlan_core::stats::nearest_rank;
 use rtlan_core::switch::SETUP_LATENCY_SAMPLES;
 use rtlan_lab::{Lab, LabOptions, Topology};
 use rtlan_linux::rtcd::{OpenParams, RtcdClient};
@@ -192,11 +193,7 @@ struct Paper {
 
 /// Nearest-rank percentile `p` (0 < p ≤ 100) of `sorted` (ascending); `None` when empty.
 pub(super) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
+    nearest_rank(sorted, p / 100.0)
 }
 
 /// The samples a switch added to one latency ring between two reads (`expected`: how many the

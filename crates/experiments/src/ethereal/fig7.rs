@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use rtlan_core::stats::nearest_rank;
 use rtlan_lab::Lab;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -195,13 +196,7 @@ fn parse_rtts(text: &str) -> Vec<f64> {
 fn summarize(rtts: &[f64], expected: u64) -> Value {
     let mut v = rtts.to_vec();
     v.sort_by(f64::total_cmp);
-    let rank = |q: f64| -> f64 {
-        if v.is_empty() {
-            return f64::NAN;
-        }
-        let i = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
-        v[i]
-    };
+    let rank = |q: f64| nearest_rank(&v, q).unwrap_or(f64::NAN);
     json!({
         "replies": v.len(),
         "expected": expected,

@@ -6,7 +6,6 @@
 use std::path::Path;
 
 use anyhow::Context;
-use serde::Serialize;
 
 /// Reads `(seq, recv_ns, sent_ns)` lines written by `rtlan recv --arrivals`; a line whose
 /// numeric fields are not exactly three is skipped.
@@ -54,49 +53,7 @@ pub fn realtime_ns() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-/// Distribution of a set of intervals (timer ticks, inter-arrival times), milliseconds; the
-/// shape `rtlan send --json` reports its ticks in.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct IntervalSummary {
-    /// How many intervals.
-    pub count: u64,
-    /// Mean.
-    pub mean_ms: f64,
-    /// Population standard deviation.
-    pub stddev_ms: f64,
-    /// Smallest.
-    pub min_ms: f64,
-    /// Median (nearest rank).
-    pub p50_ms: f64,
-    /// 99th percentile (nearest rank).
-    pub p99_ms: f64,
-    /// Largest.
-    pub max_ms: f64,
-}
-
-/// Summarizes intervals given in nanoseconds (all zero for none).
-pub fn summarize_intervals(ns: &[u64]) -> IntervalSummary {
-    if ns.is_empty() {
-        return IntervalSummary::default();
-    }
-    let mut sorted = ns.to_vec();
-    sorted.sort_unstable();
-    let n = sorted.len();
-    let ms = |v: u64| v as f64 / 1e6;
-    let mean = sorted.iter().map(|&v| ms(v)).sum::<f64>() / n as f64;
-    let var = sorted.iter().map(|&v| (ms(v) - mean).powi(2)).sum::<f64>() / n as f64;
-    // Nearest rank: an index in 0..n because `sorted` is non-empty (checked above).
-    let rank = |q: f64| ms(sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1]);
-    IntervalSummary {
-        count: n as u64,
-        mean_ms: mean,
-        stddev_ms: var.sqrt(),
-        min_ms: ms(sorted[0]),
-        p50_ms: rank(0.5),
-        p99_ms: rank(0.99),
-        max_ms: ms(sorted[n - 1]),
-    }
-}
+pub use rtlan_core::stats::{summarize_intervals, IntervalSummary};
 
 #[cfg(test)]
 mod tests {
@@ -106,16 +63,5 @@ mod tests {
     fn arrival_lines_need_three_numbers() {
         let text = "1 200 100\n# comment\n2 300\n3 400 350 7\n4 500 450 x\n";
         assert_eq!(parse_arrivals(text), vec![(1, 200, 100), (4, 500, 450)]);
-    }
-
-    #[test]
-    fn intervals_are_summarized_in_milliseconds() {
-        let s = summarize_intervals(&[1_000_000, 3_000_000, 2_000_000, 2_000_000]);
-        assert_eq!(s.count, 4);
-        assert_eq!((s.min_ms, s.p50_ms, s.max_ms), (1.0, 2.0, 3.0));
-        assert!((s.mean_ms - 2.0).abs() < 1e-12);
-        assert!((s.stddev_ms - 0.5f64.sqrt()).abs() < 1e-12);
-        assert_eq!(s.p99_ms, 3.0);
-        assert_eq!(summarize_intervals(&[]), IntervalSummary::default());
     }
 }

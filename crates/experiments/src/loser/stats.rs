@@ -5,6 +5,7 @@
 
 use std::time::Instant;
 
+use rtlan_core::stats::nearest_rank;
 use serde::Serialize;
 
 /// Delay statistics of one probe stream, µs.
@@ -28,10 +29,7 @@ pub(super) struct DelayStats {
 
 /// Nearest-rank percentile `p` (0–100) of sorted `v` (non-empty).
 fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let n = sorted.len();
-    // The tolerance keeps an exact rank exact (0.999 · 1000 is 999.0000000000001 in f64).
-    let rank = ((p / 100.0) * n as f64 - 1e-9).ceil() as usize;
-    sorted[rank.clamp(1, n) - 1]
+    nearest_rank(sorted, p / 100.0).unwrap_or(f64::NAN)
 }
 
 /// Statistics of the delays `recv_ns − sent_ns` of `(seq, recv_ns, sent_ns)` arrivals; `None`

@@ -251,47 +251,7 @@ pub fn sliding_rates(
     points
 }
 
-/// Distribution of a set of intervals (timer ticks `T_m`, inter-arrival times), milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct IntervalSummary {
-    /// How many intervals.
-    pub count: u64,
-    /// Mean.
-    pub mean_ms: f64,
-    /// Population standard deviation.
-    pub stddev_ms: f64,
-    /// Smallest.
-    pub min_ms: f64,
-    /// Median (nearest rank).
-    pub p50_ms: f64,
-    /// 99th percentile (nearest rank).
-    pub p99_ms: f64,
-    /// Largest.
-    pub max_ms: f64,
-}
-
-/// Summarizes intervals given in nanoseconds (all zero for none).
-pub fn summarize_intervals(ns: &[u64]) -> IntervalSummary {
-    if ns.is_empty() {
-        return IntervalSummary::default();
-    }
-    let mut sorted = ns.to_vec();
-    sorted.sort_unstable();
-    let n = sorted.len();
-    let ms = |v: u64| v as f64 / 1e6;
-    let mean = sorted.iter().map(|&v| ms(v)).sum::<f64>() / n as f64;
-    let var = sorted.iter().map(|&v| (ms(v) - mean).powi(2)).sum::<f64>() / n as f64;
-    let rank = |q: f64| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
-    IntervalSummary {
-        count: n as u64,
-        mean_ms: mean,
-        stddev_ms: var.sqrt(),
-        min_ms: ms(sorted[0]),
-        p50_ms: ms(rank(0.5)),
-        p99_ms: ms(rank(0.99)),
-        max_ms: ms(sorted[n - 1]),
-    }
-}
+pub use rtlan_core::stats::{summarize_intervals, IntervalSummary};
 
 #[cfg(test)]
 mod tests {
@@ -390,18 +350,5 @@ mod tests {
         assert_eq!(early.len(), 1);
         assert!((early[0].wire_bps - 800_000.0).abs() < 1e-6);
         assert!(sliding_rates(&arrivals, 0, 100, 0, 10).is_empty());
-    }
-
-    #[test]
-    fn interval_summary_statistics() {
-        let s = summarize_intervals(&[9_000_000, 10_000_000, 11_000_000, 10_000_000]);
-        assert_eq!(s.count, 4);
-        assert!((s.mean_ms - 10.0).abs() < 1e-9);
-        assert!((s.stddev_ms - 0.5f64.sqrt()).abs() < 1e-9);
-        assert_eq!(s.min_ms, 9.0);
-        assert_eq!(s.p50_ms, 10.0);
-        assert_eq!(s.max_ms, 11.0);
-        assert_eq!(s.p99_ms, 11.0);
-        assert_eq!(summarize_intervals(&[]).count, 0);
     }
 }
