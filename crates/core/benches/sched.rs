@@ -27,6 +27,7 @@ fn port() -> (CyclicScheduler, Vec<FlowHandle>) {
         rate_bps: 100_000,
         max_burst: 200,
         max_packet: 100,
+        queue_bytes: 0,
     };
     let flows = (0..CONNECTIONS)
         .map(|_| {

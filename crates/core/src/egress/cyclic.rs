@@ -377,13 +377,14 @@ impl CyclicScheduler {
     }
 
     /// Adds a real-time connection reserving `spec.rate_bps` of the line, with a queue of
-    /// 2 × `spec.max_burst` bytes, accepting frames of at most `spec.max_packet` bytes. Allocates
+    /// `spec.queue_bytes` (0: 2 × `spec.max_burst`) bytes, accepting frames of at most `spec.max_packet` bytes. Allocates
     /// the queue; the handle addresses the connection from now on.
     pub fn add_flow(&mut self, spec: FlowSpec) -> Result<FlowHandle, SchedError> {
         let FlowSpec {
             rate_bps,
             max_burst,
             max_packet,
+            queue_bytes,
         } = spec;
         if self.slots.len() >= self.max_connections {
             return Err(SchedError::TooManyConnections(self.max_connections));
@@ -411,7 +412,11 @@ impl CyclicScheduler {
         let conn = Conn {
             rate_bps,
             max_packet,
-            queue: FrameQueue::new(max_burst.saturating_mul(2)),
+            queue: FrameQueue::new(if queue_bytes == 0 {
+                max_burst.saturating_mul(2)
+            } else {
+                queue_bytes
+            }),
             quota,
             // A new connection may use the current cycle's quota.
             credit: quota,

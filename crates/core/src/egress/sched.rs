@@ -42,10 +42,14 @@ impl FlowHandle {
 pub struct FlowSpec {
     /// Reserved rate in wire bit/s ([`rtlan_wire::cost::wire_bits`] per frame), > 0.
     pub rate_bps: u64,
-    /// Bytes the sender may send back to back; the flow's queue holds 2 × this (EtheReal §3.3).
+    /// Bytes the sender may send back to back (≥ `max_packet`).
     pub max_burst: usize,
     /// Longest frame of the flow, bytes without FCS (1 ..= 65535).
     pub max_packet: usize,
+    /// The flow's queue bound in charged bytes (`max(len, 60)` per frame): the backlog bound of
+    /// the flow at this hop, from its burst at this hop and the scheduler's latency
+    /// (`rtlan_calculus::servers`). 0 = EtheReal §3.3's fixed rule, 2 × `max_burst`.
+    pub queue_bytes: usize,
 }
 
 /// Counters of one reserved flow.

@@ -319,6 +319,7 @@ impl Switch {
             rate_bps: wire_bps,
             max_burst,
             max_packet,
+            queue_bytes: 0,
         };
         port.sched.add_flow(spec).map_err(|error| match error {
             SchedError::Oversubscribed { .. } => FailReason::Bandwidth,

@@ -33,6 +33,7 @@ pub fn cpu_cost_per_connection() -> Option<Duration> {
         rate_bps: 100_000,
         max_burst: 200,
         max_packet: 100,
+        queue_bytes: 0,
     };
     let flows = (0..CONNECTIONS)
         .map(|_| sched.add_flow(spec).ok())

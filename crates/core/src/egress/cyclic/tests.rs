@@ -62,6 +62,7 @@ impl Keyed {
             rate_bps,
             max_burst,
             max_packet,
+            queue_bytes: 0,
         })?;
         self.keys.insert(key, handle);
         Ok(())
