@@ -16,7 +16,7 @@ mod tests;
 use core::fmt;
 
 pub use address::{ProxyMacPlan, CONTROL_ID};
-pub use repr::{HelloRepr, Message, Repr, SetupRepr, Tlv};
+pub use repr::{BoundTlv, DelayTlv, HelloRepr, Message, Repr, SetupRepr, Tlv};
 
 use crate::{Error, Result};
 
@@ -43,6 +43,13 @@ pub const FLAGS_DEFINED: u8 = FLAG_RETRANSMISSION | FLAG_AUTHENTICATED;
 
 /// TLV type reserved for authentication data (format to be defined by the security work).
 pub const TLV_AUTH: u8 = 1;
+
+/// TLV type of a SETUP's delay terms ([`DelayTlv`], 16 bytes): the required end-to-end delay and
+/// the latency accumulated by the hops before the receiver (`docs/protocol.md` §6).
+pub const TLV_DELAY: u8 = 2;
+
+/// TLV type of a SETUP_OK's end-to-end delay bound ([`BoundTlv`], 12 bytes).
+pub const TLV_BOUND: u8 = 3;
 
 /// Length of a TLV's type and length octets.
 pub const TLV_HEADER_LEN: usize = 2;
@@ -138,6 +145,8 @@ pub enum FailReason {
     Malformed,
     /// The request was not authorised, 8.
     Unauthorized,
+    /// The end-to-end delay bound would exceed the delay the request requires, 9.
+    Delay,
     /// Any other value, kept as data.
     Unknown(u8),
 }
@@ -153,6 +162,7 @@ impl From<u8> for FailReason {
             6 => FailReason::IdsExhausted,
             7 => FailReason::Malformed,
             8 => FailReason::Unauthorized,
+            9 => FailReason::Delay,
             other => FailReason::Unknown(other),
         }
     }
@@ -169,6 +179,7 @@ impl From<FailReason> for u8 {
             FailReason::IdsExhausted => 6,
             FailReason::Malformed => 7,
             FailReason::Unauthorized => 8,
+            FailReason::Delay => 9,
             FailReason::Unknown(other) => other,
         }
     }
@@ -185,6 +196,7 @@ impl fmt::Display for FailReason {
             FailReason::IdsExhausted => write!(f, "connection ids exhausted"),
             FailReason::Malformed => write!(f, "malformed request"),
             FailReason::Unauthorized => write!(f, "unauthorized"),
+            FailReason::Delay => write!(f, "delay bound exceeds the required delay"),
             FailReason::Unknown(v) => write!(f, "reason {v}"),
         }
     }

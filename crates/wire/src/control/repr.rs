@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 
 use super::{
     FailReason, MessageType, Packet, Role, ETHERTYPE, FLAGS_DEFINED, FLAG_AUTHENTICATED,
-    HEADER_LEN, MAGIC, TLV_AUTH, TLV_HEADER_LEN, VERSION,
+    HEADER_LEN, MAGIC, TLV_AUTH, TLV_BOUND, TLV_DELAY, TLV_HEADER_LEN, VERSION,
 };
 use crate::ethernet::{self, Address, EtherType, Frame};
 use crate::{Error, Result};
@@ -257,6 +257,79 @@ impl Tlv {
     }
 }
 
+/// A SETUP's delay terms (TLV [`TLV_DELAY`], `docs/protocol.md` §6): what the requester
+/// requires end to end, and the per-hop latencies θ the hops before the receiver of this SETUP
+/// have added (Le Boudec–Thiran rate-latency servers; `rtlan_calculus::servers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct DelayTlv {
+    /// Largest acceptable end-to-end delay bound, ns; 0 = no requirement.
+    pub required_ns: u64,
+    /// Sum of the latencies of the hops already crossed (the sender's own budget included), ns.
+    pub accumulated_ns: u64,
+}
+
+impl DelayTlv {
+    /// Length of the value.
+    pub const LEN: usize = 16;
+
+    fn parse(value: &[u8]) -> Result<DelayTlv> {
+        let value: &[u8; Self::LEN] = value.try_into().map_err(|_| Error::Malformed)?;
+        let (required, accumulated) = value.split_at(8);
+        Ok(DelayTlv {
+            required_ns: u64::from_be_bytes(required.try_into().map_err(|_| Error::Malformed)?),
+            accumulated_ns: u64::from_be_bytes(
+                accumulated.try_into().map_err(|_| Error::Malformed)?,
+            ),
+        })
+    }
+
+    /// The TLV carrying these terms.
+    pub fn to_tlv(self) -> Tlv {
+        let mut value = Vec::with_capacity(Self::LEN);
+        value.extend_from_slice(&self.required_ns.to_be_bytes());
+        value.extend_from_slice(&self.accumulated_ns.to_be_bytes());
+        Tlv {
+            kind: TLV_DELAY,
+            value,
+        }
+    }
+}
+
+/// A SETUP_OK's end-to-end result (TLV [`TLV_BOUND`]): the delay bound the last switch computed
+/// for the admitted path, and the number of hops whose latency it sums. Relayed unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct BoundTlv {
+    /// End-to-end delay bound, ns: `b/r + Σ θ` over the path.
+    pub bound_ns: u64,
+    /// Sum of the per-hop latencies θ in it, ns (the rest is the burst term b/r).
+    pub latency_ns: u32,
+}
+
+impl BoundTlv {
+    /// Length of the value.
+    pub const LEN: usize = 12;
+
+    fn parse(value: &[u8]) -> Result<BoundTlv> {
+        let value: &[u8; Self::LEN] = value.try_into().map_err(|_| Error::Malformed)?;
+        let (bound, latency) = value.split_at(8);
+        Ok(BoundTlv {
+            bound_ns: u64::from_be_bytes(bound.try_into().map_err(|_| Error::Malformed)?),
+            latency_ns: u32::from_be_bytes(latency.try_into().map_err(|_| Error::Malformed)?),
+        })
+    }
+
+    /// The TLV carrying this result.
+    pub fn to_tlv(self) -> Tlv {
+        let mut value = Vec::with_capacity(Self::LEN);
+        value.extend_from_slice(&self.bound_ns.to_be_bytes());
+        value.extend_from_slice(&self.latency_ns.to_be_bytes());
+        Tlv {
+            kind: TLV_BOUND,
+            value,
+        }
+    }
+}
+
 /// A control message in owned form.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Repr {
@@ -321,6 +394,19 @@ impl Repr {
         if !rest.is_empty() {
             return Err(Error::Malformed);
         }
+        // The typed TLVs: at most one of each, with their exact length.
+        for kind in [TLV_DELAY, TLV_BOUND] {
+            let mut of_kind = tlvs.iter().filter(|t| t.kind == kind);
+            if let Some(tlv) = of_kind.next() {
+                if of_kind.next().is_some() {
+                    return Err(Error::Malformed);
+                }
+                match kind {
+                    TLV_DELAY => DelayTlv::parse(&tlv.value).map(drop)?,
+                    _ => BoundTlv::parse(&tlv.value).map(drop)?,
+                }
+            }
+        }
         let has_auth = tlvs.iter().any(|t| t.kind == TLV_AUTH);
         if has_auth != (flags & FLAG_AUTHENTICATED != 0) {
             return Err(Error::Malformed);
@@ -332,6 +418,33 @@ impl Repr {
             message,
             tlvs,
         })
+    }
+
+    /// The delay terms ([`TLV_DELAY`]), if the message carries them. [`Repr::parse`] checked
+    /// their length, so a parsed message never yields an error here; a hand-built one may.
+    pub fn delay(&self) -> Result<Option<DelayTlv>> {
+        self.tlvs
+            .iter()
+            .find(|t| t.kind == TLV_DELAY)
+            .map(|t| DelayTlv::parse(&t.value))
+            .transpose()
+    }
+
+    /// The end-to-end result ([`TLV_BOUND`]), if the message carries it.
+    pub fn bound(&self) -> Result<Option<BoundTlv>> {
+        self.tlvs
+            .iter()
+            .find(|t| t.kind == TLV_BOUND)
+            .map(|t| BoundTlv::parse(&t.value))
+            .transpose()
+    }
+
+    /// Replaces (or adds) the TLV of `tlv`'s type, keeping the other TLVs in order.
+    pub fn set_tlv(&mut self, tlv: Tlv) {
+        match self.tlvs.iter_mut().find(|t| t.kind == tlv.kind) {
+            Some(slot) => *slot = tlv,
+            None => self.tlvs.push(tlv),
+        }
     }
 
     /// Length of the emitted message: header, body and TLVs.

@@ -431,6 +431,7 @@ fn code_conversions() {
     assert_eq!(MessageType::from(8), MessageType::RefreshAck);
     assert_eq!(MessageType::from(0), MessageType::Unknown(0));
     assert_eq!(FailReason::from(8), FailReason::Unauthorized);
+    assert_eq!(FailReason::from(9), FailReason::Delay);
     assert_eq!(FailReason::from(6), FailReason::IdsExhausted);
     assert_eq!(Role::from(1), Role::HostDaemon);
 }
@@ -489,33 +490,52 @@ fn message() -> impl Strategy<Value = Message> {
 }
 
 fn repr() -> impl Strategy<Value = Repr> {
-    let tlv = ((2..=255u8), prop::collection::vec(any::<u8>(), 0..40))
+    // Untyped TLVs (types without a fixed layout), then at most one of each typed one.
+    let tlv = ((4..=255u8), prop::collection::vec(any::<u8>(), 0..40))
         .prop_map(|(kind, value)| Tlv { kind, value });
+    let delay = prop::option::of((any::<u64>(), any::<u64>()).prop_map(|(r, a)| {
+        DelayTlv {
+            required_ns: r,
+            accumulated_ns: a,
+        }
+        .to_tlv()
+    }));
+    let bound = prop::option::of((any::<u64>(), any::<u32>()).prop_map(|(b, l)| {
+        BoundTlv {
+            bound_ns: b,
+            latency_ns: l,
+        }
+        .to_tlv()
+    }));
     (
         any::<bool>(),
         any::<bool>(),
         any::<u8>(),
         any::<u32>(),
         message(),
-        prop::collection::vec(tlv, 0..4),
+        (prop::collection::vec(tlv, 0..4), delay, bound),
     )
-        .prop_map(|(retx, auth, hop, request_id, message, mut tlvs)| {
-            let mut flags = if retx { FLAG_RETRANSMISSION } else { 0 };
-            if auth {
-                flags |= FLAG_AUTHENTICATED;
-                tlvs.push(Tlv {
-                    kind: TLV_AUTH,
-                    value: vec![0x5a; 32],
-                });
-            }
-            Repr {
-                flags,
-                hop,
-                request_id,
-                message,
-                tlvs,
-            }
-        })
+        .prop_map(
+            |(retx, auth, hop, request_id, message, (mut tlvs, delay, bound))| {
+                tlvs.extend(delay);
+                tlvs.extend(bound);
+                let mut flags = if retx { FLAG_RETRANSMISSION } else { 0 };
+                if auth {
+                    flags |= FLAG_AUTHENTICATED;
+                    tlvs.push(Tlv {
+                        kind: TLV_AUTH,
+                        value: vec![0x5a; 32],
+                    });
+                }
+                Repr {
+                    flags,
+                    hop,
+                    request_id,
+                    message,
+                    tlvs,
+                }
+            },
+        )
 }
 
 proptest! {
@@ -541,4 +561,121 @@ proptest! {
             }
         }
     }
+}
+
+/// SETUP with delay terms (docs/protocol.md §7): 30 Mbit/s, required 3 ms, 0 accumulated.
+const SETUP_DELAY: &str = "52 54 01 01 00 00 00 3c 00 00 00 05 \
+    c6 12 00 01 c6 12 00 20 13 8c 00 00 00 00 00 00 01 c9 c3 80 00 00 08 24 04 12 03 09 10 00 \
+    02 10 00 00 00 00 00 2d c6 c0 00 00 00 00 00 00 00 00";
+
+/// SETUP_OK carrying a bound of 2.5 ms, of which 1.9 ms per-hop latency.
+const SETUP_OK_BOUND: &str = "52 54 01 02 00 01 00 1e 00 00 00 05 03 09 03 00 \
+    03 0c 00 00 00 00 00 26 25 a0 00 1c fd e0";
+
+fn hex(text: &str) -> Vec<u8> {
+    text.split_whitespace()
+        .map(|t| u8::from_str_radix(t, 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn setup_with_delay_terms_vector() {
+    let bytes = hex(SETUP_DELAY);
+    let repr = Repr::parse(&Packet::new_checked(&bytes[..]).unwrap()).unwrap();
+    let Message::Setup(setup) = repr.message else {
+        panic!("not a SETUP: {repr}");
+    };
+    assert_eq!(
+        (setup.rate, setup.max_burst, setup.max_packet),
+        (30_000_000, 2084, 1042)
+    );
+    assert_eq!(
+        repr.delay(),
+        Ok(Some(DelayTlv {
+            required_ns: 3_000_000,
+            accumulated_ns: 0
+        }))
+    );
+    assert_eq!(repr.bound(), Ok(None));
+    let mut out = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut Packet::new_unchecked(&mut out[..])).unwrap();
+    assert_eq!(out, bytes);
+}
+
+#[test]
+fn setup_ok_with_bound_vector() {
+    let bytes = hex(SETUP_OK_BOUND);
+    let repr = Repr::parse(&Packet::new_checked(&bytes[..]).unwrap()).unwrap();
+    assert_eq!(
+        repr.message,
+        Message::SetupOk {
+            connection_id: 0x0309,
+            hops: 3
+        }
+    );
+    assert_eq!(
+        repr.bound(),
+        Ok(Some(BoundTlv {
+            bound_ns: 2_500_000,
+            latency_ns: 1_900_000
+        }))
+    );
+    let mut out = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut Packet::new_unchecked(&mut out[..])).unwrap();
+    assert_eq!(out, bytes);
+}
+
+#[test]
+fn typed_tlvs_of_the_wrong_length_or_repeated_are_malformed() {
+    let ok = Repr::new(
+        1,
+        5,
+        Message::SetupOk {
+            connection_id: 1,
+            hops: 1,
+        },
+    );
+    let parse = |repr: &Repr| {
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut Packet::new_unchecked(&mut buf[..])).unwrap();
+        Repr::parse(&Packet::new_checked(&buf[..]).unwrap())
+    };
+    for (kind, len) in [
+        (TLV_DELAY, 15),
+        (TLV_DELAY, 17),
+        (TLV_BOUND, 8),
+        (TLV_BOUND, 0),
+    ] {
+        let mut bad = ok.clone();
+        bad.tlvs.push(Tlv {
+            kind,
+            value: vec![0; len],
+        });
+        assert_eq!(
+            parse(&bad),
+            Err(Error::Malformed),
+            "type {kind} length {len}"
+        );
+    }
+    let mut twice = ok.clone();
+    twice.tlvs.push(BoundTlv::default().to_tlv());
+    twice.tlvs.push(BoundTlv::default().to_tlv());
+    assert_eq!(parse(&twice), Err(Error::Malformed));
+    let mut replaced = ok.clone();
+    replaced.set_tlv(BoundTlv::default().to_tlv());
+    replaced.set_tlv(
+        BoundTlv {
+            bound_ns: 7,
+            latency_ns: 1,
+        }
+        .to_tlv(),
+    );
+    assert_eq!(replaced.tlvs.len(), 1);
+    assert_eq!(
+        parse(&replaced).unwrap().bound(),
+        Ok(Some(BoundTlv {
+            bound_ns: 7,
+            latency_ns: 1
+        }))
+    );
 }
