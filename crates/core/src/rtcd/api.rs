@@ -53,8 +53,9 @@ pub enum Request {
         /// Whether the daemon shapes the connection in the kernel (`"shaping"`, default none).
         #[serde(default)]
         shaping: DaemonShaping,
-        /// End-to-end delay the connection requires, µs (central admission: the bandwidth
-        /// manager refuses if its bound is larger; ignored by per-hop admission).
+        /// End-to-end delay the connection requires, µs: the switches refuse (SETUP_FAIL DELAY,
+        /// naming the hop) and, under central admission, the bandwidth manager refuses if its
+        /// bound is larger.
         #[serde(default)]
         delay_us: Option<u64>,
     },
@@ -111,7 +112,8 @@ pub struct ConnInfo {
     pub rate_bps: u64,
     /// Where the connection stands.
     pub phase: ConnPhase,
-    /// The bandwidth manager's end-to-end delay bound, µs (central admission, once admitted).
+    /// The end-to-end delay bound, µs, once admitted: the switches' (SETUP_OK's BOUND), else
+    /// the bandwidth manager's; under both admissions the larger.
     pub delay_bound_us: Option<u64>,
 }
 
@@ -136,7 +138,8 @@ pub enum Reply {
         id: u16,
         /// Switches on the admitted path.
         hops: u8,
-        /// The bandwidth manager's end-to-end delay bound, µs (central admission).
+        /// The end-to-end delay bound, µs: the switches' (SETUP_OK's BOUND TLV), else the
+        /// bandwidth manager's; under both admissions the larger.
         delay_bound_us: Option<u64>,
     },
     /// The request failed.

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use rtlan_wire::control::{Message, Packet, Repr, SetupRepr, FLAG_RETRANSMISSION};
+use rtlan_wire::control::{DelayTlv, Message, Packet, Repr, SetupRepr, FLAG_RETRANSMISSION};
 
 use super::alloc::IdAllocator;
 use super::api::{
@@ -42,6 +42,21 @@ struct Conn {
     manager_conn: Option<u64>,
     /// The manager's end-to-end delay bound, µs.
     delay_bound_us: Option<u64>,
+    /// The end-to-end delay the client requires, µs (carried in the SETUP's DELAY TLV).
+    required_delay_us: Option<u64>,
+    /// The switches' end-to-end delay bound from SETUP_OK's BOUND TLV, µs (rounded up).
+    path_bound_us: Option<u64>,
+}
+
+impl Conn {
+    /// The end-to-end delay bound the path guarantees, µs: the switches' (they enforce it), or
+    /// the manager's without switch state; under both admissions the larger of the two.
+    fn bound_us(&self) -> Option<u64> {
+        match (self.path_bound_us, self.delay_bound_us) {
+            (Some(path), Some(manager)) => Some(path.max(manager)),
+            (path, manager) => path.or(manager),
+        }
+    }
 }
 
 /// The host daemon core.
@@ -289,7 +304,7 @@ impl Rtcd {
                         src_port: c.setup.src_port,
                         rate_bps: c.setup.rate,
                         phase: c.phase,
-                        delay_bound_us: c.delay_bound_us,
+                        delay_bound_us: c.bound_us(),
                     })
                     .collect();
                 self.reply(client, tag, Reply::List(list));
@@ -366,6 +381,8 @@ impl Rtcd {
                 direct: admission == Admission::Central,
                 manager_conn: None,
                 delay_bound_us: None,
+                required_delay_us: delay_us,
+                path_bound_us: None,
             },
         );
         if phase == ConnPhase::Admitting {
@@ -399,6 +416,15 @@ impl Rtcd {
             ConnPhase::Open | ConnPhase::Admitting => return,
         };
         let mut repr = Repr::new(0, conn.request_id, message);
+        if conn.phase == ConnPhase::Opening {
+            // Delay in the signalling (docs/protocol.md §6): what the client requires; the
+            // hops add their latencies. The sender's own jitter is part of its declared burst.
+            let delay = DelayTlv {
+                required_ns: conn.required_delay_us.unwrap_or(0).saturating_mul(1000),
+                accumulated_ns: 0,
+            };
+            repr.set_tlv(delay.to_tlv());
+        }
         if conn.attempts > 0 {
             repr.flags |= FLAG_RETRANSMISSION;
         }
@@ -436,7 +462,7 @@ impl Rtcd {
         };
         let (client, tag, handle) = (conn.client, conn.open_tag, conn.handle);
         let (shaping, setup, direct) = (conn.shaping, conn.setup, conn.direct);
-        let delay_bound_us = conn.delay_bound_us;
+        let delay_bound_us = conn.bound_us();
         let (proxy_ip, proxy_mac) = if direct {
             (setup.dst_ip, None)
         } else {
@@ -625,7 +651,11 @@ impl Rtcd {
             Message::SetupOk {
                 connection_id,
                 hops,
-            } => self.on_setup_ok(repr.request_id, connection_id, hops),
+            } => {
+                // A malformed BOUND cannot reach here (Repr::parse checks its length).
+                let bound_ns = repr.bound().ok().flatten().map(|b| b.bound_ns);
+                self.on_setup_ok(repr.request_id, connection_id, hops, bound_ns)
+            }
             Message::SetupFail {
                 reason,
                 failed_hop,
@@ -666,7 +696,7 @@ impl Rtcd {
             .is_some_and(|c| c.phase == phase && c.request_id == request_id)
     }
 
-    fn on_setup_ok(&mut self, request_id: u32, id: u16, hops: u8) {
+    fn on_setup_ok(&mut self, request_id: u32, id: u16, hops: u8, bound_ns: Option<u64>) {
         if !self.outstanding(id, request_id, ConnPhase::Opening) {
             return;
         }
@@ -674,6 +704,7 @@ impl Rtcd {
             return;
         };
         conn.phase = ConnPhase::Open;
+        conn.path_bound_us = bound_ns.map(|ns| ns.div_ceil(1000));
         self.set_deadline(id, None);
         self.publish(id, hops);
     }

@@ -738,3 +738,86 @@ proptest! {
 
 mod central;
 mod soft_state;
+
+#[test]
+fn delay_requirement_goes_out_and_the_paths_bound_comes_back() {
+    use rtlan_wire::control::{BoundTlv, DelayTlv};
+    let mut d = daemon();
+    register(&mut d, ALICE, 100);
+    // Required 3 ms: the SETUP carries it, with nothing accumulated yet.
+    d.handle_client_request(
+        ms(1),
+        ALICE,
+        4,
+        open_with(30_000_000, DaemonShaping::None, Some(3000)),
+    );
+    let setup = sent(&drain(&mut d)).pop().expect("SETUP sent");
+    assert_eq!(
+        setup.delay(),
+        Ok(Some(DelayTlv {
+            required_ns: 3_000_000,
+            accumulated_ns: 0
+        }))
+    );
+    // The last switch's bound, 2,345,001 ns, reaches the client rounded up to whole µs.
+    let mut ok = setup_ok(&setup);
+    ok.set_tlv(
+        BoundTlv {
+            bound_ns: 2_345_001,
+            latency_ns: 1_800_000,
+        }
+        .to_tlv(),
+    );
+    d.handle_control(ms(2), &ok);
+    match replies(&drain(&mut d)).pop() {
+        Some((ALICE, 4, Reply::Opened { delay_bound_us, .. })) => {
+            assert_eq!(delay_bound_us, Some(2346));
+        }
+        other => panic!("expected Opened, got {other:?}"),
+    }
+    d.handle_client_request(ms(3), ALICE, 5, Request::List);
+    match replies(&drain(&mut d)).pop() {
+        Some((ALICE, 5, Reply::List(list))) => assert_eq!(list[0].delay_bound_us, Some(2346)),
+        other => panic!("expected List, got {other:?}"),
+    }
+
+    // Without a requirement the SETUP still asks for the bound (required 0); a refusal for
+    // delay names the hop and the reason.
+    d.handle_client_request(
+        ms(4),
+        ALICE,
+        6,
+        open_with(1_000_000, DaemonShaping::None, None),
+    );
+    let setup = sent(&drain(&mut d)).pop().expect("SETUP sent");
+    assert_eq!(setup.delay().unwrap().unwrap().required_ns, 0);
+    let Message::Setup(s) = setup.message else {
+        panic!("not a SETUP")
+    };
+    let fail = Repr::new(
+        1,
+        setup.request_id,
+        Message::SetupFail {
+            reason: FailReason::Delay,
+            failed_hop: 3,
+            connection_id: s.connection_id,
+            switch_ip: Ipv4Addr::new(198, 18, 255, 3),
+        },
+    );
+    d.handle_control(ms(5), &fail);
+    match replies(&drain(&mut d)).pop() {
+        Some((ALICE, 6, Reply::Failed { error, .. })) => {
+            assert_eq!(
+                error,
+                RtcdError::Refused {
+                    hop: 3,
+                    reason: FailReason::Delay,
+                    switch_ip: Ipv4Addr::new(198, 18, 255, 3)
+                }
+            );
+            let text = error.to_string();
+            assert!(text.contains("hop 3") && text.contains("delay"), "{text}");
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
