@@ -24,8 +24,9 @@ daemon shaping in the kernel, and print everything the daemon answered:
     rtlan reserve --to 198.18.0.3:5004 --rate 50mbit --shaping kernel --duration 60s --json
 
 Then send plain UDP to the printed proxy IP (port 5004), e.g. `rtlan send --to PROXY:5004 ...`.
-With a daemon on central admission (docs/rtcd.md), the printed address is the receiver's own and
---json carries the bandwidth manager's end-to-end \"delay_bound_us\".
+With a daemon on central admission (docs/rtcd.md), the printed address is the receiver's own.
+The path's end-to-end delay bound (the switches' from the SETUP_OK, or the bandwidth manager's
+under central admission; docs/delay.md) goes to stderr, and into --json as \"delay_bound_us\".
 Rates count whole frames on the wire (headers, FCS, preamble and gap: a 1000-byte payload costs
 1066 bytes). A refusal prints the code, the reason, the refusing hop and switch, and exits 1.")]
 pub(crate) struct ReserveArgs {
@@ -47,8 +48,8 @@ pub(crate) struct ReserveArgs {
     /// Who shapes: nobody (the sender must) or the daemon with an HTB class in the kernel.
     #[arg(long, value_enum, default_value_t = ReserveShaping::None)]
     shaping: ReserveShaping,
-    /// End-to-end delay the connection requires (`9ms`); under central admission the bandwidth
-    /// manager refuses when its bound is larger (per-hop admission ignores it).
+    /// End-to-end delay the connection requires (`9ms`): the first switch whose bound would
+    /// exceed it refuses (reason "delay"), as does the bandwidth manager under central admission.
     #[arg(long, value_parser = parse_duration)]
     delay: Option<Duration>,
     /// The daemon's socket [default: $RTLAN_RTCD_SOCKET or /run/rtlan/rtcd.sock].
@@ -119,6 +120,12 @@ pub(crate) fn run(args: ReserveArgs) -> anyhow::Result<ExitCode> {
         println!("{v}");
     } else {
         println!("{}", opened.proxy_ip);
+        if let Some(bound) = opened.delay_bound_us {
+            eprintln!(
+                "rtlan: reserved over {} hop(s), end-to-end delay bound {bound} µs",
+                opened.hops
+            );
+        }
     }
     let start = Instant::now();
     while !stop.load(Ordering::Relaxed)

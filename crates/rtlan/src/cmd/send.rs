@@ -41,8 +41,8 @@ Examples:
 Every payload starts with a 24-byte header: \"RTLN\", version 1, flags, 2 reserved bytes, the
 sequence number (u64, big endian) and the CLOCK_REALTIME send time in ns (u64, big endian), read
 by `rtlan recv`. Rates count whole frames: a 1000-byte payload is 1066 bytes on the wire.
-With --reserve, --json adds \"reservation\" (conn, proxy_ip, id, hops, and the bandwidth
-manager's \"delay_bound_us\" under central admission, else null).
+With --reserve, --json adds \"reservation\" (conn, proxy_ip, id, hops, and the path's
+end-to-end \"delay_bound_us\": the switches' bound, or the bandwidth manager's without switches).
 With --reserve --shaping leaky, --json adds \"tick\": the leaky bucket's measured timer
 intervals T_m (count, mean_ms, stddev_ms, min_ms, p50_ms, p99_ms, max_ms) beside nominal_ms.")]
 pub(crate) struct SendArgs {
@@ -69,8 +69,8 @@ pub(crate) struct SendArgs {
     /// applies: the plain stream then passes the same token bucket (shaping interval --tick).
     #[arg(long, value_enum)]
     shaping: Option<SendShaping>,
-    /// End-to-end delay the reservation requires (`2ms`, with --reserve): under central
-    /// admission the bandwidth manager refuses when its bound is larger.
+    /// End-to-end delay the reservation requires (`2ms`, with --reserve): the first switch whose
+    /// bound would exceed it refuses (reason "delay"), as does the bandwidth manager.
     #[arg(long, value_parser = parse_duration, requires = "reserve")]
     delay: Option<Duration>,
     /// Leaky-bucket timer period / token-bucket interval (the plain generator's bucket spans at
