@@ -232,6 +232,7 @@ impl LeafSpine {
                     rate_bps: self.reserved_rate,
                     burst: 2 * u32::from(max_packet),
                     max_packet,
+                    delay: None,
                 }),
                 shape: None,
             });

@@ -81,6 +81,11 @@ pub struct Host {
     neighbours: BTreeMap<Ipv4Addr, Address>,
     unresolved: BTreeMap<Ipv4Addr, Unresolved>,
     nic: VecDeque<Vec<u8>>,
+    /// Frames of reserved connections and signalling (destination under the proxy-MAC plan),
+    /// sent before anything in `nic`: the host's default path gives reserved traffic its own
+    /// queue ahead of its other traffic (docs/delay.md, "The host side"). Bounded by the same
+    /// `nic_limit`.
+    rt_nic: VecDeque<Vec<u8>>,
     nic_limit: usize,
     /// Greedy segments currently in the NIC queue, per source index.
     greedy_in_nic: Vec<usize>,
@@ -130,6 +135,7 @@ impl Host {
             neighbours: BTreeMap::new(),
             unresolved: BTreeMap::new(),
             nic: VecDeque::new(),
+            rt_nic: VecDeque::new(),
             nic_limit,
             greedy_in_nic: Vec::new(),
             nic_owner: VecDeque::new(),
@@ -189,6 +195,19 @@ impl Host {
     /// source it belongs to.
     fn enqueue(&mut self, frame: Vec<u8>, owner: Option<usize>) -> bool {
         self.wake.set(None);
+        let plan = self.rtcd.config().plan;
+        let reserved = Frame::new_checked(&frame[..]).is_ok_and(|f| {
+            let dst = f.dst_addr();
+            plan.connection_id(&dst).is_some() || plan.is_control(&dst)
+        });
+        if reserved {
+            if self.rt_nic.len() >= self.nic_limit {
+                self.stats.nic_drops += 1;
+                return false;
+            }
+            self.rt_nic.push_back(frame);
+            return true;
+        }
         if self.nic.len() >= self.nic_limit {
             self.stats.nic_drops += 1;
             return false;
@@ -351,10 +370,16 @@ impl Host {
             return;
         };
         match reply {
-            Reply::Opened { proxy_ip, hops, .. } => {
+            Reply::Opened {
+                proxy_ip,
+                hops,
+                delay_bound_us,
+                ..
+            } => {
                 source.reservation = Reservation::Opened {
                     proxy_ip,
                     hops,
+                    bound_us: delay_bound_us,
                     at_ns: now.as_nanos(),
                 };
                 if let Err(e) = source.build_shaper(now) {
@@ -399,7 +424,9 @@ impl Host {
                 max_burst: r.burst,
                 max_packet: r.max_packet,
                 shaping: rtcd::DaemonShaping::None,
-                delay_us: None,
+                delay_us: r
+                    .delay
+                    .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
             };
             let client = ClientId(u64::from(source.flow));
             self.rtcd.handle_client_request(now, client, 0, request);
@@ -661,9 +688,11 @@ impl Node for Host {
         if port.0 != 0 || now < self.busy_until {
             return None;
         }
-        let frame = self.nic.pop_front()?;
+        let (frame, owner) = match self.rt_nic.pop_front() {
+            Some(frame) => (frame, None),
+            None => (self.nic.pop_front()?, self.nic_owner.pop_front().flatten()),
+        };
         self.wake.set(None);
-        let owner = self.nic_owner.pop_front().flatten();
         if let Some(n) = owner.and_then(|i| self.greedy_in_nic.get_mut(i)) {
             *n = n.saturating_sub(1);
         }
@@ -725,7 +754,7 @@ impl Host {
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
         };
-        if !self.nic.is_empty() {
+        if !self.nic.is_empty() || !self.rt_nic.is_empty() {
             consider(Some(self.busy_until));
         }
         consider(self.announce_at);

@@ -146,12 +146,13 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
             SimNode::Host(h) => h.sinks.remove(&(flow as u32)).unwrap_or_default(),
             SimNode::Switch(_) => continue,
         };
-        let (reservation_name, refusal, hops) = match reservation {
-            Reservation::None => ("none", None, None),
-            Reservation::Pending => ("pending", None, None),
-            Reservation::Opened { hops, .. } => ("opened", None, Some(hops)),
-            Reservation::Refused(why) => ("refused", Some(why), None),
+        let (reservation_name, refusal, hops, bound_us) = match reservation {
+            Reservation::None => ("none", None, None, None),
+            Reservation::Pending => ("pending", None, None, None),
+            Reservation::Opened { hops, bound_us, .. } => ("opened", None, Some(hops), bound_us),
+            Reservation::Refused(why) => ("refused", Some(why), None, None),
         };
+        let delay = DelayStats::of(&mut sink.delays);
         let received = sink.distinct;
         let (loss_frames, loss_pct) = if is_greedy {
             (None, None)
@@ -183,7 +184,13 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
             duplicates: sink.duplicates,
             retransmits: source_stats.retransmits,
             shaper_drops: source_stats.shaper_drops,
-            delay: DelayStats::of(&mut sink.delays),
+            delay,
+            bound_us,
+            // Observed max / bound; above 1 is a violated guarantee.
+            tightness: bound_us
+                .zip(delay)
+                .filter(|(b, _)| *b > 0)
+                .map(|(b, d)| d.max_us / b as f64),
         });
     }
     let mut hosts = Vec::new();

@@ -119,6 +119,11 @@ pub struct FlowResult {
     pub shaper_drops: u64,
     /// One-way delay (application send → last bit at the sink) in the window.
     pub delay: Option<DelayStats>,
+    /// The path's end-to-end delay bound the reservation was granted with, µs (SETUP_OK's
+    /// BOUND; docs/delay.md).
+    pub bound_us: Option<u64>,
+    /// Observed maximum delay / bound (≤ 1 when the guarantee held).
+    pub tightness: Option<f64>,
 }
 
 /// One host's counters.
@@ -165,7 +170,7 @@ impl Results {
         );
         let _ = writeln!(
             out,
-            "{:<22} {:>8} {:>8} {:>9} {:>8} {:>10} {:>12} {:>12}",
+            "{:<22} {:>8} {:>8} {:>9} {:>8} {:>10} {:>12} {:>12} {:>10}",
             "flow",
             "offered",
             "reserved",
@@ -173,7 +178,8 @@ impl Results {
             "loss %",
             "reservation",
             "p99 delay µs",
-            "max delay µs"
+            "max delay µs",
+            "bound µs"
         );
         let mbit = |b: f64| format!("{:.1}", b / 1e6);
         for f in &self.flows {
@@ -182,9 +188,10 @@ impl Results {
             let (p99, max) = f.delay.map_or(("–".to_string(), "–".to_string()), |d| {
                 (format!("{:.0}", d.p99_us), format!("{:.0}", d.max_us))
             });
+            let bound = f.bound_us.map_or("–".to_string(), |b| b.to_string());
             let _ = writeln!(
                 out,
-                "{:<22} {:>8} {:>8} {:>9} {:>8} {:>10} {:>12} {:>12}",
+                "{:<22} {:>8} {:>8} {:>9} {:>8} {:>10} {:>12} {:>12} {:>10}",
                 truncate(&f.name, 22),
                 mbit(f.offered_bps),
                 reserved,
@@ -192,7 +199,8 @@ impl Results {
                 loss,
                 f.reservation,
                 p99,
-                max
+                max,
+                bound
             );
             if let Some(why) = &f.refusal {
                 let _ = writeln!(out, "    refused: {why}");

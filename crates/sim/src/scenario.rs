@@ -112,6 +112,9 @@ pub struct ReserveSpec {
     pub burst: u32,
     /// Largest frame, bytes, Ethernet header included.
     pub max_packet: u16,
+    /// End-to-end delay the reservation requires (`delay = "3ms"`): a switch whose bound would
+    /// exceed it refuses (docs/protocol.md §6).
+    pub delay: Option<std::time::Duration>,
 }
 
 /// A token bucket the source's datagrams go through (whole frames on the wire, as a
@@ -216,6 +219,7 @@ struct RawReserve {
     rate: Spanned<String>,
     burst: Option<Spanned<u32>>,
     max_packet: Option<Spanned<u16>>,
+    delay: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -531,10 +535,16 @@ fn traffic_spec(
                 Some(b) => *b.get_ref(),
                 None => 2 * u32::from(max_packet),
             };
+            let delay = r
+                .delay
+                .as_ref()
+                .map(|d| src.duration(d, "reserve.delay"))
+                .transpose()?;
             Some(ReserveSpec {
                 rate_bps,
                 burst,
                 max_packet,
+                delay,
             })
         }
     };

@@ -107,6 +107,8 @@ pub enum Reservation {
         proxy_ip: std::net::Ipv4Addr,
         /// Switches on the path.
         hops: u8,
+        /// The path's end-to-end delay bound, µs (SETUP_OK's BOUND).
+        bound_us: Option<u64>,
         /// When the grant arrived, ns.
         at_ns: u64,
     },

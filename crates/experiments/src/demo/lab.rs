@@ -221,6 +221,7 @@ fn traffic(
                 loss_pct: None,
                 max_delay_us: None,
                 p99_delay_us: None,
+                bound_us: None,
             });
         }
     }
@@ -247,6 +248,7 @@ fn probe_flow(name: &str, reserved: Option<f64>, sent: &Value, got: &Value) -> F
         loss_pct: Some(loss_pct),
         max_delay_us: got["delay_us"]["max"].as_f64(),
         p99_delay_us: got["delay_us"]["p99"].as_f64(),
+        bound_us: sent["reservation"]["delay_bound_us"].as_f64(),
     }
 }
 

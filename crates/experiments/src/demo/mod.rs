@@ -257,6 +257,9 @@ pub struct Flow {
     pub max_delay_us: Option<f64>,
     /// 99th percentile of the one-way delay (`None` for TCP; shown in the table, not the JSON).
     pub p99_delay_us: Option<f64>,
+    /// The end-to-end delay bound the reservation was granted with (docs/delay.md; `None`
+    /// without a reservation).
+    pub bound_us: Option<f64>,
 }
 
 /// Runs `scenario` on `backend`, once per switch kind (rtlan first, then the bridge). The lab
@@ -276,7 +279,7 @@ pub fn run(
 }
 
 /// `{"runs":[{"switch":…,"flows":[{"name","reserved_bps","delivered_bps","loss_pct",
-/// "max_delay_us"}]}]}`.
+/// "max_delay_us","bound_us"}]}]}`.
 pub fn results_json(runs: &[(SwitchKind, Vec<Flow>)]) -> Value {
     let runs: Vec<Value> = runs
         .iter()
@@ -290,6 +293,7 @@ pub fn results_json(runs: &[(SwitchKind, Vec<Flow>)]) -> Value {
                         "delivered_bps": f.delivered_bps,
                         "loss_pct": f.loss_pct,
                         "max_delay_us": f.max_delay_us,
+                        "bound_us": f.bound_us,
                     })
                 })
                 .collect();
@@ -338,6 +342,7 @@ mod tests {
             loss_pct: Some(loss),
             max_delay_us: Some(100.0),
             p99_delay_us: Some(90.0),
+            bound_us: Some(400.0),
         }
     }
 
@@ -370,6 +375,7 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "bound_us",
                 "delivered_bps",
                 "loss_pct",
                 "max_delay_us",

@@ -96,6 +96,7 @@ pub fn run(scenario: &Guarantee, seed: u64) -> anyhow::Result<Vec<(SwitchKind, V
                 loss_pct: if tcp { None } else { r.loss_pct },
                 max_delay_us: (!tcp).then(|| r.delay.as_ref().map(|d| d.max_us)).flatten(),
                 p99_delay_us: (!tcp).then(|| r.delay.as_ref().map(|d| d.p99_us)).flatten(),
+                bound_us: r.bound_us.map(|b| b as f64),
             })
         })
         .collect::<anyhow::Result<Vec<Flow>>>()?;

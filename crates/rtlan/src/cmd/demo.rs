@@ -108,12 +108,19 @@ fn print_tables(runs: &[(SwitchKind, Vec<Flow>)]) {
     for (kind, flows) in runs {
         println!("\n  switch: {}", kind.name());
         println!(
-            "  {:<11} {:>8} {:>8} {:>10} {:>8} {:>13} {:>13}",
-            "flow", "offered", "reserved", "delivered", "loss %", "p99 delay µs", "max delay µs"
+            "  {:<11} {:>8} {:>8} {:>10} {:>8} {:>13} {:>13} {:>9}",
+            "flow",
+            "offered",
+            "reserved",
+            "delivered",
+            "loss %",
+            "p99 delay µs",
+            "max delay µs",
+            "bound µs"
         );
         for f in flows {
             println!(
-                "  {:<11} {:>8} {:>8} {:>10} {:>8} {:>13} {:>13}",
+                "  {:<11} {:>8} {:>8} {:>10} {:>8} {:>13} {:>13} {:>9}",
                 f.name,
                 mbit(f.offered_bps),
                 or_dash(f.reserved_bps, mbit),
@@ -121,6 +128,7 @@ fn print_tables(runs: &[(SwitchKind, Vec<Flow>)]) {
                 or_dash(f.loss_pct, |l| format!("{l:.2}")),
                 or_dash(f.p99_delay_us, |d| format!("{d:.0}")),
                 or_dash(f.max_delay_us, |d| format!("{d:.0}")),
+                or_dash(f.bound_us, |d| format!("{d:.0}")),
             );
         }
     }
