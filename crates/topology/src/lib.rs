@@ -395,6 +395,35 @@ pub struct RtlanSwitch {
     pub nrt_queue_bytes: Option<u64>,
     /// CPU to pin the switch's data plane to; `None` = not pinned.
     pub cpu: Option<u32>,
+    /// Real-time scheduler of every output port; `None` = the switch's default (cyclic).
+    #[serde(default)]
+    pub scheduler: Option<SchedulerKind>,
+    /// Wake-up lateness budget in every hop's latency (docs/delay.md §4); `None` = the
+    /// switch's default.
+    #[serde(default)]
+    pub lateness_budget: Option<Duration>,
+}
+
+/// Which real-time scheduler serves a switch's output ports (docs/scheduler.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchedulerKind {
+    /// EtheReal §3.3: cyclic round robin with a quota per cycle.
+    #[default]
+    Cyclic,
+    /// QSR §3.1 Guaranteed Service: per-connection rate control on a timing wheel,
+    /// earliest deadline first.
+    Wheel,
+}
+
+impl SchedulerKind {
+    /// The name used in files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedulerKind::Cyclic => "cyclic",
+            SchedulerKind::Wheel => "wheel",
+        }
+    }
 }
 
 /// A link (veth pair) between two nodes.

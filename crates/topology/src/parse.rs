@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use crate::flows::{self, RawFlow};
 use crate::units::{parse_duration, parse_rate, parse_size};
-use crate::{Profile, UnknownUnicast};
+use crate::{Profile, SchedulerKind, UnknownUnicast};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -56,6 +56,8 @@ struct RawSwitch {
     cycle_time: Option<Spanned<String>>,
     nrt_queue_bytes: Option<Spanned<u64>>,
     cpu: Option<Spanned<u32>>,
+    scheduler: Option<Spanned<String>>,
+    lateness_budget: Option<Spanned<String>>,
     t_mux: Option<Spanned<String>>,
     buffer: Option<Spanned<String>>,
 }
@@ -442,6 +444,11 @@ fn resolve_switch(
                 s.nrt_queue_bytes.as_ref().map(|v| v.span()),
             ),
             ("cpu", s.cpu.as_ref().map(|v| v.span())),
+            ("scheduler", s.scheduler.as_ref().map(|v| v.span())),
+            (
+                "lateness_budget",
+                s.lateness_budget.as_ref().map(|v| v.span()),
+            ),
         ];
         if let Some((option, Some(span))) = rtlan_only.into_iter().find(|(_, sp)| sp.is_some()) {
             return Err(TopologyError::OptionNotForKind {
@@ -491,6 +498,28 @@ fn resolve_switch(
             Some(d)
         }
     };
+    let scheduler = match &s.scheduler {
+        None => None,
+        Some(v) => Some(match v.get_ref().as_str() {
+            "cyclic" => SchedulerKind::Cyclic,
+            "wheel" => SchedulerKind::Wheel,
+            other => {
+                return Err(TopologyError::BadOption {
+                    at: loc.at(&v.span()),
+                    option: "scheduler",
+                    reason: format!("`{other}` (expected \"cyclic\" or \"wheel\")"),
+                })
+            }
+        }),
+    };
+    let lateness_budget = match &s.lateness_budget {
+        None => None,
+        Some(v) => Some(parse_duration(v.get_ref()).map_err(|e| TopologyError::BadOption {
+            at: loc.at(&v.span()),
+            option: "lateness_budget",
+            reason: e.to_string(),
+        })?),
+    };
     let nrt_queue_bytes = match &s.nrt_queue_bytes {
         Some(v) if *v.get_ref() == 0 => {
             return Err(TopologyError::BadOption {
@@ -523,6 +552,8 @@ fn resolve_switch(
                 cycle_time,
                 nrt_queue_bytes,
                 cpu: s.cpu.as_ref().map(|v| *v.get_ref()),
+                scheduler,
+                lateness_budget,
             }),
             t_mux,
             buffer_bytes,

@@ -96,6 +96,8 @@ mgmt_ip = "10.0.0.1/8"
 cycle_time = "5ms"
 nrt_queue_bytes = 30000
 cpu = 1
+scheduler = "wheel"
+lateness_budget = "200us"
 [[switch]]
 name = "br"
 kind = "linux-bridge"
@@ -116,6 +118,8 @@ ends = ["sw", "br"]
     assert_eq!(o.cycle_time, Some(Duration::from_millis(5)));
     assert_eq!(o.nrt_queue_bytes, Some(30000));
     assert_eq!(o.cpu, Some(1));
+    assert_eq!(o.scheduler, Some(SchedulerKind::Wheel));
+    assert_eq!(o.lateness_budget, Some(Duration::from_micros(200)));
     assert_eq!(t.switch("br").unwrap().kind, SwitchKind::LinuxBridge);
     assert_eq!(t.switch_ports("br"), [("p0".to_string(), "sw".to_string())]);
     assert_eq!(
@@ -246,6 +250,24 @@ fn bad_kind_and_options() {
         4,
         14,
         "`cycle_time` only applies",
+    );
+    err_at(
+        "[[switch]]\nname = \"s\"\nscheduler = \"fifo\"\n",
+        3,
+        13,
+        "bad `scheduler`: `fifo` (expected \"cyclic\" or \"wheel\")",
+    );
+    err_at(
+        "[[switch]]\nname = \"s\"\nlateness_budget = \"200\"\n",
+        3,
+        19,
+        "bad `lateness_budget`",
+    );
+    err_at(
+        "[[switch]]\nname = \"s\"\nkind = \"linux-bridge\"\nscheduler = \"wheel\"\n",
+        4,
+        13,
+        "`scheduler` only applies",
     );
     err_at(
         "[[switch]]\nname = \"s\"\nunknown_unicast = \"drop\"\n",
