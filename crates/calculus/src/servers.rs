@@ -39,9 +39,14 @@
 //! `g` being the wheel's slot width. [`wheel_deadline_ns`] is `d_i + g`, the relative deadline the
 //! wheel itself uses, so the scheduler and the calculus share one formula.
 //!
+//! The regulator is a packetized greedy shaper whose bucket holds a largest frame, so it offers
+//! the service curve `λ_{R_i}` (Le Boudec & Thiran §1.7) and EDF adds the pure delay `d_i`.
+//!
 //! **Lateness.** The data plane's thread may wake up to `λ` late. A frame's reception may be
 //! processed up to `λ` late and, in a separate wake-up, its transmission handed out up to `λ`
-//! late: each hop adds `2λ` (Löser/Härtig §3 charge the host's scheduling jitter the same way).
+//! late: each hop adds `2λ` (Löser/Härtig §3 likewise put the host's scheduling delays into the
+//! bound). The transmit half holds while `λ` is at most the pacer's catch-up (200 µs): the
+//! pacer's booking is then unchanged by a late wake-up and the wire lags it by at most `λ`.
 //!
 //! Units: wire bits (a frame of `len` bytes costs [`rtlan_wire::cost::wire_bits`]) and integer
 //! nanoseconds at the API, exact [`Q`] (seconds, bits) inside. Everything handed out as an integer
