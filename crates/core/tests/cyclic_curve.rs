@@ -1,9 +1,8 @@
 //! The cyclic scheduler against its service curve from the calculus (`rtlan_calculus::servers`,
 //! EtheReal §3.3): a `CyclicScheduler` at 100 Mbit/s with ten connections at the admission cap
 //! (U = 30 %), driven on exact virtual time (λ = 0) by adversarial arrivals (eight seeded runs of
-//! 2 s), must give each tagged
-//! connection `departures(t) ≥ r·(t − s − θ)` over every backlogged period starting at `s`, and
-//! every frame a delay within `b/r + θ`.
+//! 2 s), must give each tagged connection `departures(t) ≥ r·(t − s − θ)` over every backlogged
+//! period starting at `s`, and every frame a delay within `b/r + θ`.
 //!
 //! The adversary: the eight untagged connections alternate a "saving" cycle (one small frame at
 //! the start, then a burst of full-size frames queued just before the next boundary, so they
