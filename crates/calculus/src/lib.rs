@@ -12,6 +12,9 @@
 //! - [`netfile`]: the network the analysis takes (read from files by `rtlan_topology`).
 //! - [`analysis`]: per-port closed forms over a whole network, with the admission verdict.
 //! - [`booking`]: incremental admission for the bandwidth manager (Löser/Härtig §3.2).
+//! - [`servers`]: the rate-latency service curve of each rtlan real-time scheduler (EtheReal §3.3's
+//!   cyclic round robin, QSR §3.1's rate-controlled timing wheel) and the per-hop arithmetic of
+//!   delay-bounded signalling (burst growth, backlog, queue size, end-to-end bound).
 //!
 //! Units everywhere: time in seconds, data in bits, rates in bit/s, all as [`Q`].
 //! See `docs/calculus.md` for the formulas, their provenance and the rounding policy.
@@ -26,7 +29,11 @@ pub mod netfile;
 pub mod network;
 pub mod rational;
 pub mod rfc2212;
+pub mod servers;
+#[cfg(test)]
+mod servers_tests;
 
 pub use curve::{ArrivalCurve, CurveError, RateLatency, TokenBucket};
 pub use network::{Flow, Multiplexing, Network, NetworkError, Node, TfaReport};
 pub use rational::{ArithError, Q};
+pub use servers::{HopTspec, PortParams, Server, ServerError};

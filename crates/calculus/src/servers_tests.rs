@@ -1,0 +1,407 @@
+//! Tests of the scheduler service curves and the per-hop arithmetic (`servers`).
+
+use proptest::prelude::*;
+
+use crate::curve::{self, ArrivalCurve, RateLatency};
+use crate::rational::Q;
+use crate::servers::*;
+
+fn port(lateness_ns: u64) -> PortParams {
+    PortParams {
+        line_rate_bps: 1_000_000,
+        max_frame_bits: 1000,
+        control_burst_bits: 1000,
+        control_rate_bps: 0,
+        lateness_ns,
+        link_delay_ns: 5000,
+    }
+}
+
+fn flow() -> HopTspec {
+    HopTspec {
+        rate_bps: 100_000,
+        burst_bits: 3000,
+        max_frame_bits: 1000,
+    }
+}
+
+fn secs_ns(ns: u64) -> Q {
+    Q::new(i128::from(ns), 1_000_000_000).unwrap()
+}
+
+#[test]
+fn cyclic_latency_by_hand() {
+    // T = 1 s, U = 10 %, C = 1 Mbit/s: Δ = (1000 + 1000 + 3·0.1·1e6·1) / 1e6 = 0.302 s;
+    // θ = T + Δ + L_i/r = 1 + 0.302 + 0.01 s, + 2λ (2 µs) + link (5 µs).
+    let s = Server::Cyclic(CyclicParams {
+        port: port(1000),
+        cycle_ns: 1_000_000_000,
+        rt_share_percent: 10,
+    });
+    assert_eq!(s.latency_ns(&flow()), Ok(1_312_007_000));
+    let beta = s.service_curve(&flow()).unwrap();
+    assert_eq!(beta.rate, Q::int(100_000));
+    assert_eq!(beta.latency, secs_ns(1_312_007_000));
+    if let Server::Cyclic(p) = s {
+        assert_eq!(cyclic_drain_ns(&p), Ok(302_000_000));
+    }
+}
+
+#[test]
+fn wheel_latency_by_hand() {
+    // d_i = L_i/R + (L_max + σ_c)/(C − ρ_c) = 10 ms + 2 ms; + g = 1 µs.
+    let p = WheelParams {
+        port: port(1000),
+        granularity_ns: 1000,
+    };
+    assert_eq!(wheel_deadline_ns(&p, &flow()), Ok(12_001_000));
+    // θ = d_i + g + 2λ + link.
+    assert_eq!(Server::Wheel(p).latency_ns(&flow()), Ok(12_008_000));
+}
+
+#[test]
+fn latencies_round_up() {
+    // L_i/r = 1000/3 s: not a whole number of ns.
+    let p = WheelParams {
+        port: port(0),
+        granularity_ns: 0,
+    };
+    let f = HopTspec {
+        rate_bps: 3,
+        burst_bits: 1000,
+        max_frame_bits: 1000,
+    };
+    let exact = Server::Wheel(p).latency(&f).unwrap();
+    let ns = Server::Wheel(p).latency_ns(&f).unwrap();
+    assert!(secs_ns(ns) >= exact);
+    assert!(secs_ns(ns - 1) < exact);
+}
+
+#[test]
+fn refusals_are_errors() {
+    let c = CyclicParams {
+        port: port(0),
+        cycle_ns: 1_000_000_000,
+        rt_share_percent: 10,
+    };
+    let zero = HopTspec {
+        rate_bps: 0,
+        ..flow()
+    };
+    assert_eq!(
+        Server::Cyclic(c).latency_ns(&zero),
+        Err(ServerError::ZeroRate)
+    );
+    // Above the share U·C = 100 kbit/s.
+    let fast = HopTspec {
+        rate_bps: 100_001,
+        ..flow()
+    };
+    assert!(matches!(
+        Server::Cyclic(c).latency_ns(&fast),
+        Err(ServerError::RateAboveLimit { .. })
+    ));
+    // Quota r·T below the largest frame.
+    let slow = HopTspec {
+        rate_bps: 999,
+        ..flow()
+    };
+    assert!(matches!(
+        Server::Cyclic(c).latency_ns(&slow),
+        Err(ServerError::QuotaBelowFrame { .. })
+    ));
+    // U = 40 %: 3·U = 1.2 cycles of credit cannot drain within the cycle.
+    let crowded = CyclicParams {
+        rt_share_percent: 40,
+        ..c
+    };
+    assert!(matches!(
+        Server::Cyclic(crowded).latency_ns(&flow()),
+        Err(ServerError::CycleTooShort { .. })
+    ));
+    let bad_share = CyclicParams {
+        rt_share_percent: 101,
+        ..c
+    };
+    assert_eq!(
+        Server::Cyclic(bad_share).latency_ns(&flow()),
+        Err(ServerError::BadShare(101))
+    );
+    let mut no_line = port(0);
+    no_line.line_rate_bps = 0;
+    let w = WheelParams {
+        port: no_line,
+        granularity_ns: 0,
+    };
+    assert_eq!(
+        Server::Wheel(w).latency_ns(&flow()),
+        Err(ServerError::ZeroLineRate)
+    );
+    assert_eq!(end_to_end_ns(&zero, 0), Err(ServerError::ZeroRate));
+    assert!(burst_at_hop(
+        &HopTspec {
+            rate_bps: u64::MAX,
+            ..flow()
+        },
+        u64::MAX
+    )
+    .is_err());
+}
+
+#[test]
+fn setup_conversion() {
+    // 30 Mbit/s of 1042-byte frames (1000-byte payload + Ethernet, IP, UDP headers), two-frame
+    // burst: each frame costs 1066 wire bytes.
+    let t = tspec_from_setup(30_000_000, 2084, 1042).unwrap();
+    assert_eq!(t.rate_bps, 30_690_979, "⌈30e6 · 1066 / 1042⌉");
+    assert_eq!(t.burst_bits, 2132 * 8);
+    assert_eq!(t.max_frame_bits, 8528);
+    // Small frames are padded: 42-byte frames cost 84 wire bytes.
+    let t = tspec_from_setup(42 * 8 * 1000, 84, 42).unwrap();
+    assert_eq!(t.rate_bps, 84 * 8 * 1000);
+    assert_eq!(t.burst_bits, 168 * 8);
+    assert_eq!(
+        tspec_from_setup(1, 10, 20),
+        Err(ServerError::BurstBelowPacket {
+            burst: 10,
+            packet: 20
+        })
+    );
+    assert_eq!(tspec_from_setup(0, 10, 10), Err(ServerError::ZeroRate));
+    assert_eq!(tspec_from_setup(1, 10, 0), Err(ServerError::ZeroFrame));
+    assert!(tspec_from_setup(u64::MAX, u32::MAX, 1).is_err());
+}
+
+#[test]
+fn queue_bytes_rounds_up() {
+    assert_eq!(queue_bytes(0), 0);
+    assert_eq!(queue_bytes(17), 3);
+    assert_eq!(queue_bytes(16), 2);
+    assert!(queue_bytes(u64::MAX) > 0);
+}
+
+/// The target flow: 30 Mbit/s of 1042-byte frames, two-frame burst, 3 hops at
+/// 100 Mbit/s, λ = 200 µs. Ports carry full-size (1514-byte) frames and a control bucket of one
+/// full frame at 1 Mbit/s.
+fn target_port() -> PortParams {
+    PortParams {
+        line_rate_bps: 100_000_000,
+        max_frame_bits: rtlan_wire::cost::wire_bits(1514),
+        control_burst_bits: rtlan_wire::cost::wire_bits(1514),
+        control_rate_bps: 1_000_000,
+        lateness_ns: 200_000,
+        link_delay_ns: 0,
+    }
+}
+
+fn three_hops(server: Server) -> (u64, u64) {
+    let t = tspec_from_setup(30_000_000, 2084, 1042).unwrap();
+    let theta = server.latency_ns(&t).unwrap();
+    (theta, end_to_end_ns(&t, 3 * theta).unwrap())
+}
+
+#[test]
+fn target_example_wheel() {
+    let server = Server::Wheel(WheelParams {
+        port: target_port(),
+        granularity_ns: 10_000,
+    });
+    let (theta, e2e) = three_hops(server);
+    println!("wheel: θ = {theta} ns per hop, 3-hop bound {e2e} ns");
+    // θ = L_i/R (8528/30690979 s = 277 866.7 ns) + (12304 + 12304)/99e6 s (248 565.7 ns)
+    //     + g 10 µs + 2λ 400 µs = 936 432.3 ns.
+    assert_eq!(theta, 936_433);
+    // b/r = 17056/30690979 s = 555 733.x ns.
+    assert_eq!(e2e, 555_734 + 3 * 936_433);
+    // 3.37 ms: above the 3 ms target. Without the lateness budget (2λ per hop = 1.2 ms)
+    // it is 2.17 ms; lateness is most of the bound.
+    assert!(e2e > 3_000_000);
+    let ideal = Server::Wheel(WheelParams {
+        port: PortParams {
+            lateness_ns: 0,
+            ..target_port()
+        },
+        granularity_ns: 10_000,
+    });
+    assert!(three_hops(ideal).1 <= 3_000_000 - 800_000);
+}
+
+#[test]
+fn target_example_cyclic() {
+    // T = 10 ms; U = 31 % is the smallest cap that holds the 30.69 Mbit/s wire rate, and the
+    // largest at which Δ + λ ≤ T (3·U = 0.93 cycles of credit to drain).
+    let server = Server::Cyclic(CyclicParams {
+        port: target_port(),
+        cycle_ns: 10_000_000,
+        rt_share_percent: 31,
+    });
+    let (theta, e2e) = three_hops(server);
+    println!("cyclic: θ = {theta} ns per hop, 3-hop bound {e2e} ns");
+    // Δ = (12304 + 12304 + 930000)/99e6 s = 9 642 505.05 ns; θ = T + Δ + L_i/r + 2λ
+    // = 10 000 000 + 9 642 505.05 + 277 866.67 + 400 000 = 20 320 371.7 ns.
+    assert_eq!(theta, 20_320_372);
+    assert!(e2e > 60_000_000 && e2e < 70_000_000, "tens of ms");
+    // The default 60 % cap cannot be analysed at T = 10 ms: 1.8 cycles of credit.
+    let crowded = Server::Cyclic(CyclicParams {
+        port: target_port(),
+        cycle_ns: 10_000_000,
+        rt_share_percent: 60,
+    });
+    let t = tspec_from_setup(30_000_000, 2084, 1042).unwrap();
+    assert!(matches!(
+        crowded.latency_ns(&t),
+        Err(ServerError::CycleTooShort { .. })
+    ));
+}
+
+fn any_port() -> impl Strategy<Value = PortParams> {
+    (
+        1_000_000u64..10_000_000_000,
+        672u64..100_000,
+        0u64..100_000,
+        0u64..100,
+        0u64..1_000_000,
+        0u64..100_000,
+    )
+        .prop_map(|(c, l, sc, rc_pct, lat, link)| PortParams {
+            line_rate_bps: c,
+            max_frame_bits: l,
+            control_burst_bits: sc,
+            control_rate_bps: c / 1000 * rc_pct / 10,
+            lateness_ns: lat,
+            link_delay_ns: link,
+        })
+}
+
+fn any_server() -> impl Strategy<Value = Server> {
+    prop_oneof![
+        (any_port(), 0u64..100_000).prop_map(|(port, g)| Server::Wheel(WheelParams {
+            port,
+            granularity_ns: g
+        })),
+        (any_port(), 1_000_000u64..100_000_000, 1u8..33).prop_map(|(port, t, u)| {
+            Server::Cyclic(CyclicParams {
+                port,
+                cycle_ns: t,
+                rt_share_percent: u,
+            })
+        }),
+    ]
+}
+
+fn any_flow() -> impl Strategy<Value = HopTspec> {
+    (1_000u64..1_000_000_000, 672u64..100_000, 0u64..1_000_000).prop_map(|(r, l, extra)| HopTspec {
+        rate_bps: r,
+        burst_bits: l + extra,
+        max_frame_bits: l,
+    })
+}
+
+proptest! {
+    /// Each hop's rounded latency is at least its exact one; the end-to-end bound equals the
+    /// horizontal deviation of γ_{r,b} against the concatenation of the hops' curves (latencies
+    /// on the ns grid, as `network` rounds them, so denominators stay small) up to < 1 ns, and is
+    /// never below it; a peak-limited T-SPEC gives no more.
+    #[test]
+    fn e2e_is_the_concatenated_delay_bound(
+        servers in proptest::collection::vec(any_server(), 1..6), f in any_flow()) {
+        let mut curves = Vec::new();
+        let mut sum_ns = 0u64;
+        for s in &servers {
+            match (s.service_curve(&f), s.latency_ns(&f)) {
+                (Ok(beta), Ok(ns)) => {
+                    prop_assert!(secs_ns(ns) >= beta.latency);
+                    prop_assert!(secs_ns(ns) < beta.latency.add(secs_ns(1)).unwrap());
+                    curves.push(RateLatency::new(beta.rate, secs_ns(ns)).unwrap());
+                    sum_ns += ns;
+                }
+                (Err(a), Err(b)) => { prop_assert_eq!(a, b); return Ok(()); }
+                (a, b) => prop_assert!(false, "curve {:?} vs latency {:?}", a, b),
+            }
+        }
+        let path = RateLatency::concat_all(curves).unwrap().unwrap();
+        let r = Q::int(i64::try_from(f.rate_bps).unwrap());
+        let alpha = ArrivalCurve::token_bucket(r, Q::int(i64::try_from(f.burst_bits).unwrap())).unwrap();
+        let exact = curve::delay_bound(&alpha, &path).unwrap();
+        let e2e = end_to_end_ns(&f, sum_ns).unwrap();
+        prop_assert!(secs_ns(e2e) >= exact);
+        let slack = secs_ns(1);
+        prop_assert!(secs_ns(e2e) < exact.add(slack).unwrap());
+        let peak = Q::int(10_000_000_000);
+        let tspec = ArrivalCurve::tspec(peak, Q::int(i64::try_from(f.max_frame_bits).unwrap()),
+            r, Q::int(i64::try_from(f.burst_bits).unwrap())).unwrap();
+        prop_assert!(curve::delay_bound(&tspec, &path).unwrap() <= exact);
+    }
+
+    /// burst_at_hop after each prefix of the path is the (rounded-up) burst of the output curve
+    /// of the flow through the concatenation of the upstream hops; the backlog bound is the
+    /// vertical deviation there.
+    #[test]
+    fn burst_and_backlog_match_the_curves(
+        servers in proptest::collection::vec(any_server(), 1..5), f in any_flow()) {
+        let r = Q::int(i64::try_from(f.rate_bps).unwrap());
+        let b = Q::int(i64::try_from(f.burst_bits).unwrap());
+        let mut alpha = ArrivalCurve::token_bucket(r, b).unwrap();
+        let mut upstream = 0u64;
+        for s in &servers {
+            let Ok(theta) = s.latency_ns(&f) else { return Ok(()); };
+            let here = burst_at_hop(&f, upstream).unwrap();
+            let beta = RateLatency::new(r, secs_ns(theta)).unwrap();
+            // The curve's burst after the upstream hops (with their rounded latencies).
+            prop_assert!(Q::int(i64::try_from(here).unwrap()) >= alpha.burst());
+            prop_assert!(Q::int(i64::try_from(here).unwrap()) < alpha.burst().add(Q::ONE).unwrap());
+            let backlog = backlog_bits(&f, here, theta).unwrap();
+            prop_assert!(Q::int(i64::try_from(backlog).unwrap()) >= curve::backlog_bound(&alpha, &beta).unwrap());
+            prop_assert!(queue_bytes(backlog) * 8 >= usize::try_from(backlog).unwrap());
+            alpha = curve::output_curve(&alpha, &beta).unwrap();
+            upstream += theta;
+        }
+    }
+
+    /// θ never decreases when λ, L_max, σ_c, ρ_c, the link delay, T, U or g grow (while the
+    /// scheduler can still be analysed).
+    #[test]
+    fn latency_is_monotone(s in any_server(), f in any_flow(),
+                           d_lat in 0u64..1_000_000, d_l in 0u64..50_000, d_sc in 0u64..50_000,
+                           d_rc in 0u64..1000, d_link in 0u64..100_000, d_t in 0u64..10_000_000,
+                           d_u in 0u8..3, d_g in 0u64..100_000) {
+        let Ok(before) = s.latency_ns(&f) else { return Ok(()); };
+        let grow = |p: PortParams| PortParams {
+            line_rate_bps: p.line_rate_bps,
+            max_frame_bits: p.max_frame_bits + d_l,
+            control_burst_bits: p.control_burst_bits + d_sc,
+            control_rate_bps: p.control_rate_bps + d_rc,
+            lateness_ns: p.lateness_ns + d_lat,
+            link_delay_ns: p.link_delay_ns + d_link,
+        };
+        let bigger = match s {
+            Server::Wheel(w) => Server::Wheel(WheelParams { port: grow(w.port), granularity_ns: w.granularity_ns + d_g }),
+            Server::Cyclic(c) => Server::Cyclic(CyclicParams { port: grow(c.port), cycle_ns: c.cycle_ns + d_t,
+                                                              rt_share_percent: c.rt_share_percent + d_u }),
+        };
+        if let Ok(after) = bigger.latency_ns(&f) {
+            prop_assert!(after >= before);
+        }
+    }
+
+    /// No input panics.
+    #[test]
+    fn never_panics(c in any::<u64>(), l in any::<u64>(), sc in any::<u64>(), rc in any::<u64>(),
+                    lat in any::<u64>(), t in any::<u64>(), u in any::<u8>(), r in any::<u64>(),
+                    b in any::<u64>(), lf in any::<u64>(), up in any::<u64>(), sb in any::<u32>(),
+                    mp in any::<u16>()) {
+        let port = PortParams { line_rate_bps: c, max_frame_bits: l, control_burst_bits: sc,
+                                control_rate_bps: rc, lateness_ns: lat, link_delay_ns: lat };
+        let f = HopTspec { rate_bps: r, burst_bits: b, max_frame_bits: lf };
+        for s in [Server::Cyclic(CyclicParams { port, cycle_ns: t, rt_share_percent: u }),
+                  Server::Wheel(WheelParams { port, granularity_ns: t })] {
+            let _ = s.latency_ns(&f);
+            let _ = s.service_curve(&f);
+        }
+        let _ = burst_at_hop(&f, up);
+        let _ = backlog_bits(&f, b, up);
+        let _ = end_to_end_ns(&f, up);
+        let _ = queue_bytes(b);
+        let _ = tspec_from_setup(r, sb, mp);
+    }
+}
