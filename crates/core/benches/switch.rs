@@ -107,6 +107,8 @@ fn rt_lookup(c: &mut Criterion) {
                 request_id: u32::try_from(n).unwrap_or(u32::MAX),
             },
             flow: None,
+            policer: None,
+            nonconforming: 0,
         };
         table
             .insert(port, id, entry)

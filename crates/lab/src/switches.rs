@@ -79,6 +79,8 @@ struct SwitchFile {
     control_socket: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     cpu: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lateness_budget: Option<String>,
     port: Vec<PortFile>,
 }
 
@@ -104,6 +106,7 @@ pub(crate) fn render_config(
         nrt_queue_bytes: opts.nrt_queue_bytes,
         control_socket: socket.display().to_string(),
         cpu: opts.cpu,
+        lateness_budget: opts.lateness_budget.map(format_duration),
         port: topology
             .interfaces(name)
             .into_iter()

@@ -68,6 +68,19 @@ pub fn switch_config(scenario: &Scenario, index: usize) -> Result<SwitchConfig, 
         rt: RtConfig {
             max_connections: scenario.sim.max_connections,
             cpu_cost_per_connection: scenario.sim.cpu_cost_per_connection,
+            lateness_budget: options
+                .lateness_budget
+                .unwrap_or(rtlan_core::switch::DEFAULT_LATENESS_BUDGET),
+            // One figure per switch: the longest of its links, so every hop's latency covers
+            // its own output link.
+            link_delay: topo
+                .links
+                .iter()
+                .zip(&scenario.link_delays)
+                .filter(|(l, _)| l.ends.iter().any(|e| e.node == switch.name))
+                .map(|(_, d)| *d)
+                .max()
+                .unwrap_or_default(),
             ..RtConfig::default()
         },
     })

@@ -514,11 +514,13 @@ fn resolve_switch(
     };
     let lateness_budget = match &s.lateness_budget {
         None => None,
-        Some(v) => Some(parse_duration(v.get_ref()).map_err(|e| TopologyError::BadOption {
-            at: loc.at(&v.span()),
-            option: "lateness_budget",
-            reason: e.to_string(),
-        })?),
+        Some(v) => Some(
+            parse_duration(v.get_ref()).map_err(|e| TopologyError::BadOption {
+                at: loc.at(&v.span()),
+                option: "lateness_budget",
+                reason: e.to_string(),
+            })?,
+        ),
     };
     let nrt_queue_bytes = match &s.nrt_queue_bytes {
         Some(v) if *v.get_ref() == 0 => {

@@ -18,8 +18,8 @@
 use std::net::Ipv4Addr;
 
 use rtlan_wire::control::{
-    FailReason, HelloRepr, Message, Packet, Repr, Role, SetupRepr, CONTROL_ID, ETHERTYPE,
-    FLAG_RETRANSMISSION,
+    BoundTlv, DelayTlv, FailReason, HelloRepr, Message, Packet, Repr, Role, SetupRepr, Tlv,
+    CONTROL_ID, ETHERTYPE, FLAG_RETRANSMISSION,
 };
 use rtlan_wire::ethernet::{Address, EtherType};
 
@@ -32,7 +32,7 @@ use crate::egress::queue::MIN_CHARGE;
 use crate::egress::{FlowHandle, FlowSpec};
 use crate::time::Instant;
 
-/// Longest control frame this switch emits (the messages it builds carry no TLVs).
+/// Longest control frame this switch emits (its messages carry at most a DELAY or BOUND TLV).
 const CONTROL_FRAME_MAX: usize = 128;
 
 impl Switch {
@@ -135,6 +135,9 @@ impl Switch {
             hop: repr.hop.saturating_add(1),
             first: repr.hop == 0,
             setup,
+            // Repr::parse checked a DELAY TLV's length, so this cannot fail on a parsed SETUP.
+            delay: repr.delay().ok().flatten().unwrap_or_default(),
+            terms: None,
             wait: Wait::Route {
                 deadline: now + self.config.rt.route_timeout,
             },
@@ -181,9 +184,20 @@ impl Switch {
             return;
         }
         let wire = rt::wire_rate(job.setup.rate, job.setup.max_packet);
-        let rt_bytes = usize::try_from(job.setup.max_burst)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(2);
+        // Delay in the signalling: this hop's latency, the queue its backlog bound needs, and
+        // a DELAY refusal when the requirement is already exceeded (docs/protocol.md §6).
+        let terms = match self.hop_terms(out, &job.setup, job.delay) {
+            Ok(terms) => terms,
+            Err(reason) => {
+                if reason == FailReason::Delay {
+                    self.stats.rt.delay_refusals += 1;
+                }
+                self.refuse(now, &job, reason);
+                return;
+            }
+        };
+        job.terms = Some(terms);
+        let rt_bytes = terms.queue_bytes;
         let booking = match self.rt.admission.try_book(out, wire, rt_bytes) {
             Ok(booking) => booking,
             Err(error) => {
@@ -201,9 +215,14 @@ impl Switch {
             .is_switch_facing(out, now, self.config.rt.hello_interval);
         if last {
             self.record_setup_latency(now, &job);
-            let entry = self.entry(&job, out, 0, Some(mac));
+            let entry = self.entry(now, &job, out, 0, Some(mac));
             let held = held(&job, booking, rt_bytes, now);
-            self.install(now, &job, entry, held, job.hop);
+            // The last hop knows the whole path: its bound goes back in SETUP_OK.
+            let bound = BoundTlv {
+                bound_ns: terms.bound_ns,
+                latency_ns: u32::try_from(terms.accumulated_ns).unwrap_or(u32::MAX),
+            };
+            self.install(now, &job, entry, held, job.hop, Some(bound.to_tlv()));
             return;
         }
         let Some(out_id) = self
@@ -248,6 +267,7 @@ impl Switch {
     /// The table entry for `job` leaving on `out`.
     fn entry(
         &self,
+        now: Instant,
         job: &InProgress,
         out: PortId,
         out_id: u16,
@@ -263,6 +283,26 @@ impl Switch {
             max_packet: job.setup.max_packet,
             request: job.key,
             flow: None,
+            // The first switch polices the connection's T-SPEC in wire bits (the same
+            // conversion the calculus uses for the bound), with the burst its own receive
+            // lateness can add (r·λ): frames it processes late look bunched, through no fault
+            // of the sender, and the hop's latency already counts that lateness.
+            policer: job
+                .first
+                .then(|| {
+                    let tspec = rtlan_calculus::servers::tspec_from_setup(
+                        job.setup.rate,
+                        job.setup.max_burst,
+                        job.setup.max_packet,
+                    )
+                    .ok()?;
+                    let lateness = u64::try_from(self.config.rt.lateness_budget.as_nanos())
+                        .unwrap_or(u64::MAX);
+                    let depth = rtlan_calculus::servers::burst_at_hop(&tspec, lateness).ok()?;
+                    Some(rt::Policer::new(tspec.rate_bps, depth, now))
+                })
+                .flatten(),
+            nonconforming: 0,
         }
     }
 
@@ -270,18 +310,28 @@ impl Switch {
     /// scheduler, its share of the input port's reservations — and answers SETUP_OK upstream;
     /// on an error releases what `held` holds and refuses (BUFFER for a full table, otherwise
     /// what the scheduler objected to).
-    fn install(&mut self, now: Instant, job: &InProgress, entry: RtEntry, held: Held, hops: u8) {
+    fn install(
+        &mut self,
+        now: Instant,
+        job: &InProgress,
+        entry: RtEntry,
+        held: Held,
+        hops: u8,
+        bound: Option<Tlv>,
+    ) {
         let key = (job.key.in_port, job.in_id);
         let refused = match self.rt.table.insert(key.0, key.1, entry) {
             Err(_) => Some(FailReason::Buffer),
-            Ok(()) => match self.add_to_scheduler(&entry, held.booking.wire_rate_bps) {
-                Ok(flow) => {
-                    // The entry was inserted just above.
-                    self.rt.table.set_flow(key.0, key.1, flow);
-                    None
+            Ok(()) => {
+                match self.add_to_scheduler(&entry, held.booking.wire_rate_bps, held.rt_bytes) {
+                    Ok(flow) => {
+                        // The entry was inserted just above.
+                        self.rt.table.set_flow(key.0, key.1, flow);
+                        None
+                    }
+                    Err(reason) => Some(reason),
                 }
-                Err(reason) => Some(reason),
-            },
+            }
         };
         if let Some(reason) = refused {
             self.rt.table.remove(key.0, key.1);
@@ -297,7 +347,7 @@ impl Switch {
             connection_id: job.in_id,
             hops,
         };
-        self.answer(now, job, ok);
+        self.answer_with(now, job, ok, bound);
     }
 
     /// Adds the queue of the connection of `entry` (leaving by `entry.out_port`, booked at
@@ -306,6 +356,7 @@ impl Switch {
         &mut self,
         entry: &RtEntry,
         wire_bps: u64,
+        queue_bytes: usize,
     ) -> Result<FlowHandle, FailReason> {
         let Some(port) = self.ports.get_mut(usize::from(entry.out_port.0)) else {
             return Err(FailReason::NoRoute);
@@ -319,7 +370,7 @@ impl Switch {
             rate_bps: wire_bps,
             max_burst,
             max_packet,
-            queue_bytes: 0,
+            queue_bytes,
         };
         port.sched.add_flow(spec).map_err(|error| match error {
             SchedError::Oversubscribed { .. } => FailReason::Bandwidth,
@@ -383,7 +434,15 @@ impl Switch {
 
     /// Sends `message` upstream for `job` and stores it for duplicates.
     fn answer(&mut self, now: Instant, job: &InProgress, message: Message) {
-        let repr = Repr::new(job.hop, job.key.request_id, message);
+        self.answer_with(now, job, message, None);
+    }
+
+    /// [`Switch::answer`] with a TLV (SETUP_OK's BOUND).
+    fn answer_with(&mut self, now: Instant, job: &InProgress, message: Message, tlv: Option<Tlv>) {
+        let mut repr = Repr::new(job.hop, job.key.request_id, message);
+        if let Some(tlv) = tlv {
+            repr.set_tlv(tlv);
+        }
         // Bounded: at most a few answers per connection the switch can hold.
         if self.rt.answers.len() < self.config.rt.max_connections.saturating_mul(4) {
             self.rt.answers.insert(job.key, (repr.clone(), now));
@@ -416,9 +475,11 @@ impl Switch {
         };
         match repr.message {
             Message::SetupOk { hops, .. } => {
-                let entry = self.entry(&job, out_port, out_id, None);
+                let entry = self.entry(now, &job, out_port, out_id, None);
                 let held = held(&job, booking, rt_bytes, now);
-                self.install(now, &job, entry, held, hops);
+                // The BOUND goes upstream unchanged (Repr::parse checked its length).
+                let bound = repr.bound().ok().flatten().map(BoundTlv::to_tlv);
+                self.install(now, &job, entry, held, hops, bound);
             }
             Message::SetupFail {
                 reason,
@@ -560,6 +621,7 @@ fn held(job: &InProgress, booking: rt::Booking, rt_bytes: usize, now: Instant) -
     Held {
         booking,
         rt_bytes,
+        latency_ns: job.terms.map_or(0, |t| t.latency_ns),
         dst_ip: job.setup.dst_ip,
         dst_port: job.setup.dst_port,
         hop: job.hop,
@@ -579,6 +641,14 @@ fn downstream_setup(job: &InProgress, out_id: u16, request_id: u32, flags: u8) -
         }),
     );
     repr.flags = flags;
+    // The latency so far, including this hop's (docs/protocol.md §6).
+    let delay = DelayTlv {
+        accumulated_ns: job
+            .terms
+            .map_or(job.delay.accumulated_ns, |t| t.accumulated_ns),
+        ..job.delay
+    };
+    repr.set_tlv(delay.to_tlv());
     repr
 }
 

@@ -88,6 +88,12 @@ pub struct ConnectionInfo {
     pub frames_dropped: u64,
     /// Frames waiting in the connection's queue.
     pub queued: usize,
+    /// This hop's latency θ in the connection's delay bound, ns (docs/delay.md).
+    pub latency_ns: u64,
+    /// The connection's queue bound here (its backlog bound), bytes.
+    pub queue_bytes: usize,
+    /// Frames the first switch dropped as not conforming to the T-SPEC (0 elsewhere).
+    pub nonconforming: u64,
 }
 
 /// One port's scheduler and preemptive-discard state, for reporting.
@@ -176,6 +182,9 @@ impl Switch {
                         .zip(entry.flow)
                         .and_then(|(s, flow)| s.rt_queued(flow))
                         .unwrap_or(0),
+                    latency_ns: held.map_or(0, |h| h.latency_ns),
+                    queue_bytes: held.map_or(0, |h| h.rt_bytes),
+                    nonconforming: entry.nonconforming,
                 }
             })
             .collect();

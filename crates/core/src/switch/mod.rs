@@ -23,6 +23,7 @@ use crate::time::Instant;
 use crate::timer::{TimerKind, TimerTable};
 
 mod arp_cache;
+mod bound;
 mod control;
 mod ingress;
 mod introspect;
@@ -53,6 +54,14 @@ use signal::RtState;
 
 /// Longest frame (without FCS) the switch accepts; longer ones are counted as malformed.
 pub const MAX_FRAME_LEN: usize = 2048;
+
+/// Default [`RtConfig::lateness_budget`]: 500 µs. A quiet host wakes within tens of µs; the
+/// 2-core lab machine under floods was measured late by up to 3.2 ms with three switches, and
+/// configures its own budget (`docs/delay.md`).
+pub const DEFAULT_LATENESS_BUDGET: Duration = Duration::from_micros(500);
+
+/// Default [`RtConfig::max_frame_bytes`]: an 802.1Q-tagged 1500-byte-MTU frame without FCS.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 1518;
 
 /// Smallest default non-real-time queue bound of a paced port, in bytes.
 pub const MIN_NRT_QUEUE_BYTES: usize = 64 * 1024;
@@ -140,6 +149,15 @@ pub struct RtConfig {
     /// A connection that sees no REFRESH for this long is released and torn down both ways
     /// (soft state, `docs/protocol.md` §5); zero = never expire. Checked once a second.
     pub refresh_timeout: Duration,
+    /// How late the driver may wake (receive or transmit) without breaking a bound: part of
+    /// every hop's latency (`docs/delay.md`). A send later than this is a guarantee violation,
+    /// counted per port.
+    pub lateness_budget: Duration,
+    /// Propagation delay of each output link, part of every hop's latency.
+    pub link_delay: Duration,
+    /// Largest frame (bytes, without FCS) any class may send on a port: the non-preemptive
+    /// blocking term of every hop's latency. Longer frames are not forwarded.
+    pub max_frame_bytes: usize,
 }
 
 impl Default for RtConfig {
@@ -166,6 +184,9 @@ impl Default for RtConfig {
             hello_interval: Some(Duration::from_secs(1)),
             route_timeout: Duration::from_millis(500),
             refresh_timeout: DEFAULT_REFRESH_TIMEOUT,
+            lateness_budget: DEFAULT_LATENESS_BUDGET,
+            link_delay: Duration::ZERO,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
         }
     }
 }
@@ -390,6 +411,9 @@ struct Port {
     /// scheduler still polices each connection to its quota per cycle, with the admission line
     /// rate (the medium's, or [`RtConfig::unpaced_line_rate_bps`]) as its nominal rate.
     sched: CyclicScheduler,
+    /// The control traffic the scheduler lets ahead of real-time frames: (rate bit/s, burst
+    /// wire bits), as the bound counts it.
+    control_bucket: (u64, u64),
     /// Input: preemptive discard of non-real-time frames while the port is host-facing; `None`
     /// when disabled.
     meter: Option<NrtMeter>,
@@ -515,6 +539,10 @@ impl Switch {
             };
             ports.push(Port {
                 sched,
+                control_bucket: (
+                    line_rate_bps / 100,
+                    2 * rtlan_wire::cost::wire_bits(MAX_FRAME_LEN),
+                ),
                 meter,
                 line_rate_bps,
             });

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use rtlan_wire::control::{Repr, SetupRepr};
+use rtlan_wire::control::{DelayTlv, Repr, SetupRepr};
 
 use super::introspect::LatencyRing;
 use super::rt::{Admission, Booking, ConnectionTable, IdAllocator, RequestKey, SwitchLimits};
@@ -29,8 +29,11 @@ const HELLO_MISSES: u32 = 3;
 pub(super) struct Held {
     /// The bandwidth booked on the output port.
     pub(super) booking: Booking,
-    /// Real-time FIFO bytes (2 × max burst) admitted on the output port.
+    /// Real-time FIFO bytes (the connection's backlog bound at this hop) admitted on the
+    /// output port.
     pub(super) rt_bytes: usize,
+    /// This hop's latency θ in the connection's bound, ns.
+    pub(super) latency_ns: u64,
     /// The receiver's IP address (from the SETUP).
     pub(super) dst_ip: Ipv4Addr,
     /// The receiver's UDP port (from the SETUP).
@@ -98,6 +101,11 @@ pub(super) struct InProgress {
     pub(super) first: bool,
     /// The request.
     pub(super) setup: SetupRepr,
+    /// The request's delay terms (required bound, latency accumulated upstream; zero when the
+    /// SETUP carried none).
+    pub(super) delay: DelayTlv,
+    /// This hop's terms, once routed and admitted.
+    pub(super) terms: Option<super::bound::HopTerms>,
     /// What it waits for.
     pub(super) wait: Wait,
     /// When the SETUP arrived (per-hop setup latency).

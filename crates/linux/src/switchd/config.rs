@@ -15,8 +15,8 @@ use rtlan_core::switch::rt::{
 };
 use rtlan_core::switch::sched::{DEFAULT_WINDOW, MAX_CYCLE, MIN_CYCLE};
 use rtlan_core::switch::{
-    PortConfig, RtConfig, SwitchConfig, UnknownUnicast, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_REFRESH_TIMEOUT, MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
+    PortConfig, RtConfig, SwitchConfig, UnknownUnicast, DEFAULT_LATENESS_BUDGET,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_REFRESH_TIMEOUT, MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
 };
 pub use rtlan_core::units::format_duration;
 use rtlan_core::units::{format_rate, parse_duration, parse_rate};
@@ -130,6 +130,11 @@ pub struct Config {
     pub preemptive_discard: bool,
     /// Sliding window of the preemptive-discard meter.
     pub discard_window: Duration,
+    /// How late a frame may be handed out at this hop through late wake-ups (receive and send
+    /// together): part of every connection's delay bound (docs/delay.md §4).
+    pub lateness_budget: Duration,
+    /// Propagation delay of the output links, part of every hop's latency.
+    pub link_delay: Duration,
     /// The ports, in `PortId` order.
     pub ports: Vec<PortSpec>,
 }
@@ -174,6 +179,8 @@ struct RawConfig {
     realtime_priority: Option<Spanned<u8>>,
     preemptive_discard: Option<bool>,
     discard_window: Option<Spanned<String>>,
+    lateness_budget: Option<Spanned<String>>,
+    link_delay: Option<Spanned<String>>,
     #[serde(default)]
     port: Vec<RawPort>,
 }
@@ -219,6 +226,17 @@ impl Source<'_> {
             Ok(_) => Err(self.error(v.span(), format!("{key} must be greater than zero"))),
             Err(e) => Err(self.error(v.span(), format!("{key}: {e}"))),
         }
+    }
+
+    /// [`Self::duration`], accepting zero.
+    fn duration_or_zero(
+        &self,
+        value: Option<Spanned<String>>,
+        key: &str,
+        default: Duration,
+    ) -> Result<Duration, ConfigError> {
+        let Some(v) = value else { return Ok(default) };
+        parse_duration(v.get_ref()).map_err(|e| self.error(v.span(), format!("{key}: {e}")))
     }
 
     fn bounded(&self, value: &Spanned<usize>, key: &str, max: usize) -> Result<usize, ConfigError> {
@@ -348,6 +366,13 @@ impl Config {
             Some(v) => *v.get_ref(),
         };
         let discard_window = src.duration(raw.discard_window, "discard_window", DEFAULT_WINDOW)?;
+        // Zero is allowed for both: an exact driver, a link without delay.
+        let lateness_budget = src.duration_or_zero(
+            raw.lateness_budget,
+            "lateness_budget",
+            DEFAULT_LATENESS_BUDGET,
+        )?;
+        let link_delay = src.duration_or_zero(raw.link_delay, "link_delay", Duration::ZERO)?;
         let ageing_time = src.duration(raw.ageing_time, "ageing_time", DEFAULT_AGEING_TIME)?;
         let pending_timeout = src.duration(
             raw.pending_timeout,
@@ -436,6 +461,8 @@ impl Config {
             realtime_priority,
             preemptive_discard: raw.preemptive_discard.unwrap_or(true),
             discard_window,
+            lateness_budget,
+            link_delay,
             ports,
         })
     }
@@ -491,6 +518,8 @@ impl Config {
                 max_connections: self.max_connections,
                 preemptive_discard: self.preemptive_discard,
                 discard_window: self.discard_window,
+                lateness_budget: self.lateness_budget,
+                link_delay: self.link_delay,
                 ..RtConfig::default()
             },
         }
@@ -535,6 +564,8 @@ struct ConfigView<'a> {
     realtime_priority: u8,
     preemptive_discard: bool,
     discard_window: String,
+    lateness_budget: String,
+    link_delay: String,
     port: Vec<PortView<'a>>,
 }
 
@@ -571,6 +602,8 @@ impl serde::Serialize for Config {
             realtime_priority: self.realtime_priority,
             preemptive_discard: self.preemptive_discard,
             discard_window: format_duration(self.discard_window),
+            lateness_budget: format_duration(self.lateness_budget),
+            link_delay: format_duration(self.link_delay),
             port: self
                 .ports
                 .iter()

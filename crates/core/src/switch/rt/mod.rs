@@ -17,6 +17,7 @@ use crate::switch::PortId;
 
 mod admission;
 mod ids;
+mod police;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -27,6 +28,7 @@ pub use admission::{
     DEFAULT_RT_CAP_PERCENT,
 };
 pub use ids::{IdAllocator, IdError};
+pub use police::Policer;
 pub use table::{ConnectionTable, RequestKey, RtEntry, TableError};
 
 /// Why [`forward_data`] dropped a frame. The frame is left unchanged.
@@ -75,6 +77,11 @@ pub struct RtStats {
     pub ip_rewrites: u64,
     /// SETUPs refused by admission (any resource); the driver copies [`Admission::refusals`] in.
     pub admission_refusals: u64,
+    /// SETUPs refused because the end-to-end bound with this hop exceeded their required delay.
+    pub delay_refusals: u64,
+    /// Frames the first switch dropped as not conforming to their connection's T-SPEC (token
+    /// bucket of its wire rate and burst). Also counted per connection.
+    pub nonconforming_drops: u64,
 }
 
 impl RtStats {

@@ -76,6 +76,10 @@ pub struct RtEntry {
     /// part): set once the scheduler accepted the flow, so a data frame is queued by handle,
     /// without a second lookup.
     pub flow: Option<FlowHandle>,
+    /// The first-hop policer (`Some` only at the first switch, with `receiver_ip`).
+    pub policer: Option<super::Policer>,
+    /// Frames the policer dropped as non-conforming.
+    pub nonconforming: u64,
 }
 
 /// All real-time connections of a switch, keyed by (input port, input connection id), with a
@@ -187,6 +191,31 @@ impl ConnectionTable {
         }
     }
 
+    /// Polices a frame of `bits` wire bits on the connection arriving on `in_port` with id
+    /// `in_id` (first-hop policing, `super::police`): `true` if it conforms or the connection
+    /// is not policed here (or unknown: the data path drops those anyway).
+    pub fn police(
+        &mut self,
+        in_port: PortId,
+        in_id: u16,
+        now: crate::time::Instant,
+        bits: u64,
+    ) -> bool {
+        let slot = self.slot(in_port, in_id);
+        let Some(entry) = slot.and_then(|slot| self.slots.get_mut(slot)?.as_mut()) else {
+            return true;
+        };
+        let Some(policer) = &mut entry.policer else {
+            return true;
+        };
+        if policer.conforms(now, bits) {
+            true
+        } else {
+            entry.nonconforming += 1;
+            false
+        }
+    }
+
     /// The (input port, input id) of the connection created by `request`, if any.
     pub fn find_request(&self, request: &RequestKey) -> Option<(PortId, u16)> {
         self.by_request.get(request).copied()
@@ -237,6 +266,8 @@ mod tests {
                 request_id,
             },
             flow: None,
+            policer: None,
+            nonconforming: 0,
         }
     }
 

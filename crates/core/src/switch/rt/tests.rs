@@ -67,6 +67,8 @@ fn entry(out_port: u16, out_id: u16, request_id: u32) -> RtEntry {
             request_id,
         },
         flow: None,
+        policer: None,
+        nonconforming: 0,
     }
 }
 

@@ -1,0 +1,93 @@
+//! Delay in the signalling (`docs/delay.md`, `docs/protocol.md` §6): what one hop adds to a
+//! connection's end-to-end bound, and the queue it must book for it.
+//!
+//! The SETUP's T-SPEC (rate *r*, burst *b*, largest frame *M*; Löser/Härtig §3, RFC 2212's
+//! `(r, b, M)`) in wire bits, the latency θ of the rate-latency service curve the output port's
+//! scheduler guarantees the connection (EtheReal §3.3's cyclic scheduler, or QSR §3.1's
+//! rate-controlled timing wheel; both in `rtlan_calculus::servers`, including the switch's
+//! wake-up lateness budget and the link's delay), the burst the connection can have when it
+//! reaches this hop (*b* + *r*·Σθ upstream), and from those the backlog bound this hop books as
+//! the connection's queue — so a conforming connection is never dropped here — and the
+//! end-to-end bound *b*/*r* + Σθ so far.
+
+use rtlan_calculus::servers::{self, CyclicParams, HopTspec, PortParams, Server};
+use rtlan_wire::control::{DelayTlv, FailReason, SetupRepr};
+use rtlan_wire::cost::wire_bits;
+
+use super::{PortId, Switch};
+
+/// One hop's contribution to a connection's bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct HopTerms {
+    /// θ of this hop, ns.
+    pub(super) latency_ns: u64,
+    /// The connection's queue on the output port: its backlog bound here, bytes.
+    pub(super) queue_bytes: usize,
+    /// Σθ up to and including this hop, ns (what the next SETUP's DELAY carries).
+    pub(super) accumulated_ns: u64,
+    /// End-to-end bound if the path ended here, ns: *b*/*r* + Σθ.
+    pub(super) bound_ns: u64,
+}
+
+impl Switch {
+    /// The service-curve parameters of output port `out` (`None` for an unknown port).
+    pub(super) fn port_server(&self, out: PortId) -> Option<Server> {
+        let port = self.ports.get(usize::from(out.0))?;
+        let rt = &self.config.rt;
+        let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let (control_rate_bps, control_burst_bits) = port.control_bucket;
+        let params = PortParams {
+            line_rate_bps: port.line_rate_bps,
+            max_frame_bits: wire_bits(rt.max_frame_bytes),
+            control_burst_bits,
+            control_rate_bps,
+            lateness_ns: nanos(rt.lateness_budget),
+            link_delay_ns: nanos(rt.link_delay),
+        };
+        Some(cyclic(
+            params,
+            nanos(self.config.cycle_time),
+            rt.cap_percent,
+        ))
+    }
+
+    /// This hop's terms for `setup` leaving by `out`, after the hops that added `delay`.
+    /// MALFORMED for a T-SPEC the calculus refuses (zero rate, overflow), DELAY when the bound
+    /// with this hop already exceeds a non-zero requirement.
+    pub(super) fn hop_terms(
+        &self,
+        out: PortId,
+        setup: &SetupRepr,
+        delay: DelayTlv,
+    ) -> Result<HopTerms, FailReason> {
+        let server = self.port_server(out).ok_or(FailReason::NoRoute)?;
+        let malformed = |_| FailReason::Malformed;
+        let flow: HopTspec =
+            servers::tspec_from_setup(setup.rate, setup.max_burst, setup.max_packet)
+                .map_err(malformed)?;
+        let latency_ns = server.latency_ns(&flow).map_err(malformed)?;
+        let burst_here = servers::burst_at_hop(&flow, delay.accumulated_ns).map_err(malformed)?;
+        let backlog = servers::backlog_bits(&flow, burst_here, latency_ns).map_err(malformed)?;
+        let accumulated_ns = delay.accumulated_ns.saturating_add(latency_ns);
+        let bound_ns = servers::end_to_end_ns(&flow, accumulated_ns).map_err(malformed)?;
+        if delay.required_ns != 0 && bound_ns > delay.required_ns {
+            return Err(FailReason::Delay);
+        }
+        Ok(HopTerms {
+            latency_ns,
+            queue_bytes: servers::queue_bytes(backlog),
+            accumulated_ns,
+            bound_ns,
+        })
+    }
+}
+
+/// The cyclic scheduler's parameters (kept here so the scheduler's `server` has one caller's
+/// view of the admission cap).
+pub(super) fn cyclic(port: PortParams, cycle_ns: u64, cap_percent: u8) -> Server {
+    Server::Cyclic(CyclicParams {
+        port,
+        cycle_ns,
+        rt_share_percent: cap_percent,
+    })
+}
