@@ -11,8 +11,10 @@
 //! boundary: it may still spend what is left within the current cycle, and when a frame reaches it
 //! in a later cycle it starts again from exactly one quota.
 //!
-//! Service order at every transmit opportunity: real-time connections that have credit for their
-//! head frame, round robin one frame per visit; then the non-real-time FIFO. Real-time service is
+//! Service order at every transmit opportunity: control frames within the port's control bucket
+//! ([`SchedConfig::control_rate_bps`], [`SchedConfig::control_burst_bytes`]); real-time
+//! connections that have credit for their head frame, round robin one frame per visit; control
+//! frames beyond the bucket; then the non-real-time FIFO. Real-time service is
 //! non-work-conserving: a connection never sends beyond its credit, even on an idle line. Unlike the
 //! paper, which "never turns back" to real-time traffic once non-real-time service has begun in a
 //! cycle, a real-time frame that arrives mid-cycle while its connection still has credit goes ahead
@@ -37,6 +39,7 @@ use std::time::Duration;
 
 use rtlan_wire::cost::wire_bits;
 
+use super::bucket::TokenBucket;
 use super::pacer::{Pacer, PACING_LATE_THRESHOLD};
 use super::pool::{BufferPools, PoolConfig, TrafficClass};
 use super::queue::{charge, FrameQueue};
@@ -89,15 +92,50 @@ pub enum SchedError {
         /// Requested maximum packet in bytes.
         packet: usize,
     },
-    /// The reservations would exceed the line rate.
+    /// The reservations and the control bucket's rate would exceed the line rate.
     #[error("reservations would total {total_bps} bit/s, above the line rate of {line_bps} bit/s")]
     Oversubscribed {
-        /// Sum of the reservations including the refused one.
+        /// Sum of the reservations including the refused one, plus the control bucket's rate.
         total_bps: u64,
         /// The port's line rate.
         line_bps: u64,
     },
+    /// The control bucket's rate is not below the line rate, or its depth is below one
+    /// minimum-size frame (84 wire bytes).
+    #[error("control bucket of {rate_bps} bit/s and {burst_bytes} bytes does not fit the line")]
+    BadControlBucket {
+        /// Configured rate in bit/s.
+        rate_bps: u64,
+        /// Configured depth in wire bytes.
+        burst_bytes: usize,
+    },
+    /// The timing wheel's granularity is outside [`MIN_GRANULARITY`] ..= [`MAX_GRANULARITY`].
+    #[error("timing wheel granularity {0:?} is outside 1 µs ..= 10 ms")]
+    GranularityOutOfRange(Duration),
+    /// The timing wheel's slot count is not a power of two in 64 ..= 2²⁰.
+    #[error("timing wheel of {0} slots: must be a power of two in 64 ..= 1048576")]
+    BadWheelSlots(usize),
+    /// The port's largest frame is outside 60 ..= 65535 bytes.
+    #[error("largest frame of {0} bytes is outside 60 ..= 65535")]
+    BadMaxFrame(usize),
 }
+
+/// Shortest timing-wheel slot.
+pub const MIN_GRANULARITY: Duration = Duration::from_micros(1);
+/// Longest timing-wheel slot.
+pub const MAX_GRANULARITY: Duration = Duration::from_millis(10);
+/// Default timing-wheel slot: releases are at most 10 µs late, a few frame times at 1 Gbit/s.
+pub const DEFAULT_GRANULARITY: Duration = Duration::from_micros(10);
+/// Default number of timing-wheel slots: with [`DEFAULT_GRANULARITY`] a 10.24 ms horizon, beyond
+/// which release times wait in the overflow heap.
+pub const DEFAULT_WHEEL_SLOTS: usize = 1024;
+/// Default largest frame a port sends: 1514 bytes without FCS (a 1518-byte Ethernet frame).
+pub const DEFAULT_MAX_FRAME: usize = 1514;
+/// Default control bucket depth in wire bytes: two maximum-size frames (2 × 1538), so a SETUP
+/// and its answer, or a HELLO and a SETUP, can go back to back without waiting for tokens.
+pub const DEFAULT_CONTROL_BURST_BYTES: usize = 2 * 1538;
+/// The default control rate is the line rate divided by this (1 %).
+pub const CONTROL_RATE_DIVISOR: u64 = 100;
 
 /// Configuration of one port's scheduler.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,6 +154,26 @@ pub struct SchedConfig {
     pub max_connections: usize,
     /// The port's buffer pools (QSR §3.1).
     pub pools: PoolConfig,
+    /// Rate of the control bucket in wire bit/s (< line rate; 0: only the depth, once). Control frames within
+    /// the bucket go ahead of everything; beyond it they wait behind reserved frames that may go
+    /// (still ahead of non-real-time frames), so at most `control_burst_bytes × 8 + rate × t`
+    /// wire bits of control ever go ahead of reserved traffic in a window of length `t`.
+    /// Default 1 % of the line rate: far above what signalling needs (a SETUP per connection,
+    /// a HELLO per second) and a small, bounded dent in every real-time bound.
+    pub control_rate_bps: u64,
+    /// Depth of the control bucket in wire bytes ([`rtlan_wire::cost::wire_bytes`], ≥ 84);
+    /// default [`DEFAULT_CONTROL_BURST_BYTES`].
+    pub control_burst_bytes: usize,
+    /// Slot length of the timing wheel ([`super::WheelScheduler`]): a reserved frame is released
+    /// at the first slot boundary at or after its eligibility time, so at most this late.
+    pub granularity: Duration,
+    /// Number of timing-wheel slots (a power of two, 64 ..= 2²⁰); release times beyond
+    /// `wheel_slots × granularity` wait in an overflow heap.
+    pub wheel_slots: usize,
+    /// Largest frame the port may send, bytes without FCS (60 ..= 65535): the non-preemptive
+    /// blocking term of the timing wheel's deadlines. The wheel drops longer frames (counted)
+    /// and refuses flows whose maximum packet is longer.
+    pub max_frame: usize,
 }
 
 impl SchedConfig {
@@ -131,17 +189,40 @@ impl SchedConfig {
             nrt_queue_bytes: None,
             max_connections: 16_384,
             pools: PoolConfig::UNLIMITED,
+            control_rate_bps: line_rate_bps / CONTROL_RATE_DIVISOR,
+            control_burst_bytes: DEFAULT_CONTROL_BURST_BYTES,
+            granularity: DEFAULT_GRANULARITY,
+            wheel_slots: DEFAULT_WHEEL_SLOTS,
+            max_frame: DEFAULT_MAX_FRAME,
         }
     }
 
     /// The same defaults on `medium`; `line_rate_bps` is the medium's rate where it has one and
     /// `nominal_rate_bps` for an [`Medium::Unpaced`] port.
     pub fn for_medium(medium: Medium, nominal_rate_bps: u64) -> SchedConfig {
+        let line_rate_bps = medium.rate_bps().unwrap_or(nominal_rate_bps);
         SchedConfig {
             medium,
-            line_rate_bps: medium.rate_bps().unwrap_or(nominal_rate_bps),
-            ..SchedConfig::new(nominal_rate_bps)
+            ..SchedConfig::new(line_rate_bps)
         }
+    }
+
+    /// The control bucket (full), after checking it fits the line.
+    pub(crate) fn control_bucket(&self) -> Result<TokenBucket, SchedError> {
+        let bad = SchedError::BadControlBucket {
+            rate_bps: self.control_rate_bps,
+            burst_bytes: self.control_burst_bytes,
+        };
+        if self.control_rate_bps >= self.line_rate_bps
+            || (self.control_burst_bytes as u64) < rtlan_wire::cost::MIN_WIRE_BYTES
+        {
+            return Err(bad);
+        }
+        let depth_bits = u64::try_from(self.control_burst_bytes)
+            .ok()
+            .and_then(|b| b.checked_mul(8))
+            .ok_or(bad)?;
+        Ok(TokenBucket::new(self.control_rate_bps, depth_bits))
     }
 }
 
@@ -226,8 +307,10 @@ pub struct CyclicScheduler {
     /// Whether the medium is paced here (full duplex): otherwise frames go as soon as they are
     /// eligible; cycles and quotas still apply.
     paced: bool,
-    /// Control frames, served first (empty bound unless [`CyclicScheduler::with_control_queue`]).
+    /// Control frames (empty bound unless [`CyclicScheduler::with_control_queue`]): first while
+    /// `control_bucket` allows, else after the connections with credit.
     control: FrameQueue,
+    control_bucket: TokenBucket,
     nrt: FrameQueue,
     pools: BufferPools,
     /// The connections, addressed by [`FlowHandle`]; `eligible` and `waiting` hold slot indexes.
@@ -237,6 +320,8 @@ pub struct CyclicScheduler {
     /// Backlogged connections waiting for the next cycle's quota.
     waiting: Vec<usize>,
     reserved_bps: u64,
+    /// The control bucket's rate, booked against the line like a reservation.
+    control_rate_bps: u64,
     stats: SchedStats,
 }
 
@@ -249,6 +334,7 @@ impl CyclicScheduler {
         if cfg.line_rate_bps == 0 || cfg.medium.rate_bps() == Some(0) {
             return Err(SchedError::ZeroLineRate);
         }
+        let control_bucket = cfg.control_bucket()?;
         let pacing_rate = cfg.medium.pacing_rate_bps();
         // MAX_CYCLE is 1 s, so the nanoseconds fit a u64.
         let cycle_ns = u64::try_from(cfg.cycle.as_nanos()).unwrap_or(u64::MAX);
@@ -268,6 +354,8 @@ impl CyclicScheduler {
             medium: cfg.medium,
             paced: pacing_rate.is_some(),
             control: FrameQueue::new(0),
+            control_bucket,
+            control_rate_bps: cfg.control_rate_bps,
             nrt: FrameQueue::new(nrt_bytes),
             pools: BufferPools::new(cfg.pools),
             slots: FlowSlab::with_capacity(n),
@@ -279,8 +367,9 @@ impl CyclicScheduler {
     }
 
     /// The same scheduler with a control FIFO of `bytes` (allocated now): frames queued with
-    /// [`CyclicScheduler::enqueue_control`] go before any real-time or non-real-time frame.
-    /// Control traffic (signalling) is not policed: keep it small.
+    /// [`CyclicScheduler::enqueue_control`] go before any real-time or non-real-time frame while
+    /// the control bucket holds their wire bits, and after the real-time connections with credit
+    /// (still before non-real-time frames) when it does not.
     pub fn with_control_queue(mut self, bytes: usize) -> CyclicScheduler {
         self.control = FrameQueue::new(bytes);
         self
@@ -402,9 +491,10 @@ impl CyclicScheduler {
             });
         }
         let total = self.reserved_bps.saturating_add(rate_bps);
-        if total > self.line_rate_bps {
+        let booked = total.saturating_add(self.control_rate_bps);
+        if booked > self.line_rate_bps {
             return Err(SchedError::Oversubscribed {
-                total_bps: total,
+                total_bps: booked,
                 line_bps: self.line_rate_bps,
             });
         }
@@ -586,15 +676,8 @@ impl CyclicScheduler {
         if self.paced && now < self.pacer.busy_until() {
             return None;
         }
-        while let Some((len, enqueued)) = self.control.front() {
-            self.control.pop_into(buf);
-            self.pools.release(TrafficClass::Control, charge(len));
-            if len <= buf.len() {
-                self.stats.control_frames_sent += 1;
-                self.on_send(now, enqueued, len);
-                return Some(len);
-            }
-            self.stats.control_frames_dropped += 1;
+        if let Some(len) = self.send_control(now, buf, true) {
+            return Some(len);
         }
         while let Some(&slot) = self.eligible.front() {
             self.eligible.pop_front();
@@ -638,6 +721,9 @@ impl CyclicScheduler {
             }
             self.stats.rt_frames_dropped += 1;
         }
+        if let Some(len) = self.send_control(now, buf, false) {
+            return Some(len);
+        }
         while let Some((len, enqueued)) = self.nrt.front() {
             self.nrt.pop_into(buf);
             self.pools.release(TrafficClass::Default, charge(len));
@@ -648,6 +734,31 @@ impl CyclicScheduler {
                 return Some(len);
             }
             self.stats.nrt_frames_dropped += 1;
+        }
+        None
+    }
+
+    /// Sends the head control frame into `buf`: if `in_bucket`, only when the control bucket holds
+    /// its wire bits (and takes them); otherwise regardless of the bucket. Frames longer than
+    /// `buf` are dropped and counted.
+    fn send_control(&mut self, now: Instant, buf: &mut [u8], in_bucket: bool) -> Option<usize> {
+        while let Some((len, enqueued)) = self.control.front() {
+            let bits = wire_bits(len);
+            let fits = len <= buf.len();
+            if in_bucket && fits {
+                if !self.control_bucket.conforms(now.as_nanos(), bits) {
+                    return None;
+                }
+                self.control_bucket.take(now.as_nanos(), bits);
+            }
+            self.control.pop_into(buf);
+            self.pools.release(TrafficClass::Control, charge(len));
+            if fits {
+                self.stats.control_frames_sent += 1;
+                self.on_send(now, enqueued, len);
+                return Some(len);
+            }
+            self.stats.control_frames_dropped += 1;
         }
         None
     }
@@ -686,7 +797,7 @@ impl CyclicScheduler {
 
 /// Pushes a copy of `frame` on `queue` if both the queue and `class`'s pools have room (charging
 /// the pools); `false` and nothing changed otherwise.
-fn push_charged(
+pub(super) fn push_charged(
     queue: &mut FrameQueue,
     pools: &mut BufferPools,
     class: TrafficClass,
