@@ -26,8 +26,6 @@ pub(crate) struct TokenBucket {
     t_ref: u128,
 }
 
-// The timing wheel (next) uses the eligibility methods; the control bucket does not.
-#[allow(dead_code)]
 impl TokenBucket {
     /// A full bucket of `depth_bits` filling at `rate_bps` (0: it never refills).
     pub(crate) fn new(rate_bps: u64, depth_bits: u64) -> TokenBucket {

@@ -11,8 +11,10 @@
 //!   [`FlowHandle`]s that address reserved flows without a hash lookup per frame;
 //! - `bucket`: the exact token bucket behind the timing wheel's regulators and every port's
 //!   control bucket;
-//! - [`cyclic`]: EtheReal's cyclic round-robin scheduler (EtheReal §3.3).
-
+//! - [`cyclic`]: EtheReal's cyclic round-robin scheduler (EtheReal §3.3);
+//! - [`wheel`]: rate-controlled earliest-deadline-first service on a timing wheel, QSR's
+//!   Guaranteed Service (QSR §3.1);
+//! - [`port`]: the per-port choice between the two ([`PortScheduler`], [`SchedulerKind`]).
 //!
 //! The algorithm, the deviations from the paper and the bounds are written up in
 //! `docs/scheduler.md`.
@@ -21,8 +23,10 @@ pub(crate) mod bucket;
 pub mod cyclic;
 pub mod pacer;
 pub mod pool;
+pub mod port;
 pub(crate) mod queue;
 pub mod sched;
+pub mod wheel;
 
 pub use cyclic::{
     CyclicScheduler, SchedConfig, SchedError, CATCHUP_CYCLES, CONTROL_RATE_DIVISOR,
@@ -31,4 +35,6 @@ pub use cyclic::{
 };
 pub use pacer::{PACING_CATCHUP, PACING_LATE_THRESHOLD};
 pub use pool::{BufferPools, PoolConfig, PoolStats, TrafficClass};
+pub use port::{PortScheduler, SchedulerKind};
 pub use sched::{ConnStats, FlowHandle, FlowSpec, SchedStats, Scheduler};
+pub use wheel::{wheel_deadline_ns, WheelScheduler};
