@@ -93,7 +93,7 @@ pub struct SchedStats {
     pub cycle_overruns: u64,
     /// Cycle boundaries processed only after the next one had passed (late wake-up).
     pub cycles_skipped: u64,
-    /// Control frames (signalling, served before real-time flows) sent.
+    /// Control frames (signalling) sent, within their bucket or not.
     pub control_frames_sent: u64,
     /// Control frames dropped (control FIFO or pools full, or output buffer too short).
     pub control_frames_dropped: u64,
@@ -138,7 +138,8 @@ pub trait Scheduler {
     /// Queues a copy of `frame` in the default (non-real-time) FIFO; `false` if dropped.
     fn enqueue_nrt(&mut self, now: Instant, frame: &[u8]) -> bool;
 
-    /// Queues a copy of `frame` in the control FIFO (served first); `false` if dropped.
+    /// Queues a copy of `frame` in the control FIFO (served first within the port's control
+    /// bucket, then behind reserved frames that may go); `false` if dropped.
     fn enqueue_control(&mut self, now: Instant, frame: &[u8]) -> bool;
 
     /// The next frame to send at `now`, copied into `buf`; its length, or `None` if the line is
