@@ -9,6 +9,7 @@
 //! - [`pacer`]: line-rate pacing on virtual time for a [`crate::Medium::FullDuplex`] port;
 //! - [`sched`]: the [`Scheduler`] contract every output-port scheduler implements, and the
 //!   [`FlowHandle`]s that address reserved flows without a hash lookup per frame;
+//! - [`config`]: the schedulers' shared configuration ([`SchedConfig`]) and errors;
 //! - `bucket`: the exact token bucket behind the timing wheel's regulators and every port's
 //!   control bucket;
 //! - [`cyclic`]: EtheReal's cyclic round-robin scheduler (EtheReal §3.3);
@@ -20,6 +21,7 @@
 //! `docs/scheduler.md`.
 
 pub(crate) mod bucket;
+pub mod config;
 pub mod cyclic;
 pub mod pacer;
 pub mod pool;
@@ -28,11 +30,11 @@ pub(crate) mod queue;
 pub mod sched;
 pub mod wheel;
 
-pub use cyclic::{
-    CyclicScheduler, SchedConfig, SchedError, CATCHUP_CYCLES, CONTROL_RATE_DIVISOR,
-    DEFAULT_CONTROL_BURST_BYTES, DEFAULT_CYCLE, DEFAULT_GRANULARITY, DEFAULT_MAX_FRAME,
-    DEFAULT_WHEEL_SLOTS, MAX_CYCLE, MAX_GRANULARITY, MIN_CYCLE, MIN_GRANULARITY,
+pub use config::{
+    SchedConfig, SchedError, CONTROL_RATE_DIVISOR, DEFAULT_CONTROL_BURST_BYTES,
+    DEFAULT_GRANULARITY, DEFAULT_MAX_FRAME, DEFAULT_WHEEL_SLOTS, MAX_GRANULARITY, MIN_GRANULARITY,
 };
+pub use cyclic::{CyclicScheduler, CATCHUP_CYCLES, DEFAULT_CYCLE, MAX_CYCLE, MIN_CYCLE};
 pub use pacer::{PACING_CATCHUP, PACING_LATE_THRESHOLD};
 pub use pool::{BufferPools, PoolConfig, PoolStats, TrafficClass};
 pub use port::{PortScheduler, SchedulerKind};
