@@ -11,15 +11,17 @@
 //! boundary: it may still spend what is left within the current cycle, and when a frame reaches it
 //! in a later cycle it starts again from exactly one quota.
 //!
-//! Service order at every transmit opportunity: real-time connections that have credit for their
-//! head frame, round robin one frame per visit; then the non-real-time FIFO. Real-time service is
+//! Service order at every transmit opportunity: control frames within the port's control bucket
+//! ([`SchedConfig::control_rate_bps`], [`SchedConfig::control_burst_bytes`]); real-time
+//! connections that have credit for their head frame, round robin one frame per visit; control
+//! frames beyond the bucket; then the non-real-time FIFO. Real-time service is
 //! non-work-conserving: a connection never sends beyond its credit, even on an idle line. Unlike the
 //! paper, which "never turns back" to real-time traffic once non-real-time service has begun in a
 //! cycle, a real-time frame that arrives mid-cycle while its connection still has credit goes ahead
 //! of the queued non-real-time frames: its delay drops from up to a cycle to one frame's line time,
 //! and the per-cycle guarantee is unchanged because the frame only spends credit the connection
 //! already had. On a [`Medium::FullDuplex`] port all output is paced at line rate by the port's
-//! [`Pacer`]; on other media the driver serialises and frames go as soon as they may (real-time
+//! pacer; on other media the driver serialises and frames go as soon as they may (real-time
 //! ones still within their per-cycle quota).
 //!
 //! Every queue charges its bytes to the port's [`BufferPools`] (QSR §3.1): the control FIFO to the
@@ -37,8 +39,10 @@ use std::time::Duration;
 
 use rtlan_wire::cost::wire_bits;
 
+use super::bucket::TokenBucket;
+pub use super::config::{SchedConfig, SchedError};
 use super::pacer::{Pacer, PACING_LATE_THRESHOLD};
-use super::pool::{BufferPools, PoolConfig, TrafficClass};
+use super::pool::{BufferPools, TrafficClass};
 use super::queue::{charge, FrameQueue};
 use super::sched::{ConnStats, FlowHandle, FlowSlab, FlowSpec, SchedStats, Scheduler};
 use crate::node::Medium;
@@ -62,88 +66,6 @@ const SCALE: u128 = 1_000_000_000;
 
 /// The longest frame a queue can hold (its length is stored as `u16`).
 const MAX_PACKET: usize = u16::MAX as usize;
-
-/// Errors of the cyclic scheduler.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SchedError {
-    /// The cycle is outside [`MIN_CYCLE`] ..= [`MAX_CYCLE`].
-    #[error("cycle time {0:?} is outside 100 µs ..= 1 s")]
-    CycleOutOfRange(Duration),
-    /// The line rate (or the medium's rate) is zero.
-    #[error("line rate must be positive")]
-    ZeroLineRate,
-    /// The configured maximum number of connections is reached.
-    #[error("connection table full ({0} connections)")]
-    TooManyConnections(usize),
-    /// The reserved rate is zero.
-    #[error("reserved rate must be positive")]
-    ZeroRate,
-    /// The maximum packet is 0 or longer than 65535 bytes.
-    #[error("maximum packet of {0} bytes is outside 1 ..= 65535")]
-    BadMaxPacket(usize),
-    /// The maximum burst is smaller than the maximum packet.
-    #[error("maximum burst of {burst} bytes is smaller than the maximum packet of {packet} bytes")]
-    BurstBelowPacket {
-        /// Requested maximum burst in bytes.
-        burst: usize,
-        /// Requested maximum packet in bytes.
-        packet: usize,
-    },
-    /// The reservations would exceed the line rate.
-    #[error("reservations would total {total_bps} bit/s, above the line rate of {line_bps} bit/s")]
-    Oversubscribed {
-        /// Sum of the reservations including the refused one.
-        total_bps: u64,
-        /// The port's line rate.
-        line_bps: u64,
-    },
-}
-
-/// Configuration of one port's scheduler.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchedConfig {
-    /// Cycle length, [`MIN_CYCLE`] ..= [`MAX_CYCLE`].
-    pub cycle: Duration,
-    /// What the port transmits on: a [`Medium::FullDuplex`] port is paced at its rate, other
-    /// media are not paced (the driver serialises).
-    pub medium: Medium,
-    /// Rate the reservations are checked against and the default non-real-time FIFO is sized
-    /// from, bit/s (> 0): the medium's rate, or a nominal rate for an unpaced port.
-    pub line_rate_bps: u64,
-    /// Bound of the non-real-time FIFO in bytes; `None` = 2 × line rate × cycle (EtheReal §3.3).
-    pub nrt_queue_bytes: Option<usize>,
-    /// Most real-time connections this port accepts.
-    pub max_connections: usize,
-    /// The port's buffer pools (QSR §3.1).
-    pub pools: PoolConfig,
-}
-
-impl SchedConfig {
-    /// The paper's defaults for a full-duplex port of `line_rate_bps`, paced: 10 ms cycle,
-    /// non-real-time FIFO of 2 × rate × cycle, up to 16384 connections, unlimited pools.
-    pub fn new(line_rate_bps: u64) -> SchedConfig {
-        SchedConfig {
-            cycle: DEFAULT_CYCLE,
-            medium: Medium::FullDuplex {
-                rate_bps: line_rate_bps,
-            },
-            line_rate_bps,
-            nrt_queue_bytes: None,
-            max_connections: 16_384,
-            pools: PoolConfig::UNLIMITED,
-        }
-    }
-
-    /// The same defaults on `medium`; `line_rate_bps` is the medium's rate where it has one and
-    /// `nominal_rate_bps` for an [`Medium::Unpaced`] port.
-    pub fn for_medium(medium: Medium, nominal_rate_bps: u64) -> SchedConfig {
-        SchedConfig {
-            medium,
-            line_rate_bps: medium.rate_bps().unwrap_or(nominal_rate_bps),
-            ..SchedConfig::new(nominal_rate_bps)
-        }
-    }
-}
 
 /// One real-time connection.
 #[derive(Debug)]
@@ -226,8 +148,10 @@ pub struct CyclicScheduler {
     /// Whether the medium is paced here (full duplex): otherwise frames go as soon as they are
     /// eligible; cycles and quotas still apply.
     paced: bool,
-    /// Control frames, served first (empty bound unless [`CyclicScheduler::with_control_queue`]).
+    /// Control frames (empty bound unless [`CyclicScheduler::with_control_queue`]): first while
+    /// `control_bucket` allows, else after the connections with credit.
     control: FrameQueue,
+    control_bucket: TokenBucket,
     nrt: FrameQueue,
     pools: BufferPools,
     /// The connections, addressed by [`FlowHandle`]; `eligible` and `waiting` hold slot indexes.
@@ -237,6 +161,8 @@ pub struct CyclicScheduler {
     /// Backlogged connections waiting for the next cycle's quota.
     waiting: Vec<usize>,
     reserved_bps: u64,
+    /// The control bucket's rate, booked against the line like a reservation.
+    control_rate_bps: u64,
     stats: SchedStats,
 }
 
@@ -249,6 +175,7 @@ impl CyclicScheduler {
         if cfg.line_rate_bps == 0 || cfg.medium.rate_bps() == Some(0) {
             return Err(SchedError::ZeroLineRate);
         }
+        let control_bucket = cfg.control_bucket()?;
         let pacing_rate = cfg.medium.pacing_rate_bps();
         // MAX_CYCLE is 1 s, so the nanoseconds fit a u64.
         let cycle_ns = u64::try_from(cfg.cycle.as_nanos()).unwrap_or(u64::MAX);
@@ -268,6 +195,8 @@ impl CyclicScheduler {
             medium: cfg.medium,
             paced: pacing_rate.is_some(),
             control: FrameQueue::new(0),
+            control_bucket,
+            control_rate_bps: cfg.control_rate_bps,
             nrt: FrameQueue::new(nrt_bytes),
             pools: BufferPools::new(cfg.pools),
             slots: FlowSlab::with_capacity(n),
@@ -279,8 +208,9 @@ impl CyclicScheduler {
     }
 
     /// The same scheduler with a control FIFO of `bytes` (allocated now): frames queued with
-    /// [`CyclicScheduler::enqueue_control`] go before any real-time or non-real-time frame.
-    /// Control traffic (signalling) is not policed: keep it small.
+    /// [`CyclicScheduler::enqueue_control`] go before any real-time or non-real-time frame while
+    /// the control bucket holds their wire bits, and after the real-time connections with credit
+    /// (still before non-real-time frames) when it does not.
     pub fn with_control_queue(mut self, bytes: usize) -> CyclicScheduler {
         self.control = FrameQueue::new(bytes);
         self
@@ -402,9 +332,10 @@ impl CyclicScheduler {
             });
         }
         let total = self.reserved_bps.saturating_add(rate_bps);
-        if total > self.line_rate_bps {
+        let booked = total.saturating_add(self.control_rate_bps);
+        if booked > self.line_rate_bps {
             return Err(SchedError::Oversubscribed {
-                total_bps: total,
+                total_bps: booked,
                 line_bps: self.line_rate_bps,
             });
         }
@@ -586,15 +517,8 @@ impl CyclicScheduler {
         if self.paced && now < self.pacer.busy_until() {
             return None;
         }
-        while let Some((len, enqueued)) = self.control.front() {
-            self.control.pop_into(buf);
-            self.pools.release(TrafficClass::Control, charge(len));
-            if len <= buf.len() {
-                self.stats.control_frames_sent += 1;
-                self.on_send(now, enqueued, len);
-                return Some(len);
-            }
-            self.stats.control_frames_dropped += 1;
+        if let Some(len) = self.send_control(now, buf, true) {
+            return Some(len);
         }
         while let Some(&slot) = self.eligible.front() {
             self.eligible.pop_front();
@@ -638,6 +562,9 @@ impl CyclicScheduler {
             }
             self.stats.rt_frames_dropped += 1;
         }
+        if let Some(len) = self.send_control(now, buf, false) {
+            return Some(len);
+        }
         while let Some((len, enqueued)) = self.nrt.front() {
             self.nrt.pop_into(buf);
             self.pools.release(TrafficClass::Default, charge(len));
@@ -648,6 +575,31 @@ impl CyclicScheduler {
                 return Some(len);
             }
             self.stats.nrt_frames_dropped += 1;
+        }
+        None
+    }
+
+    /// Sends the head control frame into `buf`: if `in_bucket`, only when the control bucket holds
+    /// its wire bits (and takes them); otherwise regardless of the bucket. Frames longer than
+    /// `buf` are dropped and counted.
+    fn send_control(&mut self, now: Instant, buf: &mut [u8], in_bucket: bool) -> Option<usize> {
+        while let Some((len, enqueued)) = self.control.front() {
+            let bits = wire_bits(len);
+            let fits = len <= buf.len();
+            if in_bucket && fits {
+                if !self.control_bucket.conforms(now.as_nanos(), bits) {
+                    return None;
+                }
+                self.control_bucket.take(now.as_nanos(), bits);
+            }
+            self.control.pop_into(buf);
+            self.pools.release(TrafficClass::Control, charge(len));
+            if fits {
+                self.stats.control_frames_sent += 1;
+                self.on_send(now, enqueued, len);
+                return Some(len);
+            }
+            self.stats.control_frames_dropped += 1;
         }
         None
     }
@@ -686,7 +638,7 @@ impl CyclicScheduler {
 
 /// Pushes a copy of `frame` on `queue` if both the queue and `class`'s pools have room (charging
 /// the pools); `false` and nothing changed otherwise.
-fn push_charged(
+pub(super) fn push_charged(
     queue: &mut FrameQueue,
     pools: &mut BufferPools,
     class: TrafficClass,

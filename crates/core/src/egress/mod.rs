@@ -9,20 +9,34 @@
 //! - [`pacer`]: line-rate pacing on virtual time for a [`crate::Medium::FullDuplex`] port;
 //! - [`sched`]: the [`Scheduler`] contract every output-port scheduler implements, and the
 //!   [`FlowHandle`]s that address reserved flows without a hash lookup per frame;
-//! - [`cyclic`]: EtheReal's cyclic round-robin scheduler (EtheReal §3.3).
+//! - [`config`]: the schedulers' shared configuration ([`SchedConfig`]) and errors;
+//! - `bucket`: the exact token bucket behind the timing wheel's regulators and every port's
+//!   control bucket;
+//! - [`cyclic`]: EtheReal's cyclic round-robin scheduler (EtheReal §3.3);
+//! - [`wheel`]: rate-controlled earliest-deadline-first service on a timing wheel, QSR's
+//!   Guaranteed Service (QSR §3.1);
+//! - [`port`]: the per-port choice between the two ([`PortScheduler`], [`SchedulerKind`]).
 //!
 //! The algorithm, the deviations from the paper and the bounds are written up in
 //! `docs/scheduler.md`.
 
+pub(crate) mod bucket;
+pub mod config;
 pub mod cyclic;
 pub mod pacer;
 pub mod pool;
+pub mod port;
 pub(crate) mod queue;
 pub mod sched;
+pub mod wheel;
 
-pub use cyclic::{
-    CyclicScheduler, SchedConfig, SchedError, CATCHUP_CYCLES, DEFAULT_CYCLE, MAX_CYCLE, MIN_CYCLE,
+pub use config::{
+    SchedConfig, SchedError, CONTROL_RATE_DIVISOR, DEFAULT_CONTROL_BURST_BYTES,
+    DEFAULT_GRANULARITY, DEFAULT_MAX_FRAME, DEFAULT_WHEEL_SLOTS, MAX_GRANULARITY, MIN_GRANULARITY,
 };
+pub use cyclic::{CyclicScheduler, CATCHUP_CYCLES, DEFAULT_CYCLE, MAX_CYCLE, MIN_CYCLE};
 pub use pacer::{PACING_CATCHUP, PACING_LATE_THRESHOLD};
 pub use pool::{BufferPools, PoolConfig, PoolStats, TrafficClass};
+pub use port::{PortScheduler, SchedulerKind};
 pub use sched::{ConnStats, FlowHandle, FlowSpec, SchedStats, Scheduler};
+pub use wheel::{wheel_deadline_ns, WheelScheduler};

@@ -1,9 +1,9 @@
-//! The contract every output-port scheduler keeps (EtheReal §3.3 cyclic round robin today; QSR
-//! §3.2's timing wheel for Guaranteed Service and WFQ/DRR for Controlled Load next), and the flow
-//! handles it hands out.
+//! The contract every output-port scheduler keeps (EtheReal §3.3 cyclic round robin; QSR §3.1's
+//! timing wheel for Guaranteed Service; WFQ/DRR for Controlled Load next), and the flow handles it
+//! hands out.
 //!
 //! A scheduler serves three kinds of traffic on one port: *control* frames (signalling, served
-//! first), *reserved flows* (one queue per flow, each served within its reservation), and
+//! first within the port's control bucket), *reserved flows* (one queue per flow, each served within its reservation), and
 //! *default* non-real-time traffic (one FIFO, served with what is left) — the three buffer-pool
 //! classes of QSR §3.1 ([`super::pool`]). A flow is added once, when its reservation is installed,
 //! and from then on addressed by the [`FlowHandle`] `add_flow` returned: enqueueing a frame on a
@@ -93,7 +93,7 @@ pub struct SchedStats {
     pub cycle_overruns: u64,
     /// Cycle boundaries processed only after the next one had passed (late wake-up).
     pub cycles_skipped: u64,
-    /// Control frames (signalling, served before real-time flows) sent.
+    /// Control frames (signalling) sent, within their bucket or not.
     pub control_frames_sent: u64,
     /// Control frames dropped (control FIFO or pools full, or output buffer too short).
     pub control_frames_dropped: u64,
@@ -102,6 +102,11 @@ pub struct SchedStats {
     pub late_max_ns: u64,
     /// Sends later than [`super::PACING_LATE_THRESHOLD`] (50 µs).
     pub late_sends: u64,
+    /// Reserved frames handed out too late to finish by their deadline (timing wheel: the
+    /// frame's eligibility time plus its flow's relative deadline; 0 for the cyclic scheduler,
+    /// which has no per-frame deadline). Zero while the driver wakes on time and the
+    /// reservations plus the control rate fit the line; late wake-ups cause them.
+    pub deadline_misses: u64,
 }
 
 /// One output port's scheduler (see the module docs).
@@ -133,7 +138,8 @@ pub trait Scheduler {
     /// Queues a copy of `frame` in the default (non-real-time) FIFO; `false` if dropped.
     fn enqueue_nrt(&mut self, now: Instant, frame: &[u8]) -> bool;
 
-    /// Queues a copy of `frame` in the control FIFO (served first); `false` if dropped.
+    /// Queues a copy of `frame` in the control FIFO (served first within the port's control
+    /// bucket, then behind reserved frames that may go); `false` if dropped.
     fn enqueue_control(&mut self, now: Instant, frame: &[u8]) -> bool;
 
     /// The next frame to send at `now`, copied into `buf`; its length, or `None` if the line is

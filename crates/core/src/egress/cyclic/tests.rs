@@ -418,14 +418,15 @@ fn removing_a_connection_frees_it() {
     let mut s = Keyed::new(CyclicScheduler::new(cfg, Instant::ZERO).expect("valid"));
     s.add_connection(1, 6_000_000, 3000, 1500)
         .expect("admissible");
+    // The control bucket's 1 % (100 kbit/s) is booked against the line too.
     assert_eq!(
-        s.add_connection(2, 5_000_000, 3000, 1500),
+        s.add_connection(2, 4_000_000, 3000, 1500),
         Err(SchedError::Oversubscribed {
-            total_bps: 11_000_000,
+            total_bps: 10_100_000,
             line_bps: 10_000_000
         })
     );
-    s.add_connection(2, 4_000_000, 3000, 1500)
+    s.add_connection(2, 3_900_000, 3000, 1500)
         .expect("admissible");
     assert_eq!(
         s.add_connection(3, 1, 3000, 1500),
@@ -436,7 +437,7 @@ fn removing_a_connection_frees_it() {
     }
     let gone = s.remove_connection(1).expect("exists");
     assert_eq!((gone.frames_dropped, gone.bytes_dropped), (3, 3000));
-    assert_eq!(s.reserved_bps(), 4_000_000);
+    assert_eq!(s.reserved_bps(), 3_900_000);
     assert!(!s.enqueue_rt(Instant::ZERO, 1, &frame(1, 9, 100)));
     assert_eq!(s.remove_connection(1), None);
     s.add_connection(3, 6_000_000, 3000, 1500)
@@ -666,4 +667,68 @@ fn unpaced_media_are_not_paced_but_still_policed() {
         CyclicScheduler::new(zero, Instant::ZERO).err(),
         Some(SchedError::ZeroLineRate)
     );
+}
+
+/// Control frames go first only within the control bucket: with a control flood and a
+/// connection holding credit for most of the cycle, at most σ_c + ρ_c·t wire bits of control go
+/// in [0, t] while the connection still has credit, so the connection gets its whole quota;
+/// control beyond the bucket then goes before default traffic. (Before the bucket, the flood
+/// took the line and the connection missed its quota.)
+#[test]
+fn control_goes_ahead_of_real_time_only_within_its_bucket() {
+    let cycle = Duration::from_millis(10);
+    let cfg = SchedConfig {
+        cycle,
+        ..SchedConfig::new(100_000_000)
+    };
+    let mut s = Keyed::new(
+        CyclicScheduler::new(cfg, Instant::ZERO)
+            .expect("valid")
+            .with_control_queue(4_000),
+    );
+    // 90 Mbit/s: a quota of 900 kbit, 73 frames of 1500 bytes (12192 wire bits), 8.9 ms of line.
+    s.add_connection(1, 90_000_000, 200_000, 1500)
+        .expect("admissible");
+    let mut seq = 0;
+    let sent = drive(&mut s, Instant::ZERO, at(cycle), |s, now| {
+        while s.rt_queued(1).is_some_and(|n| n < 8) {
+            seq += 1;
+            assert!(s.enqueue_rt(now, 1, &frame(1, seq, 1500)));
+        }
+        while s.control_queued() < 4 {
+            seq += 1;
+            assert!(s.enqueue_control(now, &frame(NRT - 1, seq, 100)));
+        }
+        while s.nrt_queued() < 4 {
+            seq += 1;
+            assert!(s.enqueue_nrt(now, &frame(NRT, seq, 1500)));
+        }
+        Some(now + Duration::from_micros(20))
+    });
+    let last_rt = sent
+        .iter()
+        .rposition(|x| x.key == 1)
+        .expect("real-time frames went");
+    let sigma =
+        u128::from(SchedConfig::new(100_000_000).control_burst_bytes as u64 * 8) * 1_000_000_000;
+    let rho = 1_000_000u128;
+    let mut control = 0u128;
+    for x in &sent[..=last_rt] {
+        if x.key == NRT - 1 {
+            control += u128::from(wire_bits(x.len)) * 1_000_000_000;
+            assert!(
+                control <= sigma + rho * u128::from(x.at.as_nanos()),
+                "{x:?}"
+            );
+        }
+    }
+    let rt_bits: u64 = sent
+        .iter()
+        .filter(|x| x.key == 1)
+        .map(|x| wire_bits(x.len))
+        .sum();
+    assert_eq!(rt_bits, 73 * 12_192, "the whole quota, to one packet");
+    // After the connection's quota, control floods the rest of the cycle ahead of default.
+    assert!(sent[last_rt..].iter().all(|x| x.key != NRT));
+    assert!(sent[last_rt..].iter().any(|x| x.key == NRT - 1));
 }
