@@ -81,6 +81,8 @@ struct SwitchFile {
     cpu: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     lateness_budget: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scheduler: Option<rtlan_topology::SchedulerKind>,
     port: Vec<PortFile>,
 }
 
@@ -107,6 +109,7 @@ pub(crate) fn render_config(
         control_socket: socket.display().to_string(),
         cpu: opts.cpu,
         lateness_budget: opts.lateness_budget.map(format_duration),
+        scheduler: opts.scheduler,
         port: topology
             .interfaces(name)
             .into_iter()

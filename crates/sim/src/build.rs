@@ -68,6 +68,7 @@ pub fn switch_config(scenario: &Scenario, index: usize) -> Result<SwitchConfig, 
         rt: RtConfig {
             max_connections: scenario.sim.max_connections,
             cpu_cost_per_connection: scenario.sim.cpu_cost_per_connection,
+            scheduler: options.scheduler.unwrap_or_default(),
             lateness_budget: options
                 .lateness_budget
                 .unwrap_or(rtlan_core::switch::DEFAULT_LATENESS_BUDGET),

@@ -12,18 +12,9 @@ use super::wheel::WheelScheduler;
 use crate::node::Medium;
 use crate::time::Instant;
 
-/// Which scheduler a port runs (configuration: `"cyclic"` or `"wheel"`).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum SchedulerKind {
-    /// EtheReal's cyclic round-robin scheduler ([`CyclicScheduler`]).
-    #[default]
-    Cyclic,
-    /// Rate-controlled EDF on a timing wheel ([`WheelScheduler`]).
-    Wheel,
-}
+/// Which scheduler a port runs (configuration: `"cyclic"` or `"wheel"`): the topology model's
+/// choice, one type for files, the lab, the simulator and the switch.
+pub use rtlan_topology::SchedulerKind;
 
 /// One port's scheduler, of either kind (see the module docs).
 #[derive(Debug)]

@@ -44,6 +44,8 @@ mod timing;
 mod tests;
 
 use std::cmp::Reverse;
+
+use rtlan_calculus::servers;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
@@ -84,16 +86,25 @@ pub fn wheel_deadline_ns(
     line_rate_bps: u64,
     granularity_ns: u64,
 ) -> Option<u64> {
-    if flow_rate_bps == 0 || control_rate_bps >= line_rate_bps {
-        return None;
-    }
-    // L_i / R_i + (L_max + σ_c) / (C − ρ_c) = (L_i (C − ρ_c) + (L_max + σ_c) R_i) / (R_i (C − ρ_c)).
-    let r = u128::from(flow_rate_bps);
-    let spare = u128::from(line_rate_bps - control_rate_bps);
-    let blocking = u128::from(max_frame_bits) + u128::from(control_burst_bits);
-    let numerator = (u128::from(flow_max_bits) * spare + blocking * r) * NANOS_PER_SEC;
-    let ns = numerator.div_ceil(r * spare);
-    u64::try_from(ns).ok()?.checked_add(granularity_ns)
+    // One formula for the scheduler and the calculus (rtlan_calculus::servers): lateness and
+    // link delay are not part of the scheduler's own deadline.
+    let params = servers::WheelParams {
+        port: servers::PortParams {
+            line_rate_bps,
+            max_frame_bits,
+            control_burst_bits,
+            control_rate_bps,
+            lateness_ns: 0,
+            link_delay_ns: 0,
+        },
+        granularity_ns,
+    };
+    let flow = servers::HopTspec {
+        rate_bps: flow_rate_bps,
+        burst_bits: flow_max_bits,
+        max_frame_bits: flow_max_bits,
+    };
+    servers::wheel_deadline_ns(&params, &flow).ok()
 }
 
 /// A released head frame's place in the EDF order: deadline (ns), then sequence, then the

@@ -10,7 +10,11 @@
 //! the connection's queue — so a conforming connection is never dropped here — and the
 //! end-to-end bound *b*/*r* + Σθ so far.
 
-use rtlan_calculus::servers::{self, CyclicParams, HopTspec, PortParams, Server};
+use rtlan_calculus::servers::{
+    self, CyclicParams, HopTspec, PortParams, Server, ServerError, WheelParams,
+};
+
+use crate::egress::SchedulerKind;
 use rtlan_wire::control::{DelayTlv, FailReason, SetupRepr};
 use rtlan_wire::cost::wire_bits;
 
@@ -44,11 +48,17 @@ impl Switch {
             lateness_ns: nanos(rt.lateness_budget),
             link_delay_ns: nanos(rt.link_delay),
         };
-        Some(cyclic(
-            params,
-            nanos(self.config.cycle_time),
-            rt.cap_percent,
-        ))
+        Some(match port.sched.kind() {
+            SchedulerKind::Cyclic => Server::Cyclic(CyclicParams {
+                port: params,
+                cycle_ns: nanos(self.config.cycle_time),
+                rt_share_percent: rt.cap_percent,
+            }),
+            SchedulerKind::Wheel => Server::Wheel(WheelParams {
+                port: params,
+                granularity_ns: nanos(port.granularity),
+            }),
+        })
     }
 
     /// This hop's terms for `setup` leaving by `out`, after the hops that added `delay`.
@@ -61,7 +71,7 @@ impl Switch {
         delay: DelayTlv,
     ) -> Result<HopTerms, FailReason> {
         let server = self.port_server(out).ok_or(FailReason::NoRoute)?;
-        let malformed = |_| FailReason::Malformed;
+        let malformed = refusal;
         let flow: HopTspec =
             servers::tspec_from_setup(setup.rate, setup.max_burst, setup.max_packet)
                 .map_err(malformed)?;
@@ -82,12 +92,15 @@ impl Switch {
     }
 }
 
-/// The cyclic scheduler's parameters (kept here so the scheduler's `server` has one caller's
-/// view of the admission cap).
-pub(super) fn cyclic(port: PortParams, cycle_ns: u64, cap_percent: u8) -> Server {
-    Server::Cyclic(CyclicParams {
-        port,
-        cycle_ns,
-        rt_share_percent: cap_percent,
-    })
+/// The refusal for a T-SPEC the calculus cannot bound on this port: beyond what the scheduler
+/// may give real-time flows is BANDWIDTH; anything else (zero rate, burst below a frame,
+/// overflow) is MALFORMED.
+fn refusal(error: ServerError) -> FailReason {
+    match error {
+        ServerError::RateAboveLimit { .. }
+        | ServerError::QuotaBelowFrame { .. }
+        | ServerError::CycleTooShort { .. }
+        | ServerError::ControlTooFast { .. } => FailReason::Bandwidth,
+        _ => FailReason::Malformed,
+    }
 }

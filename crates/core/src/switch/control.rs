@@ -33,7 +33,7 @@ use crate::egress::{FlowHandle, FlowSpec};
 use crate::time::Instant;
 
 /// Longest control frame this switch emits (its messages carry at most a DELAY or BOUND TLV).
-const CONTROL_FRAME_MAX: usize = 128;
+pub(super) const CONTROL_FRAME_MAX: usize = 128;
 
 impl Switch {
     /// Handles a frame addressed to a reserved address under the proxy-MAC plan: parses control

@@ -44,12 +44,13 @@ pub use introspect::{
 pub use learning::FDB_CAPACITY;
 pub use rtlan_wire::cost::{tx_time, wire_bits, MIN_FRAME_BYTES, WIRE_OVERHEAD_BYTES};
 
+use crate::egress::{PortScheduler, SchedulerKind};
 use crate::node::Medium;
 use arp_cache::ArpCache;
 use learning::Fdb;
 use pending::Pending;
 use rtlan_wire::control::ProxyMacPlan;
-use sched::{CyclicScheduler, NrtMeter, SchedConfig};
+use sched::{NrtMeter, SchedConfig};
 use signal::RtState;
 
 /// Longest frame (without FCS) the switch accepts; longer ones are counted as malformed.
@@ -158,6 +159,9 @@ pub struct RtConfig {
     /// Largest frame (bytes, without FCS) any class may send on a port: the non-preemptive
     /// blocking term of every hop's latency. Longer frames are not forwarded.
     pub max_frame_bytes: usize,
+    /// The real-time scheduler of every output port: EtheReal's cyclic round robin, or QSR's
+    /// rate-controlled timing wheel (docs/scheduler.md).
+    pub scheduler: SchedulerKind,
 }
 
 impl Default for RtConfig {
@@ -187,6 +191,7 @@ impl Default for RtConfig {
             lateness_budget: DEFAULT_LATENESS_BUDGET,
             link_delay: Duration::ZERO,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            scheduler: SchedulerKind::Cyclic,
         }
     }
 }
@@ -410,10 +415,12 @@ struct Port {
     /// non-real-time FIFO (EtheReal §3.3). A port that is not full duplex is not paced but its
     /// scheduler still polices each connection to its quota per cycle, with the admission line
     /// rate (the medium's, or [`RtConfig::unpaced_line_rate_bps`]) as its nominal rate.
-    sched: CyclicScheduler,
+    sched: PortScheduler,
     /// The control traffic the scheduler lets ahead of real-time frames: (rate bit/s, burst
     /// wire bits), as the bound counts it.
     control_bucket: (u64, u64),
+    /// The timing wheel's slot width (the wheel's bound counts it; unused by the cyclic one).
+    granularity: Duration,
     /// Input: preemptive discard of non-real-time frames while the port is host-facing; `None`
     /// when disabled.
     meter: Option<NrtMeter>,
@@ -517,13 +524,30 @@ impl Switch {
                 cycle: config.cycle_time,
                 nrt_queue_bytes: Some(bound),
                 max_connections: config.rt.max_connections,
+                max_frame: config.rt.max_frame_bytes,
+                // Signalling goes ahead of reserved frames only within a bucket of four of this
+                // switch's control frames (each at most CONTROL_FRAME_MAX bytes): a SETUP, its
+                // answer and two more in flight. That bucket is part of every hop's latency, so
+                // it is sized to what the switch sends, not to a full-size frame; control beyond
+                // it waits behind reserved frames, never dropped for it.
+                control_burst_bytes: 4 * usize::try_from(rtlan_wire::cost::wire_bytes(
+                    control::CONTROL_FRAME_MAX,
+                ))
+                .unwrap_or(usize::MAX),
                 ..SchedConfig::for_medium(port.medium, line_rate_bps)
             };
+            let control_bucket = (
+                cfg.control_rate_bps,
+                u64::try_from(cfg.control_burst_bytes)
+                    .unwrap_or(u64::MAX)
+                    .saturating_mul(8),
+            );
+            let granularity = cfg.granularity;
             let sched_error = |error| ConfigError::Scheduler {
                 port: port.name.clone(),
                 error,
             };
-            let sched = CyclicScheduler::new(cfg, now)
+            let sched = PortScheduler::new(config.rt.scheduler, cfg, now)
                 .map_err(sched_error)?
                 .with_control_queue(config.rt.control_queue_bytes.min(MAX_NRT_QUEUE_BYTES));
             let meter = if config.rt.preemptive_discard {
@@ -539,10 +563,8 @@ impl Switch {
             };
             ports.push(Port {
                 sched,
-                control_bucket: (
-                    line_rate_bps / 100,
-                    2 * rtlan_wire::cost::wire_bits(MAX_FRAME_LEN),
-                ),
+                control_bucket,
+                granularity,
                 meter,
                 line_rate_bps,
             });
@@ -722,7 +744,7 @@ impl Switch {
     }
 
     /// `port`'s output scheduler (EtheReal §3.3), for introspection.
-    pub fn scheduler(&self, port: PortId) -> Option<&CyclicScheduler> {
+    pub fn scheduler(&self, port: PortId) -> Option<&PortScheduler> {
         self.ports.get(usize::from(port.0)).map(|p| &p.sched)
     }
 

@@ -9,6 +9,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rtlan_core::egress::SchedulerKind;
 use rtlan_core::switch::rt::{
     DEFAULT_CPU_BUDGET_PERCENT, DEFAULT_CPU_COST_PER_CONNECTION, DEFAULT_RT_BUFFER_BYTES,
     DEFAULT_RT_CAP_PERCENT,
@@ -135,6 +136,8 @@ pub struct Config {
     pub lateness_budget: Duration,
     /// Propagation delay of the output links, part of every hop's latency.
     pub link_delay: Duration,
+    /// Real-time scheduler of every output port.
+    pub scheduler: SchedulerKind,
     /// The ports, in `PortId` order.
     pub ports: Vec<PortSpec>,
 }
@@ -181,6 +184,7 @@ struct RawConfig {
     discard_window: Option<Spanned<String>>,
     lateness_budget: Option<Spanned<String>>,
     link_delay: Option<Spanned<String>>,
+    scheduler: Option<SchedulerKind>,
     #[serde(default)]
     port: Vec<RawPort>,
 }
@@ -463,6 +467,7 @@ impl Config {
             discard_window,
             lateness_budget,
             link_delay,
+            scheduler: raw.scheduler.unwrap_or_default(),
             ports,
         })
     }
@@ -520,6 +525,7 @@ impl Config {
                 discard_window: self.discard_window,
                 lateness_budget: self.lateness_budget,
                 link_delay: self.link_delay,
+                scheduler: self.scheduler,
                 ..RtConfig::default()
             },
         }
@@ -566,6 +572,7 @@ struct ConfigView<'a> {
     discard_window: String,
     lateness_budget: String,
     link_delay: String,
+    scheduler: SchedulerKind,
     port: Vec<PortView<'a>>,
 }
 
@@ -604,6 +611,7 @@ impl serde::Serialize for Config {
             discard_window: format_duration(self.discard_window),
             lateness_budget: format_duration(self.lateness_budget),
             link_delay: format_duration(self.link_delay),
+            scheduler: self.scheduler,
             port: self
                 .ports
                 .iter()

@@ -14,6 +14,7 @@ mod arp_probe;
 mod forwarding;
 mod pacing;
 mod props;
+mod rt_delay;
 mod rt_net;
 mod rt_refresh;
 mod rt_sched;

@@ -85,7 +85,7 @@ fn one_switch() -> (Net, usize, usize, usize) {
 }
 
 /// A(daemon) — S1 — S2 — S3 — B, with C(daemon) on S2's port 2; S2's port 1 at `middle_rate`.
-fn chain(middle_rate: u64) -> (Net, [usize; 3], [usize; 3]) {
+pub(super) fn chain(middle_rate: u64) -> (Net, [usize; 3], [usize; 3]) {
     let mut net = Net::new();
     let a = net.host(1, true);
     let s1 = net.switch(&[RATE, RATE]);
