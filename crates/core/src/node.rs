@@ -100,4 +100,11 @@ pub trait Node {
     fn handle_link(&mut self, now: Instant, port: PortId, up: bool) {
         let _ = (now, port, up);
     }
+
+    /// Guarantee violations on `port` so far: sends later than the node's lateness budget allows
+    /// (docs/delay.md §4). The driver logs every increase. The default has none.
+    fn guarantee_violations(&self, port: PortId) -> u64 {
+        let _ = port;
+        0
+    }
 }

@@ -108,6 +108,11 @@ pub struct SchedConfig {
     /// Depth of the control bucket in wire bytes ([`rtlan_wire::cost::wire_bytes`], ≥ 84);
     /// default [`DEFAULT_CONTROL_BURST_BYTES`].
     pub control_burst_bytes: usize,
+    /// Lateness a single send may have without breaking a delay bound: half the node's
+    /// lateness budget (a frame may meet one late receive and one late send at a hop; docs/delay.md
+    /// §4). A later send is counted in [`super::SchedStats::budget_violations`]. `None`: not
+    /// checked.
+    pub late_budget: Option<Duration>,
     /// Slot length of the timing wheel ([`super::WheelScheduler`]): a reserved frame is released
     /// at the first slot boundary at or after its eligibility time, so at most this late.
     pub granularity: Duration,
@@ -135,6 +140,7 @@ impl SchedConfig {
             pools: PoolConfig::UNLIMITED,
             control_rate_bps: line_rate_bps / CONTROL_RATE_DIVISOR,
             control_burst_bytes: DEFAULT_CONTROL_BURST_BYTES,
+            late_budget: None,
             granularity: DEFAULT_GRANULARITY,
             wheel_slots: DEFAULT_WHEEL_SLOTS,
             max_frame: DEFAULT_MAX_FRAME,

@@ -137,6 +137,8 @@ fn cost(len: usize) -> u128 {
 pub struct CyclicScheduler {
     cycle_ns: u64,
     line_rate_bps: u64,
+    /// [`SchedConfig::late_budget`].
+    late_budget: Option<Duration>,
     max_connections: usize,
     /// Start of cycle 0.
     epoch: Instant,
@@ -187,6 +189,7 @@ impl CyclicScheduler {
         Ok(CyclicScheduler {
             cycle_ns,
             line_rate_bps: cfg.line_rate_bps,
+            late_budget: cfg.late_budget,
             max_connections: n,
             epoch: now,
             cycle_index: 0,
@@ -487,6 +490,9 @@ impl CyclicScheduler {
         self.stats.late_max_ns = self.stats.late_max_ns.max(late_ns);
         if late > PACING_LATE_THRESHOLD {
             self.stats.late_sends += 1;
+        }
+        if self.late_budget.is_some_and(|budget| late > budget) {
+            self.stats.budget_violations += 1;
         }
         if self.paced {
             self.pacer.on_send(now, due, len);

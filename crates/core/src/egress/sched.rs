@@ -102,6 +102,9 @@ pub struct SchedStats {
     pub late_max_ns: u64,
     /// Sends later than [`super::PACING_LATE_THRESHOLD`] (50 µs).
     pub late_sends: u64,
+    /// Sends later than the port's lateness budget ([`super::SchedConfig::late_budget`]): each
+    /// one may have broken a delay bound — a guarantee violation, never silent.
+    pub budget_violations: u64,
     /// Reserved frames handed out too late to finish by their deadline (timing wheel: the
     /// frame's eligibility time plus its flow's relative deadline; 0 for the cyclic scheduler,
     /// which has no per-frame deadline). Zero while the driver wakes on time and the

@@ -152,6 +152,8 @@ impl Flow {
 pub struct WheelScheduler {
     granularity_ns: u64,
     line_rate_bps: u64,
+    /// [`SchedConfig::late_budget`].
+    late_budget: Option<std::time::Duration>,
     max_frame: usize,
     max_connections: usize,
     /// Slot 0's boundary (ns): the instant the scheduler was built.
@@ -210,6 +212,7 @@ impl WheelScheduler {
         Ok(WheelScheduler {
             granularity_ns,
             line_rate_bps: cfg.line_rate_bps,
+            late_budget: cfg.late_budget,
             max_frame: cfg.max_frame,
             max_connections: cfg.max_connections,
             epoch: now.as_nanos(),
@@ -595,6 +598,9 @@ impl WheelScheduler {
         self.stats.late_max_ns = self.stats.late_max_ns.max(late_ns);
         if late > PACING_LATE_THRESHOLD {
             self.stats.late_sends += 1;
+        }
+        if self.late_budget.is_some_and(|budget| late > budget) {
+            self.stats.budget_violations += 1;
         }
         if self.paced {
             self.pacer.on_send(now, due, len);

@@ -253,6 +253,9 @@ pub struct PortStats {
     pub pacing_late_max_ns: u64,
     /// Sends later than [`PACING_LATE_THRESHOLD`] (50 µs).
     pub pacing_late_sends: u64,
+    /// Sends later than half the switch's lateness budget (docs/delay.md §4): each may have
+    /// broken a connection's delay bound. A guarantee violation, logged by the driver.
+    pub guarantee_violations: u64,
 }
 
 /// Switch-wide counters.
@@ -525,6 +528,8 @@ impl Switch {
                 nrt_queue_bytes: Some(bound),
                 max_connections: config.rt.max_connections,
                 max_frame: config.rt.max_frame_bytes,
+                // Half the hop's budget per send (docs/delay.md §4).
+                late_budget: Some(config.rt.lateness_budget / 2),
                 // Signalling goes ahead of reserved frames only within a bucket of four of this
                 // switch's control frames (each at most CONTROL_FRAME_MAX bytes): a SETUP, its
                 // answer and two more in flight. That bucket is part of every hop's latency, so
@@ -612,6 +617,7 @@ impl Switch {
         stats.drop_tx_buffer += dropped(s) - before;
         stats.pacing_late_max_ns = s.late_max_ns;
         stats.pacing_late_sends = s.late_sends;
+        stats.guarantee_violations = s.budget_violations;
         let len = sent?;
         stats.tx_frames += 1;
         stats.tx_bytes += len as u64;
@@ -759,6 +765,13 @@ impl Switch {
 /// The switch as a node of the one contract ([`crate::node`]): the same calls as its inherent
 /// methods.
 impl crate::node::Node for Switch {
+    fn guarantee_violations(&self, port: PortId) -> u64 {
+        self.stats
+            .ports
+            .get(usize::from(port.0))
+            .map_or(0, |p| p.guarantee_violations)
+    }
+
     fn port_count(&self) -> usize {
         self.ports.len()
     }

@@ -116,6 +116,8 @@ pub struct Driver<N: Node, P: Port> {
     out_interest: Vec<bool>,
     /// Per port: the carrier last seen (`None` = unreadable).
     carrier: Vec<Option<bool>>,
+    /// Per port: the guarantee violations already logged.
+    violations: Vec<u64>,
     /// When the carriers are read next.
     next_link_check: Instant,
     /// Carrier changes seen since the start.
@@ -176,6 +178,7 @@ impl<N: Node, P: Port> Driver<N, P> {
         Ok(Driver {
             out_interest: vec![false; ports.len()],
             rx_taken: vec![0; ports.len()],
+            violations: vec![0; carrier.len()],
             carrier,
             next_link_check: started + LINK_CHECK_INTERVAL,
             link_changes: 0,
@@ -283,9 +286,26 @@ impl<N: Node, P: Port> Driver<N, P> {
         }
     }
 
-    /// Reads every port's carrier; a change is a warning and a `handle_link`.
+    /// Reads every port's carrier; a change is a warning and a `handle_link`. Also warns about
+    /// new guarantee violations (late sends beyond the node's budget) on each port.
     fn check_links(&mut self, now: Instant) {
         self.next_link_check = now + LINK_CHECK_INTERVAL;
+        for (i, port) in self.ports.iter().enumerate() {
+            // Port indices fit u16 (checked in `new`).
+            let violations = self.node.guarantee_violations(PortId(i as u16));
+            if let Some(seen) = self.violations.get_mut(i) {
+                if violations > *seen {
+                    tracing::warn!(
+                        ifname = port.ifname(),
+                        new = violations - *seen,
+                        total = violations,
+                        "sends later than the lateness budget: delay bounds may have been broken \
+                         (raise lateness_budget or quiet the host; docs/delay.md)"
+                    );
+                    *seen = violations;
+                }
+            }
+        }
         for (i, port) in self.ports.iter().enumerate() {
             let up = port.carrier();
             if up == self.carrier[i] {

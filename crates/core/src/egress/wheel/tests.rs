@@ -745,6 +745,40 @@ fn a_late_wake_up_is_counted_as_a_deadline_miss() {
     assert_eq!(s.stats().late_sends, 1);
 }
 
+#[test]
+fn a_send_later_than_the_budget_is_a_guarantee_violation() {
+    let cfg = SchedConfig {
+        late_budget: Some(Duration::from_micros(100)),
+        ..SchedConfig::new(LINE)
+    };
+    let mut s = wheel(cfg);
+    let f = s.add_flow(spec(10_000_000, 1000)).expect("fits");
+    let mut buf = [0u8; 2048];
+    // Due at once, handed out 99 µs late: within the budget.
+    assert!(s.enqueue_flow(Instant::ZERO, f, &frame(1, 0, 1000)));
+    assert_eq!(
+        s.poll_transmit(at(Duration::from_micros(99)), &mut buf),
+        Some(1000)
+    );
+    assert_eq!(s.stats().budget_violations, 0);
+    // The next frame becomes eligible at 819.2 µs (released at 820 µs); 150 µs late breaks it.
+    assert!(s.enqueue_flow(Instant::ZERO, f, &frame(1, 1, 1000)));
+    assert_eq!(
+        s.poll_transmit(at(Duration::from_micros(970)), &mut buf),
+        Some(1000)
+    );
+    assert_eq!(s.stats().budget_violations, 1);
+    // Without a budget nothing is counted.
+    let mut quiet = wheel(SchedConfig::new(LINE));
+    let g = quiet.add_flow(spec(10_000_000, 1000)).expect("fits");
+    assert!(quiet.enqueue_flow(Instant::ZERO, g, &frame(1, 0, 1000)));
+    assert_eq!(
+        quiet.poll_transmit(at(Duration::from_millis(5)), &mut buf),
+        Some(1000)
+    );
+    assert_eq!(quiet.stats().budget_violations, 0);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(16))]
 
