@@ -1,0 +1,128 @@
+//! A guarantee across three hops (issue 11, docs/delay.md): `topologies/chain3-flood.toml`, a
+//! reserved 20 Mbit/s stream a → c across three rtlan switches running the timing wheel, while
+//! f1 and f2 flood c at their full 100 Mbit/s and f1 sends TCP to c — every output port on the
+//! path is offered two to three times its line rate. Real `rtlan rtcd`, `rtlan send` (token-
+//! bucket shaping, reserving through the daemon), `rtlan recv` and iperf3. Needs root; skips
+//! without it.
+//!
+//! Tolerances and why:
+//! - **zero loss** of the reserved stream (sent − received): every hop's queue is the
+//!   connection's backlog bound and only the first switch polices, so a conforming stream loses
+//!   nothing by construction. A FIFO port loses most of it (c's port is offered ≈ 220 Mbit/s for
+//!   100), and a per-hop queue of 2 × burst lost 0.16–0.5 % in exactly this setting before
+//!   (issue 11), so either would fail.
+//! - **delivered within 0.5 % of offered** (both measured on the wire over the run): zero loss
+//!   already implies it up to the first/last-arrival window; the 0.5 % is that window's slack.
+//! - **observed maximum ≤ the bound the sender was granted**: the bound counts the switches'
+//!   declared 4 ms lateness budget (see the topology file for why that figure); the sender's and
+//!   receiver's own stacks are outside it, so the bound is compared with a margin of 2 ms for
+//!   the two hosts' stacks on this 2-core machine — stated here, not hidden: a FIFO port's
+//!   delays are tens to hundreds of ms (the floods fill c's queue), far above bound + 2 ms.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use rtlan_experiments::kit::lab::{iperf3_client, iperf3_server};
+use rtlan_experiments::labkit::{spawn, Receiver, Stream};
+
+const SECONDS: u64 = 5;
+
+#[test]
+fn a_reserved_stream_keeps_rate_loss_and_bound_across_three_flooded_hops() {
+    if !root_or_skip("a_reserved_stream_keeps_rate_loss_and_bound_across_three_flooded_hops") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let lab = up_file("chain3-flood.toml", "mh3");
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_rtlan"));
+    let ip_c = ip(&lab, "c");
+    // The switches learn where c is before anything floods.
+    ping_ok(&lab, "a", "c");
+    ping_ok(&lab, "f1", "c");
+    ping_ok(&lab, "f2", "c");
+    let daemon = Daemon::start(&lab, "a");
+    let run = Duration::from_secs(SECONDS);
+
+    let receiver = Receiver::start(exe, &lab, "c", 6000, run + Duration::from_secs(2), &[])
+        .expect("rtlan recv");
+    let iperf_server = spawn(&lab, "c", &iperf3_server(), "iperf3 server".into()).expect("iperf3 -s");
+    std::thread::sleep(Duration::from_millis(300));
+    let flood = |to_port: u16| Stream {
+        to: format!("{ip_c}:{to_port}"),
+        rate: "100mbit".into(),
+        size: 1472,
+        duration: run + Duration::from_secs(1),
+        reserve: None,
+        shaping: None,
+    };
+    let f1 = flood(6001).start(exe, &lab, "f1").expect("flood from f1");
+    let f2 = flood(6002).start(exe, &lab, "f2").expect("flood from f2");
+    let tcp = spawn(&lab, "f1", &iperf3_client(ip_c, SECONDS as f64 + 1.0), "iperf3 -c".into())
+        .expect("iperf3 -c");
+    std::thread::sleep(Duration::from_millis(500));
+    let reserved = Stream {
+        to: format!("{ip_c}:6000"),
+        rate: "20mbit".into(),
+        size: 1000,
+        duration: run,
+        reserve: Some(daemon.socket.clone()),
+        shaping: Some("token".into()),
+    };
+    let sent = reserved.run(exe, &lab, "a").expect("reserved stream");
+    let got = receiver.report().expect("receiver report");
+    let _ = f1.finish(Duration::from_secs(10));
+    let _ = f2.finish(Duration::from_secs(10));
+    let _ = tcp.finish(Duration::from_secs(10));
+    drop(iperf_server);
+    let stats: Vec<_> = ["s1", "s2", "s3"]
+        .iter()
+        .map(|s| (s.to_string(), ctl(&lab, s, "stats")))
+        .collect();
+    eprintln!("sent: {sent:#}\nreceived: {got:#}");
+    for (name, s) in &stats {
+        eprintln!(
+            "{name}: rt {} ports {}",
+            s["rt"],
+            s["ports"]
+                .as_array()
+                .map(|p| p
+                    .iter()
+                    .map(|p| format!(
+                        "late_max {} µs violations {}",
+                        p["pacing_late_max_ns"].as_u64().unwrap_or(0) / 1000,
+                        p["guarantee_violations"]
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; "))
+                .unwrap_or_default()
+        );
+    }
+
+    let bound = sent["reservation"]["delay_bound_us"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("the reservation carries a bound: {sent}"));
+    assert_eq!(sent["reservation"]["hops"].as_u64(), Some(3), "{sent}");
+    let sent_n = sent["sent"].as_u64().expect("sent count");
+    let got_n = got["packets"].as_u64().expect("received count");
+    assert!(sent_n > 1000, "the stream ran: {sent}");
+    assert_eq!(got_n, sent_n, "reserved datagrams lost: sent {sent_n}, received {got_n}");
+    let offered = sent["wire_bps"].as_f64().expect("offered");
+    let delivered = got["wire_bps"].as_f64().expect("delivered");
+    assert!(
+        (delivered - offered).abs() <= 0.005 * offered,
+        "delivered {delivered} bit/s vs offered {offered}"
+    );
+    let max = got["delay_us"]["max"].as_f64().expect("max delay");
+    assert!(
+        max <= bound + 2000.0,
+        "observed maximum {max} µs above the bound {bound} µs (+ 2 ms for the hosts' stacks)"
+    );
+    for (name, s) in &stats {
+        assert_eq!(s["rt"]["queue_drops"].as_u64(), Some(0), "{name}: {}", s["rt"]);
+        assert_eq!(s["rt"]["nonconforming_drops"].as_u64(), Some(0), "{name}: {}", s["rt"]);
+    }
+    drop(daemon);
+    down_clean(lab);
+}
