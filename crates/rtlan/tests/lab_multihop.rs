@@ -78,7 +78,7 @@ fn a_reserved_stream_keeps_rate_loss_and_bound_across_three_flooded_hops() {
     drop(iperf_server);
     let stats: Vec<_> = ["s1", "s2", "s3"]
         .iter()
-        .map(|s| (s.to_string(), ctl(&lab, s, "stats")))
+        .map(|s| (s.to_string(), ctl(&lab, s, "stats")["switch"].clone()))
         .collect();
     eprintln!("sent: {sent:#}\nreceived: {got:#}");
     for (name, s) in &stats {
