@@ -97,13 +97,14 @@ pub struct Qos {
     pub rate_bps: u64,
     /// Largest back-to-back burst in wire bytes (at least `max_packet`). With a library shaper
     /// the reservation asks for at least the shaper's own burst (leaky bucket: its double buffer
-    /// plus one datagram; token bucket: its depth), since the switches queue `2 × max_burst`.
+    /// plus one datagram; token bucket: its depth), since the first switch polices the stream to
+    /// this burst and every hop sizes its queue from it (docs/delay.md).
     pub max_burst: u32,
     /// Largest Ethernet frame in bytes, header included, FCS excluded (1514 for a full MTU).
     pub max_packet: u16,
-    /// End-to-end delay the connection requires, µs: under central admission the bandwidth
-    /// manager refuses when its bound is larger (`None` = no requirement; per-hop admission
-    /// ignores it). The bound the manager computed is in [`RtConnection::info`].
+    /// End-to-end delay the connection requires, µs: the first switch whose bound would exceed
+    /// it refuses (reason "delay"), as does the bandwidth manager under central admission
+    /// (`None` = no requirement). The bound the path granted is in [`RtConnection::info`].
     pub delay_us: Option<u64>,
 }
 
