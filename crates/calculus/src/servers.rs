@@ -10,21 +10,23 @@
 //! ("Scheduler service curves"); in short:
 //!
 //! **Cyclic round robin** (EtheReal §3.3, as `rtlan_core::egress::CyclicScheduler` implements it:
-//! quota `Q_i = r_i·T` per cycle `T` in wire bits, deficit carried, credit capped at
-//! `2·Q_i + L_i`, one frame per round-robin visit, control first, paced at `C`):
+//! quota `Q_i = r_i·T` per cycle `T` in wire bits; at each boundary a backlogged connection's
+//! credit becomes `min(leftover, L_i) + Q_i`, an idle one starts from `Q_i`; one frame per
+//! round-robin visit, control first, paced at `C`). A connection therefore sends at most its
+//! *cycle work* `w_j = Q_j + L_j` between two boundaries ([`cyclic_cycle_work_bits`]), and
+//! admission books cycle work: `Σ w_j ≤ W_max = U·C·T` ([`cyclic_work_budget_bits`]). Then
 //!
 //! ```text
-//!   θ_cyc = T + Δ + L_i/r_i + 2λ + d_link,
-//!   Δ = (L_max + σ_c + 3·U·C·T) / (C − ρ_c)        (drain time after a cycle boundary)
+//!   θ_cyc = T + Δ + L_i/r_i + λ + d_link,
+//!   Δ = (W_max + L_max + σ_c) / (C − ρ_c)        (drain time after a cycle boundary)
 //! ```
 //!
-//! valid when `Δ + λ ≤ T` and every admitted flow's quota covers its largest frame
-//! (`L_j ≤ Q_j`; checked here for the flow asked about, assumed of the others — admission
-//! refuses flows that break it with this same function). `3·U·C·T` bounds the credit all flows
-//! together can spend in one cycle: each flow's credit never exceeds the scheduler's cap
-//! `2·Q_j + L_j` (a flow that empties and refills before the boundary, or that is granted a quota
-//! late in a cycle and again at the boundary, may spend two quotas in one cycle), and
-//! `Σ Q_j ≤ U·C·T`, `Σ L_j ≤ Σ Q_j`.
+//! valid when `Δ + λ ≤ T` and `w_i ≤ W_max` (checked here for the flow asked about; `Σ w_j ≤
+//! W_max` is admission's check, assumed of the others). A quota below the flow's frame is allowed:
+//! the connection then gathers credit over several cycles, and `L_i/r_i` covers that wait (a
+//! backlogged connection's credit before a boundary is below its head frame, so the cap on the
+//! carry never cuts a quota). At `U` = 60 %, `T` = 10 ms, `L_max` = 1518 bytes and a control
+//! bucket of a few hundred bytes, `Δ + λ ≤ T` holds at 100 Mbit/s, 1 Gbit/s and 10 Gbit/s.
 //!
 //! **Rate-controlled EDF on a timing wheel** (QSR §3.1's Guaranteed Service: a regulator of rate
 //! `R_i` and bucket `L_i` per flow, eligible frames served earliest deadline first with deadline
@@ -32,7 +34,7 @@
 //!
 //! ```text
 //!   d_i = L_i/R_i + D0,   D0 = (L_max + σ_c) / (C − ρ_c)
-//!   θ_wheel = d_i + g + 2λ + d_link
+//!   θ_wheel = d_i + g + λ + d_link
 //! ```
 //!
 //! every deadline is met whenever `Σ R_j + ρ_c ≤ C` (non-preemptive EDF demand criterion),
@@ -42,11 +44,16 @@
 //! The regulator is a packetized greedy shaper whose bucket holds a largest frame, so it offers
 //! the service curve `λ_{R_i}` (Le Boudec & Thiran §1.7) and EDF adds the pure delay `d_i`.
 //!
-//! **Lateness.** The data plane's thread may wake up to `λ` late. A frame's reception may be
-//! processed up to `λ` late and, in a separate wake-up, its transmission handed out up to `λ`
-//! late: each hop adds `2λ` (Löser/Härtig §3 likewise put the host's scheduling delays into the
-//! bound). The transmit half holds while `λ` is at most the pacer's catch-up (200 µs): the
-//! pacer's booking is then unchanged by a late wake-up and the wire lags it by at most `λ`.
+//! **Lateness.** `λ` is the hop's lateness budget: the most a frame may lose at one hop to late
+//! wake-ups of the data plane's thread, its receive and its transmit together. The switch checks
+//! every wake-up and send against `λ/2` (a frame meets at most one late receive and one late send)
+//! and counts anything later as a guarantee violation, so each hop adds `λ` once (Löser/Härtig §3
+//! likewise put the host's scheduling delays into the bound). The transmit half holds while `λ/2`
+//! is at most the pacer's catch-up (200 µs): the pacer's booking is then unchanged by a late
+//! wake-up and the wire lags it by at most `λ/2`.
+//!
+//! Reference: Le Boudec & Thiran, *Network Calculus* (LNCS 2050), §1.4 (rate-latency servers),
+//! §1.7 (packetizers); the derivations in `docs/calculus.md`.
 //!
 //! Units: wire bits (a frame of `len` bytes costs [`rtlan_wire::cost::wire_bits`]) and integer
 //! nanoseconds at the API, exact [`Q`] (seconds, bits) inside. Everything handed out as an integer
@@ -105,18 +112,17 @@ pub enum ServerError {
     RateAboveLimit {
         /// The flow's rate, bit/s.
         rate_bps: u64,
-        /// The share (cyclic: U·C) or the line minus control (wheel: C − ρ_c), rounded down.
+        /// The line minus control, `C − ρ_c` (wheel scheduler).
         limit_bps: u64,
     },
-    /// The flow's quota per cycle does not cover its largest frame (cyclic scheduler).
-    #[error(
-        "quota of {quota_bits} bits per cycle is below the maximum frame of {frame_bits} bits"
-    )]
-    QuotaBelowFrame {
-        /// `r·T`, wire bits, rounded down.
-        quota_bits: u64,
-        /// `L_i`, wire bits.
-        frame_bits: u64,
+    /// The flow's cycle work `⌈r·T⌉ + L_i` alone exceeds the port's work budget `U·C·T` (cyclic
+    /// scheduler).
+    #[error("cycle work of {work_bits} bits exceeds the {budget_bits}-bit budget of the cycle")]
+    WorkAboveBudget {
+        /// `w_i = ⌈r·T⌉ + L_i`, wire bits.
+        work_bits: u64,
+        /// `W_max = ⌊U·C·T⌋`, wire bits.
+        budget_bits: u64,
     },
     /// The work a cycle boundary can release does not drain within the cycle (cyclic
     /// scheduler): `Δ + λ > T`. Lower the real-time share or the control budget, or lengthen the
@@ -157,7 +163,8 @@ pub struct PortParams {
     pub control_burst_bits: u64,
     /// `ρ_c`: rate of that bucket, wire bit/s.
     pub control_rate_bps: u64,
-    /// `λ`: declared wake-up lateness budget of the switch, ns.
+    /// `λ`: the hop's lateness budget, ns — the most a frame may lose to late wake-ups at this hop,
+    /// receive and transmit together (each is checked against `λ/2`).
     pub lateness_ns: u64,
     /// Propagation delay of the output link, ns (0 in the lab).
     pub link_delay_ns: u64,
@@ -170,7 +177,8 @@ pub struct CyclicParams {
     pub port: PortParams,
     /// `T`: cycle length, ns.
     pub cycle_ns: u64,
-    /// `U`: admission cap on the sum of reserved rates, percent of `C` (e.g. 60).
+    /// `U`: admission cap, percent of `C` (e.g. 60): the cycle work `Σ (Q_j + L_j)` of the
+    /// admitted flows is at most `U·C·T` ([`cyclic_work_budget_bits`]).
     pub rt_share_percent: u8,
 }
 
@@ -202,7 +210,7 @@ impl Server {
     }
 
     /// Exact per-hop latency `θ` (seconds) of the rate-latency curve this port guarantees `flow`,
-    /// lateness and link delay included (see the module docs).
+    /// lateness (`λ`, once) and link delay included (see the module docs).
     pub fn latency(&self, flow: &HopTspec) -> Result<Q, ServerError> {
         let core = match self {
             Server::Cyclic(p) => cyclic_core(p, flow)?,
@@ -210,14 +218,14 @@ impl Server {
         };
         let port = self.port();
         Ok(core
-            .add(ns(port.lateness_ns)?.mul(Q::int(2))?)?
+            .add(ns(port.lateness_ns)?)?
             .add(ns(port.link_delay_ns)?)?)
     }
 
     /// Per-hop latency θ (ns, rounded up) of the rate-latency service curve β = r·(t−θ)+ this
     /// port guarantees `flow`, including lateness and link delay. Independent of the other flows
-    /// admitted (it uses the admission cap `U` for the cyclic scheduler and `Σ R_j + ρ_c ≤ C` for
-    /// the wheel).
+    /// admitted (it uses the admission cap `Σ w_j ≤ U·C·T` for the cyclic scheduler and
+    /// `Σ R_j + ρ_c ≤ C` for the wheel).
     pub fn latency_ns(&self, flow: &HopTspec) -> Result<u64, ServerError> {
         ceil_ns(self.latency(flow)?)
     }
@@ -235,11 +243,30 @@ pub fn wheel_deadline_ns(params: &WheelParams, flow: &HopTspec) -> Result<u64, S
     ceil_ns(wheel_relative_deadline(params, flow)?)
 }
 
-/// The cyclic scheduler's drain time `Δ` in ns, rounded up: how long after a cycle boundary
-/// (processed on time) every real-time flow has spent its credit.
+/// The cyclic scheduler's drain time `Δ = (W_max + L_max + σ_c)/(C − ρ_c)` in ns, rounded up:
+/// how long after a cycle boundary (processed on time) every real-time flow has spent its credit.
 pub fn cyclic_drain_ns(params: &CyclicParams) -> Result<u64, ServerError> {
-    let (_, _, _, drain) = cyclic_terms(params, 0)?;
+    let (_, drain) = cyclic_terms(params, 0)?;
     ceil_ns(drain)
+}
+
+/// A flow's cycle work `w = ⌈r·T⌉ + L` in wire bits: the most the cyclic scheduler lets it send
+/// between two cycle boundaries (its quota plus the carry, capped at one largest frame). Admission
+/// books it against [`cyclic_work_budget_bits`].
+pub fn cyclic_cycle_work_bits(flow: &HopTspec, cycle_ns: u64) -> Result<u64, ServerError> {
+    flow.rate_and_frame()?;
+    if cycle_ns == 0 {
+        return Err(ServerError::ZeroCycle);
+    }
+    plus_rate_time(flow.max_frame_bits, flow.rate_bps, cycle_ns)
+}
+
+/// The cycle work budget `W_max = ⌊U·C·T⌋` in wire bits: the most cycle work
+/// ([`cyclic_cycle_work_bits`]) the port may admit in total. A connection whose work would take
+/// `Σ w_j` above it is refused (BANDWIDTH); [`cyclic_drain_ns`] and the cyclic `θ` assume it.
+pub fn cyclic_work_budget_bits(params: &CyclicParams) -> Result<u64, ServerError> {
+    let budget = cyclic_budget(params)?;
+    u64::try_from(budget.floor()).map_err(|_| ServerError::Arith(ArithError::Overflow))
 }
 
 /// Burst (wire bits) of the flow at the input of a hop after upstream latencies summing to
@@ -373,43 +400,40 @@ impl HopTspec {
     }
 }
 
-/// `(C, T, U, Δ)` for a port whose largest frame is at least `flow_frame_bits`.
-fn cyclic_terms(p: &CyclicParams, flow_frame_bits: u64) -> Result<(Q, Q, Q, Q), ServerError> {
-    let (c, c_left) = p.port.rates()?;
+/// `W_max = U·C·T` (wire bits, exact) after checking the port, the cycle and the share.
+fn cyclic_budget(p: &CyclicParams) -> Result<Q, ServerError> {
+    let (c, _) = p.port.rates()?;
     if p.cycle_ns == 0 {
         return Err(ServerError::ZeroCycle);
     }
     if p.rt_share_percent == 0 || p.rt_share_percent > 100 {
         return Err(ServerError::BadShare(p.rt_share_percent));
     }
-    let t = ns(p.cycle_ns)?;
     let u = Q::new(i128::from(p.rt_share_percent), 100)?;
+    Ok(u.mul(c)?.mul(ns(p.cycle_ns)?)?)
+}
+
+/// `(T, Δ)` for a port whose largest frame is at least `flow_frame_bits`.
+fn cyclic_terms(p: &CyclicParams, flow_frame_bits: u64) -> Result<(Q, Q), ServerError> {
+    let budget = cyclic_budget(p)?;
+    let (_, c_left) = p.port.rates()?;
     let l_max = int(p.port.max_frame_bits.max(flow_frame_bits))?;
-    // Work a boundary can release: one frame already on the line, the control bucket, and the
-    // credit of every real-time flow (≤ 2·Q_j + L_j each, Σ ≤ 3·U·C·T).
-    let work = l_max
-        .add(int(p.port.control_burst_bits)?)?
-        .add(Q::int(3).mul(u)?.mul(c)?.mul(t)?)?;
-    let drain = work.div(c_left)?;
-    Ok((c, t, u, drain))
+    // Work that can compete with a flow after a boundary: one frame already on the line, the
+    // control bucket, and the cycle work of every real-time flow (Σ w_j ≤ W_max).
+    let work = budget.add(l_max)?.add(int(p.port.control_burst_bits)?)?;
+    Ok((ns(p.cycle_ns)?, work.div(c_left)?))
 }
 
 /// `T + Δ + L_i/r_i` (seconds): the cyclic latency without lateness and link delay.
 fn cyclic_core(p: &CyclicParams, flow: &HopTspec) -> Result<Q, ServerError> {
     let (r, l_i) = flow.rate_and_frame()?;
-    let (c, t, u, drain) = cyclic_terms(p, flow.max_frame_bits)?;
-    let share = u.mul(c)?;
-    if r > share {
-        return Err(ServerError::RateAboveLimit {
-            rate_bps: flow.rate_bps,
-            limit_bps: u64::try_from(share.floor()).unwrap_or(u64::MAX),
-        });
-    }
-    let quota = r.mul(t)?;
-    if quota < l_i {
-        return Err(ServerError::QuotaBelowFrame {
-            quota_bits: u64::try_from(quota.floor()).unwrap_or(u64::MAX),
-            frame_bits: flow.max_frame_bits,
+    let (t, drain) = cyclic_terms(p, flow.max_frame_bits)?;
+    let work = r.mul(t)?.add(l_i)?;
+    let budget = cyclic_budget(p)?;
+    if work > budget {
+        return Err(ServerError::WorkAboveBudget {
+            work_bits: u64::try_from(work.ceil()).unwrap_or(u64::MAX),
+            budget_bits: u64::try_from(budget.floor()).unwrap_or(u64::MAX),
         });
     }
     let lateness = ns(p.port.lateness_ns)?;

@@ -31,20 +31,35 @@ fn secs_ns(ns: u64) -> Q {
 
 #[test]
 fn cyclic_latency_by_hand() {
-    // T = 1 s, U = 10 %, C = 1 Mbit/s: Δ = (1000 + 1000 + 3·0.1·1e6·1) / 1e6 = 0.302 s;
-    // θ = T + Δ + L_i/r = 1 + 0.302 + 0.01 s, + 2λ (2 µs) + link (5 µs).
+    // T = 1 s, U = 20 %, C = 1 Mbit/s: W_max = 0.2·1e6·1 = 200 000 bits;
+    // Δ = (200 000 + 1000 + 1000) / 1e6 = 0.202 s; θ = T + Δ + L_i/r = 1 + 0.202 + 0.01 s,
+    // + λ (1 µs, once) + link (5 µs).
     let s = Server::Cyclic(CyclicParams {
         port: port(1000),
         cycle_ns: 1_000_000_000,
-        rt_share_percent: 10,
+        rt_share_percent: 20,
     });
-    assert_eq!(s.latency_ns(&flow()), Ok(1_312_007_000));
+    assert_eq!(s.latency_ns(&flow()), Ok(1_212_006_000));
     let beta = s.service_curve(&flow()).unwrap();
     assert_eq!(beta.rate, Q::int(100_000));
-    assert_eq!(beta.latency, secs_ns(1_312_007_000));
+    assert_eq!(beta.latency, secs_ns(1_212_006_000));
     if let Server::Cyclic(p) = s {
-        assert_eq!(cyclic_drain_ns(&p), Ok(302_000_000));
+        assert_eq!(cyclic_drain_ns(&p), Ok(202_000_000));
+        assert_eq!(cyclic_work_budget_bits(&p), Ok(200_000));
     }
+    // w = r·T + L = 100 000 + 1000.
+    assert_eq!(cyclic_cycle_work_bits(&flow(), 1_000_000_000), Ok(101_000));
+    // Rounded up: 1 bit/s over 1.5 s is 2 bits (+ L).
+    assert_eq!(cyclic_cycle_work_bits(&flow(), 1_500_000_000), Ok(151_000));
+    let one = HopTspec {
+        rate_bps: 1,
+        ..flow()
+    };
+    assert_eq!(cyclic_cycle_work_bits(&one, 1_500_000_000), Ok(1002));
+    assert_eq!(
+        cyclic_cycle_work_bits(&flow(), 0),
+        Err(ServerError::ZeroCycle)
+    );
 }
 
 #[test]
@@ -55,8 +70,8 @@ fn wheel_latency_by_hand() {
         granularity_ns: 1000,
     };
     assert_eq!(wheel_deadline_ns(&p, &flow()), Ok(12_001_000));
-    // θ = d_i + g + 2λ + link.
-    assert_eq!(Server::Wheel(p).latency_ns(&flow()), Ok(12_008_000));
+    // θ = d_i + g + λ + link (λ once per hop).
+    assert_eq!(Server::Wheel(p).latency_ns(&flow()), Ok(12_007_000));
 }
 
 #[test]
@@ -82,7 +97,7 @@ fn refusals_are_errors() {
     let c = CyclicParams {
         port: port(0),
         cycle_ns: 1_000_000_000,
-        rt_share_percent: 10,
+        rt_share_percent: 20,
     };
     let zero = HopTspec {
         rate_bps: 0,
@@ -92,27 +107,32 @@ fn refusals_are_errors() {
         Server::Cyclic(c).latency_ns(&zero),
         Err(ServerError::ZeroRate)
     );
-    // Above the share U·C = 100 kbit/s.
+    // Cycle work r·T + L = 199 001 + 1000 above the budget U·C·T = 200 000 bits.
     let fast = HopTspec {
-        rate_bps: 100_001,
+        rate_bps: 199_001,
         ..flow()
     };
-    assert!(matches!(
+    assert_eq!(
         Server::Cyclic(c).latency_ns(&fast),
-        Err(ServerError::RateAboveLimit { .. })
-    ));
-    // Quota r·T below the largest frame.
+        Err(ServerError::WorkAboveBudget {
+            work_bits: 200_001,
+            budget_bits: 200_000
+        })
+    );
+    // A quota r·T below the largest frame is allowed: the flow gathers credit over several
+    // cycles and L_i/r covers the wait (T + Δ + 1000/999 s + link).
     let slow = HopTspec {
         rate_bps: 999,
         ..flow()
     };
-    assert!(matches!(
+    assert_eq!(
         Server::Cyclic(c).latency_ns(&slow),
-        Err(ServerError::QuotaBelowFrame { .. })
-    ));
-    // U = 40 %: 3·U = 1.2 cycles of credit cannot drain within the cycle.
+        Ok(1_000_000_000 + 202_000_000 + 1_001_001_002 + 5000)
+    );
+    // U = 100 %: a whole cycle of work plus a frame and the control bucket cannot drain within
+    // the cycle.
     let crowded = CyclicParams {
-        rt_share_percent: 40,
+        rt_share_percent: 100,
         ..c
     };
     assert!(matches!(
@@ -194,8 +214,9 @@ fn target_port() -> PortParams {
     }
 }
 
-fn three_hops(server: Server) -> (u64, u64) {
-    let t = tspec_from_setup(30_000_000, 2084, 1042).unwrap();
+/// θ per hop and the 3-hop bound for 30 Mbit/s of `frame`-byte frames, two-frame burst.
+fn three_hops(server: Server, frame: u16) -> (u64, u64) {
+    let t = tspec_from_setup(30_000_000, 2 * u32::from(frame), frame).unwrap();
     let theta = server.latency_ns(&t).unwrap();
     (theta, end_to_end_ns(&t, 3 * theta).unwrap())
 }
@@ -206,16 +227,21 @@ fn target_example_wheel() {
         port: target_port(),
         granularity_ns: 10_000,
     });
-    let (theta, e2e) = three_hops(server);
-    println!("wheel: θ = {theta} ns per hop, 3-hop bound {e2e} ns");
-    // θ = L_i/R (8528/30690979 s = 277 866.7 ns) + (12304 + 12304)/99e6 s (248 565.7 ns)
-    //     + g 10 µs + 2λ 400 µs = 936 432.3 ns.
-    assert_eq!(theta, 936_433);
-    // b/r = 17056/30690979 s = 555 733.x ns.
-    assert_eq!(e2e, 555_734 + 3 * 936_433);
-    // 3.37 ms: above the 3 ms target. Without the lateness budget (2λ per hop = 1.2 ms)
-    // it is 2.17 ms; lateness is most of the bound.
-    assert!(e2e > 3_000_000);
+    // 1000-byte frames: r = 30 720 000, L_i = 8192 bits. θ = L_i/R (266 666.7 ns)
+    // + (12304 + 12304)/99e6 s (248 565.7 ns) + g 10 µs + λ 200 µs = 725 232.3 ns;
+    // b/r = 16384/30.72e6 s = 533 333.3 ns.
+    let (theta, e2e) = three_hops(server, 1000);
+    println!("wheel, 1000-byte frames: θ = {theta} ns per hop, 3-hop bound {e2e} ns");
+    assert_eq!(theta, 725_233);
+    assert_eq!(e2e, 533_334 + 3 * 725_233);
+    // 1042-byte frames (1000-byte payload): r = 30 690 979, L_i = 8528 bits. θ = 277 866.7
+    // + 248 565.7 + 10 000 + 200 000 = 736 432.3 ns; b/r = 17056/30690979 s = 555 733.x ns.
+    let (theta, e2e) = three_hops(server, 1042);
+    println!("wheel, 1042-byte frames: θ = {theta} ns per hop, 3-hop bound {e2e} ns");
+    assert_eq!(theta, 736_433);
+    assert_eq!(e2e, 555_734 + 3 * 736_433);
+    // Both within the 3 ms target (2.71 and 2.77 ms); λ (once per hop) is 0.6 ms of it.
+    assert!(e2e < 3_000_000);
     let ideal = Server::Wheel(WheelParams {
         port: PortParams {
             lateness_ns: 0,
@@ -223,35 +249,95 @@ fn target_example_wheel() {
         },
         granularity_ns: 10_000,
     });
-    assert!(three_hops(ideal).1 <= 3_000_000 - 800_000);
+    assert_eq!(three_hops(ideal, 1042).1, e2e - 600_000);
 }
 
 #[test]
 fn target_example_cyclic() {
-    // T = 10 ms; U = 31 % is the smallest cap that holds the 30.69 Mbit/s wire rate, and the
-    // largest at which Δ + λ ≤ T (3·U = 0.93 cycles of credit to drain).
-    let server = Server::Cyclic(CyclicParams {
-        port: target_port(),
-        cycle_ns: 10_000_000,
-        rt_share_percent: 31,
-    });
-    let (theta, e2e) = three_hops(server);
-    println!("cyclic: θ = {theta} ns per hop, 3-hop bound {e2e} ns");
-    // Δ = (12304 + 12304 + 930000)/99e6 s = 9 642 505.05 ns; θ = T + Δ + L_i/r + 2λ
-    // = 10 000 000 + 9 642 505.05 + 277 866.67 + 400 000 = 20 320 371.7 ns.
-    assert_eq!(theta, 20_320_372);
-    assert!(e2e > 60_000_000 && e2e < 70_000_000, "tens of ms");
-    // The default 60 % cap cannot be analysed at T = 10 ms: 1.8 cycles of credit.
-    let crowded = Server::Cyclic(CyclicParams {
+    // T = 10 ms at EtheReal's 60 % cap: W_max = 600 000 bits,
+    // Δ = (600 000 + 12304 + 12304)/99e6 s = 6 309 171.7 ns.
+    let params = CyclicParams {
         port: target_port(),
         cycle_ns: 10_000_000,
         rt_share_percent: 60,
-    });
+    };
+    assert_eq!(cyclic_drain_ns(&params), Ok(6_309_172));
+    assert_eq!(cyclic_work_budget_bits(&params), Ok(600_000));
+    let server = Server::Cyclic(params);
+    // 1000-byte frames: θ = T + Δ + L_i/r + λ = 10 000 000 + 6 309 171.7 + 266 666.7 + 200 000.
+    let (theta, e2e) = three_hops(server, 1000);
+    println!("cyclic, 1000-byte frames: θ = {theta} ns per hop, 3-hop bound {e2e} ns");
+    assert_eq!(theta, 16_775_839);
+    // 1042-byte frames: θ = 10 000 000 + 6 309 171.7 + 277 866.7 + 200 000 = 16 787 038.4 ns.
+    let (theta, e2e) = three_hops(server, 1042);
+    println!("cyclic, 1042-byte frames: θ = {theta} ns per hop, 3-hop bound {e2e} ns");
+    assert_eq!(theta, 16_787_039);
+    assert_eq!(e2e, 555_734 + 3 * 16_787_039);
+    // Its cycle work ⌈r·T⌉ + L_i = 306 910 + 8528 bits: one such flow per port fits the budget
+    // (two would take 629 876 > 600 000).
     let t = tspec_from_setup(30_000_000, 2084, 1042).unwrap();
-    assert!(matches!(
-        crowded.latency_ns(&t),
-        Err(ServerError::CycleTooShort { .. })
-    ));
+    assert_eq!(cyclic_cycle_work_bits(&t, 10_000_000), Ok(315_438));
+}
+
+/// At EtheReal's defaults (U = 60 %, T = 10 ms) the cyclic scheduler can be analysed on 100 Mbit/s,
+/// 1 Gbit/s and 10 Gbit/s ports with 1518-byte frames (L_max = 12 336 wire bits), control at 1 %
+/// of the line, the switch's default lateness budget λ = 500 µs, and a control bucket of a few
+/// hundred bytes (512 bytes) or of the current default two full frames (3076 bytes):
+///
+/// | C | σ_c | W_max (bits) | Δ (ns) | Δ + λ |
+/// |---|---|---|---|---|
+/// | 100 Mbit/s | 512 B | 600 000 | 6 226 586 | 6.73 ms |
+/// | 100 Mbit/s | 3076 B | 600 000 | 6 433 778 | 6.93 ms |
+/// | 1 Gbit/s | 512 B | 6 000 000 | 6 077 205 | 6.58 ms |
+/// | 1 Gbit/s | 3076 B | 6 000 000 | 6 097 924 | 6.60 ms |
+/// | 10 Gbit/s | 512 B | 60 000 000 | 6 062 266 | 6.56 ms |
+/// | 10 Gbit/s | 3076 B | 60 000 000 | 6 064 338 | 6.56 ms |
+#[test]
+fn cyclic_defaults_are_analysable_at_every_line_rate() {
+    let cases = [
+        (100_000_000u64, 512u64, 6_226_586u64),
+        (100_000_000, 3076, 6_433_778),
+        (1_000_000_000, 512, 6_077_205),
+        (1_000_000_000, 3076, 6_097_924),
+        (10_000_000_000, 512, 6_062_266),
+        (10_000_000_000, 3076, 6_064_338),
+    ];
+    for (c, sigma_bytes, drain) in cases {
+        let params = CyclicParams {
+            port: PortParams {
+                line_rate_bps: c,
+                max_frame_bits: rtlan_wire::cost::wire_bits(1518),
+                control_burst_bits: sigma_bytes * 8,
+                control_rate_bps: c / 100,
+                lateness_ns: 500_000,
+                link_delay_ns: 0,
+            },
+            cycle_ns: 10_000_000,
+            rt_share_percent: 60,
+        };
+        assert_eq!(
+            cyclic_drain_ns(&params),
+            Ok(drain),
+            "C = {c}, σ_c = {sigma_bytes} B"
+        );
+        assert_eq!(cyclic_work_budget_bits(&params), Ok(c / 100 * 6 / 10));
+        assert!(drain + 500_000 <= 10_000_000);
+        // A flow of 1518-byte frames taking nearly all of the budget is still bounded.
+        let frame = rtlan_wire::cost::wire_bits(1518);
+        let rate = (c / 100 * 6 / 10 - frame) * 100;
+        let f = HopTspec {
+            rate_bps: rate,
+            burst_bits: 2 * frame,
+            max_frame_bits: frame,
+        };
+        assert_eq!(
+            cyclic_cycle_work_bits(&f, 10_000_000),
+            cyclic_work_budget_bits(&params)
+        );
+        let theta = Server::Cyclic(params).latency_ns(&f).unwrap();
+        println!("C = {c}: Δ = {drain} ns, θ = {theta} ns");
+        assert!(theta < 10_000_000 + drain + 500_000 + 1_000_000);
+    }
 }
 
 fn any_port() -> impl Strategy<Value = PortParams> {
@@ -279,7 +365,7 @@ fn any_server() -> impl Strategy<Value = Server> {
             port,
             granularity_ns: g
         })),
-        (any_port(), 1_000_000u64..100_000_000, 1u8..33).prop_map(|(port, t, u)| {
+        (any_port(), 1_000_000u64..100_000_000, 1u8..=100).prop_map(|(port, t, u)| {
             Server::Cyclic(CyclicParams {
                 port,
                 cycle_ns: t,

@@ -47,7 +47,8 @@ fn a_reserved_stream_keeps_rate_loss_and_bound_across_three_flooded_hops() {
 
     let receiver = Receiver::start(exe, &lab, "c", 6000, run + Duration::from_secs(2), &[])
         .expect("rtlan recv");
-    let iperf_server = spawn(&lab, "c", &iperf3_server(), "iperf3 server".into()).expect("iperf3 -s");
+    let iperf_server =
+        spawn(&lab, "c", &iperf3_server(), "iperf3 server".into()).expect("iperf3 -s");
     std::thread::sleep(Duration::from_millis(300));
     let flood = |to_port: u16| Stream {
         to: format!("{ip_c}:{to_port}"),
@@ -59,8 +60,13 @@ fn a_reserved_stream_keeps_rate_loss_and_bound_across_three_flooded_hops() {
     };
     let f1 = flood(6001).start(exe, &lab, "f1").expect("flood from f1");
     let f2 = flood(6002).start(exe, &lab, "f2").expect("flood from f2");
-    let tcp = spawn(&lab, "f1", &iperf3_client(ip_c, SECONDS as f64 + 1.0), "iperf3 -c".into())
-        .expect("iperf3 -c");
+    let tcp = spawn(
+        &lab,
+        "f1",
+        &iperf3_client(ip_c, SECONDS as f64 + 1.0),
+        "iperf3 -c".into(),
+    )
+    .expect("iperf3 -c");
     std::thread::sleep(Duration::from_millis(500));
     let reserved = Stream {
         to: format!("{ip_c}:6000"),
@@ -107,7 +113,10 @@ fn a_reserved_stream_keeps_rate_loss_and_bound_across_three_flooded_hops() {
     let sent_n = sent["sent"].as_u64().expect("sent count");
     let got_n = got["packets"].as_u64().expect("received count");
     assert!(sent_n > 1000, "the stream ran: {sent}");
-    assert_eq!(got_n, sent_n, "reserved datagrams lost: sent {sent_n}, received {got_n}");
+    assert_eq!(
+        got_n, sent_n,
+        "reserved datagrams lost: sent {sent_n}, received {got_n}"
+    );
     let offered = sent["wire_bps"].as_f64().expect("offered");
     let delivered = got["wire_bps"].as_f64().expect("delivered");
     assert!(
@@ -120,8 +129,18 @@ fn a_reserved_stream_keeps_rate_loss_and_bound_across_three_flooded_hops() {
         "observed maximum {max} µs above the bound {bound} µs (+ 2 ms for the hosts' stacks)"
     );
     for (name, s) in &stats {
-        assert_eq!(s["rt"]["queue_drops"].as_u64(), Some(0), "{name}: {}", s["rt"]);
-        assert_eq!(s["rt"]["nonconforming_drops"].as_u64(), Some(0), "{name}: {}", s["rt"]);
+        assert_eq!(
+            s["rt"]["queue_drops"].as_u64(),
+            Some(0),
+            "{name}: {}",
+            s["rt"]
+        );
+        assert_eq!(
+            s["rt"]["nonconforming_drops"].as_u64(),
+            Some(0),
+            "{name}: {}",
+            s["rt"]
+        );
     }
     drop(daemon);
     down_clean(lab);

@@ -4,12 +4,16 @@
 //! the [`Scheduler`] contract, addressed by its [`FlowHandle`]) has its own bounded queue (2 × its
 //! maximum burst) and a *quota* = reserved rate × cycle, in wire bits ([`wire_bits`]: the frame
 //! padded to 60 bytes plus FCS, preamble, SFD and inter-frame gap). A
-//! connection holds a *credit*: at each cycle start a backlogged connection gains one quota, a head
-//! frame may go when its wire bits fit the credit, and what is left is carried to the next cycle
-//! (deficit round robin), so the long-run rate is exact to one packet. A connection whose queue
-//! empties loses its credit ("the scheduler simply empties out the queue") at the next cycle
-//! boundary: it may still spend what is left within the current cycle, and when a frame reaches it
-//! in a later cycle it starts again from exactly one quota.
+//! connection holds a *credit*: a head frame may go when its wire bits fit the credit, and at each
+//! cycle boundary a backlogged connection's credit becomes `min(leftover, L_i) + quota`, `L_i` the
+//! wire bits of its maximum packet (deficit round robin: a backlogged connection's leftover is
+//! below its head frame, so the cap only cuts credit a connection still held at the boundary, and
+//! the long-run rate is exact to one packet). So between two consecutive boundaries a connection
+//! sends at most `quota + L_i` wire bits: the per-cycle work `w_i = Q_i + L_i` admission books
+//! (`rtlan_calculus::servers::cyclic_cycle_work_bits`). A connection whose queue empties loses its
+//! credit ("the scheduler simply empties out the queue") at the next cycle boundary: it may still
+//! spend what is left within the current cycle, and when a frame reaches it in a later cycle it
+//! starts again from exactly one quota.
 //!
 //! Service order at every transmit opportunity: control frames within the port's control bucket
 //! ([`SchedConfig::control_rate_bps`], [`SchedConfig::control_burst_bytes`]); real-time
@@ -31,8 +35,10 @@
 //!
 //! Cycles advance lazily: a cycle boundary is processed by the first call at or after it. Only
 //! backlogged connections are touched, so a cycle costs O(backlogged connections). A late call that
-//! finds several boundaries passed grants a backlogged connection at most [`CATCHUP_CYCLES`] quotas,
-//! and no connection ever holds more than `CATCHUP_CYCLES × quota + one maximum packet` of credit.
+//! finds several boundaries passed grants a backlogged connection `min(leftover, L_i)` plus at most
+//! [`CATCHUP_CYCLES`] quotas; with wake-ups less than a cycle late (the analysis' precondition
+//! `Δ + λ ≤ T`) every boundary is processed on its own and this never happens, so no connection
+//! holds more than `quota + L_i` of credit.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -57,8 +63,9 @@ pub const MIN_CYCLE: Duration = Duration::from_micros(100);
 pub const MAX_CYCLE: Duration = Duration::from_secs(1);
 /// The paper's cycle (EtheReal §3.3: "the cycle time is chosen to be 10 msec").
 pub const DEFAULT_CYCLE: Duration = Duration::from_millis(10);
-/// Most quotas a backlogged connection is granted at one cycle boundary after a late wake-up (the
-/// current cycle's and one missed); quotas of further missed cycles are lost.
+/// Most quotas a backlogged connection is granted when one call finds several cycle boundaries
+/// passed (a wake-up more than a cycle late: the current cycle's and one missed); quotas of further
+/// missed cycles are lost. A call that finds one boundary passed grants one quota.
 pub const CATCHUP_CYCLES: u64 = 2;
 
 /// Credit is kept in nano-bits (bits × 10⁹) so that `rate × cycle` is exact for any rate.
@@ -75,9 +82,12 @@ struct Conn {
     queue: FrameQueue,
     /// Per-cycle quota in nano-bits.
     quota: u128,
-    /// Current credit in nano-bits, ≤ `credit_cap`; lapses at the next grant if the queue is empty.
+    /// Current credit in nano-bits, ≤ `quota + max_frame` (`CATCHUP_CYCLES × quota + max_frame`
+    /// after a call that found several boundaries passed); lapses at the next boundary if the
+    /// queue is empty then.
     credit: u128,
-    credit_cap: u128,
+    /// `L_i`: cost of the maximum packet in nano-bits, the most credit carried across a boundary.
+    max_frame: u128,
     /// Cycle index up to which credit has been granted.
     stamp: u64,
     /// In `eligible` or `waiting` (exactly when the queue is non-empty).
@@ -86,11 +96,13 @@ struct Conn {
 }
 
 impl Conn {
-    /// Grants the quotas of the cycles since `stamp` to a backlogged connection.
+    /// Processes, for a backlogged connection, the boundaries since `stamp` (all found by one
+    /// call: [`CyclicScheduler::advance`] refreshes every listed connection): credit becomes
+    /// `min(leftover, L_i) + quota`, or `+ CATCHUP_CYCLES` quotas if several boundaries passed.
     fn refresh(&mut self, cycle: u64) {
         if cycle > self.stamp {
             let n = (cycle - self.stamp).min(CATCHUP_CYCLES);
-            self.credit = (self.credit + u128::from(n) * self.quota).min(self.credit_cap);
+            self.credit = self.credit.min(self.max_frame) + u128::from(n) * self.quota;
             self.stamp = cycle;
             self.note_credit();
         }
@@ -354,7 +366,7 @@ impl CyclicScheduler {
             quota,
             // A new connection may use the current cycle's quota.
             credit: quota,
-            credit_cap: u128::from(CATCHUP_CYCLES) * quota + cost(max_packet),
+            max_frame: cost(max_packet),
             stamp: self.cycle_index,
             listed: false,
             stats: ConnStats::default(),
@@ -384,7 +396,9 @@ impl CyclicScheduler {
         Some(conn.stats)
     }
 
-    /// Processes the cycle boundaries up to `now` (O(credit-starved backlogged connections)).
+    /// Processes the cycle boundaries up to `now` (O(backlogged connections)): every listed
+    /// connection is refreshed here, so its carry is capped at every boundary, and the ones waiting
+    /// for credit whose head frame now fits become eligible.
     fn advance(&mut self, now: Instant) {
         let elapsed = (now - self.epoch).as_nanos();
         let index = u64::try_from(elapsed / u128::from(self.cycle_ns)).unwrap_or(u64::MAX);
@@ -405,6 +419,11 @@ impl CyclicScheduler {
             eligible,
             ..
         } = self;
+        for &slot in eligible.iter() {
+            if let Some(conn) = slots.slot_mut(slot) {
+                conn.refresh(index);
+            }
+        }
         waiting.retain(|&slot| {
             let Some(conn) = slots.slot_mut(slot) else {
                 return false;
@@ -446,7 +465,7 @@ impl CyclicScheduler {
             // An idle connection keeps its leftover credit within the cycle it was granted in;
             // in a later cycle the leftover lapses and it starts from one quota.
             if conn.stamp < cycle {
-                conn.credit = conn.quota.min(conn.credit_cap);
+                conn.credit = conn.quota;
                 conn.stamp = cycle;
                 conn.note_credit();
             }

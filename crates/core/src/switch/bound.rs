@@ -98,7 +98,7 @@ impl Switch {
 fn refusal(error: ServerError) -> FailReason {
     match error {
         ServerError::RateAboveLimit { .. }
-        | ServerError::QuotaBelowFrame { .. }
+        | ServerError::WorkAboveBudget { .. }
         | ServerError::CycleTooShort { .. }
         | ServerError::ControlTooFast { .. } => FailReason::Bandwidth,
         _ => FailReason::Malformed,

@@ -576,6 +576,123 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// The per-cycle work admission books: between any two consecutive cycle boundaries a
+    /// connection sends at most `Q_i + L_i` wire bits (`L_i` its maximum packet), and never holds
+    /// more credit than that. Connections go on and off at random (emptying and refilling within
+    /// a cycle, just before a boundary, or idling across boundaries), some with a quota below
+    /// their maximum packet; non-real-time frames fill the line; the driver is called at least
+    /// every 100 µs, so each call finds at most one boundary passed (no catch-up).
+    #[test]
+    fn a_connection_sends_at_most_its_quota_plus_a_frame_per_cycle(
+        ops in proptest::collection::vec((0u64..900, 0u32..5, 8usize..1514), 1..300),
+        max_packets in proptest::collection::vec(64usize..1514, 4),
+    ) {
+        let cycle = MS;
+        // 500 kbit/s: 500 bits a cycle, below every frame; 20 Mbit/s: 20 000 bits.
+        let rates = [500_000u64, 3_000_000, 8_000_000, 20_000_000];
+        let mut s = sched(100_000_000, cycle);
+        for (k, r) in rates.iter().enumerate() {
+            s.add_connection(k as u32, *r, 8 * max_packets[k], max_packets[k])
+                .expect("admissible");
+        }
+        let mut t = Instant::ZERO;
+        let arrivals: Vec<_> = ops
+            .iter()
+            .map(|&(gap, key, len)| {
+                t += Duration::from_micros(gap);
+                let key = if key == 4 { NRT } else { key };
+                let len = if key == NRT { len } else { len.min(max_packets[key as usize]) };
+                (t, key, len)
+            })
+            .collect();
+        let mut next = 0usize;
+        let end = t + Duration::from_millis(200);
+        let sent = drive(&mut s, Instant::ZERO, end, |s, now| {
+            while next < arrivals.len() && arrivals[next].0 <= now {
+                let (_, key, len) = arrivals[next];
+                let f = frame(key, next as u32, len);
+                if key == NRT {
+                    s.enqueue_nrt(now, &f);
+                } else {
+                    s.enqueue_rt(now, key, &f);
+                }
+                next += 1;
+            }
+            while s.nrt_queued() < 2 {
+                s.enqueue_nrt(now, &frame(NRT, u32::MAX, 1500));
+            }
+            let tick = now + Duration::from_micros(100);
+            Some(arrivals.get(next).map_or(tick, |a| a.0.min(tick)))
+        });
+        for ((key, c), bits) in per_cycle(&sent, cycle) {
+            if key == NRT {
+                continue;
+            }
+            let k = key as usize;
+            let w = quota(rates[k], cycle) + wire_bits(max_packets[k]);
+            prop_assert!(bits <= w, "key {} cycle {}: {} > Q + L = {}", k, c, bits, w);
+        }
+        for (k, r) in rates.iter().enumerate() {
+            let w = quota(*r, cycle) + wire_bits(max_packets[k]);
+            let held = s.connection_stats(k as u32).expect("exists").max_credit_bits;
+            prop_assert!(held <= w, "key {} held {} > Q + L = {}", k, held, w);
+        }
+    }
+}
+
+/// The carry across a boundary is capped at one maximum packet: a connection that saved its whole
+/// quota (idle until just before the boundary, then refilled while a non-real-time frame holds the
+/// line) brings `min(Q, L) + Q`, not two quotas, into the next cycle (the old cap `2·Q + L`
+/// allowed three 1500-byte frames here). A backlogged connection whose quota is below its frame
+/// still accumulates credit until the frame fits.
+#[test]
+fn the_carry_across_a_boundary_is_at_most_one_frame() {
+    let cycle = MS;
+    let mut s = sched(100_000_000, cycle);
+    // Q = 20 000 bits, L = wire_bits(1500) = 12 192 bits.
+    s.add_connection(1, 20_000_000, 30_000, 1500)
+        .expect("admissible");
+    // Q = 4 000 bits < L: the 1500-byte frame needs four cycles of credit.
+    s.add_connection(2, 4_000_000, 3000, 1500)
+        .expect("admissible");
+    let q = quota(20_000_000, cycle);
+    let l = wire_bits(1500);
+    let refill = at(Duration::from_micros(999));
+    let mut seq = 0;
+    let sent = drive(&mut s, Instant::ZERO, at(10 * cycle), |s, now| {
+        if now == Instant::ZERO {
+            assert!(s.enqueue_rt(now, 2, &frame(2, 0, 1500)));
+        }
+        if now == refill {
+            // The non-real-time frame started at 975.36 µs holds the line past the boundary.
+            assert!(s.busy_until() > at(cycle));
+            for _ in 0..20 {
+                seq += 1;
+                assert!(s.enqueue_rt(now, 1, &frame(1, seq, 1500)));
+            }
+        }
+        while s.nrt_queued() < 2 {
+            assert!(s.enqueue_nrt(now, &frame(NRT, 0, 1500)));
+        }
+        let tick = now + Duration::from_micros(50);
+        Some(if now < refill { tick.min(refill) } else { tick })
+    });
+    let m = per_cycle(&sent, cycle);
+    assert_eq!(m.get(&(1, 0)), None);
+    // Two frames (24 384 bits) fit Q + L = 32 192; three would need the saved quota.
+    assert_eq!(m.get(&(1, 1)), Some(&(2 * l)));
+    for c in 0..10 {
+        assert!(m.get(&(1, c)).copied().unwrap_or(0) <= q + l, "cycle {c}");
+    }
+    assert!(s.connection_stats(1).expect("exists").max_credit_bits <= q + l);
+    // Key 2: 4 000 bits in cycle 0 plus one quota at boundaries 1, 2, 3 = 16 000 ≥ 12 192.
+    let first = sent.iter().find(|x| x.key == 2).expect("sent");
+    assert_eq!((first.at - Instant::ZERO).as_nanos() / cycle.as_nanos(), 3);
+}
+
 /// QSR §3.1 through the scheduler: with pools sized, a reserved flow borrows the excess when its
 /// dedicated pool is full, default traffic is held to its own pool even with the excess free,
 /// and sending gives the bytes back.

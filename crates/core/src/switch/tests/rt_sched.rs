@@ -243,7 +243,12 @@ fn a_connection_sending_twice_its_rate_loses_only_its_own_frames() {
     );
     assert_eq!(conn(&sw, 2, 0x0200).frames_dropped, 0);
     let greedy = conn(&sw, 0, 0x0100);
-    assert!(greedy.frames_dropped > 2_000, "{greedy:?}");
+    // The first switch polices the T-SPEC, so most of the excess goes as non-conforming before
+    // it reaches a queue; whatever reaches the queue and overflows is counted there.
+    assert!(
+        greedy.nonconforming + greedy.frames_dropped > 2_000,
+        "{greedy:?}"
+    );
     assert_eq!(sw.stats().rt.queue_drops, greedy.frames_dropped);
     assert_eq!(
         sw.stats().ports[1].rt_drop_queue_full,
