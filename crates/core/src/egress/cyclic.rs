@@ -206,7 +206,8 @@ impl CyclicScheduler {
             epoch: now,
             cycle_index: 0,
             cycle_start: now,
-            pacer: Pacer::new(pacing_rate.unwrap_or(cfg.line_rate_bps)),
+            pacer: Pacer::new(pacing_rate.unwrap_or(cfg.line_rate_bps))
+                .with_catchup(cfg.late_budget.unwrap_or_default()),
             medium: cfg.medium,
             paced: pacing_rate.is_some(),
             control: FrameQueue::new(0),

@@ -37,6 +37,10 @@ pub(crate) struct Pacer {
     busy_until: Instant,
     /// Fraction of a nanosecond beyond `busy_until`, in units of `1 / rate_bps` ns.
     remainder: u64,
+    /// Line time a late wake-up may make up ([`PACING_CATCHUP`], or the port's per-send
+    /// lateness budget when that is larger, so a send within the budget loses no line time and
+    /// the delay bound's transmit half holds; docs/delay.md §4).
+    catchup: Duration,
 }
 
 impl Pacer {
@@ -46,7 +50,15 @@ impl Pacer {
             rate_bps: rate_bps.max(1),
             busy_until: Instant::ZERO,
             remainder: 0,
+            catchup: PACING_CATCHUP,
         }
+    }
+
+    /// The same pacer making up at most `catchup` of line time after a late wake-up (never less
+    /// than [`PACING_CATCHUP`]).
+    pub(crate) fn with_catchup(mut self, catchup: Duration) -> Pacer {
+        self.catchup = catchup.max(PACING_CATCHUP);
+        self
     }
 
     /// When a frame enqueued at `enqueued` may go out.
@@ -56,7 +68,7 @@ impl Pacer {
 
     /// Books the line for a frame of `len` bytes enqueued at `enqueued` and sent at `now`.
     pub(crate) fn on_send(&mut self, now: Instant, enqueued: Instant, len: usize) {
-        let floor = enqueued.max(now - PACING_CATCHUP);
+        let floor = enqueued.max(now - self.catchup);
         if floor > self.busy_until {
             self.busy_until = floor;
             self.remainder = 0;
@@ -105,5 +117,27 @@ mod tests {
             pacer.busy_until(),
             now - PACING_CATCHUP + tx_time(64, 10_000_000)
         );
+    }
+
+    #[test]
+    fn a_larger_catchup_makes_up_a_longer_late_wake_up() {
+        // 10 Mbit/s: a 64-byte frame is 70.4 µs of line time. Woken 1 ms late with 1 ms owed:
+        // the default pacer lets 200 µs be made up, one given 500 µs lets 500 µs.
+        let late = Instant::from_nanos(1_000_000);
+        let mut short = Pacer::new(10_000_000);
+        short.on_send(late, Instant::ZERO, 64);
+        let mut long = Pacer::new(10_000_000).with_catchup(Duration::from_micros(500));
+        long.on_send(late, Instant::ZERO, 64);
+        assert_eq!(
+            short.busy_until(),
+            late - PACING_CATCHUP + tx_time(64, 10_000_000)
+        );
+        assert_eq!(
+            long.busy_until(),
+            late - Duration::from_micros(500) + tx_time(64, 10_000_000)
+        );
+        // Never below the default.
+        let floor = Pacer::new(10_000_000).with_catchup(Duration::from_micros(1));
+        assert_eq!(floor.catchup, PACING_CATCHUP);
     }
 }

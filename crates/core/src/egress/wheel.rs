@@ -216,7 +216,8 @@ impl WheelScheduler {
             max_frame: cfg.max_frame,
             max_connections: cfg.max_connections,
             epoch: now.as_nanos(),
-            pacer: Pacer::new(pacing_rate.unwrap_or(cfg.line_rate_bps)),
+            pacer: Pacer::new(pacing_rate.unwrap_or(cfg.line_rate_bps))
+                .with_catchup(cfg.late_budget.unwrap_or_default()),
             medium: cfg.medium,
             paced: pacing_rate.is_some(),
             control: FrameQueue::new(0),

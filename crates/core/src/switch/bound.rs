@@ -31,9 +31,27 @@ pub(super) struct HopTerms {
     pub(super) accumulated_ns: u64,
     /// End-to-end bound if the path ended here, ns: *b*/*r* + Σθ.
     pub(super) bound_ns: u64,
+    /// Wire bits per cycle the connection may take from a cyclic port (quota + one frame),
+    /// booked against the port's cycle-work budget; 0 on a timing-wheel port.
+    pub(super) cycle_work_bits: u64,
 }
 
 impl Switch {
+    /// Gives every cyclic port its cycle-work budget `U·C·T` (the assumption of its service
+    /// curve, `rtlan_calculus::servers::cyclic_work_budget_bits`). Called once when the switch is
+    /// built; a port whose budget cannot be computed books without one.
+    pub(super) fn init_work_budgets(&mut self) {
+        for index in 0..self.ports.len() {
+            // Port indices fit u16 (PortId).
+            let port = PortId(index as u16);
+            let budget = match self.port_server(port) {
+                Some(Server::Cyclic(params)) => servers::cyclic_work_budget_bits(&params).ok(),
+                _ => None,
+            };
+            self.rt.admission.set_work_budget(port, budget);
+        }
+    }
+
     /// The service-curve parameters of output port `out` (`None` for an unknown port).
     pub(super) fn port_server(&self, out: PortId) -> Option<Server> {
         let port = self.ports.get(usize::from(out.0))?;
@@ -83,7 +101,14 @@ impl Switch {
         if delay.required_ns != 0 && bound_ns > delay.required_ns {
             return Err(FailReason::Delay);
         }
+        let cycle_work_bits = match &server {
+            Server::Cyclic(params) => {
+                servers::cyclic_cycle_work_bits(&flow, params.cycle_ns).map_err(malformed)?
+            }
+            Server::Wheel(_) => 0,
+        };
         Ok(HopTerms {
+            cycle_work_bits,
             latency_ns,
             queue_bytes: servers::queue_bytes(backlog),
             accumulated_ns,

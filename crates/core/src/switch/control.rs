@@ -198,14 +198,19 @@ impl Switch {
         };
         job.terms = Some(terms);
         let rt_bytes = terms.queue_bytes;
-        let booking = match self.rt.admission.try_book(out, wire, rt_bytes) {
-            Ok(booking) => booking,
-            Err(error) => {
-                self.stats.rt.admission_refusals = self.rt.admission.refusals();
-                self.refuse(now, &job, error.reason());
-                return;
-            }
-        };
+        let booking =
+            match self
+                .rt
+                .admission
+                .try_book_work(out, wire, rt_bytes, terms.cycle_work_bits)
+            {
+                Ok(booking) => booking,
+                Err(error) => {
+                    self.stats.rt.admission_refusals = self.rt.admission.refusals();
+                    self.refuse(now, &job, error.reason());
+                    return;
+                }
+            };
         let index = usize::from(out.0);
         if let Some(budget) = self.rt.rt_budget.get_mut(index) {
             *budget += rt_bytes;

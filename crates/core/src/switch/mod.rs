@@ -56,10 +56,11 @@ use signal::RtState;
 /// Longest frame (without FCS) the switch accepts; longer ones are counted as malformed.
 pub const MAX_FRAME_LEN: usize = 2048;
 
-/// Default [`RtConfig::lateness_budget`]: 500 µs. A quiet host wakes within tens of µs; the
-/// 2-core lab machine under floods was measured late by up to 3.2 ms with three switches, and
-/// configures its own budget (`docs/delay.md`).
-pub const DEFAULT_LATENESS_BUDGET: Duration = Duration::from_micros(500);
+/// Default [`RtConfig::lateness_budget`]: 400 µs, so each send may be 200 µs late — exactly what
+/// the pacer makes up after a late wake-up ([`crate::egress::PACING_CATCHUP`]). A quiet host
+/// wakes within tens of µs; the 2-core lab machine under floods was measured late by up to
+/// 3.2 ms with three switches, and its topologies declare their own budget (`docs/delay.md`).
+pub const DEFAULT_LATENESS_BUDGET: Duration = Duration::from_micros(400);
 
 /// Default [`RtConfig::max_frame_bytes`]: an 802.1Q-tagged 1500-byte-MTU frame without FCS.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 1518;
@@ -575,7 +576,7 @@ impl Switch {
             });
         }
         let own = std::iter::once(config.mac).chain(config.ports.iter().map(|p| p.mac));
-        Ok(Switch {
+        let mut switch = Switch {
             fdb: Fdb::new(own, config.ageing_time),
             arp: ArpCache::new(config.ageing_time),
             pending: Pending::new(config.pending_capacity, config.pending_timeout),
@@ -595,7 +596,9 @@ impl Switch {
             },
             rt: RtState::new(&config),
             config,
-        })
+        };
+        switch.init_work_budgets();
+        Ok(switch)
     }
 
     /// Copies the next frame due on `port` at `now` into `buf` and returns its length, or `None`

@@ -76,6 +76,17 @@ pub enum AdmissionError {
         /// Queue bytes still free.
         available: usize,
     },
+    /// The port's cyclic scheduler cannot serve this much more work per cycle within the bound's
+    /// assumptions (`rtlan_calculus::servers::cyclic_work_budget_bits`, docs/calculus.md).
+    #[error("port {port:?}: cycle work {requested} bits requested, {available} bits left")]
+    CycleWork {
+        /// The output port.
+        port: PortId,
+        /// Wire bits per cycle asked for (quota + one frame).
+        requested: u64,
+        /// Wire bits per cycle still free.
+        available: u64,
+    },
     /// The port is not one admission knows.
     #[error("unknown port {0:?}")]
     UnknownPort(PortId),
@@ -89,7 +100,9 @@ impl AdmissionError {
     /// The reason code a SETUP_FAIL carries for this error.
     pub fn reason(&self) -> FailReason {
         match self {
-            AdmissionError::Bandwidth { .. } => FailReason::Bandwidth,
+            AdmissionError::Bandwidth { .. } | AdmissionError::CycleWork { .. } => {
+                FailReason::Bandwidth
+            }
             AdmissionError::Backplane { .. } => FailReason::Backplane,
             AdmissionError::Cpu { .. } => FailReason::Cpu,
             AdmissionError::Buffer { .. } => FailReason::Buffer,
@@ -118,8 +131,10 @@ pub struct Booking {
     pub port: PortId,
     /// Wire bit/s booked on that port (and on the backplane).
     pub wire_rate_bps: u64,
-    /// Real-time queue bytes booked (2 × max burst).
+    /// Real-time queue bytes booked (the connection's backlog bound at this hop).
     pub buffer_bytes: usize,
+    /// Wire bits per cycle booked against the port's cycle-work budget (0 without one).
+    pub cycle_work_bits: u64,
 }
 
 /// One output port's budget.
@@ -131,6 +146,11 @@ pub struct PortBudget {
     pub cap_percent: u8,
     /// Sum of live bookings, wire bit/s.
     pub booked_bps: u64,
+    /// The most work (wire bits per cycle) a cyclic scheduler may be booked for: `U·C·T`
+    /// (`None`: no such budget, e.g. a timing-wheel port).
+    pub work_budget_bits: Option<u64>,
+    /// Sum of the live bookings' cycle work, wire bits.
+    pub work_booked_bits: u64,
 }
 
 impl PortBudget {
@@ -234,6 +254,8 @@ impl Admission {
                     line_rate_bps,
                     cap_percent: cap_percent.min(100),
                     booked_bps: 0,
+                    work_budget_bits: None,
+                    work_booked_bits: 0,
                 })
                 .collect(),
             usage: SwitchUsage {
@@ -242,6 +264,14 @@ impl Admission {
             },
             limits,
             refusals: 0,
+        }
+    }
+
+    /// Gives `port` a cycle-work budget (wire bits per cycle; `None`: none). Bookings already
+    /// made keep their work.
+    pub fn set_work_budget(&mut self, port: PortId, budget_bits: Option<u64>) {
+        if let Some(p) = self.ports.get_mut(usize::from(port.0)) {
+            p.work_budget_bits = budget_bits;
         }
     }
 
@@ -273,7 +303,21 @@ impl Admission {
         wire_rate_bps: u64,
         buffer_bytes: usize,
     ) -> Result<Booking, AdmissionError> {
-        let result = self.check(port, wire_rate_bps, buffer_bytes);
+        self.try_book_work(port, wire_rate_bps, buffer_bytes, 0)
+    }
+
+    /// [`Admission::try_book`], also booking `cycle_work_bits` against the port's cycle-work
+    /// budget (if it has one).
+    pub fn try_book_work(
+        &mut self,
+        port: PortId,
+        wire_rate_bps: u64,
+        buffer_bytes: usize,
+        cycle_work_bits: u64,
+    ) -> Result<Booking, AdmissionError> {
+        let result = self
+            .check(port, wire_rate_bps, buffer_bytes)
+            .and_then(|()| self.check_work(port, cycle_work_bits));
         if result.is_err() {
             self.refusals += 1;
         }
@@ -284,12 +328,34 @@ impl Admission {
         usage.buffer_booked_bytes = usage.buffer_booked_bytes.saturating_add(buffer_bytes);
         if let Some(budget) = self.ports.get_mut(usize::from(port.0)) {
             budget.booked_bps += wire_rate_bps;
+            budget.work_booked_bits = budget.work_booked_bits.saturating_add(cycle_work_bits);
         }
         Ok(Booking {
             port,
             wire_rate_bps,
             buffer_bytes,
+            cycle_work_bits,
         })
+    }
+
+    /// Whether `port`'s cycle-work budget (if any) holds `bits` more.
+    fn check_work(&self, port: PortId, bits: u64) -> Result<(), AdmissionError> {
+        let budget = self
+            .ports
+            .get(usize::from(port.0))
+            .ok_or(AdmissionError::UnknownPort(port))?;
+        let Some(limit) = budget.work_budget_bits else {
+            return Ok(());
+        };
+        let available = limit.saturating_sub(budget.work_booked_bits);
+        if bits > available {
+            return Err(AdmissionError::CycleWork {
+                port,
+                requested: bits,
+                available,
+            });
+        }
+        Ok(())
     }
 
     /// Checks every resource without booking anything.
@@ -348,6 +414,9 @@ impl Admission {
             .booked_bps
             .checked_sub(booking.wire_rate_bps)
             .ok_or(AdmissionError::NotBooked(booking.port))?;
+        budget.work_booked_bits = budget
+            .work_booked_bits
+            .saturating_sub(booking.cycle_work_bits);
         let usage = &mut self.usage;
         usage.backplane_booked_bps = usage
             .backplane_booked_bps
@@ -364,6 +433,38 @@ impl Admission {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn cycle_work_is_booked_against_the_ports_budget_and_released() {
+        let mut adm = Admission::new(&[100_000_000, 100_000_000]);
+        adm.set_work_budget(PortId(0), Some(600_000));
+        let a = adm.try_book_work(PortId(0), 1_000_000, 0, 400_000).unwrap();
+        // Bandwidth is plentiful, cycle work is not: BANDWIDTH, nothing booked.
+        let err = adm
+            .try_book_work(PortId(0), 1_000_000, 0, 200_001)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            AdmissionError::CycleWork {
+                port: PortId(0),
+                requested: 200_001,
+                available: 200_000
+            }
+        );
+        assert_eq!(err.reason(), FailReason::Bandwidth);
+        assert_eq!(adm.port(PortId(0)).unwrap().booked_bps, 1_000_000);
+        let b = adm.try_book_work(PortId(0), 1_000_000, 0, 200_000).unwrap();
+        assert_eq!(adm.port(PortId(0)).unwrap().work_booked_bits, 600_000);
+        // A port without a budget books any work.
+        let c = adm
+            .try_book_work(PortId(1), 1_000_000, 0, u64::MAX / 2)
+            .unwrap();
+        adm.release(a).unwrap();
+        assert_eq!(adm.port(PortId(0)).unwrap().work_booked_bits, 200_000);
+        adm.release(b).unwrap();
+        adm.release(c).unwrap();
+        assert_eq!(adm.port(PortId(0)).unwrap().work_booked_bits, 0);
+    }
 
     #[test]
     fn books_up_to_the_cap_and_release_frees() {
