@@ -9,7 +9,8 @@
 //! sized for. When the first connection opens (with its proxy route), the interface's root
 //! qdisc is therefore replaced by an HTB tree whose size table counts whole frames exactly like
 //! the switch's `wire_bits` (`stab overhead 24 mpu 84`: FCS 4 + preamble/SFD 8 + inter-frame
-//! gap 12 on top of the skb's Ethernet frame, at least 84 bytes):
+//! gap 12 on top of the skb's Ethernet frame, at least 84 bytes; `mtu 2047 tsize 2048` make the
+//! table exact to the byte, as in the lab's link emulation):
 //!
 //! ```text
 //! 1:      htb default ffff (stab overhead 24 mpu 84)
@@ -92,7 +93,7 @@ fn args(list: &[&str]) -> Vec<String> {
 fn root_args(ifname: &str) -> Vec<String> {
     args(&[
         "qdisc", "replace", "dev", ifname, "root", "handle", "1:", "stab", "overhead", "24", "mpu",
-        "84", "htb", "default", "ffff",
+        "84", "mtu", "2047", "tsize", "2048", "htb", "default", "ffff",
     ])
 }
 
@@ -387,7 +388,8 @@ mod tests {
     fn root_counts_whole_frames() {
         assert_eq!(
             root_args("eth0").join(" "),
-            "qdisc replace dev eth0 root handle 1: stab overhead 24 mpu 84 htb default ffff"
+            "qdisc replace dev eth0 root handle 1: stab overhead 24 mpu 84 mtu 2047 tsize 2048 htb \
+             default ffff"
         );
     }
 
