@@ -75,6 +75,9 @@ pub struct Config {
     pub manager: Option<SocketAddr>,
     /// Wait for the manager: connecting, and each reply.
     pub manager_timeout: Duration,
+    /// Give traffic to the proxy prefix its own HTB class, served before the host's other
+    /// traffic, on the interface's egress (replaces its root qdisc while the daemon runs).
+    pub priority_queue: bool,
 }
 
 #[derive(Deserialize)]
@@ -96,6 +99,7 @@ struct RawConfig {
     admission: Option<String>,
     manager: Option<String>,
     manager_timeout: Option<String>,
+    priority_queue: Option<bool>,
 }
 
 /// Parses `local`, `central` or `both`.
@@ -140,6 +144,7 @@ impl Config {
             admission: Admission::Local,
             manager: None,
             manager_timeout: DEFAULT_MANAGER_TIMEOUT,
+            priority_queue: true,
         }
     }
 
@@ -218,6 +223,9 @@ impl Config {
                 .ok_or_else(|| {
                     ConfigError::Value(format!("manager_timeout: `{d}` is not a positive duration"))
                 })?;
+        }
+        if let Some(p) = raw.priority_queue {
+            config.priority_queue = p;
         }
         config.check_manager()?;
         // Catch what the core would refuse now, with the file in mind.

@@ -65,6 +65,17 @@ fn pid_is_dead(pid: u32) -> bool {
     rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
+/// What the shell needs to build the host's egress queues ([`KernelShaper`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct HostQueues {
+    /// The host's link rate, bit/s.
+    pub(super) link_rate_bps: u64,
+    /// The share of the link reservations may take in all.
+    pub(super) realtime_cap_percent: u8,
+    /// Whether traffic to the proxy prefix gets its own class served first.
+    pub(super) priority_queue: bool,
+}
+
 impl Daemon {
     pub(super) fn new(
         ifname: String,
@@ -72,7 +83,7 @@ impl Daemon {
         link: ControlLink,
         netlink: Netlink,
         socket: &std::path::Path,
-        link_rate_bps: u64,
+        queues: HostQueues,
         manager: Option<ManagerLink>,
     ) -> Result<Daemon, Error> {
         let timer = Timer::new()?;
@@ -90,7 +101,12 @@ impl Daemon {
         }
         let clients = clients::bind(socket, &epoll)?;
         Ok(Daemon {
-            shaper: KernelShaper::new(ifname.clone(), link_rate_bps),
+            shaper: KernelShaper::new(
+                ifname.clone(),
+                queues.link_rate_bps,
+                queues.realtime_cap_percent,
+                queues.priority_queue,
+            ),
             manager,
             ifname,
             rtcd,
@@ -281,6 +297,11 @@ impl Daemon {
                     ) {
                         Ok(()) => self.route = Some(prefix),
                         Err(e) => self.netlink_error("install route", &e),
+                    }
+                    // The route comes with the first open connection: from now on reserved
+                    // traffic leaves through its own class, ahead of the host's other traffic.
+                    if let Err(e) = self.shaper.prioritize(prefix) {
+                        self.shaper_error("install priority class", &e);
                     }
                 }
                 Action::RemoveRoute { prefix } => self.remove_route(prefix),

@@ -143,7 +143,11 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         link,
         netlink,
         &config.socket,
-        core.link_rate_bps,
+        daemon::HostQueues {
+            link_rate_bps: core.link_rate_bps,
+            realtime_cap_percent: core.realtime_cap_percent,
+            priority_queue: config.priority_queue,
+        },
         manager,
     )?;
     tracing::info!(

@@ -1,27 +1,43 @@
-//! Kernel shaping of real-time connections with the `tc` binary (the daemon's side of RTTR's
-//! `Shaping::Kernel`; EtheReal §3.2 shapes in a user-level library, this is the in-kernel
-//! alternative for applications that cannot link it).
+//! The host's egress queues, set with the `tc` binary: a priority class that keeps real-time
+//! connections ahead of the host's other traffic, and kernel shaping of single connections (the
+//! daemon's side of RTTR's `Shaping::Kernel`; EtheReal §3.2 shapes in a user-level library, this
+//! is the in-kernel alternative for applications that cannot link it).
 //!
-//! On first use the interface's root qdisc is replaced by an HTB tree whose size table counts
-//! whole frames exactly like the switch's `wire_bits` (`stab overhead 24 mpu 84`: FCS 4 +
-//! preamble/SFD 8 + inter-frame gap 12 on top of the skb's Ethernet frame, at least 84 bytes):
+//! EtheReal §2.2 separates real-time from other traffic in the switch; on the host both leave
+//! through the one interface queue, so a reserved stream would wait behind the host's own bulk
+//! traffic (a TCP flow keeps the queue full) and leave it in clumps its switch queue was not
+//! sized for. When the first connection opens (with its proxy route), the interface's root
+//! qdisc is therefore replaced by an HTB tree whose size table counts whole frames exactly like
+//! the switch's `wire_bits` (`stab overhead 24 mpu 84`: FCS 4 + preamble/SFD 8 + inter-frame
+//! gap 12 on top of the skb's Ethernet frame, at least 84 bytes; `mtu 2047 tsize 2048` make the
+//! table exact to the byte, as in the lab's link emulation):
 //!
 //! ```text
 //! 1:      htb default ffff (stab overhead 24 mpu 84)
 //! └ 1:1     rate = ceil = link rate
-//!   ├ 1:ffff  everything else: rate = link − reserved, ceil = link
-//!   └ 1:<id>  one per connection: rate = ceil = reserved rate, burst = cburst = max_burst
-//!             fed by `u32 match ip dst <proxy_ip>/32` at pref <id>
+//!   ├ 1:fffe  reserved traffic, prio 0: rate = cap share − kernel-shaped, ceil = link
+//!   │         fed by `u32 match ip dst <proxy prefix>` at pref 65535
+//!   ├ 1:<id>  one per kernel-shaped connection, prio 0: rate = ceil = reserved rate,
+//!   │         burst = cburst = max_burst, fed by `u32 match ip dst <proxy_ip>/32` at pref <id>
+//!   └ 1:ffff  everything else, prio 1: rate = link − cap share, ceil = link
 //! ```
 //!
+//! HTB serves the classes that are within their rate by `prio`, lowest first, so a frame to a
+//! proxy IP waits for at most the frame in transmission, never behind the host's queue. The
+//! cap share is `realtime_cap_percent` of the link: the daemon admits no more than that, so
+//! shaped real-time traffic always finds its class within its rate. Every class may borrow up
+//! to the link rate (`ceil`), so the host is never held below its link rate.
+//!
 //! This replaces whatever root qdisc was there (a lab's `tbf` link emulation becomes an HTB tree
-//! of the same rate). The root qdisc is deleted again when the daemon exits, if it installed it.
-//! Commands run with an argument vector (no shell); a failure is returned, the caller logs and
-//! counts it.
+//! of the same rate) for as long as the daemon runs; it is deleted when the daemon exits, if it
+//! installed it. Commands run with an argument vector (no shell); a failure is returned, the
+//! caller logs and counts it.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::process::Command;
+
+use rtlan_core::rtcd::ProxyPrefix;
 
 /// A `tc` invocation failed.
 #[derive(Debug, thiserror::Error)]
@@ -39,15 +55,35 @@ pub(super) enum TcError {
         /// What `tc` wrote to stderr.
         stderr: String,
     },
-    /// The connection id cannot name an HTB class (0 is the qdisc, `ffff` the default class).
+    /// The connection id cannot name an HTB class (0 is the qdisc, `fffe` the reserved class,
+    /// `ffff` the default class).
     #[error("connection id {0} cannot name an htb class")]
     BadId(u16),
 }
 
 /// Minor class id of the default (non-real-time) class.
 const DEFAULT_MINOR: u16 = 0xffff;
-/// Lowest rate given to the default class when reservations fill the link (HTB needs > 0).
-const MIN_DEFAULT_RATE: u64 = 8_000;
+/// Minor class id of the class of all traffic to the proxy prefix.
+const RESERVED_MINOR: u16 = 0xfffe;
+/// Filter preference of the proxy-prefix filter: after every connection's own (pref = its id,
+/// at most `fffd`), so a kernel-shaped connection still reaches its own class.
+const PREFIX_PREF: u16 = 0xffff;
+/// Lowest rate given to a class (HTB needs > 0).
+const MIN_RATE: u64 = 8_000;
+/// A full frame on the wire (1514 + FCS, preamble/SFD, inter-frame gap), bytes: HTB's DRR
+/// quantum, so classes of one priority that borrow share by frames.
+const FULL_FRAME: u64 = 1538;
+/// How late a library shaper's wake-up may be before it loses rate (RTTR's leaky-bucket buffer,
+/// `MIN_LEAKY_BUFFER`): it then releases that much of its rate at once, which the reserved
+/// class lets through at link rate without leaving its priority.
+const RESERVED_BURST_MS: u64 = 10;
+
+/// The bucket of the link and default classes: 1 ms at link rate, at least four full frames —
+/// the lab's `tbf` link emulation (docs/lab.md): the qdisc watchdog fires tens to hundreds of
+/// µs late on a loaded host, and a smaller bucket would cost link throughput.
+fn link_burst(link_rate_bps: u64) -> u64 {
+    (link_rate_bps / 8 / 1000).max(4 * FULL_FRAME)
+}
 
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_string()).collect()
@@ -57,34 +93,42 @@ fn args(list: &[&str]) -> Vec<String> {
 fn root_args(ifname: &str) -> Vec<String> {
     args(&[
         "qdisc", "replace", "dev", ifname, "root", "handle", "1:", "stab", "overhead", "24", "mpu",
-        "84", "htb", "default", "ffff",
+        "84", "mtu", "2047", "tsize", "2048", "htb", "default", "ffff",
     ])
 }
 
-/// `tc` arguments for an HTB class `1:<minor>` under `parent` (`add` or `change`).
-fn class_args(
-    verb: &str,
-    ifname: &str,
-    parent: &str,
+/// One HTB class `1:<minor>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HtbClass {
     minor: u16,
     rate_bps: u64,
     ceil_bps: u64,
-    burst: Option<u32>,
-) -> Vec<String> {
+    /// `burst` = `cburst`, bytes (`None`: tc's default).
+    burst: Option<u64>,
+    /// HTB priority, 0 first (`None`: no priority, for the inner class `1:1`).
+    prio: Option<u8>,
+}
+
+/// `tc` arguments for `class` under `parent` (`add` or `change`).
+fn class_args(verb: &str, ifname: &str, parent: &str, class: &HtbClass) -> Vec<String> {
     let mut v = args(&["class", verb, "dev", ifname, "parent", parent]);
     v.push("classid".into());
-    v.push(format!("1:{minor:x}"));
+    v.push(format!("1:{:x}", class.minor));
     v.extend(args(&["htb", "rate"]));
-    v.push(format!("{rate_bps}bit"));
+    v.push(format!("{}bit", class.rate_bps));
     v.push("ceil".into());
-    v.push(format!("{ceil_bps}bit"));
-    if let Some(b) = burst {
+    v.push(format!("{}bit", class.ceil_bps));
+    if let Some(b) = class.burst {
         v.extend([
             "burst".into(),
             b.to_string(),
             "cburst".into(),
             b.to_string(),
         ]);
+    }
+    if let Some(p) = class.prio {
+        v.extend(["prio".into(), p.to_string()]);
+        v.extend(["quantum".into(), FULL_FRAME.to_string()]);
     }
     v
 }
@@ -112,6 +156,19 @@ fn filter_add_args(
     }
     v.push("flowid".into());
     v.push(format!("1:{id:x}"));
+    v
+}
+
+/// `tc` arguments for the filter steering the whole proxy prefix into the reserved class.
+fn prefix_filter_args(ifname: &str, prefix: ProxyPrefix) -> Vec<String> {
+    let mut v = args(&[
+        "filter", "add", "dev", ifname, "parent", "1:", "protocol", "ip", "pref",
+    ]);
+    v.push(PREFIX_PREF.to_string());
+    v.extend(args(&["u32", "match", "ip", "dst"]));
+    v.push(prefix.to_string());
+    v.push("flowid".into());
+    v.push(format!("1:{RESERVED_MINOR:x}"));
     v
 }
 
@@ -145,26 +202,68 @@ fn run_tc(argv: &[String]) -> Result<(), TcError> {
 pub(super) struct KernelShaper {
     ifname: String,
     link_rate_bps: u64,
+    /// The share of the link reservations may take in all, percent.
+    realtime_cap_percent: u8,
+    /// Whether traffic to the proxy prefix gets the priority class (`priority_queue`).
+    priority_queue: bool,
     root_installed: bool,
-    /// Reserved rate per shaped connection id.
+    /// The prefix whose filter feeds the reserved class, once installed.
+    prefix: Option<ProxyPrefix>,
+    /// Reserved rate per kernel-shaped connection id.
     classes: BTreeMap<u16, u64>,
 }
 
 impl KernelShaper {
-    pub(super) fn new(ifname: String, link_rate_bps: u64) -> KernelShaper {
+    pub(super) fn new(
+        ifname: String,
+        link_rate_bps: u64,
+        realtime_cap_percent: u8,
+        priority_queue: bool,
+    ) -> KernelShaper {
         KernelShaper {
             ifname,
             link_rate_bps,
+            realtime_cap_percent: realtime_cap_percent.min(100),
+            priority_queue,
             root_installed: false,
+            prefix: None,
             classes: BTreeMap::new(),
         }
     }
 
-    fn default_rate(&self) -> u64 {
-        let reserved: u64 = self.classes.values().sum();
-        self.link_rate_bps
-            .saturating_sub(reserved)
-            .max(MIN_DEFAULT_RATE)
+    /// What the daemon may admit in all: `realtime_cap_percent` of the link.
+    fn cap_share(&self) -> u64 {
+        u64::try_from(u128::from(self.link_rate_bps) * u128::from(self.realtime_cap_percent) / 100)
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The default class: the link less what real-time traffic may take, then borrowing.
+    fn default_class(&self) -> HtbClass {
+        HtbClass {
+            minor: DEFAULT_MINOR,
+            rate_bps: self
+                .link_rate_bps
+                .saturating_sub(self.cap_share())
+                .max(MIN_RATE),
+            ceil_bps: self.link_rate_bps,
+            burst: Some(link_burst(self.link_rate_bps)),
+            prio: Some(1),
+        }
+    }
+
+    /// The reserved class: the cap share less the kernel-shaped connections' own classes.
+    fn reserved_class(&self) -> HtbClass {
+        let kernel: u64 = self.classes.values().sum();
+        let rate_bps = self.cap_share().saturating_sub(kernel).max(MIN_RATE);
+        HtbClass {
+            minor: RESERVED_MINOR,
+            rate_bps,
+            ceil_bps: self.link_rate_bps,
+            burst: Some(
+                (rate_bps / 8 / 1000 * RESERVED_BURST_MS).max(link_burst(self.link_rate_bps)),
+            ),
+            prio: Some(0),
+        }
     }
 
     fn ensure_root(&mut self) -> Result<(), TcError> {
@@ -174,29 +273,56 @@ impl KernelShaper {
         let link = self.link_rate_bps;
         run_tc(&root_args(&self.ifname))?;
         self.root_installed = true;
-        run_tc(&class_args("add", &self.ifname, "1:", 1, link, link, None))?;
-        let rate = self.default_rate();
+        let top = HtbClass {
+            minor: 1,
+            rate_bps: link,
+            ceil_bps: link,
+            burst: Some(link_burst(link)),
+            prio: None,
+        };
+        run_tc(&class_args("add", &self.ifname, "1:", &top))?;
         run_tc(&class_args(
             "add",
             &self.ifname,
             "1:1",
-            DEFAULT_MINOR,
-            rate,
-            link,
-            None,
-        ))
+            &self.default_class(),
+        ))?;
+        if self.priority_queue {
+            run_tc(&class_args(
+                "add",
+                &self.ifname,
+                "1:1",
+                &self.reserved_class(),
+            ))?;
+        }
+        Ok(())
     }
 
-    fn update_default(&self) -> Result<(), TcError> {
+    fn update_reserved(&self) -> Result<(), TcError> {
+        if !self.priority_queue {
+            return Ok(());
+        }
         run_tc(&class_args(
             "change",
             &self.ifname,
             "1:1",
-            DEFAULT_MINOR,
-            self.default_rate(),
-            self.link_rate_bps,
-            None,
+            &self.reserved_class(),
         ))
+    }
+
+    /// Steers all traffic to `prefix` (the proxy route the daemon just installed) into the
+    /// reserved class, building the tree first if needed. Nothing with `priority_queue` off.
+    pub(super) fn prioritize(&mut self, prefix: ProxyPrefix) -> Result<(), TcError> {
+        if !self.priority_queue || self.prefix == Some(prefix) {
+            return Ok(());
+        }
+        self.ensure_root()?;
+        if self.prefix.take().is_some() {
+            run_tc(&filter_del_args(&self.ifname, PREFIX_PREF))?;
+        }
+        run_tc(&prefix_filter_args(&self.ifname, prefix))?;
+        self.prefix = Some(prefix);
+        Ok(())
     }
 
     /// Installs class `1:<id>` at `rate_bps` with bucket `max_burst` and its filter.
@@ -208,23 +334,21 @@ impl KernelShaper {
         rate_bps: u64,
         max_burst: u32,
     ) -> Result<(), TcError> {
-        if id == 0 || id == DEFAULT_MINOR {
+        if id == 0 || id == DEFAULT_MINOR || id == RESERVED_MINOR {
             return Err(TcError::BadId(id));
         }
         self.ensure_root()?;
-        let ifname = &self.ifname;
-        run_tc(&class_args(
-            "add",
-            ifname,
-            "1:1",
-            id,
+        let class = HtbClass {
+            minor: id,
             rate_bps,
-            rate_bps,
-            Some(max_burst),
-        ))?;
+            ceil_bps: rate_bps,
+            burst: Some(u64::from(max_burst)),
+            prio: Some(0),
+        };
+        run_tc(&class_args("add", &self.ifname, "1:1", &class))?;
         self.classes.insert(id, rate_bps);
-        run_tc(&filter_add_args(ifname, id, proxy_ip, dst_port))?;
-        self.update_default()
+        run_tc(&filter_add_args(&self.ifname, id, proxy_ip, dst_port))?;
+        self.update_reserved()
     }
 
     /// Removes the filter and class of connection `id` (both attempted; the first error wins).
@@ -241,13 +365,14 @@ impl KernelShaper {
             "classid",
             &format!("1:{id:x}"),
         ]));
-        let default = self.update_default();
-        filter.and(class).and(default)
+        let reserved = self.update_reserved();
+        filter.and(class).and(reserved)
     }
 
     /// Deletes the root qdisc if this daemon installed it (the kernel's default comes back).
     pub(super) fn shutdown(&mut self) -> Result<(), TcError> {
         self.classes.clear();
+        self.prefix = None;
         if !std::mem::take(&mut self.root_installed) {
             return Ok(());
         }
@@ -263,25 +388,24 @@ mod tests {
     fn root_counts_whole_frames() {
         assert_eq!(
             root_args("eth0").join(" "),
-            "qdisc replace dev eth0 root handle 1: stab overhead 24 mpu 84 htb default ffff"
+            "qdisc replace dev eth0 root handle 1: stab overhead 24 mpu 84 mtu 2047 tsize 2048 htb \
+             default ffff"
         );
     }
 
     #[test]
     fn connection_class_and_filter_use_hex_minor_and_exact_rate() {
+        let class = HtbClass {
+            minor: 0x1a,
+            rate_bps: 10_000_000,
+            ceil_bps: 10_000_000,
+            burst: Some(3028),
+            prio: Some(0),
+        };
         assert_eq!(
-            class_args(
-                "add",
-                "eth0",
-                "1:1",
-                0x1a,
-                10_000_000,
-                10_000_000,
-                Some(3028)
-            )
-            .join(" "),
+            class_args("add", "eth0", "1:1", &class).join(" "),
             "class add dev eth0 parent 1:1 classid 1:1a htb rate 10000000bit ceil 10000000bit \
-             burst 3028 cburst 3028"
+             burst 3028 cburst 3028 prio 0 quantum 1538"
         );
         assert_eq!(
             filter_add_args("eth0", 26, Ipv4Addr::new(198, 19, 0, 26), None).join(" "),
@@ -300,24 +424,70 @@ mod tests {
     }
 
     #[test]
-    fn default_class_gets_what_is_left_but_never_zero() {
-        let mut k = KernelShaper::new("eth0".into(), 100_000_000);
-        assert_eq!(k.default_rate(), 100_000_000);
+    fn proxy_prefix_feeds_the_reserved_class_after_every_connection_filter() {
+        assert_eq!(
+            prefix_filter_args("eth0", ProxyPrefix::DEFAULT).join(" "),
+            "filter add dev eth0 parent 1: protocol ip pref 65535 u32 match ip dst 198.19.0.0/16 \
+             flowid 1:fffe"
+        );
+    }
+
+    #[test]
+    fn reserved_class_goes_first_and_every_class_may_use_the_whole_link() {
+        let mut k = KernelShaper::new("eth0".into(), 100_000_000, 60, true);
+        let reserved = k.reserved_class();
+        let default = k.default_class();
+        assert_eq!((reserved.prio, default.prio), (Some(0), Some(1)));
+        assert_eq!(
+            (reserved.rate_bps, default.rate_bps),
+            (60_000_000, 40_000_000)
+        );
+        assert_eq!(
+            (reserved.ceil_bps, default.ceil_bps),
+            (100_000_000, 100_000_000)
+        );
+        // 1 ms at 100 Mbit/s, as the lab's tbf; 10 ms at the reserved class's rate.
+        assert_eq!(default.burst, Some(12_500));
+        assert_eq!(reserved.burst, Some(75_000));
+        assert_eq!(
+            class_args("add", "eth0", "1:1", &default).join(" "),
+            "class add dev eth0 parent 1:1 classid 1:ffff htb rate 40000000bit ceil 100000000bit \
+             burst 12500 cburst 12500 prio 1 quantum 1538"
+        );
+        // Kernel-shaped connections have their own classes: the reserved class keeps the rest.
         k.classes.insert(1, 30_000_000);
         k.classes.insert(2, 20_000_000);
-        assert_eq!(k.default_rate(), 50_000_000);
-        k.classes.insert(3, 60_000_000);
-        assert_eq!(k.default_rate(), MIN_DEFAULT_RATE);
+        assert_eq!(k.reserved_class().rate_bps, 10_000_000);
+        assert_eq!(k.default_class().rate_bps, 40_000_000);
+        k.classes.insert(3, 20_000_000);
+        assert_eq!(k.reserved_class().rate_bps, MIN_RATE);
+        // All of the link may be reserved: the default class keeps a rate above zero.
+        assert_eq!(
+            KernelShaper::new("eth0".into(), 1_000_000_000, 100, true)
+                .default_class()
+                .rate_bps,
+            MIN_RATE
+        );
     }
 
     #[test]
     fn reserved_ids_are_refused_without_running_tc() {
-        let mut k = KernelShaper::new("nonexistent0".into(), 1_000_000);
-        assert!(matches!(
-            k.install(0xffff, Ipv4Addr::LOCALHOST, None, 1, 1),
-            Err(TcError::BadId(0xffff))
-        ));
+        let mut k = KernelShaper::new("nonexistent0".into(), 1_000_000, 60, true);
+        for id in [0, 0xfffe, 0xffff] {
+            assert!(matches!(
+                k.install(id, Ipv4Addr::LOCALHOST, None, 1, 1),
+                Err(TcError::BadId(i)) if i == id
+            ));
+        }
         assert!(!k.root_installed);
         assert!(k.remove(5).is_ok(), "removing an unknown id is a no-op");
+    }
+
+    #[test]
+    fn priority_queue_off_installs_nothing_for_the_prefix() {
+        let mut k = KernelShaper::new("nonexistent0".into(), 1_000_000, 60, false);
+        assert!(k.prioritize(ProxyPrefix::DEFAULT).is_ok());
+        assert!(!k.root_installed);
+        assert_eq!(k.prefix, None);
     }
 }
