@@ -500,23 +500,13 @@ impl CyclicScheduler {
     /// Books the line for a frame of `len` bytes that became due at `due`, and records how late
     /// it goes.
     fn on_send(&mut self, now: Instant, due: Instant, len: usize) {
-        let ready = if self.paced {
-            self.pacer.ready_at(due)
-        } else {
-            due
-        };
-        let late = now.saturating_duration_since(ready);
-        let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
-        self.stats.late_max_ns = self.stats.late_max_ns.max(late_ns);
-        if late > PACING_LATE_THRESHOLD {
-            self.stats.late_sends += 1;
-        }
-        if self.late_budget.is_some_and(|budget| late > budget) {
-            self.stats.budget_violations += 1;
-        }
-        if self.paced {
-            self.pacer.on_send(now, due, len);
-        }
+        book_send(
+            &mut self.pacer,
+            self.paced,
+            self.late_budget,
+            &mut self.stats,
+            (now, due, len),
+        );
     }
 
     /// Queues a copy of `frame` in the non-real-time FIFO; `false` if it is full (frame dropped).
@@ -609,25 +599,15 @@ impl CyclicScheduler {
     /// its wire bits (and takes them); otherwise regardless of the bucket. Frames longer than
     /// `buf` are dropped and counted.
     fn send_control(&mut self, now: Instant, buf: &mut [u8], in_bucket: bool) -> Option<usize> {
-        while let Some((len, enqueued)) = self.control.front() {
-            let bits = wire_bits(len);
-            let fits = len <= buf.len();
-            if in_bucket && fits {
-                if !self.control_bucket.conforms(now.as_nanos(), bits) {
-                    return None;
-                }
-                self.control_bucket.take(now.as_nanos(), bits);
-            }
-            self.control.pop_into(buf);
-            self.pools.release(TrafficClass::Control, charge(len));
-            if fits {
-                self.stats.control_frames_sent += 1;
-                self.on_send(now, enqueued, len);
-                return Some(len);
-            }
-            self.stats.control_frames_dropped += 1;
-        }
-        None
+        let (len, enqueued) = pop_control(
+            &mut self.control,
+            &mut self.control_bucket,
+            &mut self.pools,
+            &mut self.stats,
+            (now, buf, in_bucket),
+        )?;
+        self.on_send(now, enqueued, len);
+        Some(len)
     }
 
     /// The earliest instant at which [`CyclicScheduler::poll_transmit`] may return a frame: the
@@ -676,6 +656,62 @@ pub(super) fn push_charged(
     }
     // `fits` said yes, so the push succeeds.
     queue.push(frame, now)
+}
+
+/// Takes the head control frame of `queue` into `buf` for a send at `now`: if `in_bucket`, only
+/// when `bucket` holds its wire bits (and takes them); otherwise regardless of the bucket. Frames
+/// longer than `buf` are dropped and counted. Returns the length and enqueue time of the frame
+/// to send; the caller books the send. Shared by both schedulers.
+pub(super) fn pop_control(
+    queue: &mut FrameQueue,
+    bucket: &mut TokenBucket,
+    pools: &mut BufferPools,
+    stats: &mut SchedStats,
+    (now, buf, in_bucket): (Instant, &mut [u8], bool),
+) -> Option<(usize, Instant)> {
+    while let Some((len, enqueued)) = queue.front() {
+        let bits = wire_bits(len);
+        let fits = len <= buf.len();
+        if in_bucket && fits {
+            if !bucket.conforms(now.as_nanos(), bits) {
+                return None;
+            }
+            bucket.take(now.as_nanos(), bits);
+        }
+        queue.pop_into(buf);
+        pools.release(TrafficClass::Control, charge(len));
+        if fits {
+            stats.control_frames_sent += 1;
+            return Some((len, enqueued));
+        }
+        stats.control_frames_dropped += 1;
+    }
+    None
+}
+
+/// Books a send at `now` of a frame of `len` bytes that became due at `due`: its lateness
+/// (largest, late sends, sends beyond the lateness budget) and, on a paced port, the line.
+/// Shared by both schedulers.
+pub(super) fn book_send(
+    pacer: &mut Pacer,
+    paced: bool,
+    late_budget: Option<Duration>,
+    stats: &mut SchedStats,
+    (now, due, len): (Instant, Instant, usize),
+) {
+    let ready = if paced { pacer.ready_at(due) } else { due };
+    let late = now.saturating_duration_since(ready);
+    let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+    stats.late_max_ns = stats.late_max_ns.max(late_ns);
+    if late > PACING_LATE_THRESHOLD {
+        stats.late_sends += 1;
+    }
+    if late_budget.is_some_and(|budget| late > budget) {
+        stats.budget_violations += 1;
+    }
+    if paced {
+        pacer.on_send(now, due, len);
+    }
 }
 
 impl Scheduler for CyclicScheduler {

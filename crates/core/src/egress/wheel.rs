@@ -52,8 +52,8 @@ use std::time::Duration;
 use rtlan_wire::cost::{tx_time, wire_bits};
 
 use super::bucket::TokenBucket;
-use super::cyclic::push_charged;
-use super::pacer::{Pacer, PACING_LATE_THRESHOLD};
+use super::cyclic::{book_send, pop_control, push_charged};
+use super::pacer::Pacer;
 use super::pool::{BufferPools, TrafficClass};
 use super::queue::{charge, FrameQueue};
 use super::sched::{ConnStats, FlowHandle, FlowSlab, FlowSpec, SchedStats, Scheduler};
@@ -589,48 +589,28 @@ impl WheelScheduler {
     /// Books the line for a frame of `len` bytes that became due at `due`, and records how late
     /// it goes.
     fn on_send(&mut self, now: Instant, due: Instant, len: usize) {
-        let ready = if self.paced {
-            self.pacer.ready_at(due)
-        } else {
-            due
-        };
-        let late = now.saturating_duration_since(ready);
-        let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
-        self.stats.late_max_ns = self.stats.late_max_ns.max(late_ns);
-        if late > PACING_LATE_THRESHOLD {
-            self.stats.late_sends += 1;
-        }
-        if self.late_budget.is_some_and(|budget| late > budget) {
-            self.stats.budget_violations += 1;
-        }
-        if self.paced {
-            self.pacer.on_send(now, due, len);
-        }
+        book_send(
+            &mut self.pacer,
+            self.paced,
+            self.late_budget,
+            &mut self.stats,
+            (now, due, len),
+        );
     }
 
     /// Sends the head control frame into `buf`: if `in_bucket`, only when the control bucket
     /// holds its wire bits (and takes them); otherwise regardless. Frames longer than `buf` are
     /// dropped and counted.
     fn send_control(&mut self, now: Instant, buf: &mut [u8], in_bucket: bool) -> Option<usize> {
-        while let Some((len, enqueued)) = self.control.front() {
-            let bits = wire_bits(len);
-            let fits = len <= buf.len();
-            if in_bucket && fits {
-                if !self.control_bucket.conforms(now.as_nanos(), bits) {
-                    return None;
-                }
-                self.control_bucket.take(now.as_nanos(), bits);
-            }
-            self.control.pop_into(buf);
-            self.pools.release(TrafficClass::Control, charge(len));
-            if fits {
-                self.stats.control_frames_sent += 1;
-                self.on_send(now, enqueued, len);
-                return Some(len);
-            }
-            self.stats.control_frames_dropped += 1;
-        }
-        None
+        let (len, enqueued) = pop_control(
+            &mut self.control,
+            &mut self.control_bucket,
+            &mut self.pools,
+            &mut self.stats,
+            (now, buf, in_bucket),
+        )?;
+        self.on_send(now, enqueued, len);
+        Some(len)
     }
 
     /// Sends the released reserved frame with the earliest deadline into `buf`.
