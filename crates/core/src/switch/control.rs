@@ -676,7 +676,7 @@ impl Switch {
             .map_or(0, rt::IdAllocator::in_use)
     }
 
-    /// Real-time queue bytes admitted on `port` (sum of 2 × max burst of its connections).
+    /// Real-time queue bytes admitted on `port` (sum of its connections' backlog bounds).
     pub fn rt_admitted_bytes(&self, port: PortId) -> usize {
         self.rt
             .rt_budget

@@ -251,7 +251,7 @@ impl Switch {
     }
 
     /// A real-time data frame on `port`: rewritten by [`rt::forward_data`] and queued on its
-    /// connection's queue at the output port's scheduler (2 × max burst; a full queue drops the
+    /// connection's queue at the output port's scheduler (its backlog bound; a full queue drops the
     /// frame, counted for the connection, the port and [`rt::RtStats::queue_drops`]).
     fn rt_data(&mut self, now: Instant, port: PortId, frame: &[u8]) {
         self.stats.rt_data += 1;

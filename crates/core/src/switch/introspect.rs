@@ -133,7 +133,7 @@ pub struct RtPortInfo {
     pub cap_bps: u64,
     /// Connection ids in use on the output link.
     pub ids_in_use: u32,
-    /// Real-time FIFO bytes admitted (2 × max burst per connection).
+    /// Real-time FIFO bytes admitted (each connection's backlog bound).
     pub rt_admitted_bytes: usize,
 }
 

@@ -122,7 +122,7 @@ pub struct RtConfig {
     /// real-time connections; allocated up front).
     pub control_queue_bytes: usize,
     /// Memory for real-time connection queues, whole switch, bytes: admission refuses a
-    /// connection (BUFFER) whose queue (2 × max burst) no longer fits.
+    /// connection (BUFFER) whose queue (its backlog bound, docs/delay.md) no longer fits.
     pub rt_buffer_bytes: usize,
     /// Backplane capacity in wire bit/s: admission refuses (BACKPLANE) a connection that would
     /// take the sum of all reservations through the switch above it; `None` = unlimited.

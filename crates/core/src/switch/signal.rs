@@ -126,7 +126,7 @@ pub(super) struct RtState {
     /// What each installed connection holds, keyed like the table. Ordered: REFRESH expiry
     /// releases (and tears down) connections in (input port, input id) order.
     pub(super) held: BTreeMap<(PortId, u16), Held>,
-    /// Real-time queue bytes admitted per output port (sum of 2 × max burst).
+    /// Real-time queue bytes admitted per output port (sum of backlog bounds).
     pub(super) rt_budget: Vec<usize>,
     /// Per input port: wire bit/s of the reservations entering there (preemptive discard's
     /// residual is the line rate minus this).
