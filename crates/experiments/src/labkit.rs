@@ -214,8 +214,9 @@ impl Rtcd {
         let config = lab.state_dir().join(format!("rtcd-{host}.toml"));
         let log = lab.state_dir().join(format!("rtcd-{host}.log"));
         let text = format!(
-            "interface = \"eth0\"\nsocket = \"{}\"\n{extra}\n",
-            socket.display()
+            "interface = \"eth0\"\nsocket = \"{}\"\n{}{extra}\n",
+            socket.display(),
+            lab.rtcd_config_lines(host)
         );
         std::fs::write(&config, text).map_err(|source| LabkitError::Io {
             what: format!("writing {}", config.display()),

@@ -137,8 +137,16 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
     let mut hosts = Vec::with_capacity(topo.hosts.len());
     for (i, h) in topo.hosts.iter().enumerate() {
         let rate = node_ports[i].first().map_or(0, |p| p.rate_bps);
-        let mut host = Host::new(&h.name, h.ip, rate, scenario.sim.txqueuelen, window, now)
-            .map_err(|e| SimError::Unsupported(format!("host `{}`: {e}", h.name)))?;
+        let mut host = Host::new(
+            &h.name,
+            h.ip,
+            rate,
+            h.host_delay,
+            scenario.sim.txqueuelen,
+            window,
+            now,
+        )
+        .map_err(|e| SimError::Unsupported(format!("host `{}`: {e}", h.name)))?;
         if let Some(span) = scenario.sim.announce {
             let offset = span.as_nanos() * i as u128 / topo.hosts.len() as u128;
             host.announce_at(now + Duration::from_nanos(u64::try_from(offset).unwrap_or(0)));

@@ -115,17 +115,26 @@ pub fn host_mac(ip: Ipv4Addr) -> Address {
 }
 
 impl Host {
-    /// A host `name` with address `ip` on a link of `rate_bps`; the daemon starts at `now`.
+    /// A host `name` with address `ip` on a link of `rate_bps`; the daemon starts at `now` with
+    /// the topology's `host_delay` (its default without one) and no lateness budget: a
+    /// simulated host never wakes late, and its NIC serves reserved frames first in one FIFO,
+    /// the queue the daemon's host term bounds.
     pub(crate) fn new(
         name: &str,
         ip: Ipv4Addr,
         rate_bps: u64,
+        host_delay: Option<std::time::Duration>,
         nic_limit: usize,
         window: (Instant, Instant),
         now: Instant,
     ) -> Result<Host, rtcd::RtcdError> {
         let mac = host_mac(ip);
-        let rtcd = Rtcd::new(rtcd::Config::new(mac, ip, rate_bps), now)?;
+        let mut config = rtcd::Config::new(mac, ip, rate_bps);
+        config.lateness_budget = std::time::Duration::ZERO;
+        if let Some(delay) = host_delay {
+            config.host_delay = delay;
+        }
+        let rtcd = Rtcd::new(config, now)?;
         Ok(Host {
             name: name.to_string(),
             mac,

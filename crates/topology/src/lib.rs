@@ -351,6 +351,10 @@ pub struct Host {
     pub ip: Ipv4Addr,
     /// Prefix length of that address (16 unless given).
     pub prefix_len: u8,
+    /// The host daemon's `host_delay`, its term in every bound (`docs/delay.md` § "The host's
+    /// term"); `None` = the daemon's default.
+    #[serde(default)]
+    pub host_delay: Option<Duration>,
 }
 
 /// A switch node.

@@ -44,6 +44,7 @@ struct RawLab {
 struct RawHost {
     name: Spanned<String>,
     ip: Option<Spanned<String>>,
+    host_delay: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -325,10 +326,21 @@ pub(super) fn parse(
                 (Ipv4Addr::UNSPECIFIED, 16)
             }
         };
+        let host_delay = match &h.host_delay {
+            None => None,
+            Some(v) => Some(
+                parse_duration(v.get_ref()).map_err(|e| TopologyError::BadOption {
+                    at: loc.at(&v.span()),
+                    option: "host_delay",
+                    reason: e.to_string(),
+                })?,
+            ),
+        };
         hosts.push(Host {
             name: h.name.get_ref().clone(),
             ip,
             prefix_len,
+            host_delay,
         });
     }
     let mut plan = IpPlan {

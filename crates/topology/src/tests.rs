@@ -449,3 +449,17 @@ fn extra_tables_are_left_to_their_reader_and_others_refused() {
         7
     );
 }
+
+#[test]
+fn a_host_declares_its_delay_term() {
+    let t = ok("[[host]]\nname = \"h\"\nhost_delay = \"350us\"\n[[host]]\nname = \"g\"\n\
+         [[switch]]\nname = \"s\"\n[[link]]\nends = [\"h\", \"s\"]\n[[link]]\nends = [\"g\", \"s\"]\n");
+    assert_eq!(t.hosts[0].host_delay, Some(Duration::from_micros(350)));
+    assert_eq!(t.hosts[1].host_delay, None);
+    err_at(
+        "[[host]]\nname = \"h\"\nhost_delay = \"soon\"\n",
+        3,
+        14,
+        "bad `host_delay`",
+    );
+}

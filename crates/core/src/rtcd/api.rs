@@ -273,6 +273,9 @@ pub struct ManagerRequest {
     pub burst_bytes: u32,
     /// Required end-to-end delay, µs.
     pub delay_us: Option<u64>,
+    /// The host's term in the bound, µs (`both`: the same `host_delay` the SETUP starts its
+    /// latency with); `None` = the manager's default `t_os`.
+    pub host_delay_us: Option<u64>,
 }
 
 /// The bandwidth manager's answer to [`Action::ManagerAdmit`].

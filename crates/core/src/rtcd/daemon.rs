@@ -12,6 +12,7 @@ use super::api::{
     Action, ClientId, ConnHandle, ConnInfo, ConnPhase, DaemonShaping, ManagerRequest, Reply,
     Request,
 };
+use super::host::{self, HostFlow};
 use super::{Admission, Config, RtcdError};
 use crate::time::Instant;
 use crate::timer::{TimerKind, TimerTable};
@@ -115,7 +116,8 @@ impl TimerKind for RtcdTimer {
 impl Rtcd {
     /// A daemon with no clients and no connections; [`RtcdError::Config`] if `config` is
     /// inconsistent (zero link rate, retransmit timeout or reclaim period, no attempts, cap above
-    /// 100 %, or a proxy prefix/MAC plan leaving no connection id).
+    /// 100 %, a lateness budget above the host delay, or a proxy prefix/MAC plan leaving no
+    /// connection id).
     pub fn new(config: Config, now: Instant) -> Result<Rtcd, RtcdError> {
         if config.link_rate_bps == 0 {
             return Err(RtcdError::Config("link rate must be non-zero"));
@@ -128,6 +130,11 @@ impl Rtcd {
         }
         if config.retransmit_initial.is_zero() || config.reclaim_period.is_zero() {
             return Err(RtcdError::Config("timeouts must be non-zero"));
+        }
+        if config.lateness_budget > config.host_delay {
+            return Err(RtcdError::Config(
+                "lateness_budget must not exceed host_delay (it is part of it)",
+            ));
         }
         if config.plan.reserved == 0 {
             return Err(RtcdError::Config("the plan must reserve the control id 0"));
@@ -354,6 +361,10 @@ impl Rtcd {
                 available,
             });
         }
+        let admission = self.config.admission;
+        if admission != Admission::Central {
+            self.check_host_term(&setup, shaping)?;
+        }
         let id = self.ids.allocate().ok_or(RtcdError::IdsExhausted)?;
         setup.connection_id = id;
         let handle = ConnHandle(self.next_handle);
@@ -361,7 +372,6 @@ impl Rtcd {
         let request_id = self.fresh_request_id();
         self.reserved_bps += setup.rate;
         self.handles.insert(handle, id);
-        let admission = self.config.admission;
         let phase = match admission {
             Admission::Local => ConnPhase::Opening,
             Admission::Central | Admission::Both => ConnPhase::Admitting,
@@ -393,6 +403,10 @@ impl Rtcd {
                 max_packet: setup.max_packet,
                 burst_bytes: setup.max_burst,
                 delay_us,
+                // Under `both` the switches' bound starts with the host's term: the manager's
+                // must too. Central-only keeps the manager's own `t_os` (Löser/Härtig §3.2).
+                host_delay_us: (admission == Admission::Both)
+                    .then(|| self.config.host_delay_ns() / 1000),
             };
             self.actions.push_back(Action::ManagerAdmit {
                 conn: handle,
@@ -402,6 +416,32 @@ impl Rtcd {
             self.transmit(now, id);
         }
         Ok(())
+    }
+
+    /// Refuses `setup` when the host's reserved queue, with it and every connection the host
+    /// holds, could keep a frame longer than `host_delay` (lateness included; `host.rs`).
+    fn check_host_term(&self, setup: &SetupRepr, shaping: DaemonShaping) -> Result<(), RtcdError> {
+        let kernel = |s: DaemonShaping| s == DaemonShaping::Kernel;
+        let malformed = RtcdError::Malformed("rate, burst and max_packet give no wire T-SPEC");
+        let mut flows = Vec::with_capacity(self.conns.len() + 1);
+        flows.push(HostFlow::of(setup, kernel(shaping)).ok_or(malformed)?);
+        for conn in self.conns.values() {
+            if conn.phase != ConnPhase::Closing && !conn.direct {
+                // An admitted SETUP always converts (it was checked when it opened).
+                flows.extend(HostFlow::of(&conn.setup, kernel(conn.shaping)));
+            }
+        }
+        let lateness_ns = u64::try_from(self.config.lateness_budget.as_nanos()).unwrap_or(u64::MAX);
+        let needed_ns = host::queue_delay_ns(&flows, self.config.link_rate_bps)
+            .map(|q| q.saturating_add(lateness_ns));
+        let budget_ns = self.config.host_delay_ns();
+        match needed_ns {
+            Some(needed) if needed <= budget_ns => Ok(()),
+            _ => Err(RtcdError::HostDelay {
+                needed_us: needed_ns.map_or(u64::MAX, |n| n.div_ceil(1000)),
+                budget_us: budget_ns / 1000,
+            }),
+        }
     }
 
     /// Sends (or resends) the outstanding request of connection `id` and arms its deadline.
@@ -417,11 +457,12 @@ impl Rtcd {
         };
         let mut repr = Repr::new(0, conn.request_id, message);
         if conn.phase == ConnPhase::Opening {
-            // Delay in the signalling (docs/protocol.md §6): what the client requires; the
-            // hops add their latencies. The sender's own jitter is part of its declared burst.
+            // Delay in the signalling (docs/protocol.md §6): what the client requires, and the
+            // latency so far — the host's own queue (`host.rs`); the hops add theirs. The
+            // sender's own jitter is part of its declared burst.
             let delay = DelayTlv {
                 required_ns: conn.required_delay_us.unwrap_or(0).saturating_mul(1000),
-                accumulated_ns: 0,
+                accumulated_ns: self.config.host_delay_ns(),
             };
             repr.set_tlv(delay.to_tlv());
         }

@@ -11,6 +11,7 @@
 mod alloc;
 mod api;
 mod daemon;
+mod host;
 #[cfg(test)]
 mod tests;
 
@@ -46,6 +47,19 @@ pub enum RtcdError {
         requested: u64,
         /// Real-time rate still free on the host's link, bit/s.
         available: u64,
+    },
+    /// The host's own reserved queue would exceed its declared delay term `host_delay` with this
+    /// connection (`docs/delay.md` § "The host's term").
+    #[error(
+        "local admission refused: the host's reserved queue would take {needed_us} µs \
+         (lateness included), above its host_delay of {budget_us} µs"
+    )]
+    HostDelay {
+        /// What the host's term would be with this connection, µs (`u64::MAX`: unbounded, the
+        /// reserved wire rates would fill the link).
+        needed_us: u64,
+        /// The configured `host_delay`, µs.
+        budget_us: u64,
     },
     /// Every connection id / proxy IP of the host's link is in use.
     #[error("no free connection id on the host's link")]
@@ -159,6 +173,13 @@ pub enum Admission {
     Both,
 }
 
+/// Default [`Config::host_delay`]: room for about a dozen full-frame bursts at 100 Mbit/s
+/// beside the lateness budget.
+pub const DEFAULT_HOST_DELAY: Duration = Duration::from_millis(2);
+
+/// Default [`Config::lateness_budget`], the switch's default too.
+pub const DEFAULT_LATENESS_BUDGET: Duration = Duration::from_micros(400);
+
 /// Default [`Config::refresh_period`].
 pub const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_secs(10);
 
@@ -191,12 +212,22 @@ pub struct Config {
     pub refresh_period: Duration,
     /// Per-hop, central or both (default per-hop).
     pub admission: Admission,
+    /// The host's term `D_h` in every per-hop bound: the longest a reserved frame may wait in
+    /// the host's own queue, lateness included. Every connection's bound starts with it, and a
+    /// connection that would make the host's queue longer is refused locally
+    /// (`docs/delay.md` § "The host's term"; unused under `central`, where the manager's `t_os`
+    /// stands for the host).
+    pub host_delay: Duration,
+    /// The host's wake-up lateness budget `λ_h`, part of [`Config::host_delay`] (0 in the
+    /// simulator, whose hosts never wake late).
+    pub lateness_budget: Duration,
 }
 
 impl Config {
     /// Defaults of DESIGN.md §4 and docs/protocol.md: proxy prefix 198.19.0.0/16, default MAC
     /// plan, 100 ms initial retransmission timeout doubling over 5 attempts, 60 s reclaim period,
-    /// 60 % real-time cap, hop limit 16, REFRESH every 10 s.
+    /// 60 % real-time cap, hop limit 16, REFRESH every 10 s, host term 2 ms with a 400 µs
+    /// lateness budget.
     pub fn new(host_mac: Address, host_ip: Ipv4Addr, link_rate_bps: u64) -> Config {
         Config {
             host_mac,
@@ -211,6 +242,8 @@ impl Config {
             hop_limit: 16,
             refresh_period: DEFAULT_REFRESH_PERIOD,
             admission: Admission::Local,
+            host_delay: DEFAULT_HOST_DELAY,
+            lateness_budget: DEFAULT_LATENESS_BUDGET,
         }
     }
 
@@ -221,6 +254,13 @@ impl Config {
             plan: ProxyMacPlan::paper(),
             ..Config::new(host_mac, host_ip, link_rate_bps)
         }
+    }
+
+    /// [`Config::host_delay`] in ns, rounded up to whole µs so that the switches' bound (ns) and
+    /// the manager's (µs) start from the same value.
+    pub fn host_delay_ns(&self) -> u64 {
+        let us = self.host_delay.as_nanos().div_ceil(1000);
+        u64::try_from(us.saturating_mul(1000)).unwrap_or(u64::MAX)
     }
 
     /// The real-time rate the host's link may carry in all, bit/s.

@@ -289,9 +289,10 @@ impl Switch {
             request: job.key,
             flow: None,
             // The first switch polices the connection's T-SPEC in wire bits (the same
-            // conversion the calculus uses for the bound), with the burst its own receive
-            // lateness can add (r·λ): frames it processes late look bunched, through no fault
-            // of the sender, and the hop's latency already counts that lateness.
+            // conversion the calculus uses for the bound), with the burst the latency before
+            // it can add — the host's own queue (the SETUP's accumulated delay, `host_delay`)
+            // and its own receive lateness λ: frames bunched by either look bursty through no
+            // fault of the sender, and the bound already counts both.
             policer: job
                 .first
                 .then(|| {
@@ -303,7 +304,8 @@ impl Switch {
                     .ok()?;
                     let lateness = u64::try_from(self.config.rt.lateness_budget.as_nanos())
                         .unwrap_or(u64::MAX);
-                    let depth = rtlan_calculus::servers::burst_at_hop(&tspec, lateness).ok()?;
+                    let upstream = job.delay.accumulated_ns.saturating_add(lateness);
+                    let depth = rtlan_calculus::servers::burst_at_hop(&tspec, upstream).ok()?;
                     Some(rt::Policer::new(tspec.rate_bps, depth, now))
                 })
                 .flatten(),

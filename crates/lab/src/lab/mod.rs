@@ -188,6 +188,17 @@ impl Lab {
         &self.state.topology
     }
 
+    /// The host daemon's configuration lines that come from the topology for `host` (its
+    /// `host_delay`), to put into an `rtlan rtcd --config` file beside the caller's own; empty
+    /// when the topology declares nothing for it.
+    pub fn rtcd_config_lines(&self, host: &str) -> String {
+        let declared = self.topology().hosts.iter().find(|h| h.name == host);
+        match declared.and_then(|h| h.host_delay) {
+            Some(delay) => format!("host_delay = \"{}ns\"\n", delay.as_nanos()),
+            None => String::new(),
+        }
+    }
+
     fn node(&self, node: &str) -> Result<&NodeState, LabError> {
         self.state
             .nodes

@@ -78,6 +78,10 @@ pub struct Config {
     /// Give traffic to the proxy prefix its own HTB class, served before the host's other
     /// traffic, on the interface's egress (replaces its root qdisc while the daemon runs).
     pub priority_queue: bool,
+    /// The host's term in every per-hop bound (`docs/delay.md` § "The host's term").
+    pub host_delay: Duration,
+    /// The host's wake-up lateness budget, part of `host_delay`.
+    pub lateness_budget: Duration,
 }
 
 #[derive(Deserialize)]
@@ -100,6 +104,8 @@ struct RawConfig {
     manager: Option<String>,
     manager_timeout: Option<String>,
     priority_queue: Option<bool>,
+    host_delay: Option<String>,
+    lateness_budget: Option<String>,
 }
 
 /// Parses `local`, `central` or `both`.
@@ -145,6 +151,8 @@ impl Config {
             manager: None,
             manager_timeout: DEFAULT_MANAGER_TIMEOUT,
             priority_queue: true,
+            host_delay: core.host_delay,
+            lateness_budget: core.lateness_budget,
         }
     }
 
@@ -227,6 +235,14 @@ impl Config {
         if let Some(p) = raw.priority_queue {
             config.priority_queue = p;
         }
+        if let Some(d) = raw.host_delay {
+            config.host_delay =
+                parse_duration(&d).map_err(|e| ConfigError::Value(format!("host_delay: {e}")))?;
+        }
+        if let Some(d) = raw.lateness_budget {
+            config.lateness_budget = parse_duration(&d)
+                .map_err(|e| ConfigError::Value(format!("lateness_budget: {e}")))?;
+        }
         config.check_manager()?;
         // Catch what the core would refuse now, with the file in mind.
         config.core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))?;
@@ -270,6 +286,8 @@ impl Config {
         core.hop_limit = self.hop_limit;
         core.refresh_period = self.refresh_period;
         core.admission = self.admission;
+        core.host_delay = self.host_delay;
+        core.lateness_budget = self.lateness_budget;
         // Validate by construction; the instant does not matter.
         rtlan_core::rtcd::Rtcd::new(core.clone(), rtlan_core::time::Instant::from_nanos(0))
             .map_err(|e| ConfigError::Value(e.to_string()))?;
@@ -298,6 +316,24 @@ mod tests {
         assert_eq!(c.socket, PathBuf::from(DEFAULT_SOCKET));
         assert_eq!(c.link_rate_bps, DEFAULT_LINK_RATE);
         assert!(!c.paper);
+        assert_eq!(
+            (c.host_delay, c.lateness_budget),
+            (
+                rtlan_core::rtcd::DEFAULT_HOST_DELAY,
+                rtlan_core::rtcd::DEFAULT_LATENESS_BUDGET
+            )
+        );
+        let c = Config::from_toml_str(
+            "interface = \"eth0\"\nhost_delay = \"5ms\"\nlateness_budget = \"1ms\"\n",
+        )
+        .expect("valid");
+        let core = c
+            .core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))
+            .expect("valid");
+        assert_eq!(
+            (core.host_delay, core.lateness_budget),
+            (Duration::from_millis(5), Duration::from_millis(1))
+        );
         let core = c
             .core_config(Address([2, 0, 0, 0, 0, 9]), Ipv4Addr::new(198, 18, 0, 9))
             .expect("valid");
@@ -399,6 +435,11 @@ mod tests {
             (
                 "interface = \"eth0\"\nadmission = \"central\"\nmanager = \"198.18.0.1:1\"\nmanager_timeout = \"0s\"\n",
                 "manager_timeout",
+            ),
+            ("interface = \"eth0\"\nhost_delay = \"2\"\n", "host_delay"),
+            (
+                "interface = \"eth0\"\nhost_delay = \"300us\"\nlateness_budget = \"400us\"\n",
+                "lateness_budget must not exceed host_delay",
             ),
         ] {
             let err = Config::from_toml_str(text).expect_err(text).to_string();

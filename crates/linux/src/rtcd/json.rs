@@ -73,6 +73,7 @@ pub fn error_code(error: &RtcdError) -> &'static str {
         RtcdError::NotRegistered => "not_registered",
         RtcdError::Malformed(_) => "malformed",
         RtcdError::LocalAdmission { .. } => "local_admission",
+        RtcdError::HostDelay { .. } => "host_delay",
         RtcdError::IdsExhausted => "ids_exhausted",
         RtcdError::Refused { .. } => "refused",
         RtcdError::Timeout => "timeout",
@@ -145,6 +146,16 @@ pub fn render(reply: &Reply) -> Rendered {
                     e = e
                         .with("requested_bps", json!(requested))
                         .with("available_bps", json!(available));
+                }
+                RtcdError::HostDelay {
+                    needed_us,
+                    budget_us,
+                } => {
+                    // Unbounded (the reserved rates fill the link) is `null`.
+                    let needed = (*needed_us != u64::MAX).then_some(*needed_us);
+                    e = e
+                        .with("needed_us", json!(needed))
+                        .with("host_delay_us", json!(budget_us));
                 }
                 _ => {}
             }

@@ -51,7 +51,7 @@ fn conn_spec(req: &ManagerRequest) -> ConnSpec {
         shaping_interval_us: None,
         burst_bytes: Some(u64::from(req.burst_bytes)),
         delay_us: req.delay_us,
-        host_delay_us: None,
+        host_delay_us: req.host_delay_us,
     }
 }
 
@@ -335,6 +335,7 @@ mod tests {
             max_packet: 1514,
             burst_bytes: 51_514,
             delay_us: Some(9_500),
+            host_delay_us: Some(2_000),
         });
         assert_eq!(
             (spec.src.as_str(), spec.dst.as_str()),
@@ -343,6 +344,7 @@ mod tests {
         assert_eq!(spec.burst_bytes, Some(51_514));
         assert_eq!(spec.shaping_interval_us, None);
         assert_eq!(spec.delay_us, Some(9_500));
+        assert_eq!(spec.host_delay_us, Some(2_000));
     }
 
     #[test]
@@ -359,6 +361,7 @@ mod tests {
             max_packet: 64,
             burst_bytes: 64,
             delay_us: None,
+            host_delay_us: None,
         };
         assert!(link.admit(ConnHandle(4), req));
         let deadline = std::time::Instant::now() + Duration::from_secs(5);

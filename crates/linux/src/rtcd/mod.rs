@@ -157,8 +157,15 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         proxy_prefix = %core.proxy_prefix,
         admission = ?core.admission,
         socket = %config.socket.display(),
+        host_delay_us = core.host_delay_ns() / 1000,
         "rtcd running"
     );
+    if !config.priority_queue && core.admission != rtlan_core::rtcd::Admission::Central {
+        tracing::warn!(
+            "priority_queue = false: reserved frames share the host's queue with its other \
+             traffic, so the host_delay term of every bound is not enforced on this host"
+        );
+    }
     let result = daemon.run(shutdown);
     let report = daemon.report();
     drop(daemon);

@@ -152,8 +152,9 @@ impl Daemon {
         let socket = lab.state_dir().join(format!("rtcd-{host}.sock"));
         let config = lab.state_dir().join(format!("rtcd-{host}.toml"));
         let text = format!(
-            "interface = \"eth0\"\nsocket = \"{}\"\n{extra}\n",
-            socket.display()
+            "interface = \"eth0\"\nsocket = \"{}\"\n{}{extra}\n",
+            socket.display(),
+            lab.rtcd_config_lines(host)
         );
         std::fs::write(&config, text).expect("write rtcd config");
         let args = [

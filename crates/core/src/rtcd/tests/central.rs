@@ -69,6 +69,8 @@ fn central_only_asks_the_manager_and_sends_plainly_to_the_receiver() {
             max_packet: 1514,
             burst_bytes: 3028,
             delay_us: Some(9_500),
+            // Central-only: the manager's own t_os stands for the host.
+            host_delay_us: None,
         }
     );
     // Phase admitting in the list, the rate counts against the local cap meanwhile.
@@ -205,11 +207,18 @@ fn both_books_centrally_then_sets_up_per_hop() {
     let mut d = daemon_with(Admission::Both);
     register(&mut d, ALICE, 100);
     d.handle_client_request(ms(1), ALICE, 5, open_req(1_000_000));
-    let (conn, _) = asked(&drain(&mut d));
+    let (conn, request) = asked(&drain(&mut d));
+    // The manager's bound starts with the same host term as the switches'.
+    assert_eq!(request.host_delay_us, Some(2_000));
     d.handle_manager_answer(ms(2), conn, admitted(40));
     let setup = sent(&drain(&mut d))
         .pop()
         .expect("SETUP after the manager admitted");
+    let delay = setup
+        .delay()
+        .expect("a well-formed DELAY")
+        .expect("SETUP carries DELAY");
+    assert_eq!(delay.accumulated_ns, 2_000_000);
     d.handle_control(ms(3), &setup_ok(&setup));
     let a = drain(&mut d);
     let Some((

@@ -563,8 +563,10 @@ fn paper_mode_addresses_and_small_prefix_limits_ids() {
         Some(Address([0xff, 0xff, 0xff, 0xff, 0x00, 0x0b]))
     );
 
-    // A /27 has hosts 1..=30: ids 16..=30, i.e. 15 connections.
+    // A /27 has hosts 1..=30: ids 16..=30, i.e. 15 connections (a host term roomy enough for
+    // all their bursts, so only the ids run out).
     let mut cfg = Config::new(HOST_MAC, HOST_IP, 100_000_000);
+    cfg.host_delay = Duration::from_secs(1);
     cfg.proxy_prefix = ProxyPrefix::new(Ipv4Addr::new(198, 19, 7, 9), 27).expect("valid prefix");
     let mut d = Rtcd::new(cfg, Instant::ZERO).expect("valid config");
     register(&mut d, ALICE, 1);
@@ -737,6 +739,7 @@ proptest! {
 }
 
 mod central;
+mod host_term;
 mod soft_state;
 
 #[test]
@@ -744,7 +747,8 @@ fn delay_requirement_goes_out_and_the_paths_bound_comes_back() {
     use rtlan_wire::control::{BoundTlv, DelayTlv};
     let mut d = daemon();
     register(&mut d, ALICE, 100);
-    // Required 3 ms: the SETUP carries it, with nothing accumulated yet.
+    // Required 3 ms: the SETUP carries it, with the host's term (2 ms by default) as the latency
+    // so far.
     d.handle_client_request(
         ms(1),
         ALICE,
@@ -756,7 +760,7 @@ fn delay_requirement_goes_out_and_the_paths_bound_comes_back() {
         setup.delay(),
         Ok(Some(DelayTlv {
             required_ns: 3_000_000,
-            accumulated_ns: 0
+            accumulated_ns: 2_000_000
         }))
     );
     // The last switch's bound, 2,345,001 ns, reaches the client rounded up to whole µs.

@@ -1,6 +1,6 @@
 //! Delay in the signalling (docs/delay.md, `docs/protocol.md` §6) through real daemons and three
-//! switches on virtual time: the bound the sender is told is b/r + Σθ over exactly the hops of its
-//! path, each hop books the connection's backlog bound as its queue, a requirement below the
+//! switches on virtual time: the bound the sender is told is b/r + the host's term + Σθ over
+//! exactly the hops of its path, each hop books the connection's backlog bound as its queue, a requirement below the
 //! bound is refused by the hop that exceeds it (and nothing stays booked), and only the first
 //! switch polices.
 
@@ -32,6 +32,11 @@ fn open(dst_ip: Ipv4Addr, delay_us: Option<u64>) -> Request {
     }
 }
 
+/// The daemons' host term (their default `host_delay`), ns: the latency every SETUP starts with.
+fn host_ns() -> u64 {
+    u64::try_from(crate::rtcd::DEFAULT_HOST_DELAY.as_nanos()).expect("2 ms fits")
+}
+
 fn tspec() -> HopTspec {
     servers::tspec_from_setup(RATE_10M, BURST, PACKET).expect("valid T-SPEC")
 }
@@ -58,7 +63,7 @@ fn the_bound_sums_the_hops_and_each_queue_is_its_backlog_bound() {
     let theta = thetas(&net, s);
     let flow = tspec();
     let sum: u64 = theta.iter().sum();
-    let expected = servers::end_to_end_ns(&flow, sum)
+    let expected = servers::end_to_end_ns(&flow, host_ns() + sum)
         .expect("bound")
         .div_ceil(1000);
     match net.h(a).replies.last() {
@@ -72,8 +77,8 @@ fn the_bound_sums_the_hops_and_each_queue_is_its_backlog_bound() {
         }
         other => panic!("expected Opened, got {other:?}"),
     }
-    // Hop k's queue: the burst that can reach it (b + r·Σθ upstream) plus r·θₖ.
-    let mut upstream = 0;
+    // Hop k's queue: the burst that can reach it (b + r·(host term + Σθ upstream)) plus r·θₖ.
+    let mut upstream = host_ns();
     for (k, sw) in s.into_iter().enumerate() {
         let burst = servers::burst_at_hop(&flow, upstream).expect("burst");
         let backlog = servers::backlog_bits(&flow, burst, theta[k]).expect("backlog");
@@ -97,7 +102,7 @@ fn a_requirement_below_the_bound_is_refused_by_the_hop_that_exceeds_it() {
     net.run_for(Duration::from_millis(1));
     let theta = thetas(&net, s);
     let flow = tspec();
-    let after_two = servers::end_to_end_ns(&flow, theta[0] + theta[1]).expect("bound");
+    let after_two = servers::end_to_end_ns(&flow, host_ns() + theta[0] + theta[1]).expect("bound");
     // Enough for two hops, not for three: the third switch refuses.
     let required_us = after_two.div_ceil(1000) + 1;
     net.request(a, open(ip_b, Some(required_us)));
@@ -122,7 +127,8 @@ fn a_requirement_below_the_bound_is_refused_by_the_hop_that_exceeds_it() {
         );
     }
     // With the whole bound allowed it opens.
-    let bound = servers::end_to_end_ns(&flow, theta.iter().sum()).expect("bound");
+    let bound =
+        servers::end_to_end_ns(&flow, host_ns() + theta.iter().sum::<u64>()).expect("bound");
     net.request(a, open(ip_b, Some(bound.div_ceil(1000))));
     net.run_for(Duration::from_millis(50));
     assert!(
@@ -149,11 +155,12 @@ fn only_the_first_switch_polices_the_t_spec() {
         panic!("expected Opened");
     };
     let (mac_a, ip_a) = (net.h(a).mac, net.h(a).ip);
-    // 20 full frames at once: the bucket (burst + r·λ of S1's lateness budget) passes some,
-    // the rest do not conform and are dropped at S1, counted; nothing is dropped later.
+    // 20 full frames at once: the bucket (burst + r·(host term + λ of S1's lateness budget))
+    // passes some, the rest do not conform and are dropped at S1, counted; nothing is dropped
+    // later.
     let flow = tspec();
     let lateness = u64::try_from(RtConfig::default().lateness_budget.as_nanos()).unwrap();
-    let depth = servers::burst_at_hop(&flow, lateness).expect("depth");
+    let depth = servers::burst_at_hop(&flow, host_ns() + lateness).expect("depth");
     let frame_bits = rtlan_wire::cost::wire_bits(usize::from(PACKET));
     let passing = depth / frame_bits;
     for seq in 0..20 {
