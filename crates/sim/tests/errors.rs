@@ -65,3 +65,42 @@ fn link_delay_comes_from_the_topology_model() {
         ]
     );
 }
+
+/// A burst source needs `frames`, a phase below its period, and `frames`/`phase` belong to burst
+/// sources only; each mistake is reported where it is.
+#[test]
+fn burst_sources_are_checked_where_they_are_written() {
+    let base = common::star("");
+    let lines = base.lines().count();
+    let traffic = |extra: &str| {
+        common::star(&format!(
+            "[sim]\nduration = \"1s\"\n\n[[traffic]]\nsrc = \"a\"\ndst = \"d\"\nrate = \"8mbit\"\nsize = 934\n{extra}"
+        ))
+    };
+    let e = error(&traffic("kind = \"burst\"\n"));
+    assert!(e.starts_with(&format!("bad.toml:{}:", lines + 4)), "{e}");
+    assert!(e.contains("needs `frames`"), "{e}");
+
+    // 4 datagrams of 1000 wire bytes at 8 Mbit/s: a 4 ms period.
+    let e = error(&traffic("kind = \"burst\"\nframes = 4\nphase = \"4ms\"\n"));
+    assert!(e.starts_with(&format!("bad.toml:{}:9:", lines + 11)), "{e}");
+    assert!(e.contains("below the burst period (4ms"), "{e}");
+
+    let e = error(&traffic("kind = \"burst\"\nframes = 0\n"));
+    assert!(e.starts_with(&format!("bad.toml:{}:10:", lines + 10)), "{e}");
+
+    let e = error(&traffic("kind = \"constant\"\nframes = 4\n"));
+    assert!(e.starts_with(&format!("bad.toml:{}:10:", lines + 10)), "{e}");
+    assert!(e.contains("for burst sources"), "{e}");
+
+    let ok = common::parse(&traffic(
+        "kind = \"burst\"\nframes = 4\nphase = \"3999us\"\n",
+    ));
+    assert_eq!(
+        ok.traffic[0].kind,
+        rtlan_sim::scenario::SourceKind::Burst {
+            frames: 4,
+            phase: std::time::Duration::from_micros(3999)
+        }
+    );
+}
