@@ -31,6 +31,18 @@ impl Backend {
         }
     }
 
+    /// Fails unless this backend is one of `supported` (the runners `scenario` has).
+    pub fn require(self, scenario: &str, supported: &[Backend]) -> Result<(), BackendError> {
+        if supported.contains(&self) {
+            return Ok(());
+        }
+        let scenario = scenario.to_string();
+        Err(match self {
+            Backend::Sim => BackendError::SimUnavailable { scenario },
+            Backend::Lab => BackendError::LabUnavailable { scenario },
+        })
+    }
+
     /// Fails unless this is the lab: for scenarios that only the lab can run yet.
     pub fn require_lab(self, scenario: &str) -> Result<(), BackendError> {
         match self {
@@ -78,6 +90,17 @@ pub enum BackendError {
         /// The scenario's name (`demo`, `fig4`, …).
         scenario: String,
     },
+    /// The scenario runs on the simulator only: it needs switches that never wake late (a
+    /// lateness budget of zero), which the lab cannot give.
+    #[error(
+        "{scenario} cannot run on the lab backend: it runs on the simulator only (its \
+         switches declare a zero lateness budget, which holds only where wake-ups are exact); \
+         run it with --backend sim"
+    )]
+    LabUnavailable {
+        /// The scenario's name.
+        scenario: String,
+    },
 }
 
 #[cfg(test)]
@@ -93,6 +116,21 @@ mod tests {
         assert_eq!(
             "ns3".parse::<Backend>(),
             Err(BackendError::Unknown("ns3".to_string()))
+        );
+    }
+
+    #[test]
+    fn require_names_the_missing_runner() {
+        assert_eq!(Backend::Sim.require("multihop", &[Backend::Sim]), Ok(()));
+        let e = Backend::Lab
+            .require("multihop", &[Backend::Sim])
+            .expect_err("simulator only");
+        assert!(e.to_string().contains("--backend sim"), "{e}");
+        assert_eq!(
+            Backend::Sim.require("fig4", &[Backend::Lab]),
+            Err(BackendError::SimUnavailable {
+                scenario: "fig4".into()
+            })
         );
     }
 

@@ -1,6 +1,7 @@
 //! rtlan's experiments as a library (DESIGN.md §6): the reproductions of the papers' evaluations
 //! (EtheReal §4.1–§4.3, Figs. 4–7, Table 1 and the capacity of §4.3 in [`ethereal`]; Löser/Härtig
-//! §4.2–§4.3, Tables 2, 4, 5 in [`loser`]), the lab benchmarks against the Linux bridge
+//! §4.2–§4.3, Tables 2, 4, 5 in [`loser`]; per-connection delay bounds across hops in
+//! [`multihop`], on the simulator), the lab benchmarks against the Linux bridge
 //! ([`bench`]), the guarantee demo ([`demo`]) and the lab processes they all share
 //! ([`labkit`]). The `rtlan` binary parses arguments and prints; the runners live here so that
 //! the binary, the lab tests and the simulator share them.
@@ -16,6 +17,7 @@ pub mod ethereal;
 pub mod kit;
 pub mod labkit;
 pub mod loser;
+pub mod multihop;
 
 pub use backend::{Backend, BackendError};
 pub use catalog::Experiment;
