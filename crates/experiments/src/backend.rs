@@ -42,16 +42,6 @@ impl Backend {
             Backend::Lab => BackendError::LabUnavailable { scenario },
         })
     }
-
-    /// Fails unless this is the lab: for scenarios that only the lab can run yet.
-    pub fn require_lab(self, scenario: &str) -> Result<(), BackendError> {
-        match self {
-            Backend::Lab => Ok(()),
-            Backend::Sim => Err(BackendError::SimUnavailable {
-                scenario: scenario.to_string(),
-            }),
-        }
-    }
 }
 
 impl fmt::Display for Backend {
@@ -79,8 +69,8 @@ pub enum BackendError {
     #[error("unknown backend {0:?} (lab, sim)")]
     Unknown(String),
     /// The simulator has no runner for this scenario yet: it measures host stacks, tools or
-    /// the Linux bridge, which the simulator does not model (only the guarantee demo has a
-    /// simulator runner, `demo::sim`).
+    /// the Linux bridge, which the simulator does not model (the guarantee demo, `demo::sim`,
+    /// and `multihop` have simulator runners).
     #[error(
         "{scenario} cannot run on the simulator backend: it has no simulator runner (it \
          measures what the simulator does not model: host stacks, tools or the Linux bridge); \
@@ -136,9 +126,9 @@ mod tests {
 
     #[test]
     fn the_simulator_refuses_and_says_why() {
-        assert_eq!(Backend::Lab.require_lab("fig4"), Ok(()));
+        assert_eq!(Backend::Lab.require("fig4", &[Backend::Lab]), Ok(()));
         let e = Backend::Sim
-            .require_lab("fig4")
+            .require("fig4", &[Backend::Lab])
             .expect_err("fig4 has no simulator runner");
         let text = e.to_string();
         assert!(

@@ -7,7 +7,8 @@
 //! the binary, the lab tests and the simulator share them.
 //!
 //! Shared helpers live in [`kit`]; no figure's runner imports from another figure's file. A
-//! runner takes a [`Backend`]: the lab today, the simulator once it exists (see [`backend`]).
+//! runner takes a [`Backend`]: the lab for the paper experiments, the simulator for `multihop`
+//! and either for the demo (see [`backend`], [`catalog::Experiment::backends`]).
 
 pub mod backend;
 pub mod bench;

@@ -87,10 +87,16 @@ fn burst_sources_are_checked_where_they_are_written() {
     assert!(e.contains("below the burst period (4ms"), "{e}");
 
     let e = error(&traffic("kind = \"burst\"\nframes = 0\n"));
-    assert!(e.starts_with(&format!("bad.toml:{}:10:", lines + 10)), "{e}");
+    assert!(
+        e.starts_with(&format!("bad.toml:{}:10:", lines + 10)),
+        "{e}"
+    );
 
     let e = error(&traffic("kind = \"constant\"\nframes = 4\n"));
-    assert!(e.starts_with(&format!("bad.toml:{}:10:", lines + 10)), "{e}");
+    assert!(
+        e.starts_with(&format!("bad.toml:{}:10:", lines + 10)),
+        "{e}"
+    );
     assert!(e.contains("for burst sources"), "{e}");
 
     let ok = common::parse(&traffic(
