@@ -110,3 +110,51 @@ fn burst_sources_are_checked_where_they_are_written() {
         }
     );
 }
+
+const GENERATE: &str = "[sim]\nduration = \"1s\"\n\n[generate]\nkind = \"leaf-spine\"\nleaves = 2\nhosts_per_leaf = 2\nspines = 1\nhost_rate = \"100mbit\"\nleaf_rate = \"1gbit\"\nspine_rate = \"1gbit\"\nreserved = 4\nreserved_size = 200\nfloods = 1\n";
+
+/// The generator's scheduler, flood kind and burst options are checked where they are written,
+/// and do what they say: switch options on every switch, aligned burst sources whose bucket
+/// holds the whole burst, greedy sources after the rest.
+#[test]
+fn generator_options_are_checked_and_applied() {
+    let e = error(&format!("{GENERATE}scheduler = \"fifo\"\n"));
+    assert!(e.starts_with("bad.toml:15:13:"), "{e}");
+    let e = error(&format!("{GENERATE}flood_kind = \"bursty\"\n"));
+    assert!(e.starts_with("bad.toml:15:14:"), "{e}");
+    let e = error(&format!("{GENERATE}reserved_burst = 0\n"));
+    assert!(e.starts_with("bad.toml:15:18:"), "{e}");
+
+    let plain = common::parse(GENERATE);
+    let text = format!(
+        "{GENERATE}scheduler = \"wheel\"\nlateness_budget = \"0us\"\nreserved_burst = 3\nflood_kind = \"constant\"\ngreedy = 2\n"
+    );
+    let s = common::parse(&text);
+    for sw in &s.topology.switches {
+        let rtlan_topology::SwitchKind::Rtlan(o) = &sw.kind else {
+            panic!("{} is not rtlan", sw.name);
+        };
+        assert_eq!(o.scheduler, Some(rtlan_topology::SchedulerKind::Wheel));
+        assert_eq!(o.lateness_budget, Some(std::time::Duration::ZERO));
+    }
+    use rtlan_sim::scenario::SourceKind;
+    assert_eq!(s.traffic.len(), plain.traffic.len() + 2);
+    for (t, p) in s.traffic.iter().zip(&plain.traffic).take(4) {
+        assert_eq!((t.src, t.dst), (p.src, p.dst), "same random receivers");
+        assert_eq!(
+            t.kind,
+            SourceKind::Burst {
+                frames: 3,
+                phase: std::time::Duration::ZERO
+            }
+        );
+        // 3 frames of 200 + 66 wire bytes.
+        assert_eq!(t.reserve.map(|r| r.burst), Some(798));
+    }
+    assert_eq!(s.traffic[4].kind, SourceKind::Constant, "the flood");
+    assert_eq!(
+        (s.traffic[4].src, s.traffic[4].dst),
+        (plain.traffic[4].src, plain.traffic[4].dst)
+    );
+    assert!(s.traffic[5..].iter().all(|t| t.kind == SourceKind::Greedy));
+}
