@@ -31,14 +31,16 @@ impl Backend {
         }
     }
 
-    /// Fails unless this is the lab: for scenarios that only the lab can run yet.
-    pub fn require_lab(self, scenario: &str) -> Result<(), BackendError> {
-        match self {
-            Backend::Lab => Ok(()),
-            Backend::Sim => Err(BackendError::SimUnavailable {
-                scenario: scenario.to_string(),
-            }),
+    /// Fails unless this backend is one of `supported` (the runners `scenario` has).
+    pub fn require(self, scenario: &str, supported: &[Backend]) -> Result<(), BackendError> {
+        if supported.contains(&self) {
+            return Ok(());
         }
+        let scenario = scenario.to_string();
+        Err(match self {
+            Backend::Sim => BackendError::SimUnavailable { scenario },
+            Backend::Lab => BackendError::LabUnavailable { scenario },
+        })
     }
 }
 
@@ -67,8 +69,8 @@ pub enum BackendError {
     #[error("unknown backend {0:?} (lab, sim)")]
     Unknown(String),
     /// The simulator has no runner for this scenario yet: it measures host stacks, tools or
-    /// the Linux bridge, which the simulator does not model (only the guarantee demo has a
-    /// simulator runner, `demo::sim`).
+    /// the Linux bridge, which the simulator does not model (the guarantee demo, `demo::sim`,
+    /// and `multihop` have simulator runners).
     #[error(
         "{scenario} cannot run on the simulator backend: it has no simulator runner (it \
          measures what the simulator does not model: host stacks, tools or the Linux bridge); \
@@ -76,6 +78,17 @@ pub enum BackendError {
     )]
     SimUnavailable {
         /// The scenario's name (`demo`, `fig4`, …).
+        scenario: String,
+    },
+    /// The scenario runs on the simulator only: it needs switches that never wake late (a
+    /// lateness budget of zero), which the lab cannot give.
+    #[error(
+        "{scenario} cannot run on the lab backend: it runs on the simulator only (its \
+         switches declare a zero lateness budget, which holds only where wake-ups are exact); \
+         run it with --backend sim"
+    )]
+    LabUnavailable {
+        /// The scenario's name.
         scenario: String,
     },
 }
@@ -97,16 +110,22 @@ mod tests {
     }
 
     #[test]
-    fn the_simulator_refuses_and_says_why() {
-        assert_eq!(Backend::Lab.require_lab("fig4"), Ok(()));
-        let e = Backend::Sim
-            .require_lab("fig4")
-            .expect_err("fig4 has no simulator runner");
-        let text = e.to_string();
+    fn each_backend_refuses_what_it_has_no_runner_for_and_says_why() {
+        for (backend, supported, scenario, says) in [
+            (Backend::Sim, Backend::Lab, "fig4", "--backend lab"),
+            (Backend::Lab, Backend::Sim, "multihop", "--backend sim"),
+        ] {
+            assert_eq!(supported.require(scenario, &[supported]), Ok(()));
+            let text = backend
+                .require(scenario, &[supported])
+                .expect_err("no runner")
+                .to_string();
+            assert!(text.contains(scenario) && text.contains(says), "{text}");
+        }
+        let sim = Backend::Sim.require("fig4", &[Backend::Lab]);
         assert!(
-            text.contains("fig4") && text.contains("no simulator runner"),
-            "{text}"
+            sim.is_err_and(|e| e.to_string().contains("no simulator runner")),
+            "the simulator says what it does not model"
         );
-        assert!(text.contains("--backend lab"), "{text}");
     }
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::kit::run::{Run, RunOptions};
-use crate::{ethereal, loser};
+use crate::{ethereal, loser, multihop, Backend};
 
 /// One reproduction of a paper's figure or table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,11 +23,14 @@ pub enum Experiment {
     Capacity,
     /// Löser/Härtig §4.2–§4.3: Tables 2, 4, 5 and Fig. 7 in the lab.
     Loser,
+    /// Per-connection delay bounds across several hops, both real-time schedulers, in the
+    /// simulator (docs/delay.md; Löser/Härtig §4.3.1's observed/bound ratios beside ours).
+    Multihop,
 }
 
 impl Experiment {
     /// Every experiment, in the order of the papers.
-    pub const ALL: [Experiment; 7] = [
+    pub const ALL: [Experiment; 8] = [
         Experiment::Fig4,
         Experiment::Fig5,
         Experiment::Fig6,
@@ -35,6 +38,7 @@ impl Experiment {
         Experiment::Table1,
         Experiment::Capacity,
         Experiment::Loser,
+        Experiment::Multihop,
     ];
 
     /// The name on the command line and in results.json.
@@ -47,6 +51,7 @@ impl Experiment {
             Experiment::Table1 => "table1",
             Experiment::Capacity => "capacity",
             Experiment::Loser => "loser",
+            Experiment::Multihop => "multihop",
         }
     }
 
@@ -54,6 +59,7 @@ impl Experiment {
     pub fn dir(self) -> String {
         match self {
             Experiment::Loser => "experiments/loser/lab".to_string(),
+            Experiment::Multihop => "experiments/multihop".to_string(),
             other => format!("experiments/ethereal/{}", other.name()),
         }
     }
@@ -63,16 +69,33 @@ impl Experiment {
     pub fn announces_results(self) -> bool {
         matches!(
             self,
-            Experiment::Fig4 | Experiment::Fig7 | Experiment::Capacity
+            Experiment::Fig4 | Experiment::Fig7 | Experiment::Capacity | Experiment::Multihop
         )
     }
 
-    /// Runs the experiment; returns the path of the results.json it wrote. Only the lab can run
-    /// them yet: on the simulator backend this fails with [`crate::BackendError::SimUnavailable`]
-    /// before anything is built.
+    /// The backends it has a runner for, the default first. The paper experiments measure host
+    /// stacks, tools or the Linux bridge, which only the lab has; `multihop` measures the
+    /// switches' bounds with exact (never late) wake-ups, which only the simulator gives.
+    pub fn backends(self) -> &'static [Backend] {
+        match self {
+            Experiment::Multihop => &[Backend::Sim],
+            _ => &[Backend::Lab],
+        }
+    }
+
+    /// The backend used when none is chosen.
+    pub fn default_backend(self) -> Backend {
+        self.backends()[0]
+    }
+
+    /// Runs the experiment; returns the path of the results.json it wrote. On a backend not in
+    /// [`Experiment::backends`] this fails ([`crate::BackendError::SimUnavailable`] or
+    /// [`crate::BackendError::LabUnavailable`]) before anything is built.
     pub fn run(self, options: RunOptions) -> anyhow::Result<PathBuf> {
-        options.backend.require_lab(self.name())?;
-        rtlan_lab::install_signal_cleanup()?;
+        options.backend.require(self.name(), self.backends())?;
+        if options.backend == Backend::Lab {
+            rtlan_lab::install_signal_cleanup()?;
+        }
         let run = Run::new(&self.dir(), options)?;
         match self {
             Experiment::Fig4 => ethereal::fig4::run(&run),
@@ -82,6 +105,7 @@ impl Experiment {
             Experiment::Table1 => ethereal::table1::run(&run),
             Experiment::Capacity => ethereal::capacity::run(&run),
             Experiment::Loser => loser::run(&run),
+            Experiment::Multihop => multihop::run(&run),
         }
     }
 }
@@ -102,30 +126,53 @@ mod tests {
             } else {
                 e.name()
             }));
+            assert!(!e.backends().is_empty(), "{}", e.name());
         }
     }
 
-    #[test]
-    fn the_simulator_backend_fails_before_building_anything() {
-        let out = std::env::temp_dir().join(format!("rtlan-catalog-sim-{}", std::process::id()));
+    /// Runs `experiment` on `backend`, which it has no runner for; returns why it refused,
+    /// after checking that nothing was created.
+    fn refused(experiment: Experiment, backend: Backend) -> BackendError {
+        let out = std::env::temp_dir().join(format!(
+            "rtlan-catalog-{}-{backend}-{}",
+            experiment.name(),
+            std::process::id()
+        ));
         let options = RunOptions {
             scenario: None,
             out: Some(out.clone()),
             quick: true,
             plot: false,
-            backend: Backend::Sim,
+            backend,
             exe: PathBuf::from("/nonexistent/rtlan"),
         };
-        let e = Experiment::Fig5
+        let e = experiment
             .run(options)
-            .expect_err("no simulator runner");
-        assert!(
-            matches!(
-                e.downcast_ref::<BackendError>(),
-                Some(BackendError::SimUnavailable { scenario }) if scenario == "fig5"
-            ),
-            "{e:#}"
-        );
+            .expect_err("no runner on this backend");
         assert!(!out.exists(), "nothing was created");
+        e.downcast::<BackendError>()
+            .unwrap_or_else(|e| panic!("not a backend error: {e:#}"))
+    }
+
+    #[test]
+    fn the_simulator_backend_fails_before_building_anything() {
+        assert_eq!(
+            refused(Experiment::Fig5, Backend::Sim),
+            BackendError::SimUnavailable {
+                scenario: "fig5".into()
+            }
+        );
+    }
+
+    #[test]
+    fn multihop_runs_on_the_simulator_only() {
+        assert_eq!(Experiment::Multihop.default_backend(), Backend::Sim);
+        assert_eq!(Experiment::Fig4.default_backend(), Backend::Lab);
+        assert_eq!(
+            refused(Experiment::Multihop, Backend::Lab),
+            BackendError::LabUnavailable {
+                scenario: "multihop".into()
+            }
+        );
     }
 }

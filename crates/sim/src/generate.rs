@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{Rng, SeedableRng};
-use rtlan_core::shaper::UDP_FRAME_OVERHEAD;
+use rtlan_core::shaper::{wire_bytes, UDP_FRAME_OVERHEAD};
 use rtlan_topology::units::format_rate;
 use rtlan_topology::Topology;
 use serde::Deserialize;
@@ -42,10 +42,15 @@ pub(crate) struct RawGenerate {
     flood_size: Option<Spanned<u32>>,
     setup_spread: Option<Spanned<String>>,
     seed: Option<u64>,
+    scheduler: Option<Spanned<String>>,
+    lateness_budget: Option<Spanned<String>>,
+    flood_kind: Option<Spanned<String>>,
+    greedy: Option<u32>,
+    reserved_burst: Option<Spanned<u32>>,
 }
 
 /// The parameters of a generated leaf–spine scenario.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LeafSpine {
     /// Leaf switches.
     pub leaves: u32,
@@ -75,6 +80,19 @@ pub struct LeafSpine {
     pub setup_spread: Duration,
     /// Seed of the random receivers.
     pub seed: u64,
+    /// `scheduler` of every generated switch (`cyclic` or `wheel`); `None` = not written (the
+    /// switch's default).
+    pub scheduler: Option<String>,
+    /// `lateness_budget` of every generated switch, as written; `None` = the switch's default.
+    pub lateness_budget: Option<String>,
+    /// What the floods send: Poisson (the default) or constant rate.
+    pub flood_kind: SourceKind,
+    /// Greedy TCP-like sources between random host pairs, from `setup_spread` on.
+    pub greedy: u32,
+    /// `Some(k)`: every reserved connection is a burst source of `k` datagrams per period on
+    /// the common grid of phase 0 (all aligned), its bucket exactly those `k` frames' wire
+    /// bytes; `None`: constant rate with a two-frame bucket.
+    pub reserved_burst: Option<u32>,
 }
 
 impl LeafSpine {
@@ -117,7 +135,40 @@ impl LeafSpine {
             Some(v) => src.duration(v, "setup_spread")?,
             None => Duration::from_millis(100),
         };
+        let scheduler = match &r.scheduler {
+            Some(v) if v.get_ref() != "cyclic" && v.get_ref() != "wheel" => {
+                return Err(src.invalid(v.span().start, "`scheduler` must be cyclic or wheel"));
+            }
+            Some(v) => Some(v.get_ref().clone()),
+            None => None,
+        };
+        let lateness_budget = match &r.lateness_budget {
+            Some(v) => {
+                src.duration(v, "lateness_budget")?;
+                Some(v.get_ref().clone())
+            }
+            None => None,
+        };
+        let flood_kind = match &r.flood_kind {
+            None => SourceKind::Poisson,
+            Some(v) if v.get_ref() == "poisson" => SourceKind::Poisson,
+            Some(v) if v.get_ref() == "constant" => SourceKind::Constant,
+            Some(v) => {
+                return Err(src.invalid(v.span().start, "`flood_kind` must be poisson or constant"));
+            }
+        };
         Ok(LeafSpine {
+            scheduler,
+            lateness_budget,
+            flood_kind,
+            greedy: r.greedy.unwrap_or(0),
+            reserved_burst: match &r.reserved_burst {
+                Some(k) if *k.get_ref() == 0 => {
+                    return Err(src.invalid(k.span().start, "`reserved_burst` must be above 0"));
+                }
+                Some(k) => Some(*k.get_ref()),
+                None => None,
+            },
             leaves,
             hosts_per_leaf,
             spines,
@@ -146,13 +197,23 @@ impl LeafSpine {
         for h in 1..=self.host_count() {
             let _ = writeln!(t, "[[host]]\nname = \"h{h}\"\n");
         }
-        for l in 1..=self.leaves {
-            let _ = writeln!(t, "[[switch]]\nname = \"l{l}\"\nkind = \"rtlan\"\n");
+        let mut options = String::new();
+        if let Some(s) = &self.scheduler {
+            let _ = writeln!(options, "scheduler = \"{s}\"");
         }
-        for s in 1..=self.spines {
-            let _ = writeln!(t, "[[switch]]\nname = \"s{s}\"\nkind = \"rtlan\"\n");
+        if let Some(l) = &self.lateness_budget {
+            let _ = writeln!(options, "lateness_budget = \"{l}\"");
         }
-        let _ = writeln!(t, "[[switch]]\nname = \"core\"\nkind = \"rtlan\"\n");
+        let names = (1..=self.leaves)
+            .map(|l| format!("l{l}"))
+            .chain((1..=self.spines).map(|s| format!("s{s}")))
+            .chain(std::iter::once("core".to_string()));
+        for name in names {
+            let _ = writeln!(
+                t,
+                "[[switch]]\nname = \"{name}\"\nkind = \"rtlan\"\n{options}"
+            );
+        }
         let link = |t: &mut String, a: &str, b: &str, rate: u64| {
             let _ = writeln!(
                 t,
@@ -209,6 +270,19 @@ impl LeafSpine {
         }
         let frame = self.reserved_size + UDP_FRAME_OVERHEAD;
         let max_packet = u16::try_from(frame).unwrap_or(u16::MAX);
+        let (kind, burst) = match self.reserved_burst {
+            // The host's shaper counts wire bytes: a bucket of k frames' wire bytes lets the
+            // whole burst through at once.
+            Some(frames) => (
+                SourceKind::Burst {
+                    frames,
+                    phase: Duration::ZERO,
+                },
+                u32::try_from(u64::from(frames) * wire_bytes(self.reserved_size))
+                    .unwrap_or(u32::MAX),
+            ),
+            None => (SourceKind::Constant, 2 * u32::from(max_packet)),
+        };
         for i in 0..self.reserved {
             let src = i % hosts + 1;
             let dst = pick_other(src, &mut rng);
@@ -221,7 +295,7 @@ impl LeafSpine {
                 name: format!("r{i} h{src}→h{dst}"),
                 src: s,
                 dst: d,
-                kind: SourceKind::Constant,
+                kind,
                 rate_bps: self.reserved_rate,
                 size: self.reserved_size,
                 dst_port: 5000u16.saturating_add(nth),
@@ -230,7 +304,7 @@ impl LeafSpine {
                 stop: duration,
                 reserve: Some(ReserveSpec {
                     rate_bps: self.reserved_rate,
-                    burst: 2 * u32::from(max_packet),
+                    burst,
                     max_packet,
                     delay: None,
                 }),
@@ -247,11 +321,34 @@ impl LeafSpine {
                 name: format!("f{i} h{src}→h{dst}"),
                 src: s,
                 dst: d,
-                kind: SourceKind::Poisson,
+                kind: self.flood_kind,
                 rate_bps: self.flood_rate,
                 size: self.flood_size,
                 dst_port: 40000u16.saturating_add(u16::try_from(i).unwrap_or(0)),
                 src_port: 40000u16.saturating_add(u16::try_from(i).unwrap_or(0)),
+                start: self.setup_spread,
+                stop: duration,
+                reserve: None,
+                shape: None,
+            });
+        }
+        // Drawn after the floods, so adding greedy sources leaves the rest of the traffic as it was.
+        for i in 0..self.greedy {
+            let src = (rng.next_u64() % u64::from(hosts)) as u32 + 1;
+            let dst = pick_other(src, &mut rng);
+            let (Some(s), Some(d)) = (index(src), index(dst)) else {
+                continue;
+            };
+            let port = 30000u16.saturating_add(u16::try_from(i).unwrap_or(0));
+            out.push(TrafficSpec {
+                name: format!("g{i} h{src}→h{dst} tcp"),
+                src: s,
+                dst: d,
+                kind: SourceKind::Greedy,
+                rate_bps: 0,
+                size: 1448,
+                dst_port: port,
+                src_port: port,
                 start: self.setup_spread,
                 stop: duration,
                 reserve: None,

@@ -89,6 +89,17 @@ pub enum SourceKind {
     Poisson,
     /// A window-based AIMD sender with acknowledgements from the sink (TCP-like).
     Greedy,
+    /// `frames` datagrams at the same instant every `frames × wire bits / rate` (the mean rate
+    /// is `rate`), on a grid of simulated time: bursts at `phase + k·period`, the first at or
+    /// after the source starts (or its reservation is granted). Sources with the same period
+    /// and phase release their bursts together — the aligned "symmetric bursts" adversary of
+    /// Löser/Härtig §4.1.
+    Burst {
+        /// Datagrams per burst (≥ 1).
+        frames: u32,
+        /// Offset of the burst grid from time zero (below one period).
+        phase: Duration,
+    },
 }
 
 impl SourceKind {
@@ -99,6 +110,7 @@ impl SourceKind {
             SourceKind::OnOff { .. } => "onoff",
             SourceKind::Poisson => "poisson",
             SourceKind::Greedy => "greedy",
+            SourceKind::Burst { .. } => "burst",
         }
     }
 }
@@ -209,6 +221,8 @@ struct RawTraffic {
     stop: Option<Spanned<String>>,
     on: Option<Spanned<String>>,
     off: Option<Spanned<String>>,
+    frames: Option<Spanned<u32>>,
+    phase: Option<Spanned<String>>,
     reserve: Option<Spanned<RawReserve>>,
     shape: Option<Spanned<RawShape>>,
 }
@@ -412,6 +426,15 @@ impl Scenario {
     }
 }
 
+/// The period of a burst source: `frames` datagrams of `size` payload bytes at a mean of
+/// `rate_bps` wire bit/s, rounded down to the nanosecond (the schedule itself is exact, see
+/// `traffic::Source`).
+pub fn burst_period(frames: u32, size: usize, rate_bps: u64) -> Duration {
+    let bits = u128::from(frames) * u128::from(wire_bytes(size)) * 8;
+    let ns = bits * 1_000_000_000 / u128::from(rate_bps.max(1));
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
 /// Largest UDP payload a source may send: one 1500-byte MTU.
 pub const MAX_SIZE: usize = DEFAULT_MAX_DATAGRAM;
 
@@ -457,13 +480,39 @@ fn traffic_spec(
             }
             SourceKind::OnOff { on, off }
         }
+        "burst" => {
+            let Some(frames) = &t.frames else {
+                return Err(src.invalid(at, "a burst source needs `frames`"));
+            };
+            if *frames.get_ref() == 0 {
+                return Err(src.invalid(frames.span().start, "`frames` must be above 0"));
+            }
+            let phase = t
+                .phase
+                .as_ref()
+                .map_or(Ok(Duration::ZERO), |p| src.duration(p, "phase"))?;
+            SourceKind::Burst {
+                frames: *frames.get_ref(),
+                phase,
+            }
+        }
         other => {
             return Err(src.invalid(
                 t.kind.span().start,
-                format!("unknown kind `{other}` (expected constant, onoff, poisson or greedy)"),
+                format!(
+                    "unknown kind `{other}` (expected constant, onoff, poisson, greedy or burst)"
+                ),
             ))
         }
     };
+    if !matches!(kind, SourceKind::Burst { .. }) {
+        if let Some(f) = t.frames.as_ref() {
+            return Err(src.invalid(f.span().start, "`frames` is for burst sources"));
+        }
+        if let Some(p) = t.phase.as_ref() {
+            return Err(src.invalid(p.span().start, "`phase` is for burst sources"));
+        }
+    }
     let rate_bps = match (&t.rate, kind) {
         (Some(r), SourceKind::Greedy) => {
             return Err(src.invalid(r.span().start, "a greedy source takes no `rate`"));
@@ -487,6 +536,16 @@ fn traffic_spec(
         }
         None => MAX_SIZE,
     };
+    if let SourceKind::Burst { frames, phase } = kind {
+        let period = burst_period(frames, size, rate_bps);
+        if rate_bps == 0 || phase >= period {
+            let at = t.phase.as_ref().map_or(at, |p| p.span().start);
+            return Err(src.invalid(
+                at,
+                format!("`phase` must be below the burst period ({period:?}: `frames` × wire bits / `rate`)"),
+            ));
+        }
+    }
     let first = FIRST_PORT.saturating_add(u16::try_from(index).unwrap_or(u16::MAX - FIRST_PORT));
     let dst_port = match &t.port {
         Some(p) if *p.get_ref() == 0 => {

@@ -332,10 +332,38 @@ impl Source {
         self.epoch = now;
         self.count = 0;
         self.next = Some(now);
+        if let SourceKind::Burst { frames, phase } = self.spec.kind {
+            // The first burst of the grid `phase + m·period` at or after `now`.
+            self.epoch = Instant::ZERO + phase;
+            let since = u128::from(now.as_nanos().saturating_sub(self.epoch.as_nanos()));
+            let (num, den) = self.burst_period_fraction(frames);
+            let mut m = (since * den).div_ceil(num.max(1));
+            while m > 0 && (m - 1) * num / den >= since {
+                m -= 1;
+            }
+            self.count = u64::try_from(m).unwrap_or(u64::MAX / 2) * u64::from(frames);
+            self.next = Some(self.burst_at(frames));
+        }
         if let SourceKind::OnOff { on, .. } = self.spec.kind {
             let len = self.exp(on.as_nanos() as f64);
             self.on_until = Some(now + Duration::from_nanos(len.max(1)));
         }
+    }
+
+    /// A burst source's period in ns as the exact fraction `(num, den)`: `frames` datagrams'
+    /// wire bits at the offered rate.
+    fn burst_period_fraction(&self, frames: u32) -> (u128, u128) {
+        let num = u128::from(frames) * u128::from(wire_bytes(self.spec.size)) * 8 * 1_000_000_000;
+        (num, u128::from(self.spec.rate_bps.max(1)))
+    }
+
+    /// When the burst of datagram number `count` is due: burst `count / frames` of the grid,
+    /// exact (one division from the epoch, no accumulated rounding).
+    fn burst_at(&self, frames: u32) -> Instant {
+        let (num, den) = self.burst_period_fraction(frames);
+        let m = u128::from(self.count / u64::from(frames.max(1)));
+        let offset = m.saturating_mul(num) / den;
+        self.epoch + Duration::from_nanos(u64::try_from(offset).unwrap_or(u64::MAX))
     }
 
     /// Nanoseconds between datagrams at the offered rate.
@@ -363,6 +391,10 @@ impl Source {
                 self.count += 1;
                 let offset = self.gap_ns().saturating_mul(u128::from(self.count));
                 Some(self.epoch + Duration::from_nanos(u64::try_from(offset).unwrap_or(u64::MAX)))
+            }
+            SourceKind::Burst { frames, .. } => {
+                self.count += 1;
+                Some(self.burst_at(frames))
             }
             SourceKind::Poisson => {
                 let gap = self.exp(self.gap_ns() as f64);
@@ -501,6 +533,71 @@ mod tests {
         assert_eq!(PayloadHeader::parse(&buf[..39]), None, "too short");
         buf[0] = b'X';
         assert_eq!(PayloadHeader::parse(&buf), None, "wrong magic");
+    }
+
+    fn burst_source(frames: u32, phase_us: u64) -> Source {
+        // 934-byte payloads are 1000 wire bytes: at 8 Mbit/s one datagram per ms.
+        let spec = TrafficSpec {
+            name: "b".into(),
+            src: 0,
+            dst: 1,
+            kind: SourceKind::Burst {
+                frames,
+                phase: Duration::from_micros(phase_us),
+            },
+            rate_bps: 8_000_000,
+            size: 934,
+            dst_port: 1,
+            src_port: 1,
+            start: Duration::ZERO,
+            stop: Duration::from_secs(1),
+            reserve: None,
+            shape: None,
+        };
+        Source::new(0, spec, std::net::Ipv4Addr::LOCALHOST, 1)
+    }
+
+    /// Emits datagrams as the host does (each at its due instant) and returns their instants, µs.
+    fn instants(source: &mut Source, n: usize) -> Vec<u64> {
+        let mut out = Vec::new();
+        while out.len() < n {
+            let due = source.next.expect("still sending");
+            out.push(due.as_nanos() / 1000);
+            source.advance(due);
+        }
+        out
+    }
+
+    #[test]
+    fn burst_sends_its_frames_at_once_on_the_phase_grid() {
+        // 3 datagrams of 1 ms each at the mean rate: a burst every 3 ms, at 0.5 + 3k ms.
+        let mut s = burst_source(3, 500);
+        s.begin(Instant::from_nanos(1_700_000));
+        assert_eq!(
+            instants(&mut s, 7),
+            vec![3500, 3500, 3500, 6500, 6500, 6500, 9500],
+            "the first burst is the grid's next one after the start, not the start"
+        );
+        // Starting exactly on a grid point sends at once; before the phase, at the phase.
+        let mut s = burst_source(3, 500);
+        s.begin(Instant::from_nanos(3_500_000));
+        assert_eq!(instants(&mut s, 4), vec![3500, 3500, 3500, 6500]);
+        let mut s = burst_source(2, 400);
+        s.begin(Instant::ZERO);
+        assert_eq!(instants(&mut s, 3), vec![400, 400, 2400]);
+    }
+
+    #[test]
+    fn burst_grid_does_not_drift() {
+        // 7 wire-byte-exact datagrams at 3 Mbit/s: period 7 × 8000 / 3 µs = 18 666.66… µs.
+        let mut s = burst_source(7, 0);
+        s.spec.rate_bps = 3_000_000;
+        s.begin(Instant::ZERO);
+        let all = instants(&mut s, 7 * 31);
+        let last = *all.last().expect("samples");
+        // Burst 30 at exactly 30 × 56 000 / 3 ms = 560 ms (no rounding carried over).
+        assert_eq!(last, 560_000);
+        assert!(all.chunks(7).all(|b| b.iter().all(|&t| t == b[0])));
     }
 
     #[test]

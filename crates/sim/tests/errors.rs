@@ -65,3 +65,96 @@ fn link_delay_comes_from_the_topology_model() {
         ]
     );
 }
+
+/// A burst source needs `frames`, a phase below its period, and `frames`/`phase` belong to burst
+/// sources only; each mistake is reported where it is.
+#[test]
+fn burst_sources_are_checked_where_they_are_written() {
+    let base = common::star("");
+    let lines = base.lines().count();
+    let traffic = |extra: &str| {
+        common::star(&format!(
+            "[sim]\nduration = \"1s\"\n\n[[traffic]]\nsrc = \"a\"\ndst = \"d\"\nrate = \"8mbit\"\nsize = 934\n{extra}"
+        ))
+    };
+    let e = error(&traffic("kind = \"burst\"\n"));
+    assert!(e.starts_with(&format!("bad.toml:{}:", lines + 4)), "{e}");
+    assert!(e.contains("needs `frames`"), "{e}");
+
+    // 4 datagrams of 1000 wire bytes at 8 Mbit/s: a 4 ms period.
+    let e = error(&traffic("kind = \"burst\"\nframes = 4\nphase = \"4ms\"\n"));
+    assert!(e.starts_with(&format!("bad.toml:{}:9:", lines + 11)), "{e}");
+    assert!(e.contains("below the burst period (4ms"), "{e}");
+
+    let e = error(&traffic("kind = \"burst\"\nframes = 0\n"));
+    assert!(
+        e.starts_with(&format!("bad.toml:{}:10:", lines + 10)),
+        "{e}"
+    );
+
+    let e = error(&traffic("kind = \"constant\"\nframes = 4\n"));
+    assert!(
+        e.starts_with(&format!("bad.toml:{}:10:", lines + 10)),
+        "{e}"
+    );
+    assert!(e.contains("for burst sources"), "{e}");
+
+    let ok = common::parse(&traffic(
+        "kind = \"burst\"\nframes = 4\nphase = \"3999us\"\n",
+    ));
+    assert_eq!(
+        ok.traffic[0].kind,
+        rtlan_sim::scenario::SourceKind::Burst {
+            frames: 4,
+            phase: std::time::Duration::from_micros(3999)
+        }
+    );
+}
+
+const GENERATE: &str = "[sim]\nduration = \"1s\"\n\n[generate]\nkind = \"leaf-spine\"\nleaves = 2\nhosts_per_leaf = 2\nspines = 1\nhost_rate = \"100mbit\"\nleaf_rate = \"1gbit\"\nspine_rate = \"1gbit\"\nreserved = 4\nreserved_size = 200\nfloods = 1\n";
+
+/// The generator's scheduler, flood kind and burst options are checked where they are written,
+/// and do what they say: switch options on every switch, aligned burst sources whose bucket
+/// holds the whole burst, greedy sources after the rest.
+#[test]
+fn generator_options_are_checked_and_applied() {
+    let e = error(&format!("{GENERATE}scheduler = \"fifo\"\n"));
+    assert!(e.starts_with("bad.toml:15:13:"), "{e}");
+    let e = error(&format!("{GENERATE}flood_kind = \"bursty\"\n"));
+    assert!(e.starts_with("bad.toml:15:14:"), "{e}");
+    let e = error(&format!("{GENERATE}reserved_burst = 0\n"));
+    assert!(e.starts_with("bad.toml:15:18:"), "{e}");
+
+    let plain = common::parse(GENERATE);
+    let text = format!(
+        "{GENERATE}scheduler = \"wheel\"\nlateness_budget = \"0us\"\nreserved_burst = 3\nflood_kind = \"constant\"\ngreedy = 2\n"
+    );
+    let s = common::parse(&text);
+    for sw in &s.topology.switches {
+        let rtlan_topology::SwitchKind::Rtlan(o) = &sw.kind else {
+            panic!("{} is not rtlan", sw.name);
+        };
+        assert_eq!(o.scheduler, Some(rtlan_topology::SchedulerKind::Wheel));
+        assert_eq!(o.lateness_budget, Some(std::time::Duration::ZERO));
+    }
+    use rtlan_sim::scenario::SourceKind;
+    assert_eq!(s.traffic.len(), plain.traffic.len() + 2);
+    for (t, p) in s.traffic.iter().zip(&plain.traffic).take(4) {
+        assert_eq!((t.src, t.dst), (p.src, p.dst), "same random receivers");
+        assert_eq!(
+            t.kind,
+            SourceKind::Burst {
+                frames: 3,
+                phase: std::time::Duration::ZERO
+            }
+        );
+        // 3 frames of 200 + 66 wire bytes.
+        assert_eq!(t.reserve.map(|r| r.burst), Some(798));
+    }
+    assert_eq!(s.traffic[4].kind, SourceKind::Constant, "the flood");
+    assert_eq!(
+        (s.traffic[4].src, s.traffic[4].dst),
+        (plain.traffic[4].src, plain.traffic[4].dst)
+    );
+    assert!(s.traffic[5..].iter().all(|t| t.kind == SourceKind::Greedy));
+}

@@ -36,6 +36,9 @@ pub(crate) enum ExperimentCommand {
     /// against the network-calculus bounds, sender CPU load against the shaping interval Ts
     /// (Tables 4, 5, Fig. 7) and the switch buffer probe (Table 2).
     Loser(Common),
+    /// Per-connection delay bounds across 3- and 5-switch chains and a leaf–spine, cyclic and
+    /// timing-wheel schedulers: observed maximum delay against the granted bound (simulator).
+    Multihop(Common),
 }
 
 /// Arguments every experiment takes.
@@ -55,9 +58,10 @@ pub(crate) struct Common {
     #[arg(long)]
     no_plot: bool,
     /// Where the scenario runs: `lab` (network namespaces, needs root) or `sim` (the
-    /// discrete-event simulator; no experiment has a simulator runner yet).
-    #[arg(long, value_enum, default_value_t)]
-    backend: BackendArg,
+    /// discrete-event simulator) [default: the experiment's own — sim for multihop, lab for the
+    /// others, which have no simulator runner].
+    #[arg(long, value_enum)]
+    backend: Option<BackendArg>,
 }
 
 pub(crate) fn run(command: ExperimentCommand) -> anyhow::Result<ExitCode> {
@@ -69,13 +73,16 @@ pub(crate) fn run(command: ExperimentCommand) -> anyhow::Result<ExitCode> {
         ExperimentCommand::Table1(c) => (Experiment::Table1, c),
         ExperimentCommand::Capacity(c) => (Experiment::Capacity, c),
         ExperimentCommand::Loser(c) => (Experiment::Loser, c),
+        ExperimentCommand::Multihop(c) => (Experiment::Multihop, c),
     };
     let options = RunOptions {
         scenario: common.scenario,
         out: common.out,
         quick: common.quick,
         plot: !common.no_plot,
-        backend: common.backend.into(),
+        backend: common
+            .backend
+            .map_or(experiment.default_backend(), Into::into),
         exe: std::env::current_exe().context("locating the rtlan executable")?,
     };
     let results = experiment.run(options)?;
