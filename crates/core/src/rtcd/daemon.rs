@@ -12,7 +12,7 @@ use super::api::{
     Action, ClientId, ConnHandle, ConnInfo, ConnPhase, DaemonShaping, ManagerRequest, Reply,
     Request,
 };
-use super::host::{self, HostFlow};
+use super::host;
 use super::{Admission, Config, RtcdError};
 use crate::time::Instant;
 use crate::timer::{TimerKind, TimerTable};
@@ -363,7 +363,7 @@ impl Rtcd {
         }
         let admission = self.config.admission;
         if admission != Admission::Central {
-            self.check_host_term(&setup, shaping)?;
+            self.check_host_term(&setup)?;
         }
         let id = self.ids.allocate().ok_or(RtcdError::IdsExhausted)?;
         setup.connection_id = id;
@@ -419,16 +419,16 @@ impl Rtcd {
     }
 
     /// Refuses `setup` when the host's reserved queue, with it and every connection the host
-    /// holds, could keep a frame longer than `host_delay` (lateness included; `host.rs`).
-    fn check_host_term(&self, setup: &SetupRepr, shaping: DaemonShaping) -> Result<(), RtcdError> {
-        let kernel = |s: DaemonShaping| s == DaemonShaping::Kernel;
+    /// holds, could keep a frame of any of them longer than `host_delay` (lateness included;
+    /// `host.rs`).
+    fn check_host_term(&self, setup: &SetupRepr) -> Result<(), RtcdError> {
         let malformed = RtcdError::Malformed("rate, burst and max_packet give no wire T-SPEC");
         let mut flows = Vec::with_capacity(self.conns.len() + 1);
-        flows.push(HostFlow::of(setup, kernel(shaping)).ok_or(malformed)?);
+        flows.push(host::tspec(setup).ok_or(malformed)?);
         for conn in self.conns.values() {
             if conn.phase != ConnPhase::Closing && !conn.direct {
                 // An admitted SETUP always converts (it was checked when it opened).
-                flows.extend(HostFlow::of(&conn.setup, kernel(conn.shaping)));
+                flows.extend(host::tspec(&conn.setup));
             }
         }
         let lateness_ns = u64::try_from(self.config.lateness_budget.as_nanos()).unwrap_or(u64::MAX);

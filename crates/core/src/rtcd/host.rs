@@ -3,23 +3,24 @@
 //!
 //! EtheReal §2.2 shapes at the sender and reserves from the first switch on; Löser/Härtig §3
 //! count a host delay `t_os` in every bound. Here the daemon gives its host's reserved traffic a
-//! queue ahead of the host's other traffic (`crates/linux/src/rtcd/tc.rs`, the simulator's host
-//! NIC), so a reserved frame waits for at most the non-real-time frame in transmission and the
-//! other reserved frames of the same host. Those are bounded by the T-SPECs the daemon itself
-//! admitted, so the daemon can promise a constant host term `D_h` (`host_delay`) for every
-//! connection and keep it by admission:
+//! queue served ahead of the host's other traffic (`crates/linux/src/rtcd/tc.rs`, the
+//! simulator's host NIC): the reserved aggregate sees the link as a strict rate-latency server
+//! of rate `C` and latency `L_max/C` (one non-real-time frame in transmission). In whatever order
+//! the reserved frames are served among themselves (one FIFO, or kernel shaping classes served
+//! round robin beside it), connection *i* is left at least the service the others cannot take —
+//! blind multiplexing (Le Boudec/Thiran, Thm 6.2.1) against their token buckets:
 //!
-//! - all reserved traffic in one FIFO (every connection shaped by the application): a frame
-//!   waits at most `(Σ b_j + L_max) / C`;
-//! - some connections in kernel shaping classes served round robin beside the FIFO (work
-//!   conserving among themselves, not FIFO): at most the busy period of the reserved aggregate,
-//!   `(Σ b_j + L_max) / (C − Σ r_j)`;
+//! ```text
+//! θ_h,i = (Σ_{j≠i} b_j + L_max) / (C − Σ_{j≠i} r_j)      at rate C − Σ_{j≠i} r_j ≥ r_i
+//! ```
 //!
-//! plus the host's wake-up lateness budget `λ_h`, all in wire units (`rtlan_wire::cost`). A
-//! connection is opened only if that sum over every connection of the host, the new one
-//! included, stays within `D_h`; so admitting one never breaks another's term, and each bound
-//! starts at `D_h` (the SETUP's DELAY TLV carries it as the latency so far, and the first switch
-//! sizes its queue and policer for the burst `b + r·D_h` it can see).
+//! plus the host's wake-up lateness budget `λ_h`, all in wire units (`rtlan_wire::cost`). Its own
+//! burst is not in its own term: the concatenation pays it once, as `b/r`. The daemon promises
+//! one constant term `D_h` (`host_delay`) to every connection and keeps it by admission: a
+//! connection opens only if θ_h,i + λ_h ≤ `D_h` for every connection *i* of the host, the new one
+//! included. So admitting one never breaks another's term, and each bound starts at `D_h` (the
+//! SETUP's DELAY TLV carries it as the latency so far, and the first switch sizes its queue and
+//! policer for the burst `b + r·D_h` it can see).
 //!
 //! Integer arithmetic, rounded up: a handful of sums per SETUP, no need for exact rationals.
 
@@ -29,86 +30,62 @@ use rtlan_wire::cost::wire_bits;
 
 use crate::switch::DEFAULT_MAX_FRAME_BYTES;
 
-/// One reserved connection of the host as its queue sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct HostFlow {
-    /// Wire rate and burst.
-    pub(super) tspec: HopTspec,
-    /// Whether the kernel shapes it in its own class (so the reserved queue is not one FIFO).
-    pub(super) kernel_shaped: bool,
+/// The wire T-SPEC of `setup`, `None` for one the calculus refuses.
+pub(super) fn tspec(setup: &SetupRepr) -> Option<HopTspec> {
+    servers::tspec_from_setup(setup.rate, setup.max_burst, setup.max_packet).ok()
 }
 
-impl HostFlow {
-    /// The flow of `setup`, `None` for a T-SPEC the calculus refuses.
-    pub(super) fn of(setup: &SetupRepr, kernel_shaped: bool) -> Option<HostFlow> {
-        let tspec =
-            servers::tspec_from_setup(setup.rate, setup.max_burst, setup.max_packet).ok()?;
-        Some(HostFlow {
-            tspec,
-            kernel_shaped,
-        })
+/// The longest any one of `flows` can wait in the host's reserved queue, ns (rounded up),
+/// lateness not included: the largest θ_h,i over the flows; `None` when the others' rates leave
+/// some connection less than its own rate (no bound).
+pub(super) fn queue_delay_ns(flows: &[HopTspec], link_rate_bps: u64) -> Option<u64> {
+    let bursts: u128 = flows.iter().map(|f| u128::from(f.burst_bits)).sum();
+    let rates: u128 = flows.iter().map(|f| u128::from(f.rate_bps)).sum();
+    let frame = u128::from(wire_bits(DEFAULT_MAX_FRAME_BYTES));
+    let link = u128::from(link_rate_bps);
+    let mut worst = 0u64;
+    for f in flows {
+        let others_rate = rates - u128::from(f.rate_bps);
+        let left = link.checked_sub(others_rate)?;
+        if left < u128::from(f.rate_bps) || left == 0 {
+            return None;
+        }
+        let bits = bursts - u128::from(f.burst_bits) + frame;
+        let ns = u64::try_from((bits * 1_000_000_000).div_ceil(left)).ok()?;
+        worst = worst.max(ns);
     }
-}
-
-/// The longest a reserved frame can wait in the host's queue, ns (rounded up), lateness not
-/// included; `None` when the reserved rates fill the link (no bound).
-pub(super) fn queue_delay_ns(flows: &[HostFlow], link_rate_bps: u64) -> Option<u64> {
-    let bits: u128 = flows
-        .iter()
-        .map(|f| u128::from(f.tspec.burst_bits))
-        .sum::<u128>()
-        + u128::from(wire_bits(DEFAULT_MAX_FRAME_BYTES));
-    let fifo = flows.iter().all(|f| !f.kernel_shaped);
-    let rate: u128 = if fifo {
-        u128::from(link_rate_bps)
-    } else {
-        let reserved: u128 = flows.iter().map(|f| u128::from(f.tspec.rate_bps)).sum();
-        u128::from(link_rate_bps).checked_sub(reserved)?
-    };
-    if rate == 0 {
-        return None;
-    }
-    u64::try_from((bits * 1_000_000_000).div_ceil(rate)).ok()
+    Some(worst)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn flow(rate_bps: u64, burst_bits: u64, kernel_shaped: bool) -> HostFlow {
-        HostFlow {
-            tspec: HopTspec {
-                rate_bps,
-                burst_bits,
-                max_frame_bits: 12_000,
-            },
-            kernel_shaped,
+    fn flow(rate_bps: u64, burst_bits: u64) -> HopTspec {
+        HopTspec {
+            rate_bps,
+            burst_bits,
+            max_frame_bits: 12_000,
         }
     }
 
     #[test]
-    fn one_fifo_waits_for_every_burst_and_one_frame_at_line_rate() {
-        // (20,000 + 10,000 + 12,336 bits) / 100 Mbit/s = 423.36 µs.
-        let flows = [
-            flow(30_000_000, 20_000, false),
-            flow(5_000_000, 10_000, false),
-        ];
-        assert_eq!(queue_delay_ns(&flows, 100_000_000), Some(423_360));
-        assert_eq!(queue_delay_ns(&[], 100_000_000), Some(123_360));
+    fn each_connection_waits_for_the_others_bursts_and_one_frame() {
+        // Alone: one frame, 12,336 bits / 100 Mbit/s.
+        assert_eq!(
+            queue_delay_ns(&[flow(30_000_000, 20_000)], 100_000_000),
+            Some(123_360)
+        );
+        // Two: the 30 Mbit/s one waits (10,000 + 12,336) / 95 Mbit/s = 235.12 µs, the 5 Mbit/s
+        // one (20,000 + 12,336) / 70 Mbit/s = 461.94 µs: the worst is the term.
+        let flows = [flow(30_000_000, 20_000), flow(5_000_000, 10_000)];
+        assert_eq!(queue_delay_ns(&flows, 100_000_000), Some(461_943));
+        assert_eq!(queue_delay_ns(&[], 100_000_000), Some(0));
     }
 
     #[test]
-    fn round_robin_classes_wait_for_the_busy_period() {
-        // One kernel-shaped class: not FIFO, so (Σb + L)/(C − Σr) = 42,336 / 65 Mbit/s.
-        let flows = [
-            flow(30_000_000, 20_000, true),
-            flow(5_000_000, 10_000, false),
-        ];
-        assert_eq!(queue_delay_ns(&flows, 100_000_000), Some(651_324));
-        let full = [
-            flow(60_000_000, 20_000, true),
-            flow(40_000_000, 10_000, false),
-        ];
+    fn rates_that_leave_a_connection_less_than_its_own_have_no_bound() {
+        let full = [flow(60_000_000, 20_000), flow(41_000_000, 10_000)];
         assert_eq!(queue_delay_ns(&full, 100_000_000), None);
     }
 }

@@ -3,9 +3,10 @@
 //! longer than that.
 //!
 //! Numbers at the defaults (100 Mbit/s, `host_delay` 2 ms, lateness 400 µs): a 3028-byte bucket
-//! of 1514-byte frames is ⌈3028·1538/1514⌉ = 3076 wire bytes = 24,608 bits, the largest frame
-//! 12,336 bits, so a FIFO holds 6 such bursts within the 1.6 ms left after lateness
-//! (6·24,608 + 12,336 = 159,984 ≤ 160,000 bits) and a 7th would take 1,846 µs + 400 µs.
+//! of 1514-byte frames is ⌈3028·1538/1514⌉ = 3076 wire bytes = 24,608 bits, 1 Mbit/s of them
+//! 1,015,853 wire bit/s, the largest frame 12,336 bits. Each connection waits for the others'
+//! buckets and one frame at what their rates leave of the link: with 6 others,
+//! (6·24,608 + 12,336) / (100 Mbit/s − 6·1,015,853) = 1,703.68 µs, + 400 µs > 2 ms.
 
 use super::*;
 
@@ -35,12 +36,11 @@ fn the_host_queue_admits_bursts_up_to_its_term_and_no_further() {
             other => panic!("burst {tag} fits: {other:?}"),
         }
     }
-    match open_one(&mut d, ms(7), 7, 1_000_000, DaemonShaping::None) {
+    match open_one(&mut d, ms(7), 7, 1_000_000, DaemonShaping::Kernel) {
         Reply::Failed { error, .. } => assert_eq!(
             error,
             RtcdError::HostDelay {
-                // (7·24,608 + 12,336) bits / 100 Mbit/s + 400 µs = 2,245.92 µs.
-                needed_us: 2246,
+                needed_us: 2104,
                 budget_us: 2000
             }
         ),
@@ -57,26 +57,35 @@ fn the_host_queue_admits_bursts_up_to_its_term_and_no_further() {
 }
 
 #[test]
-fn a_kernel_shaped_class_turns_the_bound_into_the_busy_period() {
-    // Four 12 Mbit/s bursts in one FIFO: (4·24,608 + 12,336) / 100 Mbit/s + 400 µs = 1,508 µs.
-    let fill = |shaping_of_fifth: DaemonShaping| {
-        let mut d = daemon();
-        register(&mut d, ALICE, 100);
-        for tag in 1..=4 {
-            let r = open_one(&mut d, ms(tag), tag, 12_000_000, DaemonShaping::None);
-            assert!(matches!(r, Reply::Opened { .. }), "{r:?}");
-        }
-        open_one(&mut d, ms(5), 5, 1_000_000, shaping_of_fifth)
+fn a_connection_is_not_delayed_by_its_own_burst_but_its_neighbours_are() {
+    let big = |tag| Request::Open {
+        dst_ip: DST,
+        dst_port: 5004,
+        src_port: 0,
+        rate_bps: 10_000_000,
+        max_burst: 30 * 1514,
+        max_packet: 1514,
+        shaping: DaemonShaping::None,
+        delay_us: None,
     };
-    // A fifth in the FIFO: 1,754 µs, admitted.
-    assert!(matches!(fill(DaemonShaping::None), Reply::Opened { .. }));
-    // The same fifth in its own kernel class: the reserved traffic is no longer one FIFO, so a
-    // frame may wait for the whole busy period, (Σb + L)/(C − Σr) ≈ 2.7 ms > 1.6 ms.
-    match fill(DaemonShaping::Kernel) {
+    let mut d = daemon();
+    register(&mut d, ALICE, 100);
+    // Alone, a 30-frame bucket waits for one frame only (123 µs + 400 µs): admitted.
+    d.handle_client_request(ms(1), ALICE, 1, big(1));
+    let setup = sent(&drain(&mut d))
+        .pop()
+        .expect("SETUP for the big bucket");
+    d.handle_control(ms(1), &setup_ok(&setup));
+    assert!(matches!(
+        replies(&drain(&mut d)).pop(),
+        Some((_, _, Reply::Opened { .. }))
+    ));
+    // A small connection beside it would wait for all 30 frames (≈ 4.2 ms): refused.
+    match open_one(&mut d, ms(2), 2, 1_000_000, DaemonShaping::None) {
         Reply::Failed {
-            error: RtcdError::HostDelay { budget_us, .. },
+            error: RtcdError::HostDelay { needed_us, .. },
             ..
-        } => assert_eq!(budget_us, 2000),
+        } => assert!((4_000..5_000).contains(&needed_us), "{needed_us}"),
         other => panic!("refused by the host's term: {other:?}"),
     }
 }
