@@ -405,9 +405,21 @@ fn resolve_switch(
         None => None,
     };
     if profile == Profile::Network {
+        // A switch is either an off-the-shelf FIFO switch (`t_mux`, `buffer`) or an rtlan
+        // real-time switch (`scheduler`; its buffer defaults to the switch's real-time memory).
+        if let (Some(_), Some(sched)) = (&t_mux, &s.scheduler) {
+            return Err(TopologyError::BadOption {
+                at: loc.at(&sched.span()),
+                option: "scheduler",
+                reason: "a switch has either `t_mux` (a FIFO switch) or a `scheduler` (an rtlan \
+                         real-time switch), not both"
+                    .to_string(),
+            });
+        }
+        let fifo = s.scheduler.is_none();
         for (field, missing) in [
-            ("t_mux", t_mux.is_none()),
-            ("buffer", buffer_bytes.is_none()),
+            ("t_mux", fifo && t_mux.is_none()),
+            ("buffer", fifo && buffer_bytes.is_none()),
         ] {
             if missing {
                 return Err(TopologyError::Missing {
