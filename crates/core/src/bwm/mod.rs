@@ -26,10 +26,13 @@
 mod ledger;
 mod port;
 pub mod protocol;
+mod rt;
 pub mod topology;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_rt;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -45,8 +48,10 @@ pub use protocol::{
     BestEffortSpec, Booking, Change, ConnId, ConnInfo, ConnSpec, ErrorCode, Kind, Op, PortInfo,
     Reply, Request, Response, State, SwitchInfo, Violation,
 };
+use rt::{RtError, RtPath, RtSwitches};
+use rtlan_calculus::servers::{self, HopTspec};
 use topology::Graph;
-pub use topology::{HostSpec, LinkSpec, SwitchSpec, Topology, TopologyError};
+pub use topology::{HostSpec, LinkSpec, RtSwitchSpec, SwitchSpec, Topology, TopologyError};
 
 /// Ids of standing reservations start here, apart from the ids handed out to clients.
 pub const STANDING_BASE: ConnId = 1 << 48;
@@ -126,6 +131,8 @@ struct Conn {
     host_delay_ns: u64,
     /// Ids in the ledger: one flow for a connection, one per port for a best-effort booking.
     flows: Vec<u64>,
+    /// The hops and bound of a connection across rtlan real-time switches (not in the ledger).
+    rt: Option<RtPath>,
     expires: Option<Instant>,
     spec: Option<ConnSpec>,
 }
@@ -180,6 +187,8 @@ pub struct Manager {
     config: ManagerConfig,
     ports: Vec<PortState>,
     ledger: Ledger,
+    /// The rtlan real-time switches and what is booked on them.
+    rt: RtSwitches,
     conns: BTreeMap<ConnId, Conn>,
     next_conn: ConnId,
     changed: bool,
@@ -211,12 +220,14 @@ impl Manager {
             })
             .collect();
         let ledger = Ledger::new(ledger::model(&topo, &graph)?);
+        let rt = RtSwitches::new(&topo, &graph)?;
         let mut m = Manager {
             topo,
             graph,
             config,
             ports,
             ledger,
+            rt,
             conns: BTreeMap::new(),
             next_conn: 1,
             changed: false,
@@ -258,7 +269,7 @@ impl Manager {
                     host_delay_us: None,
                 };
                 let conn = self
-                    .guaranteed(&spec, Kind::Standing)
+                    .guaranteed(&spec, Kind::Standing, false)
                     .map_err(|r| fail(&s, &d, r.message))?;
                 self.book(id, conn)
                     .map_err(|r| fail(&s, &d, format!("{} {:?}", r.message, r.violations)))?;
@@ -272,7 +283,10 @@ impl Manager {
     pub fn handle_request(&mut self, now: Instant, req: Request) -> Response {
         self.handle_timeout(now);
         let reply = match req.op {
-            Op::Admit(spec) => self.admit(None, spec).map(|conn| self.admitted(conn)),
+            Op::Admit(spec) => self
+                .admit(None, spec, false)
+                .map(|conn| self.admitted(conn)),
+            Op::AdmitPerHop(spec) => self.admit(None, spec, true).map(|conn| self.admitted(conn)),
             Op::Release { conn } => self.release(conn).map(|()| Reply::Released { conn }),
             Op::BestEffort(spec) => self.best_effort(now, spec),
             Op::List => Ok(Reply::List {
@@ -383,21 +397,34 @@ impl Manager {
     pub fn restore(&mut self, state: State) -> Vec<(ConnId, Response)> {
         let mut refused = Vec::new();
         self.next_conn = self.next_conn.max(state.next_conn);
-        if self.restore_together(&state.bookings) {
-            for b in &state.bookings {
-                self.next_conn = self.next_conn.max(b.conn.saturating_add(1));
-            }
-            self.changed = false;
-            return refused;
-        }
-        for b in state.bookings {
+        for b in &state.bookings {
             self.next_conn = self.next_conn.max(b.conn.saturating_add(1));
-            if let Err(r) = self.admit(Some(b.conn), b.spec) {
+        }
+        // Bookings across rtlan switches were signalled per hop (nothing else is admitted
+        // there); they do not touch the ledger and are re-admitted one by one, cheaply.
+        let (rt, fifo): (Vec<Booking>, Vec<Booking>) = state
+            .bookings
+            .into_iter()
+            .partition(|b| self.crosses_rt(&b.spec));
+        let together = self.restore_together(&fifo);
+        let one_by_one = if together { Vec::new() } else { fifo };
+        for b in one_by_one.into_iter().chain(rt) {
+            if let Err(r) = self.admit(Some(b.conn), b.spec, true) {
                 refused.push((b.conn, Response::new(None, r.into_reply())));
             }
         }
         self.changed = !refused.is_empty();
         refused
+    }
+
+    /// Whether the path of `spec` crosses an rtlan real-time switch.
+    fn crosses_rt(&self, spec: &ConnSpec) -> bool {
+        let (Ok(src), Ok(dst)) = (self.host(&spec.src), self.host(&spec.dst)) else {
+            return false;
+        };
+        self.graph
+            .route(src, dst)
+            .is_some_and(|(_, ports)| ports.iter().any(|&p| self.rt.is_rt(p)))
     }
 
     /// Books every one of `bookings` or none (see [`Manager::restore`]); true if booked.
@@ -415,7 +442,7 @@ impl Manager {
             };
             spec.src = self.graph.names[src].clone();
             spec.dst = self.graph.names[dst].clone();
-            let Ok(conn) = self.guaranteed(&spec, Kind::Guaranteed) else {
+            let Ok(conn) = self.guaranteed(&spec, Kind::Guaranteed, true) else {
                 return false;
             };
             for &p in &conn.ports {
@@ -473,14 +500,24 @@ impl Manager {
         if c.kind == Kind::BestEffort {
             return None;
         }
+        if let Some(rt) = &c.rt {
+            return Some(ledger::q_nanos(rt.bound_ns));
+        }
         self.ledger.flow_bound(*c.flows.first()?)
     }
 
-    fn admit(&mut self, id: Option<ConnId>, mut spec: ConnSpec) -> Result<ConnId, Refusal> {
+    /// Admits `spec` as `id` (or the next id); `per_hop`: the client also signals it through
+    /// the rtlan switches.
+    fn admit(
+        &mut self,
+        id: Option<ConnId>,
+        mut spec: ConnSpec,
+        per_hop: bool,
+    ) -> Result<ConnId, Refusal> {
         // Hosts may be named by address; bookings (and the state file) keep the names.
         spec.src = self.graph.names[self.host(&spec.src)?].clone();
         spec.dst = self.graph.names[self.host(&spec.dst)?].clone();
-        let conn = self.guaranteed(&spec, Kind::Guaranteed)?;
+        let conn = self.guaranteed(&spec, Kind::Guaranteed, per_hop)?;
         let id = match id {
             Some(id) if self.conns.contains_key(&id) => {
                 return Err(Refusal::new(
@@ -514,6 +551,14 @@ impl Manager {
     }
 
     fn best_effort(&mut self, now: Instant, spec: BestEffortSpec) -> Result<Reply, Refusal> {
+        if self.rt.any() {
+            return Err(Refusal::new(
+                ErrorCode::Refused,
+                "best-effort reservations cannot be booked on a network with rtlan real-time \
+                 switches: they are not signalled per hop, so their frames are non-real-time \
+                 there",
+            ));
+        }
         let src = self.host(&spec.src)?;
         let tspec = make_tspec(
             spec.rate_bps,
@@ -537,6 +582,7 @@ impl Manager {
             requirement_ns: None,
             host_delay_ns: 0,
             flows: Vec::new(),
+            rt: None,
             expires: Some(now + ttl),
             spec: None,
         };
@@ -564,8 +610,9 @@ impl Manager {
         })
     }
 
-    /// A guaranteed (or standing) connection from a spec, routed but not booked.
-    fn guaranteed(&self, spec: &ConnSpec, kind: Kind) -> Result<Conn, Refusal> {
+    /// A guaranteed (or standing) connection from a spec, routed but not booked; across rtlan
+    /// real-time switches with its hops and bound (`per_hop`: the client signals it there).
+    fn guaranteed(&self, spec: &ConnSpec, kind: Kind, per_hop: bool) -> Result<Conn, Refusal> {
         let src = self.host(&spec.src)?;
         let dst = self.host(&spec.dst)?;
         let tspec = make_tspec(
@@ -584,6 +631,7 @@ impl Manager {
             Some(us) => us.saturating_mul(1000),
             None => u64::try_from(self.config.host_delay.as_nanos()).unwrap_or(u64::MAX),
         };
+        let rt = self.rt_path(spec, &tspec, &nodes, &ports, per_hop, host_delay_ns)?;
         Ok(Conn {
             kind,
             src,
@@ -596,14 +644,64 @@ impl Manager {
             requirement_ns: spec.delay_us.map(|us| us.saturating_mul(1000)),
             host_delay_ns,
             flows: Vec::new(),
+            rt,
             expires: None,
             spec: (kind == Kind::Guaranteed).then(|| spec.clone()),
         })
     }
 
+    /// The hops and bound of a connection along `ports` if they are rtlan switches' (`None` if
+    /// they are FIFO switches'). Refused: a path through both kinds (no analysis joins FIFO
+    /// total flow analysis and per-connection service curves soundly), and a connection not
+    /// signalled per hop across rtlan switches (its frames are non-real-time there).
+    fn rt_path(
+        &self,
+        spec: &ConnSpec,
+        tspec: &Tspec,
+        nodes: &[usize],
+        ports: &[usize],
+        per_hop: bool,
+        host_delay_ns: u64,
+    ) -> Result<Option<RtPath>, Refusal> {
+        let scheduled = ports.iter().filter(|&&p| self.rt.is_rt(p)).count();
+        if scheduled == 0 {
+            return Ok(None);
+        }
+        let path = || self.names(nodes).join(" → ");
+        if scheduled < ports.len() {
+            return Err(Refusal::new(
+                ErrorCode::Refused,
+                format!(
+                    "path {} crosses both FIFO switches and rtlan real-time switches; the manager \
+                     bounds a path of one kind only",
+                    path()
+                ),
+            ));
+        }
+        if !per_hop {
+            return Err(Refusal::new(
+                ErrorCode::Refused,
+                format!(
+                    "path {} crosses rtlan real-time switches: a connection not signalled per hop \
+                     is non-real-time traffic there; book it with `admit_per_hop` (host daemon \
+                     `admission = \"both\"`)",
+                    path()
+                ),
+            ));
+        }
+        let flow = hop_tspec(spec, tspec)?;
+        self.rt
+            .path(&self.graph, ports, &flow, host_delay_ns)
+            .map(Some)
+            .map_err(rt_refusal)
+    }
+
     /// Checks every admission rule for `conn` and books it as `id`, or refuses with every
     /// violated constraint and changes nothing.
     fn book(&mut self, id: ConnId, conn: Conn) -> Result<(), Refusal> {
+        if let Some(path) = &conn.rt {
+            return self.book_rt(id, conn.clone(), path);
+        }
         // Rule 1 on the manager's integer rates (so the ledger sees only admissible rates).
         let mut violations = Vec::new();
         for &p in &conn.ports {
@@ -675,6 +773,34 @@ impl Manager {
         Ok(())
     }
 
+    /// Books a connection across rtlan switches: its own bound against its requirement, then
+    /// every hop with the switch's admission. Nobody else is re-checked: θ does not depend on
+    /// the other connections.
+    fn book_rt(&mut self, id: ConnId, conn: Conn, path: &RtPath) -> Result<(), Refusal> {
+        let mut violations = Vec::new();
+        if let Some(required) = conn.requirement_ns.filter(|&r| path.bound_ns > r) {
+            violations.push(Violation::Delay {
+                conn: None,
+                delay_bound_us: port::ceil_us(path.bound_ns),
+                delay_us: required / 1000,
+            });
+        }
+        if let Err(errors) = self.rt.book(&self.graph, path) {
+            let refusal = rt_refusal(errors);
+            if refusal.violations.is_empty() {
+                return Err(refusal);
+            }
+            violations.extend(refusal.violations);
+        } else if !violations.is_empty() {
+            self.rt.release(&path.hops);
+        }
+        if !violations.is_empty() {
+            return Err(refused(violations));
+        }
+        self.commit(id, conn, Vec::new());
+        Ok(())
+    }
+
     /// Records connection `id`, admitted by the ledger as `flows`, on its ports.
     fn commit(&mut self, id: ConnId, mut conn: Conn, flows: Vec<u64>) {
         for &p in &conn.ports {
@@ -715,6 +841,9 @@ impl Manager {
             let ps = &mut self.ports[p];
             ps.conns.remove(&id);
             ps.booked_bps -= conn.rate_bps;
+        }
+        if let Some(path) = &conn.rt {
+            self.rt.release(&path.hops);
         }
         let mut failure = None;
         for &f in &conn.flows {
@@ -774,17 +903,30 @@ impl Manager {
                 );
             }
         }
+        // Ports of rtlan switches: Σ queues (backlog bounds) and the largest θ of the
+        // connections crossing them.
+        for hop in self
+            .conns
+            .values()
+            .filter_map(|c| c.rt.as_ref())
+            .flat_map(|r| &r.hops)
+        {
+            let (backlog, delay) = &mut bounds[hop.port];
+            *backlog = backlog.saturating_add(u64::try_from(hop.queue_bytes).unwrap_or(u64::MAX));
+            *delay = (*delay).max(port::ceil_us(hop.latency_ns));
+        }
         let ports = self
             .ports
             .iter()
             .zip(&self.graph.ports)
             .zip(&bounds)
-            .map(|((ps, pid), &(backlog, delay))| PortInfo {
+            .enumerate()
+            .map(|(p, ((ps, pid), &(backlog, delay)))| PortInfo {
                 switch: self.graph.names[pid.switch].clone(),
                 to: self.graph.names[pid.to].clone(),
                 rate_bps: ps.rate_bps,
                 connections: ps.conns.len(),
-                booked_bps: ps.booked_bps,
+                booked_bps: self.rt.booked_bps(p).unwrap_or(ps.booked_bps),
                 backlog_bound_bytes: backlog,
                 delay_bound_us: delay,
             })
@@ -824,6 +966,48 @@ fn refused(violations: Vec<Violation>) -> Refusal {
         message,
         violations,
     }
+}
+
+/// A refusal from the rtlan switches' errors: every violation, else the first other reason.
+fn rt_refusal(errors: Vec<RtError>) -> Refusal {
+    let mut violations = Vec::new();
+    let mut other = None;
+    for e in errors {
+        match e {
+            RtError::Violation(v) => violations.push(v),
+            RtError::BadSpec(m) => {
+                other.get_or_insert_with(|| Refusal::new(ErrorCode::BadRequest, m));
+            }
+            RtError::Port(m) => {
+                other.get_or_insert_with(|| Refusal::new(ErrorCode::Refused, m));
+            }
+        }
+    }
+    match other {
+        Some(refusal) => refusal,
+        None => refused(violations),
+    }
+}
+
+/// The T-SPEC in wire bits the rtlan switches book for `spec` (validated as `tspec`), exactly
+/// as they convert a SETUP's rate, burst and maximum packet
+/// (`rtlan_calculus::servers::tspec_from_setup`); a bucket given as a shaping interval is
+/// rounded up to whole bytes.
+fn hop_tspec(spec: &ConnSpec, tspec: &Tspec) -> Result<HopTspec, Refusal> {
+    let bad = |m: String| Refusal::new(ErrorCode::BadRequest, m);
+    let burst = match spec.burst_bytes {
+        Some(b) => b,
+        None => ledger::ceil_bytes(tspec.bucket),
+    };
+    let burst = u32::try_from(burst)
+        .map_err(|_| bad(format!("a burst of {burst} bytes does not fit a SETUP")))?;
+    let packet = u16::try_from(spec.max_packet).map_err(|_| {
+        bad(format!(
+            "a maximum packet of {} bytes does not fit a SETUP",
+            spec.max_packet
+        ))
+    })?;
+    servers::tspec_from_setup(spec.rate_bps, burst, packet).map_err(|e| bad(e.to_string()))
 }
 
 /// The T-SPEC a request describes (bits, bit/s), validated.

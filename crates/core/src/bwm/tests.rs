@@ -21,6 +21,7 @@ fn star(buffer: u64) -> Topology {
             })
             .collect(),
         hosts: Vec::new(),
+        rtlan: Vec::new(),
     }
 }
 
@@ -41,6 +42,8 @@ fn req(m: &mut Manager, now: Instant, id: u64, op: Op) -> Response {
     m.handle_request(now, Request { id, op })
 }
 
+// A test helper: the reply is inspected, not propagated.
+#[allow(clippy::result_large_err)]
 fn admit(m: &mut Manager, s: ConnSpec) -> Result<(ConnId, u64), Reply> {
     let r = req(m, Instant::ZERO, 7, Op::Admit(s));
     assert_eq!(r.id, Some(7));
@@ -334,6 +337,7 @@ fn disjoint_paths_do_not_interact() {
             link("s2", "D"),
         ],
         hosts: Vec::new(),
+        rtlan: Vec::new(),
     };
     let mut m = Manager::new(topo, ManagerConfig::default()).expect("valid");
     let r = req(
@@ -539,6 +543,7 @@ host_delay = "80us"
             link("s2", "B"),
         ],
         hosts: Vec::new(),
+        rtlan: Vec::new(),
     };
     // The one derivation from the topology model gives the same manager view.
     assert_eq!(Topology::parse(NET, "net.toml"), Ok(topo.clone()));
