@@ -18,6 +18,11 @@
 //! configurable lifetime; a small standing reservation between every node and the manager's host
 //! (§3.4) is booked at start.
 //!
+//! Switches that are rtlan real-time switches (EtheReal §3.3's cyclic scheduler, QSR §3.1's
+//! timing wheel) are not FIFO: a path through them is booked by `rt` with the switches' own
+//! service curves and admission, bound `b/r + host delay + Σθ`, and only for connections the
+//! client also signals per hop ([`Op::AdmitPerHop`]). Paths through both kinds are refused.
+//!
 //! Driver order (sans-IO): [`Manager::new`], then [`Manager::restore`] with the persisted
 //! [`State`]; per request [`Manager::handle_request`]; whenever [`Manager::poll_timeout`] is due,
 //! [`Manager::handle_timeout`]; after either, if [`Manager::take_changed`] is true, persist
