@@ -45,7 +45,14 @@ fn req(m: &mut Manager, now: Instant, id: u64, op: Op) -> Response {
 // A test helper: the reply is inspected, not propagated.
 #[allow(clippy::result_large_err)]
 fn admit(m: &mut Manager, s: ConnSpec) -> Result<(ConnId, u64), Reply> {
-    let r = req(m, Instant::ZERO, 7, Op::Admit(s));
+    admit_op(m, Op::Admit(s))
+}
+
+/// Sends `op` (an admission) and returns the connection and its bound, or the error reply.
+// A test helper: the reply is inspected, not propagated.
+#[allow(clippy::result_large_err)]
+pub(super) fn admit_op(m: &mut Manager, op: Op) -> Result<(ConnId, u64), Reply> {
+    let r = req(m, Instant::ZERO, 7, op);
     assert_eq!(r.id, Some(7));
     match r.reply {
         Reply::Admitted {
@@ -63,7 +70,7 @@ fn admit(m: &mut Manager, s: ConnSpec) -> Result<(ConnId, u64), Reply> {
     }
 }
 
-fn violations(reply: Reply) -> Vec<Violation> {
+pub(super) fn violations(reply: Reply) -> Vec<Violation> {
     match reply {
         Reply::Error {
             code: ErrorCode::Refused,

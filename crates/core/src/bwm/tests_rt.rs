@@ -4,6 +4,7 @@
 
 use rtlan_calculus::servers::{self, CyclicParams, HopTspec, PortParams, Server, WheelParams};
 
+use super::tests::{admit_op, violations};
 use super::*;
 
 /// A chain A — s1 — s2 — s3 — B of rtlan switches with `sched` (100 Mbit/s links, λ = 200 µs),
@@ -53,32 +54,7 @@ fn spec(src: &str, dst: &str, rate_bps: u64, burst: u64, packet: u64) -> ConnSpe
 // A test helper: the reply is inspected, not propagated.
 #[allow(clippy::result_large_err)]
 fn per_hop(m: &mut Manager, s: ConnSpec) -> Result<(ConnId, u64), Reply> {
-    let r = m.handle_request(
-        Instant::ZERO,
-        Request {
-            id: 1,
-            op: Op::AdmitPerHop(s),
-        },
-    );
-    match r.reply {
-        Reply::Admitted {
-            conn,
-            delay_bound_us,
-            ..
-        } => Ok((conn, delay_bound_us)),
-        other => Err(other),
-    }
-}
-
-fn violations(reply: Reply) -> Vec<Violation> {
-    match reply {
-        Reply::Error {
-            code: ErrorCode::Refused,
-            violations,
-            ..
-        } => violations,
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    admit_op(m, Op::AdmitPerHop(s))
 }
 
 /// The port of every switch in the chain, spelled out from the switch's documented defaults
