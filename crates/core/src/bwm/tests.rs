@@ -240,9 +240,9 @@ fn best_effort_books_every_port_and_expires() {
     assert_eq!(m.snapshot().bookings.len(), 1);
 }
 
-#[test]
-fn standing_reservations_are_booked_at_start() {
-    let config = ManagerConfig {
+/// Standing reservations of 64 kbit/s between host A and every other host.
+pub(super) fn standing_config() -> ManagerConfig {
+    ManagerConfig {
         standing: Some(StandingConfig {
             manager_host: "A".into(),
             rate_bps: 64_000,
@@ -250,7 +250,12 @@ fn standing_reservations_are_booked_at_start() {
             burst_bytes: 3028,
         }),
         ..ManagerConfig::default()
-    };
+    }
+}
+
+#[test]
+fn standing_reservations_are_booked_at_start() {
+    let config = standing_config();
     let mut m = Manager::new(star(128 * 1024), config).expect("valid");
     let standing: Vec<ConnInfo> = m.list();
     assert_eq!(standing.len(), 8, "4 hosts, both directions");

@@ -4,7 +4,7 @@
 
 use rtlan_calculus::servers::{self, CyclicParams, HopTspec, PortParams, Server, WheelParams};
 
-use super::tests::{admit_op, violations};
+use super::tests::{admit_op, standing_config, violations};
 use super::*;
 
 /// A chain A — s1 — s2 — s3 — B of rtlan switches with `sched` (100 Mbit/s links, λ = 200 µs),
@@ -301,16 +301,7 @@ fn refuses_what_rtlan_switches_cannot_carry_as_real_time() {
     };
     assert_eq!(code, ErrorCode::BadRequest);
     // A standing reservation is not signalled per hop: the manager does not start.
-    let standing = ManagerConfig {
-        standing: Some(StandingConfig {
-            manager_host: "A".into(),
-            rate_bps: 64_000,
-            max_packet: 1514,
-            burst_bytes: 3028,
-        }),
-        ..ManagerConfig::default()
-    };
-    assert!(Manager::new(chain("wheel", ""), standing).is_err());
+    assert!(Manager::new(chain("wheel", ""), standing_config()).is_err());
 }
 
 #[test]
