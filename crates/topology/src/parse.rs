@@ -727,6 +727,18 @@ fn resolve_links(
                     reason,
                 };
                 let v = parse_rate(e.get_ref()).map_err(|err| bad(err.to_string()))?;
+                // An rtlan real-time switch books wire bits at the line rate (docs/bwm.md).
+                let scheduled = |n: &str| {
+                    raw.switch
+                        .iter()
+                        .any(|s| s.name.get_ref() == n && s.scheduler.is_some())
+                };
+                if profile == Profile::Network && (scheduled(a) || scheduled(b)) {
+                    return Err(bad(
+                        "an rtlan switch (with a `scheduler`) books wire bits at the line `rate`"
+                            .to_string(),
+                    ));
+                }
                 match rate_bps {
                     None => return Err(bad("needs the link's `rate`".to_string())),
                     Some(r) if v > r => return Err(bad("exceeds rate".to_string())),

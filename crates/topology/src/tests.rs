@@ -476,4 +476,11 @@ fn network_switch_is_fifo_with_t_mux_or_rtlan_with_a_scheduler() {
     .expect_err("both kinds");
     assert!(e.to_string().starts_with("n.toml:5:13: "), "{e}");
     assert!(e.to_string().contains("not both"), "{e}");
+    let e = Topology::network_from_str(
+        "[[switch]]\nname = \"s\"\nscheduler = \"cyclic\"\n[[link]]\nends = [\"a\", \"s\"]\n\
+         rate = \"100mbit\"\neffective_rate = \"98mbit\"\n",
+        "n.toml",
+    )
+    .expect_err("effective rate on an rtlan switch");
+    assert!(e.to_string().starts_with("n.toml:7:18: "), "{e}");
 }

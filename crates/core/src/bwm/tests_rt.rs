@@ -336,3 +336,46 @@ fn admit_per_hop_json() {
     .expect("serialises");
     assert_eq!(v["constraint"], "cycle_work");
 }
+
+#[test]
+fn a_lab_topologys_rtlan_switch_gets_the_switchs_defaults() {
+    let lab = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
+               [[switch]]\nname = \"s1\"\nkind = \"rtlan\"\n\
+               [[link]]\nends = [\"a\", \"s1\"]\nrate = \"100mbit\"\ndelay = \"3us\"\n\
+               [[link]]\nends = [\"b\", \"s1\"]\nrate = \"100mbit\"\n";
+    let model = rtlan_topology::Topology::from_str(lab, "lab.toml").expect("valid lab");
+    let topo = Topology::from_model(&model).expect("an rtlan switch");
+    let spec = topo.rtlan_switch("s1").expect("modelled as rtlan");
+    let defaults = crate::switch::ServerParams::default();
+    assert_eq!(
+        spec.params(),
+        crate::switch::ServerParams {
+            link_delay: std::time::Duration::from_micros(3),
+            ..defaults
+        }
+    );
+    assert_eq!(defaults.scheduler, crate::egress::SchedulerKind::Cyclic);
+    assert_eq!(defaults.cycle_time, std::time::Duration::from_millis(10));
+    assert_eq!(
+        defaults.lateness_budget,
+        std::time::Duration::from_micros(400)
+    );
+    assert_eq!((defaults.cap_percent, defaults.max_frame_bytes), (60, 1518));
+    assert_eq!(topo.switches[0].buffer_bytes, 64 << 20);
+    // Described as both kinds, or with an effective rate the switch does not use: refused.
+    let both = lab.replace(
+        "kind = \"rtlan\"\n",
+        "kind = \"rtlan\"\nscheduler = \"wheel\"\nt_mux = \"5us\"\n",
+    );
+    let model = rtlan_topology::Topology::from_str(&both, "lab.toml").expect("valid lab");
+    assert!(matches!(
+        Topology::from_model(&model),
+        Err(TopologyError::Ambiguous { .. })
+    ));
+    let effective = lab.replace("delay = \"3us\"", "effective_rate = \"98mbit\"");
+    let model = rtlan_topology::Topology::from_str(&effective, "lab.toml").expect("valid lab");
+    assert!(matches!(
+        Topology::from_model(&model),
+        Err(TopologyError::Ambiguous { .. })
+    ));
+}
