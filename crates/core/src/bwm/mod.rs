@@ -53,8 +53,7 @@ pub use protocol::{
     BestEffortSpec, Booking, Change, ConnId, ConnInfo, ConnSpec, ErrorCode, Kind, Op, PortInfo,
     Reply, Request, Response, State, SwitchInfo, Violation,
 };
-use rt::{RtError, RtPath, RtSwitches};
-use rtlan_calculus::servers::{self, HopTspec};
+use rt::{RtPath, RtSwitches};
 use topology::Graph;
 pub use topology::{HostSpec, LinkSpec, RtSwitchSpec, SwitchSpec, Topology, TopologyError};
 
@@ -655,52 +654,6 @@ impl Manager {
         })
     }
 
-    /// The hops and bound of a connection along `ports` if they are rtlan switches' (`None` if
-    /// they are FIFO switches'). Refused: a path through both kinds (no analysis joins FIFO
-    /// total flow analysis and per-connection service curves soundly), and a connection not
-    /// signalled per hop across rtlan switches (its frames are non-real-time there).
-    fn rt_path(
-        &self,
-        spec: &ConnSpec,
-        tspec: &Tspec,
-        nodes: &[usize],
-        ports: &[usize],
-        per_hop: bool,
-        host_delay_ns: u64,
-    ) -> Result<Option<RtPath>, Refusal> {
-        let scheduled = ports.iter().filter(|&&p| self.rt.is_rt(p)).count();
-        if scheduled == 0 {
-            return Ok(None);
-        }
-        let path = || self.names(nodes).join(" → ");
-        if scheduled < ports.len() {
-            return Err(Refusal::new(
-                ErrorCode::Refused,
-                format!(
-                    "path {} crosses both FIFO switches and rtlan real-time switches; the manager \
-                     bounds a path of one kind only",
-                    path()
-                ),
-            ));
-        }
-        if !per_hop {
-            return Err(Refusal::new(
-                ErrorCode::Refused,
-                format!(
-                    "path {} crosses rtlan real-time switches: a connection not signalled per hop \
-                     is non-real-time traffic there; book it with `admit_per_hop` (host daemon \
-                     `admission = \"both\"`)",
-                    path()
-                ),
-            ));
-        }
-        let flow = hop_tspec(spec, tspec)?;
-        self.rt
-            .path(&self.graph, ports, &flow, host_delay_ns)
-            .map(Some)
-            .map_err(rt_refusal)
-    }
-
     /// Checks every admission rule for `conn` and books it as `id`, or refuses with every
     /// violated constraint and changes nothing.
     fn book(&mut self, id: ConnId, conn: Conn) -> Result<(), Refusal> {
@@ -775,34 +728,6 @@ impl Manager {
             return Err(failure.unwrap_or_else(|| refused(violations)));
         }
         self.commit(id, conn, admitted);
-        Ok(())
-    }
-
-    /// Books a connection across rtlan switches: its own bound against its requirement, then
-    /// every hop with the switch's admission. Nobody else is re-checked: θ does not depend on
-    /// the other connections.
-    fn book_rt(&mut self, id: ConnId, conn: Conn, path: &RtPath) -> Result<(), Refusal> {
-        let mut violations = Vec::new();
-        if let Some(required) = conn.requirement_ns.filter(|&r| path.bound_ns > r) {
-            violations.push(Violation::Delay {
-                conn: None,
-                delay_bound_us: port::ceil_us(path.bound_ns),
-                delay_us: required / 1000,
-            });
-        }
-        if let Err(errors) = self.rt.book(&self.graph, path) {
-            let refusal = rt_refusal(errors);
-            if refusal.violations.is_empty() {
-                return Err(refusal);
-            }
-            violations.extend(refusal.violations);
-        } else if !violations.is_empty() {
-            self.rt.release(&path.hops);
-        }
-        if !violations.is_empty() {
-            return Err(refused(violations));
-        }
-        self.commit(id, conn, Vec::new());
         Ok(())
     }
 
@@ -971,48 +896,6 @@ fn refused(violations: Vec<Violation>) -> Refusal {
         message,
         violations,
     }
-}
-
-/// A refusal from the rtlan switches' errors: every violation, else the first other reason.
-fn rt_refusal(errors: Vec<RtError>) -> Refusal {
-    let mut violations = Vec::new();
-    let mut other = None;
-    for e in errors {
-        match e {
-            RtError::Violation(v) => violations.push(v),
-            RtError::BadSpec(m) => {
-                other.get_or_insert_with(|| Refusal::new(ErrorCode::BadRequest, m));
-            }
-            RtError::Port(m) => {
-                other.get_or_insert_with(|| Refusal::new(ErrorCode::Refused, m));
-            }
-        }
-    }
-    match other {
-        Some(refusal) => refusal,
-        None => refused(violations),
-    }
-}
-
-/// The T-SPEC in wire bits the rtlan switches book for `spec` (validated as `tspec`), exactly
-/// as they convert a SETUP's rate, burst and maximum packet
-/// (`rtlan_calculus::servers::tspec_from_setup`); a bucket given as a shaping interval is
-/// rounded up to whole bytes.
-fn hop_tspec(spec: &ConnSpec, tspec: &Tspec) -> Result<HopTspec, Refusal> {
-    let bad = |m: String| Refusal::new(ErrorCode::BadRequest, m);
-    let burst = match spec.burst_bytes {
-        Some(b) => b,
-        None => ledger::ceil_bytes(tspec.bucket),
-    };
-    let burst = u32::try_from(burst)
-        .map_err(|_| bad(format!("a burst of {burst} bytes does not fit a SETUP")))?;
-    let packet = u16::try_from(spec.max_packet).map_err(|_| {
-        bad(format!(
-            "a maximum packet of {} bytes does not fit a SETUP",
-            spec.max_packet
-        ))
-    })?;
-    servers::tspec_from_setup(spec.rate_bps, burst, packet).map_err(|e| bad(e.to_string()))
 }
 
 /// The T-SPEC a request describes (bits, bit/s), validated.
