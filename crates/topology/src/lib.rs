@@ -337,7 +337,8 @@ pub enum Profile {
     /// every host declared with exactly one link, no loops.
     Lab,
     /// A network file for `rtlan analyze` and `rtlan bwm` (docs/analyze.md): any names without
-    /// white space, hosts implied by link ends, every switch with `t_mux` and `buffer`, every link
+    /// white space, hosts implied by link ends, every switch with `t_mux` and `buffer` (an
+    /// off-the-shelf FIFO switch) or with a `scheduler` (an rtlan real-time switch), every link
     /// with `rate` and a switch at one end at least, no two links between the same nodes.
     Network,
 }
@@ -365,10 +366,12 @@ pub struct Switch {
     /// What runs in the switch's namespace.
     pub kind: SwitchKind,
     /// Multiplexing delay `t_mux` (Löser/Härtig §2.2): the latency of the switch's service
-    /// curve. Required in a network file; the lab ignores it.
+    /// curve when it is an off-the-shelf FIFO switch. Required in a network file unless the
+    /// switch names a `scheduler`; the lab ignores it.
     #[serde(default)]
     pub t_mux: Option<Duration>,
-    /// Buffer memory shared by the switch's output ports, bytes. Required in a network file; the
+    /// Buffer memory shared by the switch's output ports, bytes (an rtlan switch's memory for
+    /// real-time queues). Required in a network file unless the switch names a `scheduler`; the
     /// lab ignores it.
     #[serde(default)]
     pub buffer_bytes: Option<u64>,

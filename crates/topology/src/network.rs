@@ -10,7 +10,8 @@ use crate::flows::burst_bits;
 use crate::{Bucket, Topology};
 
 /// Why a topology is not a complete network for the analysis (a lab file without the values a
-/// network file must have; [`crate::Profile::Network`] refuses these while reading).
+/// network file must have, or a network file's rtlan real-time switch, which has a `scheduler`
+/// instead of `t_mux`; [`crate::Profile::Network`] refuses the others while reading).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NetworkError {
     /// A switch without `t_mux` or `buffer`.

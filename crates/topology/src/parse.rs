@@ -417,9 +417,21 @@ fn resolve_switch(
         None => None,
     };
     if profile == Profile::Network {
+        // A switch is either an off-the-shelf FIFO switch (`t_mux`, `buffer`) or an rtlan
+        // real-time switch (`scheduler`; its buffer defaults to the switch's real-time memory).
+        if let (Some(_), Some(sched)) = (&t_mux, &s.scheduler) {
+            return Err(TopologyError::BadOption {
+                at: loc.at(&sched.span()),
+                option: "scheduler",
+                reason: "a switch has either `t_mux` (a FIFO switch) or a `scheduler` (an rtlan \
+                         real-time switch), not both"
+                    .to_string(),
+            });
+        }
+        let fifo = s.scheduler.is_none();
         for (field, missing) in [
-            ("t_mux", t_mux.is_none()),
-            ("buffer", buffer_bytes.is_none()),
+            ("t_mux", fifo && t_mux.is_none()),
+            ("buffer", fifo && buffer_bytes.is_none()),
         ] {
             if missing {
                 return Err(TopologyError::Missing {
@@ -727,6 +739,18 @@ fn resolve_links(
                     reason,
                 };
                 let v = parse_rate(e.get_ref()).map_err(|err| bad(err.to_string()))?;
+                // An rtlan real-time switch books wire bits at the line rate (docs/bwm.md).
+                let scheduled = |n: &str| {
+                    raw.switch
+                        .iter()
+                        .any(|s| s.name.get_ref() == n && s.scheduler.is_some())
+                };
+                if profile == Profile::Network && (scheduled(a) || scheduled(b)) {
+                    return Err(bad(
+                        "an rtlan switch (with a `scheduler`) books wire bits at the line `rate`"
+                            .to_string(),
+                    ));
+                }
                 match rate_bps {
                     None => return Err(bad("needs the link's `rate`".to_string())),
                     Some(r) if v > r => return Err(bad("exceeds rate".to_string())),

@@ -463,3 +463,38 @@ fn a_host_declares_its_delay_term() {
         "bad `host_delay`",
     );
 }
+
+#[test]
+fn network_switch_is_fifo_with_t_mux_or_rtlan_with_a_scheduler() {
+    let text = "[[switch]]\nname = \"s\"\nscheduler = \"wheel\"\nlateness_budget = \"100us\"\n\
+                [[link]]\nends = [\"a\", \"s\"]\nrate = \"100mbit\"\ndelay = \"2us\"\n";
+    let t = Topology::network_from_str(text, "n.toml").expect("no t_mux or buffer needed");
+    let SwitchKind::Rtlan(o) = &t.switches[0].kind else {
+        panic!("an rtlan switch");
+    };
+    assert_eq!(o.scheduler, Some(SchedulerKind::Wheel));
+    assert_eq!(
+        (t.switches[0].t_mux, t.switches[0].buffer_bytes),
+        (None, None)
+    );
+    assert_eq!(t.links[0].delay, Duration::from_micros(2));
+    // Without a scheduler a network file's switch is a FIFO switch and needs t_mux.
+    let e = Topology::network_from_str("[[switch]]\nname = \"s\"\nbuffer = \"1MB\"\n", "n.toml")
+        .expect_err("t_mux missing");
+    assert!(e.to_string().starts_with("n.toml:2:8: "), "{e}");
+    assert!(e.to_string().contains("`t_mux`"), "{e}");
+    let e = Topology::network_from_str(
+        "[[switch]]\nname = \"s\"\nt_mux = \"10us\"\nbuffer = \"1MB\"\nscheduler = \"cyclic\"\n",
+        "n.toml",
+    )
+    .expect_err("both kinds");
+    assert!(e.to_string().starts_with("n.toml:5:13: "), "{e}");
+    assert!(e.to_string().contains("not both"), "{e}");
+    let e = Topology::network_from_str(
+        "[[switch]]\nname = \"s\"\nscheduler = \"cyclic\"\n[[link]]\nends = [\"a\", \"s\"]\n\
+         rate = \"100mbit\"\neffective_rate = \"98mbit\"\n",
+        "n.toml",
+    )
+    .expect_err("effective rate on an rtlan switch");
+    assert!(e.to_string().starts_with("n.toml:7:18: "), "{e}");
+}

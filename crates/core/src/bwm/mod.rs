@@ -18,6 +18,11 @@
 //! configurable lifetime; a small standing reservation between every node and the manager's host
 //! (§3.4) is booked at start.
 //!
+//! Switches that are rtlan real-time switches (EtheReal §3.3's cyclic scheduler, QSR §3.1's
+//! timing wheel) are not FIFO: a path through them is booked by `rt` with the switches' own
+//! service curves and admission, bound `b/r + host delay + Σθ`, and only for connections the
+//! client also signals per hop ([`Op::AdmitPerHop`]). Paths through both kinds are refused.
+//!
 //! Driver order (sans-IO): [`Manager::new`], then [`Manager::restore`] with the persisted
 //! [`State`]; per request [`Manager::handle_request`]; whenever [`Manager::poll_timeout`] is due,
 //! [`Manager::handle_timeout`]; after either, if [`Manager::take_changed`] is true, persist
@@ -26,10 +31,13 @@
 mod ledger;
 mod port;
 pub mod protocol;
+mod rt;
 pub mod topology;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_rt;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -45,8 +53,9 @@ pub use protocol::{
     BestEffortSpec, Booking, Change, ConnId, ConnInfo, ConnSpec, ErrorCode, Kind, Op, PortInfo,
     Reply, Request, Response, State, SwitchInfo, Violation,
 };
+use rt::{RtPath, RtSwitches};
 use topology::Graph;
-pub use topology::{HostSpec, LinkSpec, SwitchSpec, Topology, TopologyError};
+pub use topology::{HostSpec, LinkSpec, RtSwitchSpec, SwitchSpec, Topology, TopologyError};
 
 /// Ids of standing reservations start here, apart from the ids handed out to clients.
 pub const STANDING_BASE: ConnId = 1 << 48;
@@ -126,6 +135,8 @@ struct Conn {
     host_delay_ns: u64,
     /// Ids in the ledger: one flow for a connection, one per port for a best-effort booking.
     flows: Vec<u64>,
+    /// The hops and bound of a connection across rtlan real-time switches (not in the ledger).
+    rt: Option<RtPath>,
     expires: Option<Instant>,
     spec: Option<ConnSpec>,
 }
@@ -180,6 +191,8 @@ pub struct Manager {
     config: ManagerConfig,
     ports: Vec<PortState>,
     ledger: Ledger,
+    /// The rtlan real-time switches and what is booked on them.
+    rt: RtSwitches,
     conns: BTreeMap<ConnId, Conn>,
     next_conn: ConnId,
     changed: bool,
@@ -211,12 +224,14 @@ impl Manager {
             })
             .collect();
         let ledger = Ledger::new(ledger::model(&topo, &graph)?);
+        let rt = RtSwitches::new(&topo, &graph)?;
         let mut m = Manager {
             topo,
             graph,
             config,
             ports,
             ledger,
+            rt,
             conns: BTreeMap::new(),
             next_conn: 1,
             changed: false,
@@ -258,7 +273,7 @@ impl Manager {
                     host_delay_us: None,
                 };
                 let conn = self
-                    .guaranteed(&spec, Kind::Standing)
+                    .guaranteed(&spec, Kind::Standing, false)
                     .map_err(|r| fail(&s, &d, r.message))?;
                 self.book(id, conn)
                     .map_err(|r| fail(&s, &d, format!("{} {:?}", r.message, r.violations)))?;
@@ -272,7 +287,10 @@ impl Manager {
     pub fn handle_request(&mut self, now: Instant, req: Request) -> Response {
         self.handle_timeout(now);
         let reply = match req.op {
-            Op::Admit(spec) => self.admit(None, spec).map(|conn| self.admitted(conn)),
+            Op::Admit(spec) => self
+                .admit(None, spec, false)
+                .map(|conn| self.admitted(conn)),
+            Op::AdmitPerHop(spec) => self.admit(None, spec, true).map(|conn| self.admitted(conn)),
             Op::Release { conn } => self.release(conn).map(|()| Reply::Released { conn }),
             Op::BestEffort(spec) => self.best_effort(now, spec),
             Op::List => Ok(Reply::List {
@@ -383,21 +401,34 @@ impl Manager {
     pub fn restore(&mut self, state: State) -> Vec<(ConnId, Response)> {
         let mut refused = Vec::new();
         self.next_conn = self.next_conn.max(state.next_conn);
-        if self.restore_together(&state.bookings) {
-            for b in &state.bookings {
-                self.next_conn = self.next_conn.max(b.conn.saturating_add(1));
-            }
-            self.changed = false;
-            return refused;
-        }
-        for b in state.bookings {
+        for b in &state.bookings {
             self.next_conn = self.next_conn.max(b.conn.saturating_add(1));
-            if let Err(r) = self.admit(Some(b.conn), b.spec) {
+        }
+        // Bookings across rtlan switches were signalled per hop (nothing else is admitted
+        // there); they do not touch the ledger and are re-admitted one by one, cheaply.
+        let (rt, fifo): (Vec<Booking>, Vec<Booking>) = state
+            .bookings
+            .into_iter()
+            .partition(|b| self.crosses_rt(&b.spec));
+        let together = self.restore_together(&fifo);
+        let one_by_one = if together { Vec::new() } else { fifo };
+        for b in one_by_one.into_iter().chain(rt) {
+            if let Err(r) = self.admit(Some(b.conn), b.spec, true) {
                 refused.push((b.conn, Response::new(None, r.into_reply())));
             }
         }
         self.changed = !refused.is_empty();
         refused
+    }
+
+    /// Whether the path of `spec` crosses an rtlan real-time switch.
+    fn crosses_rt(&self, spec: &ConnSpec) -> bool {
+        let (Ok(src), Ok(dst)) = (self.host(&spec.src), self.host(&spec.dst)) else {
+            return false;
+        };
+        self.graph
+            .route(src, dst)
+            .is_some_and(|(_, ports)| ports.iter().any(|&p| self.rt.is_rt(p)))
     }
 
     /// Books every one of `bookings` or none (see [`Manager::restore`]); true if booked.
@@ -415,7 +446,7 @@ impl Manager {
             };
             spec.src = self.graph.names[src].clone();
             spec.dst = self.graph.names[dst].clone();
-            let Ok(conn) = self.guaranteed(&spec, Kind::Guaranteed) else {
+            let Ok(conn) = self.guaranteed(&spec, Kind::Guaranteed, true) else {
                 return false;
             };
             for &p in &conn.ports {
@@ -473,14 +504,24 @@ impl Manager {
         if c.kind == Kind::BestEffort {
             return None;
         }
+        if let Some(rt) = &c.rt {
+            return Some(ledger::q_nanos(rt.bound_ns));
+        }
         self.ledger.flow_bound(*c.flows.first()?)
     }
 
-    fn admit(&mut self, id: Option<ConnId>, mut spec: ConnSpec) -> Result<ConnId, Refusal> {
+    /// Admits `spec` as `id` (or the next id); `per_hop`: the client also signals it through
+    /// the rtlan switches.
+    fn admit(
+        &mut self,
+        id: Option<ConnId>,
+        mut spec: ConnSpec,
+        per_hop: bool,
+    ) -> Result<ConnId, Refusal> {
         // Hosts may be named by address; bookings (and the state file) keep the names.
         spec.src = self.graph.names[self.host(&spec.src)?].clone();
         spec.dst = self.graph.names[self.host(&spec.dst)?].clone();
-        let conn = self.guaranteed(&spec, Kind::Guaranteed)?;
+        let conn = self.guaranteed(&spec, Kind::Guaranteed, per_hop)?;
         let id = match id {
             Some(id) if self.conns.contains_key(&id) => {
                 return Err(Refusal::new(
@@ -514,6 +555,14 @@ impl Manager {
     }
 
     fn best_effort(&mut self, now: Instant, spec: BestEffortSpec) -> Result<Reply, Refusal> {
+        if self.rt.any() {
+            return Err(Refusal::new(
+                ErrorCode::Refused,
+                "best-effort reservations cannot be booked on a network with rtlan real-time \
+                 switches: they are not signalled per hop, so their frames are non-real-time \
+                 there",
+            ));
+        }
         let src = self.host(&spec.src)?;
         let tspec = make_tspec(
             spec.rate_bps,
@@ -537,6 +586,7 @@ impl Manager {
             requirement_ns: None,
             host_delay_ns: 0,
             flows: Vec::new(),
+            rt: None,
             expires: Some(now + ttl),
             spec: None,
         };
@@ -564,8 +614,9 @@ impl Manager {
         })
     }
 
-    /// A guaranteed (or standing) connection from a spec, routed but not booked.
-    fn guaranteed(&self, spec: &ConnSpec, kind: Kind) -> Result<Conn, Refusal> {
+    /// A guaranteed (or standing) connection from a spec, routed but not booked; across rtlan
+    /// real-time switches with its hops and bound (`per_hop`: the client signals it there).
+    fn guaranteed(&self, spec: &ConnSpec, kind: Kind, per_hop: bool) -> Result<Conn, Refusal> {
         let src = self.host(&spec.src)?;
         let dst = self.host(&spec.dst)?;
         let tspec = make_tspec(
@@ -584,6 +635,7 @@ impl Manager {
             Some(us) => us.saturating_mul(1000),
             None => u64::try_from(self.config.host_delay.as_nanos()).unwrap_or(u64::MAX),
         };
+        let rt = self.rt_path(spec, &tspec, &nodes, &ports, per_hop, host_delay_ns)?;
         Ok(Conn {
             kind,
             src,
@@ -596,6 +648,7 @@ impl Manager {
             requirement_ns: spec.delay_us.map(|us| us.saturating_mul(1000)),
             host_delay_ns,
             flows: Vec::new(),
+            rt,
             expires: None,
             spec: (kind == Kind::Guaranteed).then(|| spec.clone()),
         })
@@ -604,6 +657,9 @@ impl Manager {
     /// Checks every admission rule for `conn` and books it as `id`, or refuses with every
     /// violated constraint and changes nothing.
     fn book(&mut self, id: ConnId, conn: Conn) -> Result<(), Refusal> {
+        if let Some(path) = &conn.rt {
+            return self.book_rt(id, conn.clone(), path);
+        }
         // Rule 1 on the manager's integer rates (so the ledger sees only admissible rates).
         let mut violations = Vec::new();
         for &p in &conn.ports {
@@ -716,6 +772,9 @@ impl Manager {
             ps.conns.remove(&id);
             ps.booked_bps -= conn.rate_bps;
         }
+        if let Some(path) = &conn.rt {
+            self.rt.release(&path.hops);
+        }
         let mut failure = None;
         for &f in &conn.flows {
             if let Err(e) = self.ledger.release(f) {
@@ -774,17 +833,30 @@ impl Manager {
                 );
             }
         }
+        // Ports of rtlan switches: Σ queues (backlog bounds) and the largest θ of the
+        // connections crossing them.
+        for hop in self
+            .conns
+            .values()
+            .filter_map(|c| c.rt.as_ref())
+            .flat_map(|r| &r.hops)
+        {
+            let (backlog, delay) = &mut bounds[hop.port];
+            *backlog = backlog.saturating_add(u64::try_from(hop.queue_bytes).unwrap_or(u64::MAX));
+            *delay = (*delay).max(port::ceil_us(hop.latency_ns));
+        }
         let ports = self
             .ports
             .iter()
             .zip(&self.graph.ports)
             .zip(&bounds)
-            .map(|((ps, pid), &(backlog, delay))| PortInfo {
+            .enumerate()
+            .map(|(p, ((ps, pid), &(backlog, delay)))| PortInfo {
                 switch: self.graph.names[pid.switch].clone(),
                 to: self.graph.names[pid.to].clone(),
                 rate_bps: ps.rate_bps,
                 connections: ps.conns.len(),
-                booked_bps: ps.booked_bps,
+                booked_bps: self.rt.booked_bps(p).unwrap_or(ps.booked_bps),
                 backlog_bound_bytes: backlog,
                 delay_bound_us: delay,
             })

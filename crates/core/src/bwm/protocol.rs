@@ -23,8 +23,15 @@ pub struct Request {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
-    /// Book a guaranteed connection from `src` to `dst`.
+    /// Book a guaranteed connection from `src` to `dst` that only the manager admits
+    /// (`admission = "central"`): its frames are not signalled to the switches.
     Admit(ConnSpec),
+    /// Book a guaranteed connection from `src` to `dst` that the client also signals hop by
+    /// hop through the rtlan switches (`admission = "both"`). Only such connections can be booked
+    /// across rtlan real-time switches: there a connection without a per-hop SETUP is
+    /// non-real-time traffic. Spelled `admit_per_hop`; the fields are those of `admit`.
+    #[serde(rename = "admit_per_hop")]
+    AdmitPerHop(ConnSpec),
     /// Tear a connection down and free what it booked.
     Release {
         /// The connection to release.
@@ -243,6 +250,26 @@ pub enum Violation {
     Cyclic {
         /// The connection whose path closes the cycle; `null` for the new one.
         conn: Option<ConnId>,
+    },
+    /// On an rtlan switch's cyclic port, Σ cycle work (quota + one frame per connection) would
+    /// exceed the port's budget `U·C·T` (EtheReal §3.3; the cyclic service curve assumes it).
+    CycleWork {
+        /// The switch.
+        switch: String,
+        /// The neighbour the port leads to.
+        to: String,
+        /// Σ cycle work with the new connection, wire bits.
+        work_bits: u64,
+        /// The budget `U·C·T`, wire bits.
+        budget_bits: u64,
+    },
+    /// An rtlan switch's scheduler could not serve one more connection per cycle within its CPU
+    /// budget (EtheReal §4.3).
+    Cpu {
+        /// The switch.
+        switch: String,
+        /// Connections it already holds.
+        connections: u64,
     },
 }
 

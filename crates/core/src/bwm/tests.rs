@@ -21,6 +21,7 @@ fn star(buffer: u64) -> Topology {
             })
             .collect(),
         hosts: Vec::new(),
+        rtlan: Vec::new(),
     }
 }
 
@@ -41,8 +42,17 @@ fn req(m: &mut Manager, now: Instant, id: u64, op: Op) -> Response {
     m.handle_request(now, Request { id, op })
 }
 
+// A test helper: the reply is inspected, not propagated.
+#[allow(clippy::result_large_err)]
 fn admit(m: &mut Manager, s: ConnSpec) -> Result<(ConnId, u64), Reply> {
-    let r = req(m, Instant::ZERO, 7, Op::Admit(s));
+    admit_op(m, Op::Admit(s))
+}
+
+/// Sends `op` (an admission) and returns the connection and its bound, or the error reply.
+// A test helper: the reply is inspected, not propagated.
+#[allow(clippy::result_large_err)]
+pub(super) fn admit_op(m: &mut Manager, op: Op) -> Result<(ConnId, u64), Reply> {
+    let r = req(m, Instant::ZERO, 7, op);
     assert_eq!(r.id, Some(7));
     match r.reply {
         Reply::Admitted {
@@ -60,7 +70,7 @@ fn admit(m: &mut Manager, s: ConnSpec) -> Result<(ConnId, u64), Reply> {
     }
 }
 
-fn violations(reply: Reply) -> Vec<Violation> {
+pub(super) fn violations(reply: Reply) -> Vec<Violation> {
     match reply {
         Reply::Error {
             code: ErrorCode::Refused,
@@ -230,9 +240,9 @@ fn best_effort_books_every_port_and_expires() {
     assert_eq!(m.snapshot().bookings.len(), 1);
 }
 
-#[test]
-fn standing_reservations_are_booked_at_start() {
-    let config = ManagerConfig {
+/// Standing reservations of 64 kbit/s between host A and every other host.
+pub(super) fn standing_config() -> ManagerConfig {
+    ManagerConfig {
         standing: Some(StandingConfig {
             manager_host: "A".into(),
             rate_bps: 64_000,
@@ -240,7 +250,12 @@ fn standing_reservations_are_booked_at_start() {
             burst_bytes: 3028,
         }),
         ..ManagerConfig::default()
-    };
+    }
+}
+
+#[test]
+fn standing_reservations_are_booked_at_start() {
+    let config = standing_config();
     let mut m = Manager::new(star(128 * 1024), config).expect("valid");
     let standing: Vec<ConnInfo> = m.list();
     assert_eq!(standing.len(), 8, "4 hosts, both directions");
@@ -334,6 +349,7 @@ fn disjoint_paths_do_not_interact() {
             link("s2", "D"),
         ],
         hosts: Vec::new(),
+        rtlan: Vec::new(),
     };
     let mut m = Manager::new(topo, ManagerConfig::default()).expect("valid");
     let r = req(
@@ -539,6 +555,7 @@ host_delay = "80us"
             link("s2", "B"),
         ],
         hosts: Vec::new(),
+        rtlan: Vec::new(),
     };
     // The one derivation from the topology model gives the same manager view.
     assert_eq!(Topology::parse(NET, "net.toml"), Ok(topo.clone()));

@@ -4,13 +4,23 @@
 //! shortest paths in hops through switches only (hosts never forward), ties broken by link order
 //! so a path is reproducible.
 //!
+//! A switch is either an off-the-shelf FIFO switch (`t_mux`, Löser/Härtig §2.2) or an rtlan
+//! real-time switch ([`RtSwitchSpec`]): each output port then runs a real-time scheduler —
+//! EtheReal §3.3's cyclic round robin or QSR §3.1's rate-controlled timing wheel — summarised as
+//! a rate-latency server per connection (`crate::switch::port_server`).
+//!
 //! Files are read by the one topology reader (`rtlan_topology`, the reader of `rtlan analyze` and
 //! the lab); [`Topology::from_model`] is the one place the manager's integer view (also the
 //! `topology` reply of the protocol) is derived from that model.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
 
+use rtlan_topology::{SchedulerKind, SwitchKind};
 use serde::{Deserialize, Serialize};
+
+use crate::switch::rt::DEFAULT_RT_BUFFER_BYTES;
+use crate::switch::ServerParams;
 
 /// Errors in a topology.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,14 +40,23 @@ pub enum TopologyError {
     /// The network file is invalid; the message starts with `file:line:column:`.
     #[error("{0}")]
     File(String),
-    /// The model lacks a value the manager needs (a lab topology without `t_mux`, `buffer` or a
-    /// link `rate`).
+    /// The model lacks a value the manager needs (a `linux-bridge` switch without `t_mux` or
+    /// `buffer`, a link without `rate`).
     #[error("{origin}: {what} is missing; the bandwidth manager needs it")]
     Missing {
         /// The file.
         origin: String,
         /// Which value.
         what: String,
+    },
+    /// A switch's description cannot be analysed: both a FIFO `t_mux` and a real-time
+    /// `scheduler`, or a link of an rtlan switch with an `effective_rate`.
+    #[error("{origin}: {message}")]
+    Ambiguous {
+        /// The file.
+        origin: String,
+        /// What is wrong.
+        message: String,
     },
 }
 
@@ -46,10 +65,46 @@ pub enum TopologyError {
 pub struct SwitchSpec {
     /// Name.
     pub name: String,
-    /// Multiplexing delay `t_mux`, ns.
+    /// Multiplexing delay `t_mux`, ns (0 and unused for an rtlan real-time switch).
     pub t_mux_ns: u64,
-    /// Shared buffer memory, bytes.
+    /// Shared buffer memory, bytes (an rtlan switch's memory for real-time queues).
     pub buffer_bytes: u64,
+}
+
+/// An rtlan real-time switch: what its output ports' service curves depend on besides the line
+/// rate (`crate::switch::ServerParams`), each value the switch's own default where the model
+/// gives none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtSwitchSpec {
+    /// Name (of a switch in [`Topology::switches`]).
+    pub name: String,
+    /// The real-time scheduler of every output port.
+    pub scheduler: SchedulerKind,
+    /// Cycle `T` of the cyclic scheduler, ns.
+    pub cycle_time_ns: u64,
+    /// Real-time cap `U`, percent of the line rate.
+    pub cap_percent: u8,
+    /// Largest frame any class may send, bytes without FCS.
+    pub max_frame_bytes: u64,
+    /// Lateness budget `λ`, ns.
+    pub lateness_budget_ns: u64,
+    /// Propagation delay of the output links, ns: the longest of the switch's links (one figure
+    /// per switch, as the switch is configured).
+    pub link_delay_ns: u64,
+}
+
+impl RtSwitchSpec {
+    /// The switch parameters of its service curves.
+    pub fn params(&self) -> ServerParams {
+        ServerParams {
+            scheduler: self.scheduler,
+            cycle_time: Duration::from_nanos(self.cycle_time_ns),
+            cap_percent: self.cap_percent,
+            max_frame_bytes: usize::try_from(self.max_frame_bytes).unwrap_or(usize::MAX),
+            lateness_budget: Duration::from_nanos(self.lateness_budget_ns),
+            link_delay: Duration::from_nanos(self.link_delay_ns),
+        }
+    }
 }
 
 /// A full-duplex link; both directions have the same rate.
@@ -80,30 +135,98 @@ pub struct Topology {
     /// Host addresses (optional; hosts without one are known by name only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostSpec>,
+    /// The switches that are rtlan real-time switches, with their scheduler (the others are
+    /// FIFO switches with `t_mux`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rtlan: Vec<RtSwitchSpec>,
 }
 
 impl Topology {
     /// The manager's view of the one topology model: every switch with its `t_mux` (whole ns) and
     /// buffer (bytes), every link with the rate the bounds use (the effective rate if given), and
     /// the declared hosts' addresses. `[[flow]]` tables are not booked.
+    ///
+    /// A switch with `t_mux` is a FIFO switch. An `rtlan` switch without one is an rtlan real-time
+    /// switch ([`RtSwitchSpec`]): its scheduler, cycle, lateness budget and buffer are the model's
+    /// where given and otherwise the switch's defaults ([`ServerParams::default`],
+    /// `rtlan_core::switch::rt::DEFAULT_RT_BUFFER_BYTES`); its link delay is the longest of its
+    /// links'. Its links must not have an `effective_rate`: the switch counts wire bits at the
+    /// line rate.
     pub fn from_model(model: &rtlan_topology::Topology) -> Result<Topology, TopologyError> {
         let missing = |what: String| TopologyError::Missing {
             origin: model.origin.clone(),
             what,
         };
+        let ambiguous = |message: String| TopologyError::Ambiguous {
+            origin: model.origin.clone(),
+            message,
+        };
+        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         let mut topo = Topology::default();
         for s in &model.switches {
-            let t_mux = s
-                .t_mux
-                .ok_or_else(|| missing(format!("switch `{}` t_mux", s.name)))?;
-            topo.switches.push(SwitchSpec {
-                name: s.name.clone(),
-                t_mux_ns: u64::try_from(t_mux.as_nanos())
-                    .map_err(|_| missing(format!("switch `{}` t_mux below 2^64 ns", s.name)))?,
-                buffer_bytes: s
-                    .buffer_bytes
-                    .ok_or_else(|| missing(format!("switch `{}` buffer", s.name)))?,
-            });
+            let rtlan = match &s.kind {
+                SwitchKind::Rtlan(o) => Some(o),
+                SwitchKind::LinuxBridge => None,
+            };
+            let buffer = || {
+                s.buffer_bytes
+                    .ok_or_else(|| missing(format!("switch `{}` buffer", s.name)))
+            };
+            let spec = match (s.t_mux, rtlan) {
+                (Some(_), Some(o)) if o.scheduler.is_some() => {
+                    return Err(ambiguous(format!(
+                        "switch `{}` has both `t_mux` (a FIFO switch) and a `scheduler` (an rtlan \
+                         real-time switch)",
+                        s.name
+                    )))
+                }
+                (Some(t_mux), _) => SwitchSpec {
+                    name: s.name.clone(),
+                    t_mux_ns: u64::try_from(t_mux.as_nanos())
+                        .map_err(|_| missing(format!("switch `{}` t_mux below 2^64 ns", s.name)))?,
+                    buffer_bytes: buffer()?,
+                },
+                (None, None) => return Err(missing(format!("switch `{}` t_mux", s.name))),
+                (None, Some(o)) => {
+                    let defaults = ServerParams::default();
+                    let links = model
+                        .links
+                        .iter()
+                        .filter(|l| l.ends.iter().any(|e| e.node == s.name));
+                    let mut link_delay = Duration::ZERO;
+                    for l in links {
+                        if l.effective_rate_bps.is_some() {
+                            return Err(ambiguous(format!(
+                                "link {}–{} of rtlan switch `{}` has an `effective_rate`; an \
+                                 rtlan switch books wire bits at the line `rate`",
+                                l.ends[0].node, l.ends[1].node, s.name
+                            )));
+                        }
+                        link_delay = link_delay.max(l.delay);
+                    }
+                    topo.rtlan.push(RtSwitchSpec {
+                        name: s.name.clone(),
+                        scheduler: o.scheduler.unwrap_or(defaults.scheduler),
+                        cycle_time_ns: nanos(o.cycle_time.unwrap_or(defaults.cycle_time)),
+                        cap_percent: defaults.cap_percent,
+                        max_frame_bytes: u64::try_from(defaults.max_frame_bytes)
+                            .unwrap_or(u64::MAX),
+                        lateness_budget_ns: nanos(
+                            o.lateness_budget.unwrap_or(defaults.lateness_budget),
+                        ),
+                        link_delay_ns: nanos(link_delay),
+                    });
+                    SwitchSpec {
+                        name: s.name.clone(),
+                        t_mux_ns: 0,
+                        buffer_bytes: match s.buffer_bytes {
+                            Some(b) => b,
+                            None => u64::try_from(DEFAULT_RT_BUFFER_BYTES).unwrap_or(u64::MAX),
+                        },
+                    }
+                }
+            };
+            topo.switches.push(spec);
         }
         for l in &model.links {
             let ends = l.ends.clone().map(|e| e.node);
@@ -121,6 +244,11 @@ impl Topology {
             })
             .collect();
         Ok(topo)
+    }
+
+    /// The rtlan real-time switch called `name`, if it is one.
+    pub fn rtlan_switch(&self, name: &str) -> Option<&RtSwitchSpec> {
+        self.rtlan.iter().find(|r| r.name == name)
     }
 
     /// Reads network-file `text` (`docs/analyze.md`; errors start with `origin:line:column:`)

@@ -38,6 +38,7 @@ mod tests;
 
 pub use crate::egress::{PACING_CATCHUP, PACING_LATE_THRESHOLD};
 pub use arp_cache::ARP_CACHE_CAPACITY;
+pub use bound::{control_burst_bytes, hop_terms, port_server, work_budget, HopTerms, ServerParams};
 pub use introspect::{
     ConnectionInfo, RtPortInfo, SchedPortInfo, SetupLatency, SETUP_LATENCY_SAMPLES,
 };
@@ -420,11 +421,6 @@ struct Port {
     /// scheduler still polices each connection to its quota per cycle, with the admission line
     /// rate (the medium's, or [`RtConfig::unpaced_line_rate_bps`]) as its nominal rate.
     sched: PortScheduler,
-    /// The control traffic the scheduler lets ahead of real-time frames: (rate bit/s, burst
-    /// wire bits), as the bound counts it.
-    control_bucket: (u64, u64),
-    /// The timing wheel's slot width (the wheel's bound counts it; unused by the cyclic one).
-    granularity: Duration,
     /// Input: preemptive discard of non-real-time frames while the port is host-facing; `None`
     /// when disabled.
     meter: Option<NrtMeter>,
@@ -531,24 +527,9 @@ impl Switch {
                 max_frame: config.rt.max_frame_bytes,
                 // Half the hop's budget per send (docs/delay.md §4).
                 late_budget: Some(config.rt.lateness_budget / 2),
-                // Signalling goes ahead of reserved frames only within a bucket of four of this
-                // switch's control frames (each at most CONTROL_FRAME_MAX bytes): a SETUP, its
-                // answer and two more in flight. That bucket is part of every hop's latency, so
-                // it is sized to what the switch sends, not to a full-size frame; control beyond
-                // it waits behind reserved frames, never dropped for it.
-                control_burst_bytes: 4 * usize::try_from(rtlan_wire::cost::wire_bytes(
-                    control::CONTROL_FRAME_MAX,
-                ))
-                .unwrap_or(usize::MAX),
+                control_burst_bytes: bound::control_burst_bytes(),
                 ..SchedConfig::for_medium(port.medium, line_rate_bps)
             };
-            let control_bucket = (
-                cfg.control_rate_bps,
-                u64::try_from(cfg.control_burst_bytes)
-                    .unwrap_or(u64::MAX)
-                    .saturating_mul(8),
-            );
-            let granularity = cfg.granularity;
             let sched_error = |error| ConfigError::Scheduler {
                 port: port.name.clone(),
                 error,
@@ -569,8 +550,6 @@ impl Switch {
             };
             ports.push(Port {
                 sched,
-                control_bucket,
-                granularity,
                 meter,
                 line_rate_bps,
             });

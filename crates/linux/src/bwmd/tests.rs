@@ -262,3 +262,39 @@ fn bwm_journal_replays_ignores_a_torn_tail_and_compacts() {
     assert_eq!(load_state(&path).expect("snapshot"), state);
     assert_eq!(Journal::load(&path).expect("loads"), state);
 }
+
+#[test]
+fn bwm_restart_rebooks_connections_across_rtlan_switches() {
+    use rtlan_core::bwm::{Op, Request};
+    use rtlan_core::time::Instant;
+    let network = "[[switch]]\nname = \"s1\"\nscheduler = \"wheel\"\n\
+                   [[switch]]\nname = \"s2\"\nscheduler = \"wheel\"\n\
+                   [[link]]\nends = [\"A\", \"s1\"]\nrate = \"100mbit\"\n\
+                   [[link]]\nends = [\"s1\", \"s2\"]\nrate = \"100mbit\"\n\
+                   [[link]]\nends = [\"s2\", \"B\"]\nrate = \"100mbit\"\n";
+    let new_manager = || {
+        let topo = parse_network(network, "rt.toml").expect("valid network");
+        Manager::new(topo, ManagerConfig::default()).expect("valid topology")
+    };
+    let dir = TempDir::new("rt");
+    let path = dir.0.join("s.json");
+    let mut m = new_manager();
+    let mut j = Journal::create(&path, &m.snapshot()).expect("created");
+    let r = m.handle_request(
+        Instant::ZERO,
+        Request {
+            id: 1,
+            op: Op::AdmitPerHop(spec("A", 20, None)),
+        },
+    );
+    let conn = conn_of(&r.reply);
+    let bound = m.delay_bound_ns(conn).expect("booked");
+    j.append(&m.take_changes(), || unreachable!("no compaction"))
+        .expect("journalled");
+    drop(m);
+    // After a restart the journalled booking is re-admitted per hop with the same bound.
+    let mut again = new_manager();
+    let refused = again.restore(Journal::load(&path).expect("replayed"));
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(again.delay_bound_ns(conn), Some(bound));
+}

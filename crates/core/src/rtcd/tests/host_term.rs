@@ -58,7 +58,7 @@ fn the_host_queue_admits_bursts_up_to_its_term_and_no_further() {
 
 #[test]
 fn a_connection_is_not_delayed_by_its_own_burst_but_its_neighbours_are() {
-    let big = |tag| Request::Open {
+    let big = || Request::Open {
         dst_ip: DST,
         dst_port: 5004,
         src_port: 0,
@@ -71,7 +71,7 @@ fn a_connection_is_not_delayed_by_its_own_burst_but_its_neighbours_are() {
     let mut d = daemon();
     register(&mut d, ALICE, 100);
     // Alone, a 30-frame bucket waits for one frame only (123 µs + 400 µs): admitted.
-    d.handle_client_request(ms(1), ALICE, 1, big(1));
+    d.handle_client_request(ms(1), ALICE, 1, big());
     let setup = sent(&drain(&mut d))
         .pop()
         .expect("SETUP for the big bucket");
