@@ -260,22 +260,11 @@ impl Discipline for CyclicDiscipline {
         Some(conn.flow)
     }
 
-    fn enqueue(
-        &mut self,
-        now: Instant,
-        flow: FlowHandle,
-        frame: &[u8],
-        core: &mut PortCore,
-    ) -> bool {
+    fn on_enqueued(&mut self, flow: FlowHandle) {
         let cycle = self.cycle_index;
-        let slot = flow.slot();
         let Some(conn) = self.slots.get_mut(flow) else {
-            core.stats.rt_frames_dropped += 1;
-            return false;
+            return;
         };
-        if !conn.flow.accept(now, frame, core) {
-            return false;
-        }
         if !conn.listed {
             // An idle connection keeps its leftover credit within the cycle it was granted in;
             // in a later cycle the leftover lapses and it starts from one quota.
@@ -286,12 +275,11 @@ impl Discipline for CyclicDiscipline {
             }
             conn.listed = true;
             if conn.head_fits() {
-                self.eligible.push_back(slot);
+                self.eligible.push_back(flow.slot());
             } else {
-                self.waiting.push(slot);
+                self.waiting.push(flow.slot());
             }
         }
-        true
     }
 
     /// The connections with credit for their head frame, round robin one frame per visit.
@@ -347,6 +335,10 @@ impl Discipline for CyclicDiscipline {
 
     fn flow(&self, flow: FlowHandle) -> Option<&FlowQueue> {
         self.slots.get(flow).map(|c| &c.flow)
+    }
+
+    fn flow_mut(&mut self, flow: FlowHandle) -> Option<&mut FlowQueue> {
+        self.slots.get_mut(flow).map(|c| &mut c.flow)
     }
 
     fn flows(&self) -> impl Iterator<Item = (FlowHandle, &FlowQueue)> {

@@ -106,16 +106,10 @@ impl Discipline for PortDiscipline {
         }
     }
 
-    fn enqueue(
-        &mut self,
-        now: Instant,
-        flow: FlowHandle,
-        frame: &[u8],
-        core: &mut PortCore,
-    ) -> bool {
+    fn on_enqueued(&mut self, flow: FlowHandle) {
         match self {
-            PortDiscipline::Cyclic(d) => d.enqueue(now, flow, frame, core),
-            PortDiscipline::Wheel(d) => d.enqueue(now, flow, frame, core),
+            PortDiscipline::Cyclic(d) => d.on_enqueued(flow),
+            PortDiscipline::Wheel(d) => d.on_enqueued(flow),
         }
     }
 
@@ -144,6 +138,13 @@ impl Discipline for PortDiscipline {
         match self {
             PortDiscipline::Cyclic(d) => d.flow(flow),
             PortDiscipline::Wheel(d) => d.flow(flow),
+        }
+    }
+
+    fn flow_mut(&mut self, flow: FlowHandle) -> Option<&mut FlowQueue> {
+        match self {
+            PortDiscipline::Cyclic(d) => d.flow_mut(flow),
+            PortDiscipline::Wheel(d) => d.flow_mut(flow),
         }
     }
 

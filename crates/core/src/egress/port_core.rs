@@ -41,14 +41,9 @@ pub trait Discipline: std::fmt::Debug {
     /// Removes `flow` from the discipline; its queue (frames still in it), or `None` if stale.
     fn remove(&mut self, flow: FlowHandle) -> Option<FlowQueue>;
 
-    /// Queues `frame` on `flow` ([`FlowQueue::accept`]) and schedules it; `false` if dropped.
-    fn enqueue(
-        &mut self,
-        now: Instant,
-        flow: FlowHandle,
-        frame: &[u8],
-        core: &mut PortCore,
-    ) -> bool;
+    /// Schedules `flow` after [`Port::enqueue_flow`] queued a frame on it (lists a connection
+    /// that was idle, puts an idle flow's head frame on the wheel).
+    fn on_enqueued(&mut self, flow: FlowHandle);
 
     /// Sends the reserved frame that may go at `now` into `buf` (booked with
     /// [`PortCore::book_send`]); its length, or `None` if none may go.
@@ -63,6 +58,9 @@ pub trait Discipline: std::fmt::Debug {
 
     /// The flow `flow` names, if it is still there.
     fn flow(&self, flow: FlowHandle) -> Option<&FlowQueue>;
+
+    /// The flow `flow` names, if it is still there.
+    fn flow_mut(&mut self, flow: FlowHandle) -> Option<&mut FlowQueue>;
 
     /// The flows with their handles, in slot order.
     fn flows(&self) -> impl Iterator<Item = (FlowHandle, &FlowQueue)>;
@@ -483,7 +481,15 @@ impl<D: Discipline> Port<D> {
     /// reserved buffer pool.
     pub fn enqueue_flow(&mut self, now: Instant, flow: FlowHandle, frame: &[u8]) -> bool {
         self.rt.advance(now, &mut self.core.stats);
-        self.rt.enqueue(now, flow, frame, &mut self.core)
+        let Some(f) = self.rt.flow_mut(flow) else {
+            self.core.stats.rt_frames_dropped += 1;
+            return false;
+        };
+        if !f.accept(now, frame, &mut self.core) {
+            return false;
+        }
+        self.rt.on_enqueued(flow);
+        true
     }
 
     /// Queues a copy of `frame` in the control FIFO; `false` if it is longer than the port's

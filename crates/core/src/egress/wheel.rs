@@ -337,24 +337,10 @@ impl Discipline for WheelDiscipline {
         Some(f.flow)
     }
 
-    fn enqueue(
-        &mut self,
-        now: Instant,
-        flow: FlowHandle,
-        frame: &[u8],
-        core: &mut PortCore,
-    ) -> bool {
-        let Some(f) = self.flows.get_mut(flow) else {
-            core.stats.rt_frames_dropped += 1;
-            return false;
-        };
-        if !f.flow.accept(now, frame, core) {
-            return false;
-        }
-        if f.head.is_none() {
+    fn on_enqueued(&mut self, flow: FlowHandle) {
+        if self.flows.get(flow).is_some_and(|f| f.head.is_none()) {
             self.schedule_head(u32::try_from(flow.slot()).unwrap_or(u32::MAX));
         }
-        true
     }
 
     /// Sends the released reserved frame with the earliest deadline into `buf`.
@@ -402,6 +388,10 @@ impl Discipline for WheelDiscipline {
 
     fn flow(&self, flow: FlowHandle) -> Option<&FlowQueue> {
         self.flows.get(flow).map(|f| &f.flow)
+    }
+
+    fn flow_mut(&mut self, flow: FlowHandle) -> Option<&mut FlowQueue> {
+        self.flows.get_mut(flow).map(|f| &mut f.flow)
     }
 
     fn flows(&self) -> impl Iterator<Item = (FlowHandle, &FlowQueue)> {
