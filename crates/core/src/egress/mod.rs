@@ -15,6 +15,10 @@
 //! - [`cyclic`]: EtheReal's cyclic round-robin scheduler (EtheReal §3.3);
 //! - [`wheel`]: rate-controlled earliest-deadline-first service on a timing wheel, QSR's
 //!   Guaranteed Service (QSR §3.1);
+//! - [`port_core`]: what a port's scheduler keeps whatever its real-time discipline — control
+//!   FIFO and bucket, non-real-time FIFO, pools, pacer, counters — once ([`PortCore`]), and the
+//!   [`Port`] that joins it to a [`Discipline`] (the cyclic and the wheel schedulers are
+//!   `Port<CyclicDiscipline>` and `Port<WheelDiscipline>`);
 //! - [`port`]: the per-port choice between the two ([`PortScheduler`], [`SchedulerKind`]).
 //!
 //! The algorithm, the deviations from the paper and the bounds are written up in
@@ -26,6 +30,7 @@ pub mod cyclic;
 pub mod pacer;
 pub mod pool;
 pub mod port;
+pub mod port_core;
 pub(crate) mod queue;
 pub mod sched;
 pub mod wheel;
@@ -34,9 +39,12 @@ pub use config::{
     SchedConfig, SchedError, CONTROL_RATE_DIVISOR, DEFAULT_CONTROL_BURST_BYTES,
     DEFAULT_GRANULARITY, DEFAULT_MAX_FRAME, DEFAULT_WHEEL_SLOTS, MAX_GRANULARITY, MIN_GRANULARITY,
 };
-pub use cyclic::{CyclicScheduler, CATCHUP_CYCLES, DEFAULT_CYCLE, MAX_CYCLE, MIN_CYCLE};
+pub use cyclic::{
+    CyclicDiscipline, CyclicScheduler, CATCHUP_CYCLES, DEFAULT_CYCLE, MAX_CYCLE, MIN_CYCLE,
+};
 pub use pacer::{PACING_CATCHUP, PACING_LATE_THRESHOLD};
 pub use pool::{BufferPools, PoolConfig, PoolStats, TrafficClass};
-pub use port::{PortScheduler, SchedulerKind};
+pub use port::{PortDiscipline, PortScheduler, SchedulerKind};
+pub use port_core::{Discipline, FlowQueue, Port, PortCore};
 pub use sched::{ConnStats, FlowHandle, FlowSpec, SchedStats, Scheduler};
-pub use wheel::{wheel_deadline_ns, WheelScheduler};
+pub use wheel::{wheel_deadline_ns, WheelDiscipline, WheelScheduler};

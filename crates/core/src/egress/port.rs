@@ -1,15 +1,17 @@
 //! The scheduler a port runs, chosen per port: EtheReal's cyclic round robin (EtheReal §3.3) or
-//! QSR's Guaranteed Service on a timing wheel (QSR §3.1). [`PortScheduler`] implements
-//! [`Scheduler`] by delegation and has the inherent accessors a node uses on a port's scheduler,
-//! so it replaces a [`CyclicScheduler`] field without changing the calls.
+//! QSR's Guaranteed Service on a timing wheel (QSR §3.1). [`PortScheduler`] is a
+//! [`Port`] whose real-time discipline is either ([`PortDiscipline`]): the shared part
+//! (control, non-real-time, pools, pacer, counters) is the same code for both, and only the
+//! discipline's few calls choose by kind. It has the inherent accessors a node uses on a port's
+//! scheduler, so it replaces a [`super::CyclicScheduler`] field without changing the calls.
 
 use std::time::Duration;
 
-use super::cyclic::{CyclicScheduler, SchedConfig, SchedError};
-use super::pool::BufferPools;
-use super::sched::{ConnStats, FlowHandle, FlowSpec, SchedStats, Scheduler};
-use super::wheel::WheelScheduler;
-use crate::node::Medium;
+use super::config::{SchedConfig, SchedError};
+use super::cyclic::{CyclicDiscipline, CyclicScheduler};
+use super::port_core::{Discipline, FlowQueue, Port, PortCore};
+use super::sched::{FlowHandle, SchedStats};
+use super::wheel::{WheelDiscipline, WheelScheduler};
 use crate::time::Instant;
 
 /// Which scheduler a port runs (configuration: `"cyclic"` or `"wheel"`): the topology model's
@@ -17,25 +19,18 @@ use crate::time::Instant;
 pub use rtlan_topology::SchedulerKind;
 
 /// One port's scheduler, of either kind (see the module docs).
+pub type PortScheduler = Port<PortDiscipline>;
+
+/// The real-time discipline of a [`PortScheduler`], of either kind.
 #[derive(Debug)]
-pub enum PortScheduler {
+pub enum PortDiscipline {
     /// EtheReal §3.3.
-    Cyclic(CyclicScheduler),
+    Cyclic(CyclicDiscipline),
     /// QSR §3.1 Guaranteed Service.
-    Wheel(WheelScheduler),
+    Wheel(WheelDiscipline),
 }
 
-/// Calls the same method on whichever scheduler the port runs.
-macro_rules! delegate {
-    ($self:ident, $s:ident => $e:expr) => {
-        match $self {
-            PortScheduler::Cyclic($s) => $e,
-            PortScheduler::Wheel($s) => $e,
-        }
-    };
-}
-
-impl PortScheduler {
+impl Port<PortDiscipline> {
     /// A scheduler of `kind` built from `cfg` (each kind reads the fields it uses).
     pub fn new(
         kind: SchedulerKind,
@@ -43,105 +38,120 @@ impl PortScheduler {
         now: Instant,
     ) -> Result<PortScheduler, SchedError> {
         Ok(match kind {
-            SchedulerKind::Cyclic => PortScheduler::Cyclic(CyclicScheduler::new(cfg, now)?),
-            SchedulerKind::Wheel => PortScheduler::Wheel(WheelScheduler::new(cfg, now)?),
+            SchedulerKind::Cyclic => CyclicScheduler::new(cfg, now)?.into(),
+            SchedulerKind::Wheel => WheelScheduler::new(cfg, now)?.into(),
         })
-    }
-
-    /// The same scheduler with a control FIFO of `bytes`.
-    pub fn with_control_queue(self, bytes: usize) -> PortScheduler {
-        match self {
-            PortScheduler::Cyclic(s) => PortScheduler::Cyclic(s.with_control_queue(bytes)),
-            PortScheduler::Wheel(s) => PortScheduler::Wheel(s.with_control_queue(bytes)),
-        }
     }
 
     /// Which kind this is.
     pub fn kind(&self) -> SchedulerKind {
-        match self {
-            PortScheduler::Cyclic(_) => SchedulerKind::Cyclic,
-            PortScheduler::Wheel(_) => SchedulerKind::Wheel,
+        match self.rt {
+            PortDiscipline::Cyclic(_) => SchedulerKind::Cyclic,
+            PortDiscipline::Wheel(_) => SchedulerKind::Wheel,
         }
-    }
-
-    /// Whether output is paced at the line rate.
-    pub fn is_paced(&self) -> bool {
-        delegate!(self, s => s.is_paced())
-    }
-
-    /// The medium the port transmits on.
-    pub fn medium(&self) -> Medium {
-        delegate!(self, s => s.medium())
-    }
-
-    /// The port's buffer pools (QSR §3.1).
-    pub fn pools(&self) -> &BufferPools {
-        delegate!(self, s => s.pools())
-    }
-
-    /// When the line is booked until by frames already sent.
-    pub fn busy_until(&self) -> Instant {
-        delegate!(self, s => s.busy_until())
-    }
-
-    /// Bytes charged against the non-real-time FIFO's bound.
-    pub fn nrt_queued_bytes(&self) -> usize {
-        delegate!(self, s => s.nrt_queued_bytes())
-    }
-
-    /// The non-real-time FIFO's bound in bytes.
-    pub fn nrt_bound(&self) -> usize {
-        delegate!(self, s => s.nrt_bound())
-    }
-
-    /// Frames queued in the non-real-time FIFO.
-    pub fn nrt_queued(&self) -> usize {
-        delegate!(self, s => s.nrt_queued())
-    }
-
-    /// Frames queued in the control FIFO.
-    pub fn control_queued(&self) -> usize {
-        delegate!(self, s => s.control_queued())
-    }
-
-    /// Frames queued on all reserved flows (O(flows)).
-    pub fn rt_queued_total(&self) -> usize {
-        delegate!(self, s => s.rt_queued_total())
-    }
-
-    /// Frames queued on `flow` (`None` for a stale handle).
-    pub fn rt_queued(&self, flow: FlowHandle) -> Option<usize> {
-        delegate!(self, s => s.rt_queued(flow))
     }
 
     /// The cyclic scheduler's cycle, or the timing wheel's slot length (its unit of time).
     pub fn cycle(&self) -> Duration {
+        self.rt.unit()
+    }
+
+    /// The cyclic scheduler's first cycle boundary after `now` ([`CyclicDiscipline::next_boundary`]);
+    /// `None` for a timing wheel, which has no cycle work.
+    pub fn next_cycle_boundary(&self, now: Instant) -> Option<Instant> {
+        match &self.rt {
+            PortDiscipline::Cyclic(d) => Some(d.next_boundary(now)),
+            PortDiscipline::Wheel(_) => None,
+        }
+    }
+}
+
+impl From<CyclicScheduler> for PortScheduler {
+    fn from(s: CyclicScheduler) -> PortScheduler {
+        Port {
+            core: s.core,
+            rt: PortDiscipline::Cyclic(s.rt),
+        }
+    }
+}
+
+impl From<WheelScheduler> for PortScheduler {
+    fn from(s: WheelScheduler) -> PortScheduler {
+        Port {
+            core: s.core,
+            rt: PortDiscipline::Wheel(s.rt),
+        }
+    }
+}
+
+impl Discipline for PortDiscipline {
+    fn advance(&mut self, now: Instant, stats: &mut SchedStats) {
         match self {
-            PortScheduler::Cyclic(s) => s.cycle(),
-            PortScheduler::Wheel(s) => s.granularity(),
+            PortDiscipline::Cyclic(d) => d.advance(now, stats),
+            PortDiscipline::Wheel(d) => d.advance(now, stats),
         }
     }
 
-    /// The line rate in bit/s.
-    pub fn line_rate_bps(&self) -> u64 {
-        delegate!(self, s => s.line_rate_bps())
+    fn add(&mut self, flow: FlowQueue, core: &PortCore) -> Result<FlowHandle, SchedError> {
+        match self {
+            PortDiscipline::Cyclic(d) => d.add(flow, core),
+            PortDiscipline::Wheel(d) => d.add(flow, core),
+        }
     }
 
-    /// Sum of the flows' reserved rates in bit/s.
-    pub fn reserved_bps(&self) -> u64 {
-        delegate!(self, s => s.reserved_bps())
+    fn remove(&mut self, flow: FlowHandle) -> Option<FlowQueue> {
+        match self {
+            PortDiscipline::Cyclic(d) => d.remove(flow),
+            PortDiscipline::Wheel(d) => d.remove(flow),
+        }
     }
 
-    /// The port's counters.
-    pub fn stats(&self) -> &SchedStats {
-        delegate!(self, s => s.stats())
+    fn on_enqueued(&mut self, flow: FlowHandle) {
+        match self {
+            PortDiscipline::Cyclic(d) => d.on_enqueued(flow),
+            PortDiscipline::Wheel(d) => d.on_enqueued(flow),
+        }
     }
 
-    /// Handles of the reserved flows, in slot order.
-    pub fn connections(&self) -> impl Iterator<Item = FlowHandle> + '_ {
+    fn send(&mut self, now: Instant, buf: &mut [u8], core: &mut PortCore) -> Option<usize> {
+        match self {
+            PortDiscipline::Cyclic(d) => d.send(now, buf, core),
+            PortDiscipline::Wheel(d) => d.send(now, buf, core),
+        }
+    }
+
+    fn due(&self) -> Option<Instant> {
+        match self {
+            PortDiscipline::Cyclic(d) => d.due(),
+            PortDiscipline::Wheel(d) => d.due(),
+        }
+    }
+
+    fn wake(&self) -> Option<Instant> {
+        match self {
+            PortDiscipline::Cyclic(d) => d.wake(),
+            PortDiscipline::Wheel(d) => d.wake(),
+        }
+    }
+
+    fn flow(&self, flow: FlowHandle) -> Option<&FlowQueue> {
+        match self {
+            PortDiscipline::Cyclic(d) => d.flow(flow),
+            PortDiscipline::Wheel(d) => d.flow(flow),
+        }
+    }
+
+    fn flow_mut(&mut self, flow: FlowHandle) -> Option<&mut FlowQueue> {
+        match self {
+            PortDiscipline::Cyclic(d) => d.flow_mut(flow),
+            PortDiscipline::Wheel(d) => d.flow_mut(flow),
+        }
+    }
+
+    fn flows(&self) -> impl Iterator<Item = (FlowHandle, &FlowQueue)> {
         let (cyclic, wheel) = match self {
-            PortScheduler::Cyclic(s) => (Some(s.connections()), None),
-            PortScheduler::Wheel(s) => (None, Some(s.connections())),
+            PortDiscipline::Cyclic(d) => (Some(d.flows()), None),
+            PortDiscipline::Wheel(d) => (None, Some(d.flows())),
         };
         cyclic
             .into_iter()
@@ -149,115 +159,25 @@ impl PortScheduler {
             .chain(wheel.into_iter().flatten())
     }
 
-    /// Number of reserved flows.
-    pub fn connection_count(&self) -> usize {
-        delegate!(self, s => s.connection_count())
+    fn len(&self) -> usize {
+        match self {
+            PortDiscipline::Cyclic(d) => d.len(),
+            PortDiscipline::Wheel(d) => d.len(),
+        }
     }
 
-    /// Counters of `flow` (`None` for a stale handle).
-    pub fn connection_stats(&self, flow: FlowHandle) -> Option<ConnStats> {
-        delegate!(self, s => s.connection_stats(flow))
-    }
-
-    /// Adds a reserved flow (see [`Scheduler::add_flow`]).
-    pub fn add_flow(&mut self, spec: FlowSpec) -> Result<FlowHandle, SchedError> {
-        delegate!(self, s => s.add_flow(spec))
-    }
-
-    /// Removes `flow` (see [`Scheduler::remove_flow`]).
-    pub fn remove_flow(&mut self, flow: FlowHandle) -> Option<ConnStats> {
-        delegate!(self, s => s.remove_flow(flow))
-    }
-
-    /// Queues a copy of `frame` on `flow` (see [`Scheduler::enqueue_flow`]).
-    pub fn enqueue_flow(&mut self, now: Instant, flow: FlowHandle, frame: &[u8]) -> bool {
-        delegate!(self, s => s.enqueue_flow(now, flow, frame))
-    }
-
-    /// Queues a copy of `frame` in the non-real-time FIFO.
-    pub fn enqueue_nrt(&mut self, now: Instant, frame: &[u8]) -> bool {
-        delegate!(self, s => s.enqueue_nrt(now, frame))
-    }
-
-    /// Queues a copy of `frame` in the control FIFO.
-    pub fn enqueue_control(&mut self, now: Instant, frame: &[u8]) -> bool {
-        delegate!(self, s => s.enqueue_control(now, frame))
-    }
-
-    /// The next frame to send at `now` (see [`Scheduler::poll_transmit`]).
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        delegate!(self, s => s.poll_transmit(now, buf))
-    }
-
-    /// The earliest instant at which [`PortScheduler::poll_transmit`] may return a frame.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        delegate!(self, s => s.poll_timeout())
-    }
-}
-
-impl From<CyclicScheduler> for PortScheduler {
-    fn from(s: CyclicScheduler) -> PortScheduler {
-        PortScheduler::Cyclic(s)
-    }
-}
-
-impl From<WheelScheduler> for PortScheduler {
-    fn from(s: WheelScheduler) -> PortScheduler {
-        PortScheduler::Wheel(s)
-    }
-}
-
-impl Scheduler for PortScheduler {
-    type Error = SchedError;
-
-    fn medium(&self) -> Medium {
-        PortScheduler::medium(self)
-    }
-
-    fn add_flow(&mut self, spec: FlowSpec) -> Result<FlowHandle, SchedError> {
-        PortScheduler::add_flow(self, spec)
-    }
-
-    fn remove_flow(&mut self, flow: FlowHandle) -> Option<ConnStats> {
-        PortScheduler::remove_flow(self, flow)
-    }
-
-    fn enqueue_flow(&mut self, now: Instant, flow: FlowHandle, frame: &[u8]) -> bool {
-        PortScheduler::enqueue_flow(self, now, flow, frame)
-    }
-
-    fn enqueue_nrt(&mut self, now: Instant, frame: &[u8]) -> bool {
-        PortScheduler::enqueue_nrt(self, now, frame)
-    }
-
-    fn enqueue_control(&mut self, now: Instant, frame: &[u8]) -> bool {
-        PortScheduler::enqueue_control(self, now, frame)
-    }
-
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        PortScheduler::poll_transmit(self, now, buf)
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        PortScheduler::poll_timeout(self)
-    }
-
-    fn stats(&self) -> &SchedStats {
-        PortScheduler::stats(self)
-    }
-
-    fn flow_stats(&self, flow: FlowHandle) -> Option<ConnStats> {
-        self.connection_stats(flow)
-    }
-
-    fn flows(&self) -> Vec<FlowHandle> {
-        self.connections().collect()
+    fn unit(&self) -> Duration {
+        match self {
+            PortDiscipline::Cyclic(d) => d.unit(),
+            PortDiscipline::Wheel(d) => d.unit(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::egress::sched::{FlowSpec, Scheduler};
 
     #[test]
     fn kind_reads_lowercase_and_both_kinds_delegate() {

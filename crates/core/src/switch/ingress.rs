@@ -17,7 +17,6 @@
 use std::net::Ipv4Addr;
 
 use rtlan_wire::arp;
-use rtlan_wire::cost::wire_bits;
 use rtlan_wire::ethernet::{Address, EtherType, Frame};
 use rtlan_wire::ipv4;
 
@@ -268,18 +267,14 @@ impl Switch {
         };
         buf.copy_from_slice(frame);
         // First-hop policing: a frame beyond the connection's T-SPEC is dropped here, counted,
-        // and never reaches a queue (docs/delay.md).
-        if let Some(id) = Frame::new_checked(&*buf)
-            .ok()
-            .and_then(|f| config.rt.plan.connection_id(&f.dst_addr()))
-        {
-            if !state.table.police(port, id, now, wire_bits(buf.len())) {
-                stats.rt.nonconforming_drops += 1;
-                return;
-            }
-        }
-        let Ok(entry) = rt::forward_entry(buf, port, &state.table, &config.rt.plan, &mut stats.rt)
-        else {
+        // and never reaches a queue (docs/delay.md); later hops find no policer in the entry.
+        let Ok(entry) = rt::forward_policed(
+            buf,
+            port,
+            &mut state.table,
+            &config.rt.plan,
+            (now, &mut stats.rt),
+        ) else {
             return;
         };
         let index = usize::from(entry.out_port.0);

@@ -12,7 +12,9 @@ use proptest::prelude::*;
 use rtlan_wire::cost::tx_time;
 
 use super::*;
-use crate::egress::pool::PoolConfig;
+use crate::egress::pool::{PoolConfig, TrafficClass};
+use crate::egress::sched::{ConnStats, FlowSpec};
+use crate::node::Medium;
 use crate::time::Instant;
 
 /// Key written into non-real-time test frames.

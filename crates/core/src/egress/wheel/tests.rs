@@ -11,7 +11,10 @@ use rtlan_wire::cost::{tx_time, wire_bits};
 
 use super::*;
 use crate::egress::bucket::TokenBucket;
+use crate::egress::pool::TrafficClass;
+use crate::egress::sched::{FlowSpec, Scheduler};
 use crate::egress::{CONTROL_RATE_DIVISOR, DEFAULT_CONTROL_BURST_BYTES};
+use crate::node::Medium;
 
 const NRT: u32 = u32::MAX;
 const CONTROL: u32 = u32::MAX - 1;
@@ -665,6 +668,7 @@ proptest! {
         let mine: Vec<&Sent> = sent.iter().filter(|x| x.key == 1).collect();
         prop_assert_eq!(mine.len(), arrivals.len());
         let trace: Vec<(u64, u64)> = s
+            .rt
             .trace
             .iter()
             .filter(|&&(slot, _, _)| slot as usize == f.slot())
@@ -718,11 +722,11 @@ fn unpaced_media_are_not_paced_but_still_regulated() {
 #[test]
 fn storage_grows_with_the_flows_added() {
     let mut s = wheel(SchedConfig::new(LINE));
-    assert_eq!(s.ready.capacity(), 0);
+    assert_eq!(s.rt.ready.capacity(), 0);
     for _ in 0..3 {
         s.add_flow(spec(1_000_000, 100)).expect("fits");
     }
-    assert!(s.ready.capacity() >= 3 && s.ready.capacity() < 64);
+    assert!(s.rt.ready.capacity() >= 3 && s.rt.ready.capacity() < 64);
 }
 
 /// A driver that wakes late can make a reserved frame miss its deadline; the miss is counted,

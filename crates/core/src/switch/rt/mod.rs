@@ -52,6 +52,15 @@ pub enum RtDrop {
     /// truncated IPv4/UDP/TCP header).
     #[error("cannot rewrite destination IP: {0}")]
     Rewrite(rtlan_wire::Error),
+    /// At the first switch, the frame does not conform to its connection's T-SPEC
+    /// ([`forward_policed`]); also counted for the connection.
+    #[error("non-conforming frame on connection {id:#06x} from port {port:?}")]
+    NonConforming {
+        /// The input port.
+        port: PortId,
+        /// The connection id the frame carried.
+        id: u16,
+    },
 }
 
 /// Counters of the real-time data path and admission (all monotonic).
@@ -91,6 +100,7 @@ impl RtStats {
             RtDrop::Malformed(_) | RtDrop::NotRealTime => self.malformed_drops += 1,
             RtDrop::UnknownId { .. } => self.unknown_id_drops += 1,
             RtDrop::Rewrite(_) => self.rewrite_drops += 1,
+            RtDrop::NonConforming { .. } => self.nonconforming_drops += 1,
         }
     }
 }
@@ -129,6 +139,48 @@ pub fn forward_entry<'t>(
     result
 }
 
+/// [`forward_entry`] with first-hop policing (`police`, `docs/delay.md`): the one lookup of the
+/// connection's entry also finds its policer, which only a first-hop entry has
+/// ([`RtEntry::policer`]), so a later hop pays nothing for policing. A frame beyond the T-SPEC
+/// is dropped unchanged before any rewrite, counted for the connection
+/// ([`RtEntry::nonconforming`]) and in [`RtStats::nonconforming_drops`]; every other outcome is
+/// [`forward_entry`]'s.
+pub fn forward_policed<'t>(
+    frame: &mut [u8],
+    in_port: PortId,
+    table: &'t mut ConnectionTable,
+    plan: &ProxyMacPlan,
+    (now, stats): (crate::time::Instant, &mut RtStats),
+) -> Result<&'t RtEntry, RtDrop> {
+    let result = connection_id(frame, plan).and_then(|id| {
+        let entry = table
+            .lookup_mut(in_port, id)
+            .ok_or(RtDrop::UnknownId { port: in_port, id })?;
+        if let Some(policer) = &mut entry.policer {
+            let bits = rtlan_wire::cost::wire_bits(frame.len());
+            if !policer.conforms(now, bits) {
+                entry.nonconforming += 1;
+                return Err(RtDrop::NonConforming { port: in_port, id });
+            }
+        }
+        let entry = &*entry;
+        rewrite(frame, entry, plan, stats).map(|()| entry)
+    });
+    match &result {
+        Ok(_) => stats.forwarded += 1,
+        Err(drop) => stats.count_drop(drop),
+    }
+    result
+}
+
+/// The connection id a real-time frame carries in its destination MAC.
+fn connection_id(frame: &[u8], plan: &ProxyMacPlan) -> Result<u16, RtDrop> {
+    let dst = Frame::new_checked(frame)
+        .map_err(RtDrop::Malformed)?
+        .dst_addr();
+    plan.connection_id(&dst).ok_or(RtDrop::NotRealTime)
+}
+
 fn forward_inner<'t>(
     frame: &mut [u8],
     in_port: PortId,
@@ -136,13 +188,22 @@ fn forward_inner<'t>(
     plan: &ProxyMacPlan,
     stats: &mut RtStats,
 ) -> Result<&'t RtEntry, RtDrop> {
-    let dst = Frame::new_checked(&*frame)
-        .map_err(RtDrop::Malformed)?
-        .dst_addr();
-    let id = plan.connection_id(&dst).ok_or(RtDrop::NotRealTime)?;
+    let id = connection_id(frame, plan)?;
     let entry = table
         .lookup(in_port, id)
         .ok_or(RtDrop::UnknownId { port: in_port, id })?;
+    rewrite(frame, entry, plan, stats)?;
+    Ok(entry)
+}
+
+/// Rewrites `frame` for `entry` (EtheReal §3.3: IP at the first switch, then the id or the
+/// receiver's MAC); on error the frame is unchanged.
+fn rewrite(
+    frame: &mut [u8],
+    entry: &RtEntry,
+    plan: &ProxyMacPlan,
+    stats: &mut RtStats,
+) -> Result<(), RtDrop> {
     // The IP rewrite first: it leaves the buffer unchanged when it fails.
     if let Some(receiver_ip) = entry.receiver_ip {
         rtlan_wire::rewrite::frame_ipv4_dst(frame, receiver_ip).map_err(RtDrop::Rewrite)?;
@@ -158,7 +219,7 @@ fn forward_inner<'t>(
             plan.mac_for(entry.out_id)
         }
     };
-    // new_checked above succeeded on the same buffer, so the header is present.
+    // `connection_id` parsed the same buffer, so the header is present.
     Frame::new_unchecked(&mut *frame).set_dst_addr(new_dst);
-    Ok(entry)
+    Ok(())
 }

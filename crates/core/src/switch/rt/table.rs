@@ -76,7 +76,8 @@ pub struct RtEntry {
     /// part): set once the scheduler accepted the flow, so a data frame is queued by handle,
     /// without a second lookup.
     pub flow: Option<FlowHandle>,
-    /// The first-hop policer (`Some` only at the first switch, with `receiver_ip`).
+    /// The first-hop policer (`Some` only at the first switch, with `receiver_ip`): the flag
+    /// that makes only first-hop frames policed ([`super::forward_policed`]).
     pub policer: Option<super::Policer>,
     /// Frames the policer dropped as non-conforming.
     pub nonconforming: u64,
@@ -178,41 +179,21 @@ impl ConnectionTable {
         self.slots.get(self.slot(in_port, in_id)?)?.as_ref()
     }
 
+    /// The entry of the connection arriving on `in_port` with id `in_id`, to update in place.
+    pub(crate) fn lookup_mut(&mut self, in_port: PortId, in_id: u16) -> Option<&mut RtEntry> {
+        let slot = self.slot(in_port, in_id)?;
+        self.slots.get_mut(slot)?.as_mut()
+    }
+
     /// Records the scheduler flow of the connection arriving on `in_port` with id `in_id`;
     /// `false` if there is no such connection.
     pub fn set_flow(&mut self, in_port: PortId, in_id: u16, flow: FlowHandle) -> bool {
-        let slot = self.slot(in_port, in_id);
-        match slot.and_then(|slot| self.slots.get_mut(slot)?.as_mut()) {
+        match self.lookup_mut(in_port, in_id) {
             Some(entry) => {
                 entry.flow = Some(flow);
                 true
             }
             None => false,
-        }
-    }
-
-    /// Polices a frame of `bits` wire bits on the connection arriving on `in_port` with id
-    /// `in_id` (first-hop policing, `super::police`): `true` if it conforms or the connection
-    /// is not policed here (or unknown: the data path drops those anyway).
-    pub fn police(
-        &mut self,
-        in_port: PortId,
-        in_id: u16,
-        now: crate::time::Instant,
-        bits: u64,
-    ) -> bool {
-        let slot = self.slot(in_port, in_id);
-        let Some(entry) = slot.and_then(|slot| self.slots.get_mut(slot)?.as_mut()) else {
-            return true;
-        };
-        let Some(policer) = &mut entry.policer else {
-            return true;
-        };
-        if policer.conforms(now, bits) {
-            true
-        } else {
-            entry.nonconforming += 1;
-            false
         }
     }
 

@@ -236,6 +236,71 @@ fn unknown_or_forged_ids_are_dropped_and_counted() {
     assert_eq!(stats.forwarded, 0);
 }
 
+/// Only a first-hop entry polices: its frames beyond the T-SPEC are dropped unchanged and counted
+/// exactly (per connection and in the stats, never as forwarded or rewritten); a later hop's entry
+/// has no policer, so the same burst passes it whole.
+#[test]
+fn only_first_hop_entries_police_and_count_exactly() {
+    let plan = ProxyMacPlan::default();
+    let mut table = ConnectionTable::new(4);
+    let mut first = entry(3, 0x0778, 1);
+    first.receiver_ip = Some(RECEIVER_IP);
+    let frame = udp_frame(&plan, 0x0309, PROXY_IP, false);
+    let bits = rtlan_wire::cost::wire_bits(frame.len());
+    // Room for two frames, refilled at 1 bit/s: the third of a burst does not conform.
+    first.policer = Some(Policer::new(1, 2 * bits, crate::time::Instant::ZERO));
+    table.insert(PortId(0), 0x0309, first).unwrap();
+    table
+        .insert(PortId(1), 0x0309, entry(2, 0x0555, 2))
+        .unwrap();
+    let mut stats = RtStats::default();
+    let now = crate::time::Instant::ZERO;
+    let mut outcomes = Vec::new();
+    for _ in 0..5 {
+        let mut f = frame.clone();
+        let result = forward_policed(&mut f, PortId(0), &mut table, &plan, (now, &mut stats));
+        match result.map(|e| e.out_port) {
+            Ok(out) => outcomes.push(Ok(out)),
+            Err(drop) => {
+                assert_eq!(f, frame, "a non-conforming frame is dropped unchanged");
+                outcomes.push(Err(drop));
+            }
+        }
+    }
+    let drop = Err(RtDrop::NonConforming {
+        port: PortId(0),
+        id: 0x0309,
+    });
+    assert_eq!(
+        outcomes,
+        vec![Ok(PortId(3)), Ok(PortId(3)), drop, drop, drop]
+    );
+    assert_eq!(table.lookup(PortId(0), 0x0309).unwrap().nonconforming, 3);
+    assert_eq!(
+        (
+            stats.forwarded,
+            stats.nonconforming_drops,
+            stats.ip_rewrites
+        ),
+        (2, 3, 2)
+    );
+    // The later hop (no policer in its entry) forwards the whole burst.
+    for _ in 0..5 {
+        let mut f = frame.clone();
+        let out = forward_policed(&mut f, PortId(1), &mut table, &plan, (now, &mut stats));
+        assert_eq!(out.map(|e| e.out_port), Ok(PortId(2)));
+    }
+    assert_eq!(table.lookup(PortId(1), 0x0309).unwrap().nonconforming, 0);
+    assert_eq!((stats.forwarded, stats.nonconforming_drops), (7, 3));
+    // Unknown ids and malformed frames are counted as before, not as non-conforming.
+    let mut f = udp_frame(&plan, 0x030a, PROXY_IP, false);
+    assert!(matches!(
+        forward_policed(&mut f, PortId(0), &mut table, &plan, (now, &mut stats)),
+        Err(RtDrop::UnknownId { .. })
+    ));
+    assert_eq!((stats.unknown_id_drops, stats.nonconforming_drops), (1, 3));
+}
+
 #[test]
 fn first_switch_drops_non_ipv4_unchanged() {
     let plan = ProxyMacPlan::default();
