@@ -276,6 +276,9 @@ pub struct ManagerRequest {
     /// The host's term in the bound, µs (`both`: the same `host_delay` the SETUP starts its
     /// latency with); `None` = the manager's default `t_os`.
     pub host_delay_us: Option<u64>,
+    /// Whether the connection is also set up per hop through rtlan switches (`both`): the
+    /// manager then books it with the switches' own service curves (`admit_per_hop`).
+    pub per_hop: bool,
 }
 
 /// The bandwidth manager's answer to [`Action::ManagerAdmit`].

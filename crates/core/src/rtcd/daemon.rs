@@ -407,6 +407,7 @@ impl Rtcd {
                 // must too. Central-only keeps the manager's own `t_os` (Löser/Härtig §3.2).
                 host_delay_us: (admission == Admission::Both)
                     .then(|| self.config.host_delay_ns() / 1000),
+                per_hop: admission == Admission::Both,
             };
             self.actions.push_back(Action::ManagerAdmit {
                 conn: handle,

@@ -164,7 +164,14 @@ impl Worker {
         while let Ok(job) = jobs.recv() {
             match job {
                 Job::Admit(handle, req) => {
-                    let answer = match self.request(&Op::Admit(conn_spec(&req))) {
+                    // Under `both` the switches set the connection up too: the manager books it
+                    // with their service curves (docs/bwm.md § rtlan real-time switches).
+                    let op = if req.per_hop {
+                        Op::AdmitPerHop(conn_spec(&req))
+                    } else {
+                        Op::Admit(conn_spec(&req))
+                    };
+                    let answer = match self.request(&op) {
                         Ok(resp) => answer_of(&resp),
                         Err(e) => ManagerAnswer::Unreachable(e.to_string()),
                     };
@@ -336,6 +343,7 @@ mod tests {
             burst_bytes: 51_514,
             delay_us: Some(9_500),
             host_delay_us: Some(2_000),
+            per_hop: true,
         });
         assert_eq!(
             (spec.src.as_str(), spec.dst.as_str()),
@@ -362,6 +370,7 @@ mod tests {
             burst_bytes: 64,
             delay_us: None,
             host_delay_us: None,
+            per_hop: false,
         };
         assert!(link.admit(ConnHandle(4), req));
         let deadline = std::time::Instant::now() + Duration::from_secs(5);

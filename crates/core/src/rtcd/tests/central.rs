@@ -71,6 +71,7 @@ fn central_only_asks_the_manager_and_sends_plainly_to_the_receiver() {
             delay_us: Some(9_500),
             // Central-only: the manager's own t_os stands for the host.
             host_delay_us: None,
+            per_hop: false,
         }
     );
     // Phase admitting in the list, the rate counts against the local cap meanwhile.
@@ -210,6 +211,7 @@ fn both_books_centrally_then_sets_up_per_hop() {
     let (conn, request) = asked(&drain(&mut d));
     // The manager's bound starts with the same host term as the switches'.
     assert_eq!(request.host_delay_us, Some(2_000));
+    assert!(request.per_hop, "booked with the switches' curves");
     d.handle_manager_answer(ms(2), conn, admitted(40));
     let setup = sent(&drain(&mut d))
         .pop()
