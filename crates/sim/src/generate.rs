@@ -47,6 +47,7 @@ pub(crate) struct RawGenerate {
     flood_kind: Option<Spanned<String>>,
     greedy: Option<u32>,
     reserved_burst: Option<Spanned<u32>>,
+    host_delay: Option<Spanned<String>>,
 }
 
 /// The parameters of a generated leaf–spine scenario.
@@ -93,6 +94,10 @@ pub struct LeafSpine {
     /// the common grid of phase 0 (all aligned), its bucket exactly those `k` frames' wire
     /// bytes; `None`: constant rate with a two-frame bucket.
     pub reserved_burst: Option<u32>,
+    /// `host_delay` of every generated host (its daemon's term in every bound, `docs/delay.md`
+    /// § "The host's term"), as written; `None` = the daemon's default (2 ms). It must cover the
+    /// host's own connections, or the daemon refuses the ones that do not fit.
+    pub host_delay: Option<String>,
 }
 
 impl LeafSpine {
@@ -149,6 +154,13 @@ impl LeafSpine {
             }
             None => None,
         };
+        let host_delay = match &r.host_delay {
+            Some(v) => {
+                src.duration(v, "host_delay")?;
+                Some(v.get_ref().clone())
+            }
+            None => None,
+        };
         let flood_kind = match &r.flood_kind {
             None => SourceKind::Poisson,
             Some(v) if v.get_ref() == "poisson" => SourceKind::Poisson,
@@ -160,6 +172,7 @@ impl LeafSpine {
         Ok(LeafSpine {
             scheduler,
             lateness_budget,
+            host_delay,
             flood_kind,
             greedy: r.greedy.unwrap_or(0),
             reserved_burst: match &r.reserved_burst {
@@ -194,8 +207,12 @@ impl LeafSpine {
     /// The topology tables (`[[host]]`, `[[switch]]`, `[[link]]`) of the network.
     pub fn topology_text(&self) -> String {
         let mut t = String::new();
+        let host_options = match &self.host_delay {
+            Some(d) => format!("host_delay = \"{d}\"\n"),
+            None => String::new(),
+        };
         for h in 1..=self.host_count() {
-            let _ = writeln!(t, "[[host]]\nname = \"h{h}\"\n");
+            let _ = writeln!(t, "[[host]]\nname = \"h{h}\"\n{host_options}");
         }
         let mut options = String::new();
         if let Some(s) = &self.scheduler {

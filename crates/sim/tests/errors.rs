@@ -113,9 +113,9 @@ fn burst_sources_are_checked_where_they_are_written() {
 
 const GENERATE: &str = "[sim]\nduration = \"1s\"\n\n[generate]\nkind = \"leaf-spine\"\nleaves = 2\nhosts_per_leaf = 2\nspines = 1\nhost_rate = \"100mbit\"\nleaf_rate = \"1gbit\"\nspine_rate = \"1gbit\"\nreserved = 4\nreserved_size = 200\nfloods = 1\n";
 
-/// The generator's scheduler, flood kind and burst options are checked where they are written,
-/// and do what they say: switch options on every switch, aligned burst sources whose bucket
-/// holds the whole burst, greedy sources after the rest.
+/// The generator's scheduler, flood kind, burst and host-delay options are checked where they are
+/// written, and do what they say: switch options on every switch, `host_delay` on every host,
+/// aligned burst sources whose bucket holds the whole burst, greedy sources after the rest.
 #[test]
 fn generator_options_are_checked_and_applied() {
     let e = error(&format!("{GENERATE}scheduler = \"fifo\"\n"));
@@ -124,12 +124,24 @@ fn generator_options_are_checked_and_applied() {
     assert!(e.starts_with("bad.toml:15:14:"), "{e}");
     let e = error(&format!("{GENERATE}reserved_burst = 0\n"));
     assert!(e.starts_with("bad.toml:15:18:"), "{e}");
+    let e = error(&format!("{GENERATE}host_delay = \"soon\"\n"));
+    assert!(e.starts_with("bad.toml:15:14:"), "{e}");
+    assert!(e.contains("host_delay"), "{e}");
 
     let plain = common::parse(GENERATE);
     let text = format!(
-        "{GENERATE}scheduler = \"wheel\"\nlateness_budget = \"0us\"\nreserved_burst = 3\nflood_kind = \"constant\"\ngreedy = 2\n"
+        "{GENERATE}scheduler = \"wheel\"\nlateness_budget = \"0us\"\nreserved_burst = 3\nflood_kind = \"constant\"\ngreedy = 2\nhost_delay = \"124us\"\n"
     );
     let s = common::parse(&text);
+    for h in &s.topology.hosts {
+        assert_eq!(
+            h.host_delay,
+            Some(std::time::Duration::from_micros(124)),
+            "{}",
+            h.name
+        );
+    }
+    assert!(plain.topology.hosts.iter().all(|h| h.host_delay.is_none()));
     for sw in &s.topology.switches {
         let rtlan_topology::SwitchKind::Rtlan(o) = &sw.kind else {
             panic!("{} is not rtlan", sw.name);
