@@ -388,23 +388,36 @@ fn both_books_at_the_manager_then_per_hop_through_rtlan() {
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
     let lab = up_file("default.toml", "cb");
     let (a_ip, c_ip) = (ip(&lab, "a"), ip(&lab, "c"));
-    // The manager believes every link carries 30 Mbit/s, so it refuses what the switch (100
-    // Mbit/s links, 60 % real-time cap) would admit: a refusal proves the manager was asked.
-    let text = netfile(&lab, &["a", "b", "c"], 30, "256KiB", "");
+    // The manager's network describes s1 as what it is, an rtlan switch with the default
+    // (cyclic) scheduler and 100 Mbit/s links, so the manager books with the switch's own
+    // service curves and its bound must equal the switch's (docs/bwm.md, docs/delay.md §6).
+    let mut text = "[[switch]]\nname = \"s1\"\nscheduler = \"cyclic\"\n".to_string();
+    for h in ["a", "b", "c"] {
+        text.push_str(&format!(
+            "[[host]]\nname = \"{h}\"\nip = \"{}\"\n[[link]]\nends = [\"{h}\", \"s1\"]\nrate = \"100mbit\"\n",
+            ip(&lab, h)
+        ));
+    }
     let manager = format!("{a_ip}:7470");
     let bwm = start_bwm(&lab, &text, &manager, &[]);
     let both = format!("admission = \"both\"\nmanager = \"{manager}\"");
     let db = Daemon::start_with_config(&lab, "b", &both);
     let to_c = format!("{c_ip}:5004");
 
-    let o = reserve(&lab, "b", &to_c, &["--rate", "40mbit"]);
-    assert!(
-        !o.status.success(),
-        "the manager's 30 Mbit/s links refuse 40"
+    // Within the host's 60 Mbit/s of frames, but 100-byte frames cost 124 bytes on the wire:
+    // 62 Mbit/s of wire, whose cycle work (quota + one frame per 10 ms cycle) is above the cyclic
+    // port's budget U·C·T — which the manager books exactly as the switch does, so it refuses
+    // first and no SETUP goes out.
+    let o = reserve(
+        &lab,
+        "b",
+        &to_c,
+        &["--rate", "50mbit", "--max-packet", "100"],
     );
+    assert!(!o.status.success(), "62 Mbit/s of wire is above the cap");
     let e = stderr(&o);
     assert!(
-        e.contains("manager_refused") && e.contains("capacity"),
+        e.contains("manager_refused") && e.contains("cycle_work"),
         "{e}"
     );
     assert!(
@@ -441,6 +454,9 @@ fn both_books_at_the_manager_then_per_hop_through_rtlan() {
         connections(&lab, "s1").len() == 1
     });
     assert!(open, "the switch holds the connection");
+    let held_bookings = guaranteed(&lab, &manager);
+    assert_eq!(held_bookings.len(), 1, "{held_bookings:?}");
+    let manager_bound = held_bookings[0]["delay_bound_us"].as_u64();
     let (out, ok) = held.finish(Duration::from_secs(10)).expect("reserve ends");
     assert!(ok, "reserve failed: {out}");
     let v: Value = serde_json::from_str(out.trim()).expect("reserve prints JSON");
@@ -451,8 +467,15 @@ fn both_books_at_the_manager_then_per_hop_through_rtlan() {
         "{v}"
     );
     assert!(v["proxy_mac"].is_string(), "{v}");
-    assert!(v["delay_bound_us"].as_u64().is_some_and(|b| b > 0), "{v}");
-    // Released on both sides: 25 Mbit/s fits the manager's 30 again, the switch table is empty.
+    // The daemon reports the larger of the switch's BOUND and the manager's bound; the manager
+    // listed its own while the booking was held — the two agree.
+    let bound = v["delay_bound_us"].as_u64().expect("a bound");
+    assert_eq!(
+        Some(bound),
+        manager_bound,
+        "the daemon's bound is the manager's"
+    );
+    // Released on both sides: the switch table is empty and a new connection is admitted.
     let (gone, _) = wait_until(Duration::from_secs(5), || {
         connections(&lab, "s1").is_empty()
     });
