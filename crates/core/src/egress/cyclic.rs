@@ -181,17 +181,6 @@ impl Port<CyclicDiscipline> {
     }
 }
 
-impl CyclicDiscipline {
-    /// The first cycle boundary after `now` (whether or not a call has processed the ones
-    /// before): until then, a connection removed at `now` may already have been served its
-    /// cycle work in the current cycle.
-    pub fn next_boundary(&self, now: Instant) -> Instant {
-        let elapsed = (now - self.epoch).as_nanos();
-        let index = u64::try_from(elapsed / u128::from(self.cycle_ns)).unwrap_or(u64::MAX);
-        self.epoch + Duration::from_nanos(index.saturating_add(1).saturating_mul(self.cycle_ns))
-    }
-}
-
 impl Discipline for CyclicDiscipline {
     /// Processes the cycle boundaries up to `now` (O(backlogged connections)): every listed
     /// connection is refreshed here, so its carry is capped at every boundary, and the ones waiting

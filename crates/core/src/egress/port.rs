@@ -55,15 +55,6 @@ impl Port<PortDiscipline> {
     pub fn cycle(&self) -> Duration {
         self.rt.unit()
     }
-
-    /// The cyclic scheduler's first cycle boundary after `now` ([`CyclicDiscipline::next_boundary`]);
-    /// `None` for a timing wheel, which has no cycle work.
-    pub fn next_cycle_boundary(&self, now: Instant) -> Option<Instant> {
-        match &self.rt {
-            PortDiscipline::Cyclic(d) => Some(d.next_boundary(now)),
-            PortDiscipline::Wheel(_) => None,
-        }
-    }
 }
 
 impl From<CyclicScheduler> for PortScheduler {

@@ -198,7 +198,6 @@ impl Switch {
         };
         job.terms = Some(terms);
         let rt_bytes = terms.queue_bytes;
-        self.rt.admission.expire_work_holds(now);
         let booking =
             match self
                 .rt

@@ -70,26 +70,18 @@ impl Switch {
         self.rt.answers.remove(&entry.request);
         let downstream = entry.receiver_mac.is_none();
         let mut hop = 0;
-        let mut boundary = None;
         if let (Some(port), Some(flow)) = (
             self.ports.get_mut(usize::from(entry.out_port.0)),
             entry.flow,
         ) {
             // Frames still queued are dropped and counted in the scheduler's stats.
             port.sched.remove_flow(flow);
-            // The connection may have been served its cycle work in this cycle already.
-            boundary = port.sched.next_cycle_boundary(now);
         }
         if let Some(held) = self.rt.held.remove(&key) {
             hop = held.hop;
             self.adjust_ingress(key.0, held.booking.wire_rate_bps, false);
             let out_id = downstream.then_some(entry.out_id);
-            let work = held.booking.cycle_work_bits;
             self.release_held(entry.out_port, out_id, held.booking, held.rt_bytes);
-            if let Some(boundary) = boundary {
-                // Admission sees the work freed only after the boundary (docs/calculus.md).
-                self.rt.admission.hold_work(entry.out_port, work, boundary);
-            }
         }
         if down && downstream {
             self.send_teardown(now, entry.out_port, entry.out_id, hop);

@@ -19,15 +19,6 @@
 //!
 //! A refusal books nothing; releasing what upstream hops booked is the signalling layer's job,
 //! which calls [`Admission::release`] with their bookings.
-//!
-//! **Released cycle work is held to the next cycle boundary.** A cyclic port's connection may
-//! already have sent its whole cycle work `w = Q + L` when it is torn down mid-cycle, and a
-//! connection added in the same cycle starts with a full quota; if admission reused the released
-//! work at once, that cycle could carry more than `U·C·T` — which the cyclic service curve
-//! (`docs/calculus.md`) assumes never happens. So the teardown path hands the released work to
-//! [`Admission::hold_work`] with the port's next cycle boundary, and it counts against the
-//! port's budget until [`Admission::expire_work_holds`] is called at or after that boundary
-//! (the switch does so before every booking).
 
 use std::time::Duration;
 
@@ -36,7 +27,6 @@ use rtlan_wire::control::FailReason;
 use rtlan_wire::cost::wire_bytes;
 
 use crate::switch::PortId;
-use crate::time::Instant;
 
 /// EtheReal §3.3: real-time reservations may use at most 60 % of a link.
 pub const DEFAULT_RT_CAP_PERCENT: u8 = 60;
@@ -241,9 +231,6 @@ pub struct Admission {
     limits: SwitchLimits,
     usage: SwitchUsage,
     refusals: u64,
-    /// Released cycle work still counted against its port's budget: (port, cycle boundary it is
-    /// held until, wire bits). Short: one entry per teardown since the last expiry.
-    work_holds: Vec<(PortId, Instant, u64)>,
 }
 
 impl Admission {
@@ -277,7 +264,6 @@ impl Admission {
             },
             limits,
             refusals: 0,
-            work_holds: Vec::new(),
         }
     }
 
@@ -361,9 +347,7 @@ impl Admission {
         let Some(limit) = budget.work_budget_bits else {
             return Ok(());
         };
-        let available = limit
-            .saturating_sub(budget.work_booked_bits)
-            .saturating_sub(self.work_held_bits(port));
+        let available = limit.saturating_sub(budget.work_booked_bits);
         if bits > available {
             return Err(AdmissionError::CycleWork {
                 port,
@@ -418,28 +402,6 @@ impl Admission {
             });
         }
         Ok(())
-    }
-
-    /// Keeps `bits` of cycle work that was just released on `port` counted against the port's
-    /// cycle-work budget until `boundary`, the port's next cycle boundary (see the module docs).
-    pub fn hold_work(&mut self, port: PortId, bits: u64, boundary: Instant) {
-        if bits > 0 {
-            self.work_holds.push((port, boundary, bits));
-        }
-    }
-
-    /// Frees the held cycle work whose boundary is at or before `now`.
-    pub fn expire_work_holds(&mut self, now: Instant) {
-        self.work_holds.retain(|&(_, boundary, _)| boundary > now);
-    }
-
-    /// Cycle work held on `port` (released, not yet past its boundary as of the last expiry).
-    pub fn work_held_bits(&self, port: PortId) -> u64 {
-        self.work_holds
-            .iter()
-            .filter(|(p, _, _)| *p == port)
-            .map(|(_, _, bits)| bits)
-            .sum()
     }
 
     /// Gives back everything `booking` holds.

@@ -352,52 +352,6 @@ fn teardown_clears_every_hop() {
     assert_eq!(net.sw(s1).stats().signal.teardown_rx, teardowns);
 }
 
-/// A connection torn down mid-cycle may already have been served its cycle work in that cycle,
-/// so admission holds the released work until the port's next cycle boundary: a connection
-/// asking for it in the same cycle is refused, and admitted after the boundary. Without the hold
-/// the second connection would start with a full quota in the cycle the first one already used,
-/// and the port would carry more than `U·C·T` in it (docs/calculus.md).
-#[test]
-fn released_cycle_work_is_held_until_the_next_cycle_boundary() {
-    let (mut net, a, s, b) = one_switch();
-    let ip_b = net.h(b).ip;
-    let out = PortId(1);
-    let budget = net.sw(s).admission().port(out).unwrap().work_budget_bits;
-    let budget = budget.expect("a cyclic port has a cycle-work budget");
-    // One connection takes most of the budget (its bandwidth is within the 60 % cap).
-    let rate = 55_000_000;
-    net.request(a, open(ip_b, rate));
-    net.run_for(Duration::from_millis(50));
-    let (conn, ..) = opened(&net, a);
-    let work = net.sw(s).admission().port(out).unwrap().work_booked_bits;
-    assert!(work <= budget && 2 * work > budget, "{work} of {budget}");
-    // Close and reopen early in a cycle (cycle 0 started at the switch's creation, 0 s).
-    let cycle = net.sw(s).scheduler(out).unwrap().cycle();
-    let cycle_ns = u64::try_from(cycle.as_nanos()).unwrap();
-    let next = (net.now.as_nanos() / cycle_ns + 1) * cycle_ns;
-    net.run_until(Instant::from_nanos(next + 100_000));
-    net.request(a, Request::Close { conn });
-    net.request(a, open(ip_b, rate));
-    net.run_for(Duration::from_millis(1));
-    assert!(
-        matches!(net.h(a).replies.last(), Some(Reply::Failed { .. })),
-        "same cycle: refused, got {:?}",
-        net.h(a).replies.last()
-    );
-    let adm = net.sw(s).admission();
-    assert_eq!(adm.port(out).unwrap().work_booked_bits, 0, "released");
-    assert_eq!(adm.work_held_bits(out), work, "held until the boundary");
-    assert!(net.sw(s).connections().is_empty());
-    // After the boundary the work is free again.
-    net.run_until(Instant::from_nanos(next + cycle_ns + 100_000));
-    net.request(a, open(ip_b, rate));
-    net.run_for(Duration::from_millis(1));
-    opened(&net, a);
-    let adm = net.sw(s).admission();
-    assert_eq!(adm.work_held_bits(out), 0);
-    assert_eq!(adm.port(out).unwrap().work_booked_bits, work);
-}
-
 #[test]
 fn forged_id_from_another_port_is_dropped_and_counted() {
     let (mut net, [a, b, c], [_, s2, _]) = chain(RATE);
