@@ -29,6 +29,7 @@ fn topology() -> Topology {
             link("c", "s2"),
         ],
         hosts: Vec::new(),
+        rtlan: Vec::new(),
     }
 }
 
