@@ -97,6 +97,19 @@ impl Locator<'_> {
         }
     }
 
+    /// Option `option`'s duration text `value` (units.md), an error at its location if bad.
+    fn duration(
+        &self,
+        value: &Spanned<String>,
+        option: &'static str,
+    ) -> Result<std::time::Duration, TopologyError> {
+        parse_duration(value.get_ref()).map_err(|e| TopologyError::BadOption {
+            at: self.at(&value.span()),
+            option,
+            reason: e.to_string(),
+        })
+    }
+
     pub(crate) fn line(&self, span: &Range<usize>) -> usize {
         self.at(span).line
     }
@@ -326,16 +339,11 @@ pub(super) fn parse(
                 (Ipv4Addr::UNSPECIFIED, 16)
             }
         };
-        let host_delay = match &h.host_delay {
-            None => None,
-            Some(v) => Some(
-                parse_duration(v.get_ref()).map_err(|e| TopologyError::BadOption {
-                    at: loc.at(&v.span()),
-                    option: "host_delay",
-                    reason: e.to_string(),
-                })?,
-            ),
-        };
+        let host_delay = h
+            .host_delay
+            .as_ref()
+            .map(|v| loc.duration(v, "host_delay"))
+            .transpose()?;
         hosts.push(Host {
             name: h.name.get_ref().clone(),
             ip,
@@ -396,16 +404,11 @@ fn resolve_switch(
     profile: Profile,
 ) -> Result<(Switch, bool), TopologyError> {
     let name = s.name.get_ref().clone();
-    let t_mux = match &s.t_mux {
-        Some(v) => Some(
-            parse_duration(v.get_ref()).map_err(|e| TopologyError::BadOption {
-                at: loc.at(&v.span()),
-                option: "t_mux",
-                reason: e.to_string(),
-            })?,
-        ),
-        None => None,
-    };
+    let t_mux = s
+        .t_mux
+        .as_ref()
+        .map(|v| loc.duration(v, "t_mux"))
+        .transpose()?;
     let buffer_bytes = match &s.buffer {
         Some(v) => Some(
             parse_size(v.get_ref()).map_err(|e| TopologyError::BadOption {
@@ -507,11 +510,7 @@ fn resolve_switch(
     let cycle_time = match &s.cycle_time {
         None => None,
         Some(v) => {
-            let d = parse_duration(v.get_ref()).map_err(|e| TopologyError::BadOption {
-                at: loc.at(&v.span()),
-                option: "cycle_time",
-                reason: e.to_string(),
-            })?;
+            let d = loc.duration(v, "cycle_time")?;
             if d.is_zero() {
                 return Err(TopologyError::BadOption {
                     at: loc.at(&v.span()),
@@ -536,16 +535,11 @@ fn resolve_switch(
             }
         }),
     };
-    let lateness_budget = match &s.lateness_budget {
-        None => None,
-        Some(v) => Some(
-            parse_duration(v.get_ref()).map_err(|e| TopologyError::BadOption {
-                at: loc.at(&v.span()),
-                option: "lateness_budget",
-                reason: e.to_string(),
-            })?,
-        ),
-    };
+    let lateness_budget = s
+        .lateness_budget
+        .as_ref()
+        .map(|v| loc.duration(v, "lateness_budget"))
+        .transpose()?;
     let nrt_queue_bytes = match &s.nrt_queue_bytes {
         Some(v) if *v.get_ref() == 0 => {
             return Err(TopologyError::BadOption {
@@ -760,11 +754,7 @@ fn resolve_links(
         };
         let delay = match &l.delay {
             None => std::time::Duration::ZERO,
-            Some(d) => parse_duration(d.get_ref()).map_err(|e| TopologyError::BadOption {
-                at: loc.at(&d.span()),
-                option: "delay",
-                reason: e.to_string(),
-            })?,
+            Some(d) => loc.duration(d, "delay")?,
         };
         let mut end_of = |node: &str| {
             let n = next_port.entry(node.to_string()).or_insert(0);
