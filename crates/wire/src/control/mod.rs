@@ -9,6 +9,7 @@
 //! of the header; [`Repr`] is the owned, validated message.
 
 mod address;
+mod recovery;
 mod repr;
 #[cfg(test)]
 mod tests;
@@ -16,6 +17,7 @@ mod tests;
 use core::fmt;
 
 pub use address::{ProxyMacPlan, CONTROL_ID};
+pub use recovery::{EpochTlv, TeardownReason, TLV_EPOCH, TLV_REASON};
 pub use repr::{BoundTlv, DelayTlv, HelloRepr, Message, Repr, SetupRepr, Tlv};
 
 use crate::{Error, Result};

@@ -4,6 +4,7 @@
 use core::fmt;
 use std::net::Ipv4Addr;
 
+use super::recovery::{EpochTlv, TeardownReason, TLV_EPOCH, TLV_REASON};
 use super::{
     FailReason, MessageType, Packet, Role, ETHERTYPE, FLAGS_DEFINED, FLAG_AUTHENTICATED,
     HEADER_LEN, MAGIC, TLV_AUTH, TLV_BOUND, TLV_DELAY, TLV_HEADER_LEN, VERSION,
@@ -395,7 +396,7 @@ impl Repr {
             return Err(Error::Malformed);
         }
         // The typed TLVs: at most one of each, with their exact length.
-        for kind in [TLV_DELAY, TLV_BOUND] {
+        for kind in [TLV_DELAY, TLV_BOUND, TLV_EPOCH, TLV_REASON] {
             let mut of_kind = tlvs.iter().filter(|t| t.kind == kind);
             if let Some(tlv) = of_kind.next() {
                 if of_kind.next().is_some() {
@@ -403,7 +404,9 @@ impl Repr {
                 }
                 match kind {
                     TLV_DELAY => DelayTlv::parse(&tlv.value).map(drop)?,
-                    _ => BoundTlv::parse(&tlv.value).map(drop)?,
+                    TLV_BOUND => BoundTlv::parse(&tlv.value).map(drop)?,
+                    TLV_EPOCH => EpochTlv::parse(&tlv.value).map(drop)?,
+                    _ => TeardownReason::parse(&tlv.value).map(drop)?,
                 }
             }
         }
@@ -436,6 +439,24 @@ impl Repr {
             .iter()
             .find(|t| t.kind == TLV_BOUND)
             .map(|t| BoundTlv::parse(&t.value))
+            .transpose()
+    }
+
+    /// The sender's boot epoch ([`TLV_EPOCH`]), if the message carries one.
+    pub fn epoch(&self) -> Result<Option<EpochTlv>> {
+        self.tlvs
+            .iter()
+            .find(|t| t.kind == TLV_EPOCH)
+            .map(|t| EpochTlv::parse(&t.value))
+            .transpose()
+    }
+
+    /// A TEARDOWN's reason ([`TLV_REASON`]), if the message carries one.
+    pub fn reason(&self) -> Result<Option<TeardownReason>> {
+        self.tlvs
+            .iter()
+            .find(|t| t.kind == TLV_REASON)
+            .map(|t| TeardownReason::parse(&t.value))
             .transpose()
     }
 

@@ -491,7 +491,7 @@ fn message() -> impl Strategy<Value = Message> {
 
 fn repr() -> impl Strategy<Value = Repr> {
     // Untyped TLVs (types without a fixed layout), then at most one of each typed one.
-    let tlv = ((4..=255u8), prop::collection::vec(any::<u8>(), 0..40))
+    let tlv = ((6..=255u8), prop::collection::vec(any::<u8>(), 0..40))
         .prop_map(|(kind, value)| Tlv { kind, value });
     let delay = prop::option::of((any::<u64>(), any::<u64>()).prop_map(|(r, a)| {
         DelayTlv {
@@ -514,11 +514,17 @@ fn repr() -> impl Strategy<Value = Repr> {
         any::<u32>(),
         message(),
         (prop::collection::vec(tlv, 0..4), delay, bound),
+        (
+            prop::option::of(any::<u64>().prop_map(|e| EpochTlv(e).to_tlv())),
+            prop::option::of(any::<u8>().prop_map(|r| TeardownReason::from(r).to_tlv())),
+        ),
     )
         .prop_map(
-            |(retx, auth, hop, request_id, message, (mut tlvs, delay, bound))| {
+            |(retx, auth, hop, request_id, message, (mut tlvs, delay, bound), (epoch, reason))| {
                 tlvs.extend(delay);
                 tlvs.extend(bound);
+                tlvs.extend(epoch);
+                tlvs.extend(reason);
                 let mut flags = if retx { FLAG_RETRANSMISSION } else { 0 };
                 if auth {
                     flags |= FLAG_AUTHENTICATED;
@@ -645,6 +651,10 @@ fn typed_tlvs_of_the_wrong_length_or_repeated_are_malformed() {
         (TLV_DELAY, 17),
         (TLV_BOUND, 8),
         (TLV_BOUND, 0),
+        (TLV_EPOCH, 7),
+        (TLV_EPOCH, 9),
+        (TLV_REASON, 0),
+        (TLV_REASON, 2),
     ] {
         let mut bad = ok.clone();
         bad.tlvs.push(Tlv {
@@ -678,4 +688,49 @@ fn typed_tlvs_of_the_wrong_length_or_repeated_are_malformed() {
             latency_ns: 1
         }))
     );
+}
+
+/// TEARDOWN from switch 2 towards the sender, with its boot epoch and the reason (§6, §7).
+const TEARDOWN_EPOCH_REASON: &[u8] = &[
+    0x52, 0x54, 0x01, 0x04, 0x00, 0x02, 0x00, 0x1d, 0x00, 0x00, 0x00, 0x09, // header: len 29
+    0x03, 0x09, 0x00, 0x00, // connection id 03:09
+    0x04, 0x08, 0x65, 0x43, 0x21, 0x00, 0xde, 0xad, 0xbe, 0xef, // EPOCH 0x65432100_deadbeef
+    0x05, 0x01, 0x03, // REASON state_lost
+];
+
+#[test]
+fn epoch_and_reason_vector() {
+    let repr = Repr::parse(&Packet::new_checked(TEARDOWN_EPOCH_REASON).unwrap()).unwrap();
+    assert_eq!(repr.epoch(), Ok(Some(EpochTlv(0x6543_2100_dead_beef))));
+    assert_eq!(repr.reason(), Ok(Some(TeardownReason::StateLost)));
+    let mut built = Repr::new(
+        2,
+        9,
+        Message::Teardown {
+            connection_id: 0x0309,
+        },
+    );
+    built.set_tlv(EpochTlv(0x6543_2100_dead_beef).to_tlv());
+    built.set_tlv(TeardownReason::StateLost.to_tlv());
+    let mut buf = vec![0u8; built.buffer_len()];
+    built
+        .emit(&mut Packet::new_unchecked(&mut buf[..]))
+        .unwrap();
+    assert_eq!(buf, TEARDOWN_EPOCH_REASON);
+    assert_eq!(
+        Repr::new(0, 1, Message::Teardown { connection_id: 1 }).epoch(),
+        Ok(None)
+    );
+}
+
+#[test]
+fn teardown_reasons_round_trip_and_say_whether_to_resignal() {
+    for code in 0..=u8::MAX {
+        assert_eq!(u8::from(TeardownReason::from(code)), code);
+    }
+    let resignal: Vec<u8> = (0..=u8::MAX)
+        .filter(|&c| TeardownReason::from(c).resignal())
+        .collect();
+    assert_eq!(resignal, [2, 3, 4, 5]);
+    assert_eq!(TeardownReason::LinkDown.name(), "link_down");
 }
