@@ -104,6 +104,7 @@ fn rt_lookup(c: &mut Criterion) {
             request: RequestKey {
                 in_port: port,
                 src_mac: A,
+                epoch: 0,
                 request_id: u32::try_from(n).unwrap_or(u32::MAX),
             },
             flow: None,

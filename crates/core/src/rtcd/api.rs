@@ -10,7 +10,7 @@
 
 use std::net::Ipv4Addr;
 
-use rtlan_wire::control::Repr;
+use rtlan_wire::control::{Repr, TeardownReason};
 use rtlan_wire::ethernet::Address;
 use serde::{Deserialize, Serialize};
 
@@ -154,10 +154,34 @@ pub enum Reply {
         /// The released connection.
         conn: ConnHandle,
     },
-    /// The path released the connection on its own (a switch sent TEARDOWN); sent unprompted.
+    /// The path released the connection on its own and it could not be signalled again; sent
+    /// unprompted. The connection is gone on this host (its proxy IP no longer routes).
     Revoked {
         /// The lost connection.
         conn: ConnHandle,
+        /// What the path said (the TEARDOWN's reason).
+        reason: TeardownReason,
+        /// Why signalling it again failed, when it was tried.
+        error: Option<RtcdError>,
+    },
+    /// The path lost the connection (a switch restarted, soft state expired, the spanning tree
+    /// moved it) and the daemon is signalling it again under the same proxy IP; sent
+    /// unprompted. Until [`Reply::Recovered`] the stream has no guarantee.
+    Interrupted {
+        /// The connection.
+        conn: ConnHandle,
+        /// What the path said.
+        reason: TeardownReason,
+    },
+    /// The connection is admitted again after [`Reply::Interrupted`], same proxy IP; sent
+    /// unprompted.
+    Recovered {
+        /// The connection.
+        conn: ConnHandle,
+        /// Switches on the (possibly new) path.
+        hops: u8,
+        /// The end-to-end delay bound, µs, on that path.
+        delay_bound_us: Option<u64>,
     },
     /// The client's connections.
     List(Vec<ConnInfo>),

@@ -5,7 +5,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use rtlan_wire::control::{DelayTlv, Message, Packet, Repr, SetupRepr, FLAG_RETRANSMISSION};
+use rtlan_wire::control::{
+    DelayTlv, EpochTlv, HelloRepr, Message, Packet, Repr, Role, SetupRepr, TeardownReason,
+    FLAG_RETRANSMISSION,
+};
 
 use super::alloc::IdAllocator;
 use super::api::{
@@ -47,6 +50,11 @@ struct Conn {
     required_delay_us: Option<u64>,
     /// The switches' end-to-end delay bound from SETUP_OK's BOUND TLV, µs (rounded up).
     path_bound_us: Option<u64>,
+    /// Whether its proxy entry (neighbour, route share, kernel shaper) is installed.
+    published: bool,
+    /// Set while the connection is signalled again after the path lost it (the TEARDOWN's
+    /// reason); the client got [`Reply::Interrupted`].
+    recovering: Option<TeardownReason>,
 }
 
 impl Conn {
@@ -82,6 +90,10 @@ pub struct Rtcd {
     clients: BTreeMap<ClientId, u32>,
     next_handle: u64,
     next_request_id: u32,
+    /// The first switch's boot epoch, once heard: a new one means it restarted.
+    switch_epoch: Option<u64>,
+    /// Sequence number of the next HELLO.
+    hello_seq: u32,
     reserved_bps: u64,
     /// Open connections with a proxy IP (per-hop or `both`): the route goes with the last one.
     open_count: usize,
@@ -149,12 +161,13 @@ impl Rtcd {
                 "proxy prefix too small for the plan's ids",
             ));
         }
+        let config_epoch = config.epoch;
         let mut timers = TimerTable::new();
         timers.set(RtcdTimer::Reclaim, now + config.reclaim_period);
         if !config.refresh_period.is_zero() {
             timers.set(RtcdTimer::Refresh, now + config.refresh_period);
         }
-        Ok(Rtcd {
+        let mut rtcd = Rtcd {
             timers,
             deadlines: BTreeSet::new(),
             ids: IdAllocator::new(first, last),
@@ -163,12 +176,41 @@ impl Rtcd {
             handles: HashMap::new(),
             clients: BTreeMap::new(),
             next_handle: 1,
-            next_request_id: 1,
+            // Request ids start where the epoch says: a late answer to the previous start's
+            // request matches nothing.
+            next_request_id: (config_epoch as u32).max(1),
+            switch_epoch: None,
+            hello_seq: 0,
             reserved_bps: 0,
             open_count: 0,
             route_installed: false,
             actions: VecDeque::new(),
-        })
+        };
+        // Announce this start at once: the first switch releases what an earlier start of this
+        // daemon left booked (docs/protocol.md §5 "Restarts").
+        rtcd.send_hello();
+        Ok(rtcd)
+    }
+
+    /// Sends `repr` to the first switch, with this start's boot epoch.
+    fn send(&mut self, mut repr: Repr) {
+        repr.set_tlv(EpochTlv(self.config.epoch).to_tlv());
+        let dst = self.config.plan.control_mac();
+        self.actions.push_back(Action::SendControl { dst, repr });
+    }
+
+    /// A HELLO (role host daemon): tells the first switch this start's epoch.
+    fn send_hello(&mut self) {
+        let hello = Message::Hello(HelloRepr {
+            role: Role::HostDaemon,
+            port: 0,
+            mac: self.config.host_mac,
+            management_ip: self.config.host_ip,
+        });
+        // A HELLO's request id is the sender's HELLO sequence number (docs/protocol.md §4.5).
+        let seq = self.hello_seq;
+        self.hello_seq = self.hello_seq.wrapping_add(1);
+        self.send(Repr::new(0, seq, hello));
     }
 
     /// The configuration in force.
@@ -393,6 +435,8 @@ impl Rtcd {
                 delay_bound_us: None,
                 required_delay_us: delay_us,
                 path_bound_us: None,
+                published: false,
+                recovering: None,
             },
         );
         if phase == ConnPhase::Admitting {
@@ -447,7 +491,6 @@ impl Rtcd {
 
     /// Sends (or resends) the outstanding request of connection `id` and arms its deadline.
     fn transmit(&mut self, now: Instant, id: u16) {
-        let dst = self.config.plan.control_mac();
         let Some(conn) = self.conns.get(&id) else {
             return;
         };
@@ -476,7 +519,7 @@ impl Rtcd {
             conn.attempts = attempts;
         }
         self.set_deadline(id, Some(deadline));
-        self.actions.push_back(Action::SendControl { dst, repr });
+        self.send(repr);
     }
 
     /// Forgets connection `id` and frees its id (and with it the proxy IP), and its booking at
@@ -490,7 +533,7 @@ impl Rtcd {
         if conn.phase != ConnPhase::Closing {
             self.reserved_bps = self.reserved_bps.saturating_sub(conn.setup.rate);
         }
-        if conn.phase == ConnPhase::Open {
+        if conn.published {
             self.unpublish(id, conn.shaping, conn.direct, conn.setup.dst_ip);
         }
         Some(conn)
@@ -499,9 +542,10 @@ impl Rtcd {
     /// An admitted connection becomes usable: kernel shaper, neighbour entry and route (not for
     /// direct connections, which send plainly to the receiver), then the client's reply.
     fn publish(&mut self, id: u16, hops: u8) {
-        let Some(conn) = self.conns.get(&id) else {
+        let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
+        conn.published = true;
         let (client, tag, handle) = (conn.client, conn.open_tag, conn.handle);
         let (shaping, setup, direct) = (conn.shaping, conn.setup, conn.direct);
         let delay_bound_us = conn.bound_us();
@@ -600,6 +644,8 @@ impl Rtcd {
         conn.phase = ConnPhase::Closing;
         conn.request_id = request_id;
         conn.attempts = 0;
+        let published = std::mem::take(&mut conn.published);
+        let recovering = conn.recovering.take();
         let (client, tag, handle, rate, shaping) = (
             conn.client,
             conn.open_tag,
@@ -609,18 +655,27 @@ impl Rtcd {
         );
         let conn_dst = conn.setup.dst_ip;
         self.reserved_bps = self.reserved_bps.saturating_sub(rate);
-        match old {
-            ConnPhase::Open => self.unpublish(id, shaping, false, conn_dst),
-            ConnPhase::Opening | ConnPhase::Admitting => {
-                if let Some(error) = notify {
-                    let reply = Reply::Failed {
-                        conn: Some(handle),
-                        error,
-                    };
-                    self.reply(client, tag, reply);
-                }
+        if published {
+            self.unpublish(id, shaping, false, conn_dst);
+        }
+        match (old, recovering, notify) {
+            // Signalling it again failed (no answer): the connection is lost.
+            (ConnPhase::Opening, Some(reason), Some(error)) if error != RtcdError::Cancelled => {
+                let reply = Reply::Revoked {
+                    conn: handle,
+                    reason,
+                    error: Some(error),
+                };
+                self.reply(client, 0, reply);
             }
-            ConnPhase::Closing => {}
+            (ConnPhase::Opening | ConnPhase::Admitting, None, Some(error)) => {
+                let reply = Reply::Failed {
+                    conn: Some(handle),
+                    error,
+                };
+                self.reply(client, tag, reply);
+            }
+            _ => {}
         }
         self.transmit(now, id);
     }
@@ -688,7 +743,8 @@ impl Rtcd {
     /// Handles a control message from the first switch. Replies that match no outstanding
     /// request (duplicates, late answers) are ignored. (`_now` keeps the call shape of every
     /// `handle_*`; no reply starts a timer today.)
-    pub fn handle_control(&mut self, _now: Instant, repr: &Repr) {
+    pub fn handle_control(&mut self, now: Instant, repr: &Repr) {
+        self.note_switch_epoch(now, repr);
         match repr.message {
             Message::SetupOk {
                 connection_id,
@@ -711,11 +767,24 @@ impl Rtcd {
                             reason,
                             switch_ip,
                         };
-                        let reply = Reply::Failed {
-                            conn: Some(conn.handle),
-                            error,
+                        let (tag, reply) = match conn.recovering {
+                            Some(reason) => (
+                                0,
+                                Reply::Revoked {
+                                    conn: conn.handle,
+                                    reason,
+                                    error: Some(error),
+                                },
+                            ),
+                            None => (
+                                conn.open_tag,
+                                Reply::Failed {
+                                    conn: Some(conn.handle),
+                                    error,
+                                },
+                            ),
                         };
-                        self.reply(conn.client, conn.open_tag, reply);
+                        self.reply(conn.client, tag, reply);
                     }
                 }
             }
@@ -724,7 +793,12 @@ impl Rtcd {
                     self.release(connection_id);
                 }
             }
-            Message::Teardown { connection_id } => self.on_teardown(repr.request_id, connection_id),
+            Message::Teardown { connection_id } => {
+                // A switch that gives no reason predates them: it only ever tore down on expiry.
+                let reason = repr.reason().ok().flatten();
+                let reason = reason.unwrap_or(TeardownReason::Expired);
+                self.on_teardown(now, repr.request_id, connection_id, reason);
+            }
             Message::Setup(_)
             | Message::Hello(_)
             | Message::Refresh { .. }
@@ -747,8 +821,64 @@ impl Rtcd {
         };
         conn.phase = ConnPhase::Open;
         conn.path_bound_us = bound_ns.map(|ns| ns.div_ceil(1000));
+        let recovered = conn.recovering.take().is_some() && conn.published;
+        let (client, handle, delay_bound_us) = (conn.client, conn.handle, conn.bound_us());
         self.set_deadline(id, None);
-        self.publish(id, hops);
+        if recovered {
+            let reply = Reply::Recovered {
+                conn: handle,
+                hops,
+                delay_bound_us,
+            };
+            self.reply(client, 0, reply);
+        } else {
+            self.publish(id, hops);
+        }
+    }
+
+    /// Notes the first switch's boot epoch; a new one means it restarted and lost every
+    /// connection: each open one is signalled again at once (docs/protocol.md §5 "Restarts").
+    fn note_switch_epoch(&mut self, now: Instant, repr: &Repr) {
+        let Some(epoch) = repr.epoch().ok().flatten().map(|e| e.0) else {
+            return;
+        };
+        let restarted = self.switch_epoch.is_some_and(|known| known != epoch);
+        self.switch_epoch = Some(epoch);
+        if !restarted {
+            return;
+        }
+        let open: Vec<u16> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.phase == ConnPhase::Open && !c.direct)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in open {
+            self.resignal(now, id, TeardownReason::NeighbourRestarted);
+        }
+    }
+
+    /// Signals open connection `id` again along the path (same connection id, so the same
+    /// proxy IP; its neighbour entry and shaper stay), after the path lost it for `reason`.
+    fn resignal(&mut self, now: Instant, id: u16, reason: TeardownReason) {
+        let request_id = self.fresh_request_id();
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        conn.phase = ConnPhase::Opening;
+        conn.recovering = Some(reason);
+        conn.request_id = request_id;
+        conn.attempts = 0;
+        let (client, handle) = (conn.client, conn.handle);
+        self.reply(
+            client,
+            0,
+            Reply::Interrupted {
+                conn: handle,
+                reason,
+            },
+        );
+        self.transmit(now, id);
     }
 
     /// Sends REFRESH for every open connection (soft state, `docs/protocol.md` §5). Answers
@@ -760,7 +890,8 @@ impl Rtcd {
                 manager_conns: held,
             });
         }
-        let dst = self.config.plan.control_mac();
+        // The HELLO keeps the first switch aware of this start's epoch.
+        self.send_hello();
         let open: Vec<u16> = self
             .conns
             .iter()
@@ -769,30 +900,50 @@ impl Rtcd {
             .collect();
         for id in open {
             let request_id = self.fresh_request_id();
-            let repr = Repr::new(0, request_id, Message::Refresh { connection_id: id });
-            self.actions.push_back(Action::SendControl { dst, repr });
+            self.send(Repr::new(
+                0,
+                request_id,
+                Message::Refresh { connection_id: id },
+            ));
         }
     }
 
-    /// A switch released the connection on its own: acknowledge, forget it, tell the client.
-    fn on_teardown(&mut self, request_id: u32, id: u16) {
-        let dst = self.config.plan.control_mac();
+    /// A switch released the connection on its own: acknowledge; signal it again if the
+    /// reason says the path may take it back (`TeardownReason::resignal`), else forget it and
+    /// tell the client.
+    fn on_teardown(&mut self, now: Instant, request_id: u32, id: u16, reason: TeardownReason) {
         let ack = Repr::new(0, request_id, Message::TeardownAck { connection_id: id });
-        self.actions
-            .push_back(Action::SendControl { dst, repr: ack });
+        self.send(ack);
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        match (conn.phase, conn.recovering) {
+            (ConnPhase::Open, _) if reason.resignal() && !conn.direct => {
+                self.resignal(now, id, reason);
+                return;
+            }
+            // Already signalled again: the TEARDOWN is about the lost incarnation.
+            (ConnPhase::Opening, Some(_)) if reason.resignal() => return,
+            _ => {}
+        }
         if let Some(conn) = self.release(id) {
-            match conn.phase {
-                ConnPhase::Open => {
-                    self.reply(conn.client, 0, Reply::Revoked { conn: conn.handle });
+            match (conn.phase, conn.recovering) {
+                (ConnPhase::Open, _) | (ConnPhase::Opening, Some(_)) => {
+                    let reply = Reply::Revoked {
+                        conn: conn.handle,
+                        reason,
+                        error: None,
+                    };
+                    self.reply(conn.client, 0, reply);
                 }
-                ConnPhase::Opening | ConnPhase::Admitting => {
+                (ConnPhase::Opening | ConnPhase::Admitting, None) => {
                     let reply = Reply::Failed {
                         conn: Some(conn.handle),
                         error: RtcdError::Cancelled,
                     };
                     self.reply(conn.client, conn.open_tag, reply);
                 }
-                ConnPhase::Closing => {}
+                (ConnPhase::Closing, _) | (ConnPhase::Admitting, Some(_)) => {}
             }
         }
     }
@@ -867,7 +1018,7 @@ impl Rtcd {
         let proxied = self
             .conns
             .values()
-            .filter(|c| c.phase == ConnPhase::Open && !c.direct)
+            .filter(|c| c.published && !c.direct)
             .count();
         assert_eq!(proxied, self.open_count);
         assert_eq!(self.route_installed, proxied > 0);

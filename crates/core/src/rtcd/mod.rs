@@ -221,6 +221,10 @@ pub struct Config {
     /// The host's wake-up lateness budget `λ_h`, part of [`Config::host_delay`] (0 in the
     /// simulator, whose hosts never wake late).
     pub lateness_budget: Duration,
+    /// This start's boot epoch, carried in every control message (`docs/protocol.md` §5
+    /// "Restarts"): the shell picks a new one at every start, so the first switch releases what
+    /// the previous start held and request ids never alias.
+    pub epoch: u64,
 }
 
 impl Config {
@@ -244,6 +248,7 @@ impl Config {
             admission: Admission::Local,
             host_delay: DEFAULT_HOST_DELAY,
             lateness_budget: DEFAULT_LATENESS_BUDGET,
+            epoch: 1,
         }
     }
 

@@ -18,15 +18,15 @@
 use std::net::Ipv4Addr;
 
 use rtlan_wire::control::{
-    BoundTlv, DelayTlv, FailReason, HelloRepr, Message, Packet, Repr, Role, SetupRepr, Tlv,
-    CONTROL_ID, ETHERTYPE, FLAG_RETRANSMISSION,
+    BoundTlv, DelayTlv, EpochTlv, FailReason, HelloRepr, Message, Packet, Repr, Role, SetupRepr,
+    Tlv, CONTROL_ID, ETHERTYPE, FLAG_RETRANSMISSION,
 };
 use rtlan_wire::ethernet::{Address, EtherType};
 
 use super::learning::Lookup;
 use super::rt::{self, RequestKey, RtEntry};
 use super::sched::SchedError;
-use super::signal::{Held, InProgress, Wait};
+use super::signal::{Answer, Held, InProgress, Wait};
 use super::{PortId, Switch, SwitchTimer};
 use crate::egress::queue::MIN_CHARGE;
 use crate::egress::{FlowHandle, FlowSpec};
@@ -57,6 +57,8 @@ impl Switch {
             return;
         };
         self.stats.control_rx += 1;
+        // A new boot epoch from this neighbour: it restarted, and what it held is gone.
+        self.note_epoch(now, port, src, &repr);
         match repr.message {
             Message::Setup(setup) => self.on_setup(now, port, src, &repr, setup),
             Message::SetupOk { .. } | Message::SetupFail { .. } => {
@@ -87,6 +89,9 @@ impl Switch {
         let Some(config) = self.config.ports.get(index) else {
             return;
         };
+        // Every message carries this start's boot epoch (docs/protocol.md §5 "Restarts").
+        let mut repr = repr.clone();
+        repr.set_tlv(EpochTlv(self.config.rt.epoch).to_tlv());
         let mut buf = [0u8; CONTROL_FRAME_MAX];
         let Ok(len) = repr.emit_frame(config.mac, self.config.rt.plan.control_mac(), &mut buf)
         else {
@@ -117,17 +122,48 @@ impl Switch {
         let key = RequestKey {
             in_port: port,
             src_mac: src,
+            epoch: repr.epoch().ok().flatten().map_or(0, |e| e.0),
             request_id: repr.request_id,
         };
-        if let Some((answer, _)) = self.rt.answers.get(&key) {
-            let answer = answer.clone();
-            self.stats.signal.setup_duplicates += 1;
-            self.send_control(now, port, &answer);
-            return;
-        }
-        if self.rt.in_progress.iter().any(|p| p.key == key) {
-            self.stats.signal.setup_duplicates += 1;
-            return;
+        // Repr::parse checked a DELAY TLV's length, so this cannot fail on a parsed SETUP.
+        let delay = repr.delay().ok().flatten().unwrap_or_default();
+        // A duplicate is the same request again: same key *and* same content. A request id
+        // reused with other content is refused, never answered with another request's reply.
+        let same = |s: &SetupRepr, d: &DelayTlv| *s == setup && *d == delay;
+        let stored = self
+            .rt
+            .answers
+            .get(&key)
+            .map(|a| (same(&a.setup, &a.delay), a.reply.clone()));
+        let running = self
+            .rt
+            .in_progress
+            .iter()
+            .find(|p| p.key == key)
+            .map(|p| same(&p.setup, &p.delay));
+        match (stored, running) {
+            (Some((true, answer)), _) => {
+                self.stats.signal.setup_duplicates += 1;
+                self.send_control(now, port, &answer);
+                return;
+            }
+            (None, Some(true)) => {
+                self.stats.signal.setup_duplicates += 1;
+                return;
+            }
+            (Some((false, _)), _) | (None, Some(false)) => {
+                self.stats.signal.setup_id_reuse += 1;
+                let fail = Message::SetupFail {
+                    reason: FailReason::Malformed,
+                    failed_hop: repr.hop.saturating_add(1),
+                    connection_id: setup.connection_id,
+                    switch_ip: self.config.mgmt_ip.unwrap_or(Ipv4Addr::UNSPECIFIED),
+                };
+                let hop = repr.hop.saturating_add(1);
+                self.send_control(now, port, &Repr::new(hop, repr.request_id, fail));
+                return;
+            }
+            (None, None) => {}
         }
         let job = InProgress {
             key,
@@ -135,8 +171,7 @@ impl Switch {
             hop: repr.hop.saturating_add(1),
             first: repr.hop == 0,
             setup,
-            // Repr::parse checked a DELAY TLV's length, so this cannot fail on a parsed SETUP.
-            delay: repr.delay().ok().flatten().unwrap_or_default(),
+            delay,
             terms: None,
             wait: Wait::Route {
                 deadline: now + self.config.rt.route_timeout,
@@ -452,7 +487,13 @@ impl Switch {
         }
         // Bounded: at most a few answers per connection the switch can hold.
         if self.rt.answers.len() < self.config.rt.max_connections.saturating_mul(4) {
-            self.rt.answers.insert(job.key, (repr.clone(), now));
+            let answer = Answer {
+                reply: repr.clone(),
+                sent: now,
+                setup: job.setup,
+                delay: job.delay,
+            };
+            self.rt.answers.insert(job.key, answer);
         }
         self.send_control(now, job.key.in_port, &repr);
     }
@@ -465,6 +506,7 @@ impl Switch {
         });
         let Some(position) = position else {
             self.stats.signal.unmatched += 1;
+            self.orphan_reply(now, port, repr);
             return;
         };
         let mut job = self.rt.in_progress.remove(position);
@@ -604,22 +646,27 @@ impl Switch {
 
     /// Sends a HELLO out of every port.
     fn send_hellos(&mut self, now: Instant) {
+        for index in 0..self.config.ports.len() {
+            // Port counts are checked to fit in u16 by `Switch::new`.
+            self.send_hello_on(now, PortId(index as u16));
+        }
+    }
+
+    /// Sends a HELLO out of `port`, with the next HELLO sequence number.
+    pub(super) fn send_hello_on(&mut self, now: Instant, port: PortId) {
+        let Some(mac) = self.config.ports.get(usize::from(port.0)).map(|p| p.mac) else {
+            return;
+        };
         let seq = self.rt.hello_seq;
         self.rt.hello_seq = seq.wrapping_add(1);
-        for index in 0..self.config.ports.len() {
-            let Some(mac) = self.config.ports.get(index).map(|p| p.mac) else {
-                continue;
-            };
-            let hello = Message::Hello(HelloRepr {
-                role: Role::Switch,
-                // Port counts are checked to fit in u16 by `Switch::new`.
-                port: u16::try_from(index).unwrap_or(u16::MAX),
-                mac,
-                management_ip: self.config.mgmt_ip.unwrap_or(Ipv4Addr::UNSPECIFIED),
-            });
-            self.stats.signal.hello_tx += 1;
-            self.send_control(now, PortId(index as u16), &Repr::new(0, seq, hello));
-        }
+        let hello = Message::Hello(HelloRepr {
+            role: Role::Switch,
+            port: port.0,
+            mac,
+            management_ip: self.config.mgmt_ip.unwrap_or(Ipv4Addr::UNSPECIFIED),
+        });
+        self.stats.signal.hello_tx += 1;
+        self.send_control(now, port, &Repr::new(0, seq, hello));
     }
 }
 

@@ -29,6 +29,7 @@ mod ingress;
 mod introspect;
 mod learning;
 mod pending;
+mod recovery;
 pub mod rt;
 pub mod sched;
 mod signal;
@@ -164,6 +165,10 @@ pub struct RtConfig {
     /// The real-time scheduler of every output port: EtheReal's cyclic round robin, or QSR's
     /// rate-controlled timing wheel (docs/scheduler.md).
     pub scheduler: SchedulerKind,
+    /// This start's boot epoch, carried in every control message (EPOCH TLV,
+    /// `docs/protocol.md` §5 "Restarts"): the shell picks a new one at every start (time and
+    /// randomness), so neighbours see the restart and request ids never alias.
+    pub epoch: u64,
 }
 
 impl Default for RtConfig {
@@ -194,6 +199,7 @@ impl Default for RtConfig {
             link_delay: Duration::ZERO,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             scheduler: SchedulerKind::Cyclic,
+            epoch: 1,
         }
     }
 }
@@ -356,6 +362,18 @@ pub struct SignalStats {
     pub hello_rx: u64,
     /// Replies or messages that matched no state (late, forged or unsupported here).
     pub unmatched: u64,
+    /// SETUPs that reused a request id of their sender's epoch with other content (refused
+    /// MALFORMED, never answered from the stored reply).
+    pub setup_id_reuse: u64,
+    /// Neighbours heard with a new boot epoch (restarted daemon or switch).
+    pub neighbour_restarts: u64,
+    /// Connections released because a neighbour on their path restarted.
+    pub restart_released: u64,
+    /// REFRESHes for a connection this switch does not hold, answered with TEARDOWN
+    /// (reason STATE_LOST) so the sender re-signals.
+    pub refresh_unknown: u64,
+    /// Neighbours not tracked for restarts because their port's table was full.
+    pub neighbours_untracked: u64,
 }
 
 /// A learning-table entry, for reporting.

@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use rtlan_wire::control::{DelayTlv, Repr, SetupRepr};
+use rtlan_wire::control::{DelayTlv, Repr, SetupRepr, TeardownReason};
+use rtlan_wire::ethernet::Address;
 
 use super::introspect::LatencyRing;
 use super::rt::{Admission, Booking, ConnectionTable, IdAllocator, RequestKey, SwitchLimits};
@@ -23,6 +24,24 @@ pub(super) const ANSWER_LIFETIME: Duration = Duration::from_secs(600);
 
 /// A HELLO heard more than this many periods ago no longer makes a port switch-facing.
 const HELLO_MISSES: u32 = 3;
+
+/// Most neighbours (source MACs of control messages) tracked per port for restart detection: a
+/// port is one link, so a handful is plenty; a host forging source MACs cannot grow the table.
+pub(super) const MAX_NEIGHBOURS_PER_PORT: usize = 16;
+
+/// A stored answer to a SETUP, with the request it answered: a duplicate must carry the same
+/// request to get it (`docs/protocol.md` §5).
+#[derive(Debug, Clone)]
+pub(super) struct Answer {
+    /// The reply sent upstream.
+    pub(super) reply: Repr,
+    /// When it was sent.
+    pub(super) sent: Instant,
+    /// The SETUP it answered.
+    pub(super) setup: SetupRepr,
+    /// The SETUP's delay terms.
+    pub(super) delay: DelayTlv,
+}
 
 /// What an installed connection holds on this switch besides its table entry.
 #[derive(Debug)]
@@ -55,6 +74,8 @@ pub(super) struct TeardownOut {
     pub(super) request_id: u32,
     /// Header hop it carries.
     pub(super) hop: u8,
+    /// Why the connection went (the REASON TLV).
+    pub(super) reason: TeardownReason,
     /// Transmissions so far.
     pub(super) attempts: u8,
     /// When to retransmit (or give up after the last attempt).
@@ -132,7 +153,10 @@ pub(super) struct RtState {
     /// residual is the line rate minus this).
     pub(super) ingress_reserved: Vec<u64>,
     /// Answers sent upstream, for duplicate SETUPs, with the time they were sent.
-    pub(super) answers: HashMap<RequestKey, (Repr, Instant)>,
+    pub(super) answers: HashMap<RequestKey, Answer>,
+    /// Per port: the boot epoch last heard from each neighbour (source MAC), at most
+    /// [`MAX_NEIGHBOURS_PER_PORT`].
+    pub(super) neighbours: Vec<HashMap<Address, u64>>,
     /// SETUPs in progress, oldest first.
     pub(super) in_progress: Vec<InProgress>,
     /// Per port: when a switch HELLO was last heard.
@@ -180,10 +204,13 @@ impl RtState {
             rt_budget: vec![0; count],
             ingress_reserved: vec![0; count],
             answers: HashMap::new(),
+            neighbours: vec![HashMap::new(); count],
             in_progress: Vec::new(),
             switch_heard: vec![None; count],
             hello_seq: 0,
-            next_request_id: 1,
+            // Request ids start where the epoch says, so a reply to the previous start's
+            // request finds nothing to match here.
+            next_request_id: (config.rt.epoch as u32).max(1),
             scratch: vec![0; MAX_FRAME_LEN],
             teardowns: Vec::new(),
             latency_hit: LatencyRing::default(),
@@ -243,6 +270,6 @@ impl RtState {
     /// Drops stored answers older than [`ANSWER_LIFETIME`].
     pub(super) fn forget_old_answers(&mut self, now: Instant) {
         self.answers
-            .retain(|_, (_, sent)| now.saturating_duration_since(*sent) < ANSWER_LIFETIME);
+            .retain(|_, answer| now.saturating_duration_since(answer.sent) < ANSWER_LIFETIME);
     }
 }

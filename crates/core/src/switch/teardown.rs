@@ -7,7 +7,7 @@
 //! Duplicates are idempotent: a TEARDOWN for a connection already gone is acknowledged again
 //! and releases nothing.
 
-use rtlan_wire::control::{Message, Repr, FLAG_RETRANSMISSION};
+use rtlan_wire::control::{Message, Repr, TeardownReason, FLAG_RETRANSMISSION};
 
 use super::rt::RtEntry;
 use super::signal::TeardownOut;
@@ -21,6 +21,9 @@ impl Switch {
     /// Acknowledged on `port` in every case, also when nothing was there.
     pub(super) fn on_teardown(&mut self, now: Instant, port: PortId, repr: &Repr, id: u16) {
         self.stats.signal.teardown_rx += 1;
+        // The reason goes on with the TEARDOWN; a sender that gave none closed the connection
+        // (from upstream) or let it expire (from downstream, the only cause before reasons).
+        let reason = repr.reason().ok().flatten();
         let from_upstream = self.rt.table.lookup(port, id).is_some()
             && self
                 .rt
@@ -29,11 +32,13 @@ impl Switch {
                 .is_none_or(|held| repr.hop < held.hop);
         if from_upstream {
             if let Some(entry) = self.rt.table.remove(port, id) {
-                self.release_connection(now, (port, id), entry, true, false);
+                let reason = reason.unwrap_or(TeardownReason::Closed);
+                self.release_connection(now, (port, id), entry, true, false, reason);
             }
         } else if let Some(key) = self.downstream_match(port, id, repr.hop) {
             if let Some(entry) = self.rt.table.remove(key.0, key.1) {
-                self.release_connection(now, key, entry, false, true);
+                let reason = reason.unwrap_or(TeardownReason::Expired);
+                self.release_connection(now, key, entry, false, true, reason);
             }
         }
         let ack = Message::TeardownAck { connection_id: id };
@@ -43,7 +48,7 @@ impl Switch {
 
     /// The (input port, input id) of the connection that leaves by `port` with `id` towards a
     /// switch further down the path than a message with header hop `hop` came from.
-    fn downstream_match(&self, port: PortId, id: u16, hop: u8) -> Option<(PortId, u16)> {
+    pub(super) fn downstream_match(&self, port: PortId, id: u16, hop: u8) -> Option<(PortId, u16)> {
         self.rt
             .table
             .iter()
@@ -57,14 +62,16 @@ impl Switch {
     }
 
     /// Releases what connection `key` (already removed from the table) holds and sends
-    /// TEARDOWN downstream (`down`, unless this is the last switch) and upstream (`up`).
-    fn release_connection(
+    /// TEARDOWN downstream (`down`, unless this is the last switch) and upstream (`up`), both
+    /// carrying `reason`.
+    pub(super) fn release_connection(
         &mut self,
         now: Instant,
         key: (PortId, u16),
         entry: RtEntry,
         down: bool,
         up: bool,
+        reason: TeardownReason,
     ) {
         self.stats.signal.teardowns += 1;
         self.rt.answers.remove(&entry.request);
@@ -84,21 +91,29 @@ impl Switch {
             self.release_held(entry.out_port, out_id, held.booking, held.rt_bytes);
         }
         if down && downstream {
-            self.send_teardown(now, entry.out_port, entry.out_id, hop);
+            self.send_teardown(now, entry.out_port, entry.out_id, hop, reason);
         }
         if up {
-            self.send_teardown(now, key.0, key.1, hop);
+            self.send_teardown(now, key.0, key.1, hop, reason);
         }
     }
 
     /// Sends TEARDOWN `connection_id` on `port` and keeps it for retransmission until
     /// TEARDOWN_ACK. At most `2 × max_connections` are tracked; beyond that the oldest is given
     /// up (counted).
-    fn send_teardown(&mut self, now: Instant, port: PortId, connection_id: u16, hop: u8) {
+    pub(super) fn send_teardown(
+        &mut self,
+        now: Instant,
+        port: PortId,
+        connection_id: u16,
+        hop: u8,
+        reason: TeardownReason,
+    ) {
         let request_id = self.rt.request_id();
-        let teardown = Message::Teardown { connection_id };
+        let mut repr = Repr::new(hop, request_id, Message::Teardown { connection_id });
+        repr.set_tlv(reason.to_tlv());
         self.stats.signal.teardown_tx += 1;
-        self.send_control(now, port, &Repr::new(hop, request_id, teardown));
+        self.send_control(now, port, &repr);
         if self.rt.teardowns.len() >= self.config.rt.max_connections.saturating_mul(2) {
             self.rt.teardowns.remove(0);
             self.stats.signal.teardown_given_up += 1;
@@ -108,6 +123,7 @@ impl Switch {
             connection_id,
             request_id,
             hop,
+            reason,
             attempts: 1,
             next_retransmit: now + self.config.rt.retransmit_initial,
         });
@@ -156,6 +172,7 @@ impl Switch {
                 },
             );
             repr.flags = FLAG_RETRANSMISSION;
+            repr.set_tlv(out.reason.to_tlv());
             self.stats.signal.teardown_tx += 1;
             self.stats.signal.teardown_retransmits += 1;
             self.send_control(now, out.port, &repr);
@@ -164,11 +181,12 @@ impl Switch {
     }
 
     /// REFRESH of the connection arriving on `port` with `id`: noted, answered and passed
-    /// downstream when the connection exists.
+    /// downstream when the connection exists; answered with TEARDOWN (STATE_LOST) when it does
+    /// not, so the sender signals it again (RFC 2205 §3.7: state is rebuilt by the refresh).
     pub(super) fn on_refresh(&mut self, now: Instant, port: PortId, repr: &Repr, id: u16) {
         self.stats.signal.refresh_rx += 1;
         let Some(entry) = self.rt.table.lookup(port, id).copied() else {
-            self.stats.signal.unmatched += 1;
+            self.refresh_unknown(now, port, repr, id);
             return;
         };
         if let Some(held) = self.rt.held.get_mut(&(port, id)) {
@@ -204,7 +222,7 @@ impl Switch {
         for key in stale {
             if let Some(entry) = self.rt.table.remove(key.0, key.1) {
                 self.stats.signal.refresh_expired += 1;
-                self.release_connection(now, key, entry, true, true);
+                self.release_connection(now, key, entry, true, true, TeardownReason::Expired);
             }
         }
     }

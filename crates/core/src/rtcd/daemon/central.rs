@@ -6,6 +6,7 @@ use super::Rtcd;
 use crate::rtcd::api::{Action, ConnHandle, ConnPhase, ManagerAnswer, Reply};
 use crate::rtcd::RtcdError;
 use crate::time::Instant;
+use rtlan_wire::control::TeardownReason;
 
 impl Rtcd {
     /// The bandwidth manager's answer to [`Action::ManagerAdmit`] for `handle`. An admission for
@@ -99,7 +100,14 @@ impl Rtcd {
                 (conn.client, conn.handle, conn.phase, conn.direct);
             match phase {
                 ConnPhase::Open => {
-                    self.reply(client, 0, Reply::Revoked { conn: handle });
+                    let reply = Reply::Revoked {
+                        conn: handle,
+                        reason: TeardownReason::Administrative,
+                        error: Some(RtcdError::ManagerUnreachable(
+                            "the bandwidth manager dropped the booking".into(),
+                        )),
+                    };
+                    self.reply(client, 0, reply);
                     if direct {
                         self.release(id);
                     } else {

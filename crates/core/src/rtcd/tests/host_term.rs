@@ -94,7 +94,7 @@ fn a_connection_is_not_delayed_by_its_own_burst_but_its_neighbours_are() {
 fn the_setup_starts_its_latency_with_the_configured_term_in_whole_microseconds() {
     let mut config = Config::new(HOST_MAC, HOST_IP, 1_000_000_000);
     config.host_delay = Duration::from_nanos(750_400);
-    let mut d = Rtcd::new(config, Instant::ZERO).expect("valid config");
+    let mut d = started(config);
     register(&mut d, ALICE, 100);
     d.handle_client_request(ms(1), ALICE, 1, open_req(1_000_000));
     let setup = sent(&drain(&mut d)).pop().expect("SETUP sent");

@@ -4,7 +4,10 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use rtlan_wire::control::{FailReason, Message, ProxyMacPlan, Repr, FLAG_RETRANSMISSION};
+use rtlan_wire::control::{
+    EpochTlv, FailReason, Message, ProxyMacPlan, Repr, TeardownReason, FLAG_RETRANSMISSION,
+    TLV_EPOCH,
+};
 use rtlan_wire::ethernet::Address;
 
 use super::*;
@@ -22,7 +25,7 @@ fn ms(n: u64) -> Instant {
 
 fn daemon() -> Rtcd {
     // 100 Mbit/s link, 60 Mbit/s real-time cap.
-    Rtcd::new(Config::new(HOST_MAC, HOST_IP, 100_000_000), Instant::ZERO).expect("valid config")
+    started(Config::new(HOST_MAC, HOST_IP, 100_000_000))
 }
 
 /// As [`daemon`], sending no REFRESH (timer tests that count on the reclaim period alone).
@@ -31,7 +34,19 @@ fn daemon_without_refresh() -> Rtcd {
         refresh_period: Duration::ZERO,
         ..Config::new(HOST_MAC, HOST_IP, 100_000_000)
     };
-    Rtcd::new(config, Instant::ZERO).expect("valid config")
+    started(config)
+}
+
+/// A daemon started at 0 with `config`, its start HELLO (checked) taken out.
+fn started(config: Config) -> Rtcd {
+    let mut d = Rtcd::new(config, Instant::ZERO).expect("valid config");
+    match drain(&mut d).as_slice() {
+        [Action::SendControl { repr, .. }] => {
+            assert!(matches!(repr.message, Message::Hello(_)), "{repr}");
+        }
+        other => panic!("a daemon starts with one HELLO, not {other:?}"),
+    }
+    d
 }
 
 fn drain(d: &mut Rtcd) -> Vec<Action> {
@@ -69,17 +84,32 @@ fn register(d: &mut Rtcd, client: ClientId, pid: u32) {
 }
 
 /// The single control message in `actions`, checked to go to the control MAC.
+/// The control messages in `actions` other than HELLOs, without their EPOCH TLV (every message
+/// carries the daemon's epoch: checked here, then stripped so tests compare the rest).
 fn sent(actions: &[Action]) -> Vec<Repr> {
     actions
         .iter()
         .filter_map(|a| match a {
             Action::SendControl { dst, repr } => {
                 assert_eq!(*dst, ProxyMacPlan::DEFAULT.control_mac());
-                Some(repr.clone())
+                Some(strip_epoch(repr))
             }
             _ => None,
         })
+        .filter(|r| !matches!(r.message, Message::Hello(_)))
         .collect()
+}
+
+/// `repr` without its EPOCH TLV, which must be there and carry the test daemon's epoch.
+fn strip_epoch(repr: &Repr) -> Repr {
+    assert_eq!(
+        repr.epoch(),
+        Ok(Some(EpochTlv(Config::new(HOST_MAC, HOST_IP, 1).epoch))),
+        "{repr}"
+    );
+    let mut repr = repr.clone();
+    repr.tlvs.retain(|t| t.kind != TLV_EPOCH);
+    repr
 }
 
 fn replies(actions: &[Action]) -> Vec<(ClientId, u64, Reply)> {
@@ -537,7 +567,7 @@ fn closing_anothers_connection_refused() {
 #[test]
 fn paper_mode_addresses_and_small_prefix_limits_ids() {
     let cfg = Config::paper(HOST_MAC, HOST_IP, 100_000_000);
-    let mut d = Rtcd::new(cfg, Instant::ZERO).expect("valid config");
+    let mut d = started(cfg);
     register(&mut d, ALICE, 1);
     d.handle_client_request(Instant::ZERO, ALICE, 1, open_req(1));
     let setup = sent_paper(&drain(&mut d));
@@ -568,7 +598,7 @@ fn paper_mode_addresses_and_small_prefix_limits_ids() {
     let mut cfg = Config::new(HOST_MAC, HOST_IP, 100_000_000);
     cfg.host_delay = Duration::from_secs(1);
     cfg.proxy_prefix = ProxyPrefix::new(Ipv4Addr::new(198, 19, 7, 9), 27).expect("valid prefix");
-    let mut d = Rtcd::new(cfg, Instant::ZERO).expect("valid config");
+    let mut d = started(cfg);
     register(&mut d, ALICE, 1);
     for _ in 0..15 {
         d.handle_client_request(Instant::ZERO, ALICE, 1, open_req(1));
@@ -612,16 +642,20 @@ fn malformed_control_payload_rejected_and_teardown_from_switch_revokes() {
         .is_err());
     register(&mut d, ALICE, 1);
     let (conn, id) = open_ok(&mut d, Instant::ZERO, ALICE, 1);
-    d.handle_control(
-        ms(1),
-        &Repr::new(1, 77, Message::Teardown { connection_id: id }),
-    );
+    let mut teardown = Repr::new(1, 77, Message::Teardown { connection_id: id });
+    teardown.set_tlv(TeardownReason::LinkDown.to_tlv());
+    d.handle_control(ms(1), &teardown);
     let a = drain(&mut d);
     assert_eq!(
         sent(&a),
         vec![Repr::new(0, 77, Message::TeardownAck { connection_id: id })]
     );
-    assert!(replies(&a).contains(&(ALICE, 0, Reply::Revoked { conn })));
+    let revoked = Reply::Revoked {
+        conn,
+        reason: TeardownReason::LinkDown,
+        error: None,
+    };
+    assert!(replies(&a).contains(&(ALICE, 0, revoked)));
     assert!(a.contains(&Action::RemoveRoute {
         prefix: ProxyPrefix::DEFAULT
     }));

@@ -38,10 +38,16 @@ fn teardown_from_the_switch_revokes_and_stops_refreshing() {
     let mut d = daemon();
     register(&mut d, ALICE, 100);
     let (conn, id) = open_ok(&mut d, Instant::ZERO, ALICE, 1_000_000);
-    let teardown = Repr::new(1, 4242, Message::Teardown { connection_id: id });
+    let mut teardown = Repr::new(1, 4242, Message::Teardown { connection_id: id });
+    teardown.set_tlv(TeardownReason::NeighbourLost.to_tlv());
     d.handle_control(ms(5_000), &teardown);
     let a = drain(&mut d);
-    assert!(replies(&a).contains(&(ALICE, 0, Reply::Revoked { conn })));
+    let revoked = Reply::Revoked {
+        conn,
+        reason: TeardownReason::NeighbourLost,
+        error: None,
+    };
+    assert!(replies(&a).contains(&(ALICE, 0, revoked)));
     let acks = sent(&a);
     assert_eq!(acks.len(), 1);
     assert_eq!(acks[0].request_id, 4242);

@@ -40,13 +40,16 @@ pub enum TableError {
 }
 
 /// Identifies a SETUP for retransmission handling: `docs/protocol.md` §5 keys requests by
-/// (input port, source MAC, request id).
+/// (input port, source MAC, the sender's boot epoch, request id) — the epoch keeps a restarted
+/// sender's request ids from aliasing its earlier ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RequestKey {
     /// Port the SETUP arrived on.
     pub in_port: PortId,
     /// Source MAC of the SETUP frame.
     pub src_mac: Address,
+    /// The sender's boot epoch (its EPOCH TLV; 0 when it sent none).
+    pub epoch: u64,
     /// Request id from the control header.
     pub request_id: u32,
 }
@@ -244,6 +247,7 @@ mod tests {
             request: RequestKey {
                 in_port: PortId(1),
                 src_mac: Address([2, 0, 0, 0, 0, 1]),
+                epoch: 0,
                 request_id,
             },
             flow: None,

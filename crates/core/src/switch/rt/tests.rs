@@ -64,6 +64,7 @@ fn entry(out_port: u16, out_id: u16, request_id: u32) -> RtEntry {
         request: RequestKey {
             in_port: PortId(0),
             src_mac: SENDER_MAC,
+            epoch: 0,
             request_id,
         },
         flow: None,

@@ -17,6 +17,7 @@ mod props;
 mod rt_delay;
 mod rt_net;
 mod rt_refresh;
+mod rt_restart;
 mod rt_sched;
 mod rt_setup;
 mod rt_signal;

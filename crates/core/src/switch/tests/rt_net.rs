@@ -131,6 +131,33 @@ impl Net {
         self.nodes.len() - 1
     }
 
+    /// Restarts switch `index`: a fresh switch with the same configuration and boot epoch
+    /// `epoch`, holding nothing.
+    pub(super) fn restart_switch(&mut self, index: usize, epoch: u64) {
+        let mut config = self.sw(index).config().clone();
+        config.rt.epoch = epoch;
+        let switch = Switch::new(config, self.now).expect("valid config");
+        self.nodes[index] = Node::Switch(Box::new(switch));
+    }
+
+    /// Restarts host `host`'s daemon with boot epoch `epoch` (same configuration otherwise):
+    /// it knows no connection, registers client 1 again and says HELLO.
+    pub(super) fn restart_daemon(&mut self, host: usize, epoch: u64) {
+        let now = self.now;
+        let h = self.h_mut(host);
+        let mut config = h
+            .rtcd
+            .as_ref()
+            .expect("host runs a daemon")
+            .config()
+            .clone();
+        config.epoch = epoch;
+        let mut d = Rtcd::new(config, now).expect("config");
+        d.handle_client_request(now, ClientId(1), 0, Request::Register { pid: 1 });
+        h.rtcd = Some(d);
+        h.drain_daemon();
+    }
+
     /// Joins port `pa` of node `a` with port `pb` of node `b`.
     pub(super) fn link(&mut self, a: usize, pa: u16, b: usize, pb: u16) {
         self.links.insert((a, pa), (b, pb));
