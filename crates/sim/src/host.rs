@@ -400,10 +400,12 @@ impl Host {
             Reply::Failed { error, .. } => {
                 source.reservation = Reservation::Refused(error.to_string());
             }
-            Reply::Revoked { .. } => {
-                source.reservation = Reservation::Refused("revoked by the path".into());
+            Reply::Revoked { reason, .. } => {
+                source.reservation = Reservation::Refused(format!("revoked by the path: {reason}"));
                 source.next = None;
             }
+            // Signalled again under the same proxy IP: the source keeps sending.
+            Reply::Interrupted { .. } | Reply::Recovered { .. } => {}
             Reply::Registered { .. } | Reply::Closed { .. } | Reply::List(_) => {}
         }
     }

@@ -6,7 +6,8 @@
 //! the peer's PID from `SO_PEERCRED` is used. Replies are built by hand here because the core's
 //! [`Reply`] has no serde: `data` is `{"reply":"opened",...}`, a failure is an error with the
 //! core's [`error_code`] and the refusal's details, and a revocation the path reports later is
-//! the event `{"event":"revoked","conn":N}`.
+//! the event `{"event":"revoked","conn":N,"reason":…}`; a connection the daemon signals again
+//! after the path lost it gives `interrupted` then `recovered` (or `revoked`).
 //!
 //! The core matches replies to requests by a `u64` tag; the envelope's optional id maps onto it
 //! as `id + 1`, tag 0 standing for "no id" ([`tag_of`], [`id_of`]).
@@ -162,11 +163,31 @@ pub fn render(reply: &Reply) -> Rendered {
             return Rendered::Reply(Err(e));
         }
         Reply::Closed { conn } => json!({"reply": "closed", "conn": conn.0}),
-        Reply::Revoked { conn } => {
-            return Rendered::Event(crate::mgmt::event(
-                "revoked",
-                object(json!({"conn": conn.0})),
-            ));
+        Reply::Revoked {
+            conn,
+            reason,
+            error,
+        } => {
+            let fields = json!({
+                "conn": conn.0,
+                "reason": reason.name(),
+                "message": reason.to_string(),
+                "error": error.as_ref().map(ToString::to_string),
+            });
+            return Rendered::Event(crate::mgmt::event("revoked", object(fields)));
+        }
+        Reply::Interrupted { conn, reason } => {
+            let fields = json!({"conn": conn.0, "reason": reason.name(),
+                                "message": reason.to_string()});
+            return Rendered::Event(crate::mgmt::event("interrupted", object(fields)));
+        }
+        Reply::Recovered {
+            conn,
+            hops,
+            delay_bound_us,
+        } => {
+            let fields = json!({"conn": conn.0, "hops": hops, "delay_bound_us": delay_bound_us});
+            return Rendered::Event(crate::mgmt::event("recovered", object(fields)));
         }
         Reply::List(list) => {
             let connections: Vec<Value> = list
@@ -188,7 +209,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use rtlan_core::rtcd::{ConnHandle, ConnInfo};
-    use rtlan_wire::control::FailReason;
+    use rtlan_wire::control::{FailReason, TeardownReason};
     use rtlan_wire::ethernet::Address;
 
     use super::*;
@@ -360,9 +381,31 @@ mod tests {
         assert_eq!(v["connections"][0]["proxy_ip"], json!("198.19.0.17"));
         assert_eq!(
             render(&Reply::Revoked {
-                conn: ConnHandle(5)
+                conn: ConnHandle(5),
+                reason: TeardownReason::LinkDown,
+                error: None,
             }),
-            Rendered::Event(json!({"event": "revoked", "conn": 5}))
+            Rendered::Event(json!({"event": "revoked", "conn": 5, "reason": "link_down",
+                                   "message": "a link of the path went down", "error": null}))
+        );
+        assert_eq!(
+            render(&Reply::Interrupted {
+                conn: ConnHandle(5),
+                reason: TeardownReason::StateLost,
+            }),
+            Rendered::Event(
+                json!({"event": "interrupted", "conn": 5, "reason": "state_lost",
+                                   "message": "a switch on the path lost the connection"})
+            )
+        );
+        assert_eq!(
+            render(&Reply::Recovered {
+                conn: ConnHandle(5),
+                hops: 2,
+                delay_bound_us: Some(900),
+            }),
+            Rendered::Event(json!({"event": "recovered", "conn": 5, "hops": 2,
+                                   "delay_bound_us": 900}))
         );
         assert_eq!(
             data(&Reply::Registered { pid: 8 }).to_string(),

@@ -119,6 +119,40 @@ fn interface_ipv4(fd: i32, ifname: &str) -> Option<Ipv4Addr> {
     Some(Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr)))
 }
 
+/// Removes what an earlier start of the daemon may have left on `ifname` (it was killed, or the
+/// host lost power): neighbour entries for proxy IPs and the on-link route of the proxy prefix.
+/// Left in place they would send an application's stream to whatever connection now has that
+/// id (`docs/protocol.md` §5 "Restarts").
+fn remove_leftovers(
+    netlink: &mut Netlink,
+    ifname: &str,
+    prefix: rtlan_core::rtcd::ProxyPrefix,
+) -> Result<(), Error> {
+    let mut neighbours = 0usize;
+    for (ip, _, _) in netlink.neighbours(ifname)? {
+        if prefix.contains(ip) {
+            netlink.delete_neighbour(ifname, ip)?;
+            neighbours += 1;
+        }
+    }
+    let mut routes = 0usize;
+    for (network, len) in netlink.routes(ifname)? {
+        if network == prefix.network() && len == prefix.prefix_len() {
+            netlink.delete_route(ifname, network, len)?;
+            routes += 1;
+        }
+    }
+    if neighbours + routes > 0 {
+        tracing::warn!(
+            interface = ifname,
+            neighbours,
+            routes,
+            "removed proxy entries an earlier start left behind"
+        );
+    }
+    Ok(())
+}
+
 /// Runs the daemon on the calling thread (in its current network namespace) until `shutdown`
 /// becomes true (checked at least every 100 ms), then cleans up and reports.
 pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
@@ -128,9 +162,12 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         None => interface_ipv4(link.as_raw_fd(), &config.interface)
             .ok_or_else(|| Error::NoAddress(config.interface.clone()))?,
     };
-    let core = config.core_config(link.mac(), host_ip)?;
+    let mut core = config.core_config(link.mac(), host_ip)?;
+    // A new boot epoch every start: the first switch releases what an earlier start left.
+    core.epoch = crate::epoch::boot_epoch();
+    let mut netlink = Netlink::open()?;
+    remove_leftovers(&mut netlink, &config.interface, core.proxy_prefix)?;
     let rtcd = rtlan_core::rtcd::Rtcd::new(core.clone(), crate::clock::now())?;
-    let netlink = Netlink::open()?;
     let manager = match config.manager {
         Some(addr) if core.admission != rtlan_core::rtcd::Admission::Local => Some(
             manager::ManagerLink::start(addr, config.manager_timeout).map_err(Error::Manager)?,
@@ -158,6 +195,7 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         admission = ?core.admission,
         socket = %config.socket.display(),
         host_delay_us = core.host_delay_ns() / 1000,
+        epoch = format_args!("{:#018x}", core.epoch),
         "rtcd running"
     );
     if !config.priority_queue && core.admission != rtlan_core::rtcd::Admission::Central {

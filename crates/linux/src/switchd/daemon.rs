@@ -41,6 +41,9 @@ impl Daemon {
                 switch_config.rt.cpu_cost_per_connection = cost;
             }
         }
+        // A new boot epoch every start: neighbours release what the previous start held.
+        switch_config.rt.epoch = crate::epoch::boot_epoch();
+        let epoch = switch_config.rt.epoch;
         let switch = Switch::new(switch_config, clock::now())?;
         let options = DriverOptions {
             busy_poll: config.busy_poll,
@@ -54,6 +57,7 @@ impl Daemon {
             name = %config.name,
             ports = ?config.ports.iter().map(|p| p.ifname.as_str()).collect::<Vec<_>>(),
             mac = %driver.node().config().mac,
+            epoch = format_args!("{epoch:#018x}"),
             "switch running"
         );
         Ok(Daemon {
