@@ -206,7 +206,8 @@ impl AuthStats {
         self.too_many_senders += other.too_many_senders;
     }
 
-    fn count(&mut self, failure: AuthFailure) {
+    /// Counts `failure` in its counter.
+    pub fn record(&mut self, failure: AuthFailure) {
         let counter = match failure {
             AuthFailure::Unsigned => &mut self.unsigned_dropped,
             AuthFailure::Malformed => &mut self.malformed,
@@ -331,7 +332,7 @@ impl Authenticator {
         }
         let since = now.saturating_duration_since(self.epoch);
         let Some(key) = self.chain.send_key(since) else {
-            self.stats.count(AuthFailure::NoSendKey);
+            self.stats.record(AuthFailure::NoSendKey);
             return Err(AuthFailure::NoSendKey);
         };
         let seq = self.next_seq;
@@ -359,7 +360,7 @@ impl Authenticator {
         let result = self.check(now, message, src);
         match result {
             Ok(()) => self.stats.verified += 1,
-            Err(failure) => self.stats.count(failure),
+            Err(failure) => self.stats.record(failure),
         }
         result
     }
