@@ -16,6 +16,7 @@ pub mod bwmd;
 pub mod clock;
 pub mod ctl;
 pub mod driver;
+pub mod keys;
 pub mod mgmt;
 pub mod netlink;
 pub mod packet;

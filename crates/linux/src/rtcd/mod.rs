@@ -128,7 +128,9 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         None => interface_ipv4(link.as_raw_fd(), &config.interface)
             .ok_or_else(|| Error::NoAddress(config.interface.clone()))?,
     };
-    let core = config.core_config(link.mac(), host_ip)?;
+    let mut core = config.core_config(link.mac(), host_ip)?;
+    // Signed sequence numbers keep growing across restarts (RFC 2747 §3).
+    core.auth_seq_base = crate::keys::sequence_base();
     let rtcd = rtlan_core::rtcd::Rtcd::new(core.clone(), crate::clock::now())?;
     let netlink = Netlink::open()?;
     let manager = match config.manager {
