@@ -286,3 +286,91 @@ fn the_largest_signed_message_fits_a_control_frame() {
         .expect("a signed SETUP with DELAY fits");
     assert_eq!(len, 14 + 12 + 30 + 18 + 10 + 30);
 }
+
+/// A(host, key H) — port 0 [S1] port 1 —(trunk, key T)— port 0 [S2] port 1 — B: the SETUP and
+/// its SETUP_OK are re-signed on every link with that link's key.
+#[test]
+fn each_link_signs_with_its_own_key() {
+    let host_key = keys(vec![Key::new(1, "host-link-key")]);
+    let trunk_key = keys(vec![Key::new(7, "trunk-link-key")]);
+    let mut cfg1 = config(2);
+    cfg1.ports[0].security = PortSecurity {
+        role: PortRole::Host,
+        keys: host_key.clone(),
+    };
+    cfg1.ports[1].security = PortSecurity {
+        role: PortRole::Trunk,
+        keys: trunk_key.clone(),
+    };
+    let mut s1 = Switch::new(cfg1, Instant::ZERO).expect("valid");
+    let mut cfg2 = config(2);
+    cfg2.ports[0].security = PortSecurity {
+        role: PortRole::Trunk,
+        keys: trunk_key.clone(),
+    };
+    let s2_port0 = Address([0x02, 0x5e, 0, 2, 1, 0]);
+    cfg2.ports[0].mac = s2_port0;
+    cfg2.mac = Address([0x02, 0x5e, 0, 2, 0, 0xfe]);
+    let mut s2 = Switch::new(cfg2, Instant::ZERO).expect("valid");
+    // S2 announces itself to S1 (signed with the trunk key); B is behind S1's port 1 and S2's
+    // port 1.
+    let mut s2_side = Authenticator::new(trunk_key.clone(), Instant::ZERO, 1);
+    let hello = Repr::new(
+        1,
+        1,
+        Message::Hello(HelloRepr {
+            role: Role::Switch,
+            port: 0,
+            mac: s2_port0,
+            management_ip: MGMT_IP,
+        }),
+    );
+    s1.handle_frame(
+        ms(0),
+        PortId(1),
+        &frame(s2_port0, &hello, Some((&mut s2_side, ms(0)))),
+    );
+    assert!(s1.is_switch_facing(PortId(1), ms(0)));
+    let garp = arp_frame(Address::BROADCAST, B, 1, B, IP_B, Address([0; 6]), IP_B);
+    s1.handle_frame(ms(0), PortId(1), &garp);
+    s2.handle_frame(ms(0), PortId(1), &garp);
+    drain_all(&mut s1, ms(0));
+    drain_all(&mut s2, ms(0));
+
+    let mut host = Authenticator::new(host_key.clone(), Instant::ZERO, 10);
+    s1.handle_frame(
+        ms(1),
+        PortId(0),
+        &frame(A, &setup(1, 0x0310), Some((&mut host, ms(1)))),
+    );
+    let down = drain(&mut s1, ms(1), 1);
+    assert_eq!(down.len(), 1);
+    assert_eq!(
+        wire_auth::signature(&down[0][14..]).map(|a| a.key_id),
+        Ok(7)
+    );
+    s2.handle_frame(ms(1), PortId(0), &down[0]);
+    let up = drain(&mut s2, ms(1), 0);
+    assert_eq!(up.len(), 1);
+    assert_eq!(wire_auth::signature(&up[0][14..]).map(|a| a.key_id), Ok(7));
+    s1.handle_frame(ms(2), PortId(1), &up[0]);
+    let out = sent(&mut s1, ms(2));
+    let [(ok, bytes)] = &out[..] else {
+        panic!("expected SETUP_OK, got {out:?}");
+    };
+    assert!(
+        matches!(ok.message, Message::SetupOk { hops: 2, .. }),
+        "{ok}"
+    );
+    let mut host_rx = Authenticator::new(host_key, Instant::ZERO, 0);
+    assert_eq!(host_rx.verify(ms(2), bytes, port_mac(0)), Ok(()));
+    assert_eq!(s1.stats().auth.verified, 3);
+    assert_eq!(s2.stats().auth.verified, 1);
+    // A frame from the host link replayed onto the trunk does not verify there.
+    s2.handle_frame(
+        ms(3),
+        PortId(0),
+        &frame(A, &setup(2, 0x0311), Some((&mut host, ms(3)))),
+    );
+    assert_eq!(s2.stats().auth.unknown_key, 1);
+}
