@@ -75,8 +75,10 @@ impl Conn {
 /// 1. [`Rtcd::new`] once with the start time.
 /// 2. On each input, call the matching `handle_*` with the current time: a client's request
 ///    ([`Rtcd::handle_client_request`]), a client's socket closing ([`Rtcd::handle_client_gone`]),
-///    a control frame from the link ([`Rtcd::handle_control_payload`] with the Ethernet payload,
-///    or [`Rtcd::handle_control`] with a parsed message), the answer to [`Action::CheckPids`]
+///    a control frame from the link ([`Rtcd::handle_control_frame`] with its source MAC and
+///    Ethernet payload — the only one that accepts frames when the daemon has keys —,
+///    [`Rtcd::handle_control_payload`] with the payload alone, or [`Rtcd::handle_control`] with
+///    a parsed, trusted message), the answer to [`Action::CheckPids`]
 ///    ([`Rtcd::handle_dead_pids`]), or the timer firing ([`Rtcd::handle_timeout`]).
 ///    Under central admission, also the manager's answer to each [`Action::ManagerAdmit`]
 ///    ([`Rtcd::handle_manager_answer`]).
