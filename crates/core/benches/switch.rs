@@ -39,6 +39,7 @@ fn learnt_switch() -> Switch {
                 name: format!("p{i}"),
                 mac: Address([0x02, 0x5e, 0, 0, 1, i]),
                 medium: rtlan_core::Medium::Unpaced,
+                security: Default::default(),
             })
             .collect(),
         unknown_unicast: UnknownUnicast::ArpProbe,

@@ -4,6 +4,7 @@
 //! current time as an argument and returns what to do. Nothing reads a clock, opens a socket or
 //! sleeps; the Linux shells (`rtlan-linux`), the simulator and the unit tests drive the same code.
 
+pub mod auth;
 pub mod bwm;
 pub mod egress;
 pub mod node;

@@ -17,6 +17,7 @@ pub mod clock;
 pub mod ctl;
 pub mod driver;
 pub mod epoch;
+pub mod keys;
 pub mod mgmt;
 pub mod netlink;
 pub mod packet;

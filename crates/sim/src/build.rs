@@ -47,6 +47,7 @@ pub fn switch_config(scenario: &Scenario, index: usize) -> Result<SwitchConfig, 
             name: own.ifname.clone(),
             mac: switch_mac(index, p as u16),
             medium: rate.map_or(Medium::Unpaced, |rate_bps| Medium::FullDuplex { rate_bps }),
+            security: Default::default(),
         })
         .collect();
     let nrt_queue_bytes = match options.nrt_queue_bytes {

@@ -685,7 +685,9 @@ impl Node for Host {
         } else if ethertype == EtherType::from(CONTROL_ETHERTYPE) {
             self.stats.control_rx += 1;
             // A message that does not parse is refused by the daemon and otherwise ignored.
-            let _ = self.rtcd.handle_control_payload(now, eth.payload());
+            let _ = self
+                .rtcd
+                .handle_control_frame(now, eth.src_addr(), eth.payload());
             self.run_daemon(now);
             // A grant starts its source.
             self.run_sources(now);

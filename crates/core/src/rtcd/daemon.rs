@@ -20,6 +20,7 @@ use super::{Admission, Config, RtcdError};
 use crate::time::Instant;
 use crate::timer::{TimerKind, TimerTable};
 
+mod auth;
 mod central;
 
 /// One connection of the host's link, from SETUP until TEARDOWN_ACK (or giving up).
@@ -74,8 +75,10 @@ impl Conn {
 /// 1. [`Rtcd::new`] once with the start time.
 /// 2. On each input, call the matching `handle_*` with the current time: a client's request
 ///    ([`Rtcd::handle_client_request`]), a client's socket closing ([`Rtcd::handle_client_gone`]),
-///    a control frame from the link ([`Rtcd::handle_control_payload`] with the Ethernet payload,
-///    or [`Rtcd::handle_control`] with a parsed message), the answer to [`Action::CheckPids`]
+///    a control frame from the link ([`Rtcd::handle_control_frame`] with its source MAC and
+///    Ethernet payload — the only one that accepts frames when the daemon has keys —,
+///    [`Rtcd::handle_control_payload`] with the payload alone, or [`Rtcd::handle_control`] with
+///    a parsed, trusted message), the answer to [`Action::CheckPids`]
 ///    ([`Rtcd::handle_dead_pids`]), or the timer firing ([`Rtcd::handle_timeout`]).
 ///    Under central admission, also the manager's answer to each [`Action::ManagerAdmit`]
 ///    ([`Rtcd::handle_manager_answer`]).
@@ -105,6 +108,8 @@ pub struct Rtcd {
     /// first, `handle_timeout` the due prefix, neither scans the connections.
     deadlines: BTreeSet<(Instant, u16)>,
     actions: VecDeque<Action>,
+    /// Signs what the daemon sends and checks what it receives when it has keys (`auth.rs`).
+    auth: crate::auth::Authenticator,
 }
 
 /// The daemon's node-level timers, in the order [`Rtcd::handle_timeout`] runs them when due
@@ -171,6 +176,7 @@ impl Rtcd {
             timers,
             deadlines: BTreeSet::new(),
             ids: IdAllocator::new(first, last),
+            auth: auth::authenticator(&config, now),
             config,
             conns: BTreeMap::new(),
             handles: HashMap::new(),
@@ -188,19 +194,20 @@ impl Rtcd {
         };
         // Announce this start at once: the first switch releases what an earlier start of this
         // daemon left booked (docs/protocol.md §5 "Restarts").
-        rtcd.send_hello();
+        rtcd.send_hello(now);
         Ok(rtcd)
     }
 
-    /// Sends `repr` to the first switch, with this start's boot epoch.
-    fn send(&mut self, mut repr: Repr) {
+    /// Sends `repr` to the first switch, with this start's boot epoch, signed at `now` when the
+    /// daemon has keys (`auth.rs`).
+    fn send(&mut self, now: Instant, mut repr: Repr) {
         repr.set_tlv(EpochTlv(self.config.epoch).to_tlv());
         let dst = self.config.plan.control_mac();
-        self.actions.push_back(Action::SendControl { dst, repr });
+        self.send_control(now, dst, repr);
     }
 
     /// A HELLO (role host daemon): tells the first switch this start's epoch.
-    fn send_hello(&mut self) {
+    fn send_hello(&mut self, now: Instant) {
         let hello = Message::Hello(HelloRepr {
             role: Role::HostDaemon,
             port: 0,
@@ -210,7 +217,7 @@ impl Rtcd {
         // A HELLO's request id is the sender's HELLO sequence number (docs/protocol.md §4.5).
         let seq = self.hello_seq;
         self.hello_seq = self.hello_seq.wrapping_add(1);
-        self.send(Repr::new(0, seq, hello));
+        self.send(now, Repr::new(0, seq, hello));
     }
 
     /// The configuration in force.
@@ -519,7 +526,7 @@ impl Rtcd {
             conn.attempts = attempts;
         }
         self.set_deadline(id, Some(deadline));
-        self.send(repr);
+        self.send(now, repr);
     }
 
     /// Forgets connection `id` and frees its id (and with it the proxy IP), and its booking at
@@ -727,12 +734,14 @@ impl Rtcd {
     }
 
     /// Parses a control message (the Ethernet payload of an EtherType 0x88B5 frame) and handles
-    /// it; [`RtcdError::Malformed`] (and nothing else happens) if it does not parse.
+    /// it; [`RtcdError::Malformed`] (and nothing else happens) if it does not parse. With keys,
+    /// every message is refused here: use [`Rtcd::handle_control_frame`], which knows the sender.
     pub fn handle_control_payload(
         &mut self,
         now: Instant,
         payload: &[u8],
     ) -> Result<(), RtcdError> {
+        self.refuse_unverified()?;
         let repr = Packet::new_checked(payload)
             .and_then(|p| Repr::parse(&p))
             .map_err(|_| RtcdError::Malformed("control message does not parse"))?;
@@ -883,7 +892,7 @@ impl Rtcd {
 
     /// Sends REFRESH for every open connection (soft state, `docs/protocol.md` §5). Answers
     /// (REFRESH_ACK) are not awaited: a lost REFRESH is made good by the next round.
-    fn send_refreshes(&mut self) {
+    fn send_refreshes(&mut self, now: Instant) {
         let held: Vec<u64> = self.conns.values().filter_map(|c| c.manager_conn).collect();
         if !held.is_empty() {
             self.actions.push_back(Action::ManagerRefresh {
@@ -891,7 +900,7 @@ impl Rtcd {
             });
         }
         // The HELLO keeps the first switch aware of this start's epoch.
-        self.send_hello();
+        self.send_hello(now);
         let open: Vec<u16> = self
             .conns
             .iter()
@@ -900,11 +909,10 @@ impl Rtcd {
             .collect();
         for id in open {
             let request_id = self.fresh_request_id();
-            self.send(Repr::new(
-                0,
-                request_id,
-                Message::Refresh { connection_id: id },
-            ));
+            self.send(
+                now,
+                Repr::new(0, request_id, Message::Refresh { connection_id: id }),
+            );
         }
     }
 
@@ -913,7 +921,7 @@ impl Rtcd {
     /// tell the client.
     fn on_teardown(&mut self, now: Instant, request_id: u32, id: u16, reason: TeardownReason) {
         let ack = Repr::new(0, request_id, Message::TeardownAck { connection_id: id });
-        self.send(ack);
+        self.send(now, ack);
         let Some(conn) = self.conns.get(&id) else {
             return;
         };
@@ -977,7 +985,7 @@ impl Rtcd {
                 RtcdTimer::Refresh => {
                     self.timers
                         .set(RtcdTimer::Refresh, now + self.config.refresh_period);
-                    self.send_refreshes();
+                    self.send_refreshes(now);
                 }
                 RtcdTimer::Reclaim => {
                     self.timers

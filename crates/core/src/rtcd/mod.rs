@@ -225,6 +225,12 @@ pub struct Config {
     /// "Restarts"): the shell picks a new one at every start, so the first switch releases what
     /// the previous start held and request ids never alias.
     pub epoch: u64,
+    /// Keys of the host's link to its switch: with any, every control message is signed and
+    /// every one received must verify (`docs/protocol.md` "Authentication"); empty = off.
+    pub keys: crate::auth::KeyChain,
+    /// Sequence number of the first signed message: the shell's boot value (wall-clock ns at
+    /// start), so numbers keep growing across restarts (RFC 2747 §3).
+    pub auth_seq_base: u64,
 }
 
 impl Config {
@@ -249,6 +255,8 @@ impl Config {
             host_delay: DEFAULT_HOST_DELAY,
             lateness_budget: DEFAULT_LATENESS_BUDGET,
             epoch: 1,
+            keys: crate::auth::KeyChain::default(),
+            auth_seq_base: 0,
         }
     }
 

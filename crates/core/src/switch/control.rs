@@ -32,7 +32,8 @@ use crate::egress::queue::MIN_CHARGE;
 use crate::egress::{FlowHandle, FlowSpec};
 use crate::time::Instant;
 
-/// Longest control frame this switch emits (its messages carry at most a DELAY or BOUND TLV).
+/// Longest control frame this switch emits (its messages carry at most a DELAY or BOUND TLV, the
+/// EPOCH TLV and the 30-byte AUTH TLV: 114 bytes for a signed SETUP).
 pub(super) const CONTROL_FRAME_MAX: usize = 128;
 
 impl Switch {
@@ -56,6 +57,10 @@ impl Switch {
             self.stats.drop_control += 1;
             return;
         };
+        // Port keys and role (security.rs); a refused message is counted there.
+        if !self.admit_control(now, port, src, payload, &repr) {
+            return;
+        }
         self.stats.control_rx += 1;
         // A new boot epoch from this neighbour: it restarted, and what it held is gone.
         self.note_epoch(now, port, src, &repr);
@@ -85,13 +90,17 @@ impl Switch {
     /// Queues `repr` as a control frame on `port`'s control FIFO (served first), from the port's MAC to the
     /// control MAC, padded to 60 bytes.
     pub(super) fn send_control(&mut self, now: Instant, port: PortId, repr: &Repr) {
+        // Every message carries this start's boot epoch (docs/protocol.md §5 "Restarts").
+        let mut repr = repr.clone();
+        repr.set_tlv(EpochTlv(self.config.rt.epoch).to_tlv());
+        // Signed with the port's key when it has one, after every other TLV (security.rs).
+        let Some(repr) = self.sign_control(now, port, &repr) else {
+            return;
+        };
         let index = usize::from(port.0);
         let Some(config) = self.config.ports.get(index) else {
             return;
         };
-        // Every message carries this start's boot epoch (docs/protocol.md §5 "Restarts").
-        let mut repr = repr.clone();
-        repr.set_tlv(EpochTlv(self.config.rt.epoch).to_tlv());
         let mut buf = [0u8; CONTROL_FRAME_MAX];
         let Ok(len) = repr.emit_frame(config.mac, self.config.rt.plan.control_mac(), &mut buf)
         else {

@@ -32,6 +32,7 @@ mod pending;
 mod recovery;
 pub mod rt;
 pub mod sched;
+mod security;
 mod signal;
 mod teardown;
 #[cfg(test)]
@@ -45,6 +46,7 @@ pub use introspect::{
 };
 pub use learning::FDB_CAPACITY;
 pub use rtlan_wire::cost::{tx_time, wire_bits, MIN_FRAME_BYTES, WIRE_OVERHEAD_BYTES};
+pub use security::{PortRole, PortSecurity};
 
 use crate::egress::{PortScheduler, SchedulerKind};
 use crate::node::Medium;
@@ -101,6 +103,8 @@ pub struct PortConfig {
     /// What the port transmits on: [`Medium::FullDuplex`] is paced at its rate by the switch;
     /// [`Medium::Unpaced`] and [`Medium::Shared`] are not (the driver serialises).
     pub medium: Medium,
+    /// Who may speak on the port and the link's keys (default: auto, no keys).
+    pub security: PortSecurity,
 }
 
 /// Default size of the connection table ([`RtConfig::max_connections`]): above the 10,000
@@ -169,6 +173,10 @@ pub struct RtConfig {
     /// `docs/protocol.md` §5 "Restarts"): the shell picks a new one at every start (time and
     /// randomness), so neighbours see the restart and request ids never alias.
     pub epoch: u64,
+    /// Sequence number of the first control message signed on each port with keys; the shell
+    /// passes a boot value (wall-clock ns at start) so numbers keep growing across restarts
+    /// (RFC 2747 §3, [`crate::auth`]).
+    pub auth_seq_base: u64,
 }
 
 impl Default for RtConfig {
@@ -200,6 +208,7 @@ impl Default for RtConfig {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             scheduler: SchedulerKind::Cyclic,
             epoch: 1,
+            auth_seq_base: 0,
         }
     }
 }
@@ -321,8 +330,13 @@ pub struct SwitchStats {
     /// Control frames that parsed and were handled.
     pub control_rx: u64,
     /// Frames to a reserved control address that were dropped: wrong EtherType, reserved id other
-    /// than the control id, or a control message that does not parse.
+    /// than the control id, a control message that does not parse, or one refused by its port's
+    /// keys (counted in [`SwitchStats::auth`]) or role ([`SwitchStats::control_refused_role`]).
     pub drop_control: u64,
+    /// Control messages a host port refused because only a switch sends them ([`PortRole::Host`]).
+    pub control_refused_role: u64,
+    /// Authentication of control messages, all ports together.
+    pub auth: crate::auth::AuthStats,
     /// Signalling counters.
     pub signal: SignalStats,
 }
@@ -492,6 +506,7 @@ pub struct Switch {
     stats: SwitchStats,
     timers: TimerTable<SwitchTimer, 2>,
     rt: RtState,
+    security: security::SecurityState,
 }
 
 /// The switch's node-level timers (its [`TimerTable`]). Per-request deadlines (held frames,
@@ -592,6 +607,7 @@ impl Switch {
                 timers
             },
             rt: RtState::new(&config),
+            security: security::SecurityState::new(&config, now),
             config,
         };
         switch.init_work_budgets();

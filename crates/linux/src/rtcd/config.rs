@@ -82,6 +82,8 @@ pub struct Config {
     pub host_delay: Duration,
     /// The host's wake-up lateness budget, part of `host_delay`.
     pub lateness_budget: Duration,
+    /// Keys of the link to the first switch (`crate::keys`); empty = unauthenticated.
+    pub keys: rtlan_core::auth::KeyChain,
 }
 
 #[derive(Deserialize)]
@@ -106,6 +108,7 @@ struct RawConfig {
     priority_queue: Option<bool>,
     host_delay: Option<String>,
     lateness_budget: Option<String>,
+    keys: Option<Vec<crate::keys::RawKey>>,
 }
 
 /// Parses `local`, `central` or `both`.
@@ -153,6 +156,7 @@ impl Config {
             priority_queue: true,
             host_delay: core.host_delay,
             lateness_budget: core.lateness_budget,
+            keys: rtlan_core::auth::KeyChain::default(),
         }
     }
 
@@ -243,6 +247,10 @@ impl Config {
             config.lateness_budget = parse_duration(&d)
                 .map_err(|e| ConfigError::Value(format!("lateness_budget: {e}")))?;
         }
+        if let Some(keys) = raw.keys {
+            config.keys = crate::keys::key_chain(&keys)
+                .map_err(|e| ConfigError::Value(format!("keys: {e}")))?;
+        }
         config.check_manager()?;
         // Catch what the core would refuse now, with the file in mind.
         config.core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))?;
@@ -288,6 +296,7 @@ impl Config {
         core.admission = self.admission;
         core.host_delay = self.host_delay;
         core.lateness_budget = self.lateness_budget;
+        core.keys = self.keys.clone();
         // Validate by construction; the instant does not matter.
         rtlan_core::rtcd::Rtcd::new(core.clone(), rtlan_core::time::Instant::from_nanos(0))
             .map_err(|e| ConfigError::Value(e.to_string()))?;
@@ -308,6 +317,26 @@ fn check_ifname(name: &str) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_reach_the_core() {
+        let c = Config::from_toml_str(
+            "interface = \"eth0\"\nkeys = [{ id = 3, secret = \"000102030405060708090a0b0c0d0e0f\" }]\n",
+        )
+        .expect("valid");
+        let core = c
+            .core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))
+            .expect("valid");
+        assert_eq!(core.keys.keys()[0].id, 3);
+        assert!(Config::from_toml_str("interface = \"eth0\"\n")
+            .expect("valid")
+            .keys
+            .is_empty());
+        let error =
+            Config::from_toml_str("interface = \"eth0\"\nkeys = [{ id = 3, secret = \"00\" }]\n")
+                .expect_err("short secret");
+        assert!(error.to_string().contains("keys: key 3"), "{error}");
+    }
 
     #[test]
     fn minimal_file_takes_defaults() {

@@ -192,7 +192,10 @@ impl Daemon {
                 Ok(Some(rx)) => {
                     self.report.control_received += 1;
                     let payload = &buf[..rx.len];
-                    if let Err(e) = self.rtcd.handle_control_payload(clock::now(), payload) {
+                    if let Err(e) = self
+                        .rtcd
+                        .handle_control_frame(clock::now(), rx.src, payload)
+                    {
                         self.report.control_malformed += 1;
                         tracing::debug!(src = %rx.src, "control frame dropped: {e}");
                     }

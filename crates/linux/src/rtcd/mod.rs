@@ -165,6 +165,8 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
     let mut core = config.core_config(link.mac(), host_ip)?;
     // A new boot epoch every start: the first switch releases what an earlier start left.
     core.epoch = crate::epoch::boot_epoch();
+    // Signed sequence numbers keep growing across restarts (RFC 2747 §3).
+    core.auth_seq_base = crate::keys::sequence_base();
     let mut netlink = Netlink::open()?;
     remove_leftovers(&mut netlink, &config.interface, core.proxy_prefix)?;
     let rtcd = rtlan_core::rtcd::Rtcd::new(core.clone(), crate::clock::now())?;

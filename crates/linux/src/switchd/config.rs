@@ -9,6 +9,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rtlan_core::auth::KeyChain;
 use rtlan_core::egress::SchedulerKind;
 use rtlan_core::switch::rt::{
     DEFAULT_CPU_BUDGET_PERCENT, DEFAULT_CPU_COST_PER_CONNECTION, DEFAULT_RT_BUFFER_BYTES,
@@ -16,8 +17,9 @@ use rtlan_core::switch::rt::{
 };
 use rtlan_core::switch::sched::{DEFAULT_WINDOW, MAX_CYCLE, MIN_CYCLE};
 use rtlan_core::switch::{
-    PortConfig, RtConfig, SwitchConfig, UnknownUnicast, DEFAULT_LATENESS_BUDGET,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_REFRESH_TIMEOUT, MAX_NRT_QUEUE_BYTES, MAX_PENDING_CAPACITY,
+    PortConfig, PortRole, PortSecurity, RtConfig, SwitchConfig, UnknownUnicast,
+    DEFAULT_LATENESS_BUDGET, DEFAULT_MAX_CONNECTIONS, DEFAULT_REFRESH_TIMEOUT, MAX_NRT_QUEUE_BYTES,
+    MAX_PENDING_CAPACITY,
 };
 pub use rtlan_core::units::format_duration;
 use rtlan_core::units::{format_rate, parse_duration, parse_rate};
@@ -69,6 +71,10 @@ pub struct PortSpec {
     pub ifname: String,
     /// Line rate output is paced at, in bits per second; `None` = unpaced.
     pub rate_bps: Option<u64>,
+    /// Who sits at the other end: `auto` (learnt from HELLOs), `host` or `trunk`.
+    pub role: PortRole,
+    /// The link's keys (`crate::keys`); empty = control messages unauthenticated.
+    pub keys: KeyChain,
 }
 
 /// How admission learns the scheduler's cost per connection per cycle (EtheReal §4.3).
@@ -194,6 +200,8 @@ struct RawConfig {
 struct RawPort {
     ifname: Spanned<String>,
     rate: Option<Spanned<String>>,
+    role: Option<PortRole>,
+    keys: Option<Spanned<Vec<crate::keys::RawKey>>>,
 }
 
 /// 1-based line and column of byte `offset` in `text`.
@@ -434,9 +442,16 @@ impl Config {
                         .map_err(|e| src.error(r.span(), format!("rate: {e}")))?,
                 ),
             };
+            let keys = match &p.keys {
+                None => KeyChain::default(),
+                Some(k) => crate::keys::key_chain(k.get_ref())
+                    .map_err(|e| src.error(k.span(), format!("keys: {e}")))?,
+            };
             ports.push(PortSpec {
                 ifname: ifname.clone(),
                 rate_bps,
+                role: p.role.unwrap_or_default(),
+                keys,
             });
         }
 
@@ -495,6 +510,10 @@ impl Config {
                 medium: p
                     .rate_bps
                     .map_or(Medium::Unpaced, |rate_bps| Medium::FullDuplex { rate_bps }),
+                security: PortSecurity {
+                    role: p.role,
+                    keys: p.keys.clone(),
+                },
             })
             .collect();
         SwitchConfig {
@@ -537,6 +556,8 @@ struct PortView<'a> {
     ifname: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     rate: Option<String>,
+    role: PortRole,
+    // Keys are never printed (secrets).
 }
 
 #[derive(serde::Serialize)]
@@ -618,6 +639,7 @@ impl serde::Serialize for Config {
                 .map(|p| PortView {
                     ifname: &p.ifname,
                     rate: p.rate_bps.map(format_rate),
+                    role: p.role,
                 })
                 .collect(),
         }

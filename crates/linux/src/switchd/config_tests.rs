@@ -22,9 +22,11 @@ refresh_timeout = "45s"
 [[port]]
 ifname = "p0"
 rate = "100mbit"
+role = "host"
 
 [[port]]
 ifname = "p1"
+role = "trunk"
 "#;
 
 fn invalid_line(text: &str) -> (usize, String) {
@@ -60,11 +62,15 @@ fn full_config_parses_every_key() {
         vec![
             PortSpec {
                 ifname: "p0".into(),
-                rate_bps: Some(100_000_000)
+                rate_bps: Some(100_000_000),
+                role: PortRole::Host,
+                keys: KeyChain::default(),
             },
             PortSpec {
                 ifname: "p1".into(),
-                rate_bps: None
+                rate_bps: None,
+                role: PortRole::Trunk,
+                keys: KeyChain::default(),
             },
         ]
     );
@@ -298,4 +304,51 @@ fn admission_key_errors_name_their_line() {
         assert_eq!(line, 2, "{text}: {message}");
         assert!(message.contains(key), "{text}: {message}");
     }
+}
+
+#[test]
+fn ports_take_keys_and_roles_into_the_core_config() {
+    let text = r#"
+[[port]]
+ifname = "p0"
+role = "host"
+keys = [
+    { id = 1, secret = "000102030405060708090a0b0c0d0e0f", not_after = "3600s" },
+    { id = 2, secret = "101112131415161718191a1b1c1d1e1f", not_before = "3000s" },
+]
+
+[[port]]
+ifname = "p1"
+"#;
+    let c = Config::from_toml_str(text).expect("valid");
+    assert_eq!(c.ports[0].role, PortRole::Host);
+    assert_eq!(c.ports[1].role, PortRole::Auto);
+    assert!(c.ports[1].keys.is_empty());
+    let sc = c.switch_config(&[Address([2, 0, 0, 0, 0, 1]), Address([2, 0, 0, 0, 0, 2])]);
+    let security = &sc.ports[0].security;
+    assert_eq!(security.role, PortRole::Host);
+    let ids: Vec<u32> = security.keys.keys().iter().map(|k| k.id).collect();
+    assert_eq!(ids, [1, 2]);
+    assert_eq!(
+        security.keys.keys()[1].not_before,
+        Some(Duration::from_secs(3000))
+    );
+    // The printed configuration keeps the roles and never the secrets.
+    let printed = toml::to_string(&c).expect("serializes");
+    assert!(printed.contains("role = \"host\""), "{printed}");
+    assert!(!printed.contains("0a0b0c"), "{printed}");
+    assert!(!format!("{c:?}").contains("0a0b0c"));
+}
+
+#[test]
+fn bad_roles_and_keys_name_their_line() {
+    let (line, msg) = invalid_line("[[port]]\nifname = \"a\"\nrole = \"router\"\n");
+    assert_eq!(line, 3, "{msg}");
+    let (line, msg) =
+        invalid_line("[[port]]\nifname = \"a\"\nkeys = [{ id = 1, secret = \"00ff\" }]\n");
+    assert_eq!(line, 3);
+    assert!(
+        msg.contains("key 1") && msg.contains("at least 16"),
+        "{msg}"
+    );
 }

@@ -32,6 +32,8 @@ impl Daemon {
     ) -> Result<Self, Error> {
         let macs: Vec<_> = ports.iter().map(PacketPort::mac).collect();
         let mut switch_config = config.switch_config(&macs);
+        // Signed sequence numbers keep growing across restarts (RFC 2747 §3).
+        switch_config.rt.auth_seq_base = crate::keys::sequence_base();
         if config.cpu_cost_per_connection == super::CpuCost::Calibrate {
             if let Some(cost) = super::calibrate::cpu_cost_per_connection() {
                 tracing::info!(

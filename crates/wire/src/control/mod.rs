@@ -9,6 +9,7 @@
 //! of the header; [`Repr`] is the owned, validated message.
 
 mod address;
+pub mod auth;
 mod recovery;
 mod repr;
 #[cfg(test)]
@@ -43,7 +44,8 @@ pub const FLAG_AUTHENTICATED: u8 = 0x02;
 /// All flag bits defined in version 1; the others must be zero.
 pub const FLAGS_DEFINED: u8 = FLAG_RETRANSMISSION | FLAG_AUTHENTICATED;
 
-/// TLV type reserved for authentication data (format to be defined by the security work).
+/// TLV type of the authentication data ([`auth::AuthTlv`], 28 bytes, always the last TLV):
+/// key id, sequence number, truncated HMAC-SHA-256 (`docs/protocol.md` "Authentication").
 pub const TLV_AUTH: u8 = 1;
 
 /// TLV type of a SETUP's delay terms ([`DelayTlv`], 16 bytes): the required end-to-end delay and

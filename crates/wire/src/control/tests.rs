@@ -489,7 +489,7 @@ fn message() -> impl Strategy<Value = Message> {
     ]
 }
 
-fn repr() -> impl Strategy<Value = Repr> {
+pub(super) fn repr() -> impl Strategy<Value = Repr> {
     // Untyped TLVs (types without a fixed layout), then at most one of each typed one.
     let tlv = ((6..=255u8), prop::collection::vec(any::<u8>(), 0..40))
         .prop_map(|(kind, value)| Tlv { kind, value });

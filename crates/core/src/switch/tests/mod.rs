@@ -54,6 +54,7 @@ pub(super) fn config(ports: usize) -> SwitchConfig {
                 name: format!("p{i}"),
                 mac: port_mac(i),
                 medium: crate::node::Medium::Unpaced,
+                security: Default::default(),
             })
             .collect(),
         unknown_unicast: UnknownUnicast::ArpProbe,

@@ -68,6 +68,7 @@ pub(super) fn rt_switch_config(sw: usize, rates: &[u64]) -> SwitchConfig {
                 name: format!("s{sw}p{i}"),
                 mac: sw_port_mac(sw, i),
                 medium: crate::node::Medium::FullDuplex { rate_bps: rate },
+                security: Default::default(),
             })
             .collect(),
         unknown_unicast: UnknownUnicast::ArpProbe,
