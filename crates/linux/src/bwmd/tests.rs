@@ -332,7 +332,7 @@ fn bwm_client_cap_refuses_the_extra_client_with_an_error_and_keeps_serving() {
             Err(ClientError::Dropped(m)) => assert!(m.starts_with("too_many_clients"), "{m}"),
             other => panic!("expected too_many_clients, got {other:?}"),
         }
-        assert!(matches!(three.list(), Err(_)), "closed after the refusal");
+        assert!(three.list().is_err(), "closed after the refusal");
     }
     assert!(one.list().expect("still served").ok);
     // A slot freed is a slot again.

@@ -418,7 +418,7 @@ mod tests {
         };
         let with =
             ManagerLink::start(addr, Duration::from_secs(2), Some("tok-a".into())).expect("worker");
-        let got = answer(&with, 1, req.clone());
+        let got = answer(&with, 1, req);
         assert!(
             matches!(
                 got.as_slice(),
