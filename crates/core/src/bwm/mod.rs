@@ -23,11 +23,17 @@
 //! service curves and admission, bound `b/r + host delay + Σθ`, and only for connections the
 //! client also signals per hop ([`Op::AdmitPerHop`]). Paths through both kinds are refused.
 //!
+//! Every booking records the principal that made it ([`auth`]): a `client` caller may release,
+//! refresh and list only its own bookings, an `operator` every one.
+//!
 //! Driver order (sans-IO): [`Manager::new`], then [`Manager::restore`] with the persisted
-//! [`State`]; per request [`Manager::handle_request`]; whenever [`Manager::poll_timeout`] is due,
+//! [`State`]; per request [`Manager::handle_request_as`] with the caller the shell authenticated
+//! ([`Tokens::authenticate`]; [`Manager::handle_request`] is the open manager's anonymous
+//! operator); whenever [`Manager::poll_timeout`] is due,
 //! [`Manager::handle_timeout`]; after either, if [`Manager::take_changed`] is true, persist
 //! [`Manager::snapshot`].
 
+pub mod auth;
 mod ledger;
 mod port;
 pub mod protocol;
@@ -36,6 +42,8 @@ pub mod topology;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_auth;
 #[cfg(test)]
 mod tests_rt;
 
@@ -47,6 +55,7 @@ use rtlan_calculus::loser::Tspec;
 use rtlan_calculus::Q;
 
 use crate::Instant;
+pub use auth::{AuthError, Caller, Role, TokenEntry, Tokens, TokensError, ANONYMOUS, MANAGER};
 use ledger::q_int;
 pub use ledger::LedgerError;
 pub use protocol::{
@@ -139,6 +148,8 @@ struct Conn {
     rt: Option<RtPath>,
     expires: Option<Instant>,
     spec: Option<ConnSpec>,
+    /// The principal that booked it.
+    owner: String,
 }
 
 #[derive(Debug, Clone)]
@@ -272,9 +283,10 @@ impl Manager {
                     delay_us: None,
                     host_delay_us: None,
                 };
-                let conn = self
+                let mut conn = self
                     .guaranteed(&spec, Kind::Standing, false)
                     .map_err(|r| fail(&s, &d, r.message))?;
+                conn.owner = MANAGER.to_string();
                 self.book(id, conn)
                     .map_err(|r| fail(&s, &d, format!("{} {:?}", r.message, r.violations)))?;
                 id += 1;
@@ -283,24 +295,65 @@ impl Manager {
         Ok(())
     }
 
-    /// Handles one request at `now` (expired best-effort reservations are dropped first).
+    /// Handles one request at `now` from the open manager's caller ([`Caller::anonymous`], an
+    /// operator; expired best-effort reservations are dropped first).
     pub fn handle_request(&mut self, now: Instant, req: Request) -> Response {
+        self.handle_request_as(now, &Caller::anonymous(), req)
+    }
+
+    /// Handles one request at `now` from `caller`: what it books is owned by its principal; a
+    /// `release` or `refresh` of a booking it may not manage ([`Caller::may_manage`]) is refused
+    /// with [`ErrorCode::Forbidden`] and changes nothing; `list` shows it only what it may
+    /// manage.
+    pub fn handle_request_as(&mut self, now: Instant, caller: &Caller, req: Request) -> Response {
         self.handle_timeout(now);
+        let owner = &caller.principal;
         let reply = match req.op {
             Op::Admit(spec) => self
-                .admit(None, spec, false)
+                .admit(None, spec, false, owner)
                 .map(|conn| self.admitted(conn)),
-            Op::AdmitPerHop(spec) => self.admit(None, spec, true).map(|conn| self.admitted(conn)),
-            Op::Release { conn } => self.release(conn).map(|()| Reply::Released { conn }),
-            Op::BestEffort(spec) => self.best_effort(now, spec),
+            Op::AdmitPerHop(spec) => self
+                .admit(None, spec, true, owner)
+                .map(|conn| self.admitted(conn)),
+            Op::Release { conn } => self
+                .check_may_manage(caller, &[conn])
+                .and_then(|()| self.release(conn))
+                .map(|()| Reply::Released { conn }),
+            Op::BestEffort(spec) => self.best_effort(now, spec, owner),
             Op::List => Ok(Reply::List {
-                connections: self.list(),
+                connections: self.list_for(caller),
             }),
             Op::Topology => self.topology_reply(),
-            Op::Refresh { conns } => Ok(self.refresh(now, &conns)),
+            Op::Refresh { conns } => self
+                .check_may_manage(caller, &conns)
+                .map(|()| self.refresh(now, &conns)),
         };
         self.arm_leases(now);
         Response::new(Some(req.id), reply.unwrap_or_else(Refusal::into_reply))
+    }
+
+    /// Refuses (forbidden) if any held booking of `conns` is one `caller` may not manage; ids
+    /// not held are left to the operation (`unknown_connection`, or `unknown` in a refresh).
+    fn check_may_manage(&self, caller: &Caller, conns: &[ConnId]) -> Result<(), Refusal> {
+        let foreign: Vec<ConnId> = conns
+            .iter()
+            .copied()
+            .filter(|id| {
+                self.conns
+                    .get(id)
+                    .is_some_and(|c| !caller.may_manage(&c.owner))
+            })
+            .collect();
+        if foreign.is_empty() {
+            return Ok(());
+        }
+        Err(Refusal::new(
+            ErrorCode::Forbidden,
+            format!(
+                "`{}` may not manage connection(s) {foreign:?}: they belong to another principal",
+                caller.principal
+            ),
+        ))
     }
 
     /// Renews the leases of `conns`; standing reservations need none, best-effort ones cannot be
@@ -388,7 +441,13 @@ impl Manager {
                 .conns
                 .iter()
                 .filter(|(_, c)| c.kind == Kind::Guaranteed)
-                .filter_map(|(&conn, c)| c.spec.clone().map(|spec| Booking { conn, spec }))
+                .filter_map(|(&conn, c)| {
+                    c.spec.clone().map(|spec| Booking {
+                        conn,
+                        spec,
+                        owner: c.owner.clone(),
+                    })
+                })
                 .collect(),
         }
     }
@@ -413,7 +472,7 @@ impl Manager {
         let together = self.restore_together(&fifo);
         let one_by_one = if together { Vec::new() } else { fifo };
         for b in one_by_one.into_iter().chain(rt) {
-            if let Err(r) = self.admit(Some(b.conn), b.spec, true) {
+            if let Err(r) = self.admit(Some(b.conn), b.spec, true, &b.owner) {
                 refused.push((b.conn, Response::new(None, r.into_reply())));
             }
         }
@@ -446,9 +505,10 @@ impl Manager {
             };
             spec.src = self.graph.names[src].clone();
             spec.dst = self.graph.names[dst].clone();
-            let Ok(conn) = self.guaranteed(&spec, Kind::Guaranteed, true) else {
+            let Ok(mut conn) = self.guaranteed(&spec, Kind::Guaranteed, true) else {
                 return false;
             };
+            conn.owner.clone_from(&b.owner);
             for &p in &conn.ports {
                 booked[p] = booked[p].saturating_add(conn.rate_bps);
                 let ps = &self.ports[p];
@@ -510,18 +570,20 @@ impl Manager {
         self.ledger.flow_bound(*c.flows.first()?)
     }
 
-    /// Admits `spec` as `id` (or the next id); `per_hop`: the client also signals it through
-    /// the rtlan switches.
+    /// Admits `spec` as `id` (or the next id), owned by `owner`; `per_hop`: the client also
+    /// signals it through the rtlan switches.
     fn admit(
         &mut self,
         id: Option<ConnId>,
         mut spec: ConnSpec,
         per_hop: bool,
+        owner: &str,
     ) -> Result<ConnId, Refusal> {
         // Hosts may be named by address; bookings (and the state file) keep the names.
         spec.src = self.graph.names[self.host(&spec.src)?].clone();
         spec.dst = self.graph.names[self.host(&spec.dst)?].clone();
-        let conn = self.guaranteed(&spec, Kind::Guaranteed, per_hop)?;
+        let mut conn = self.guaranteed(&spec, Kind::Guaranteed, per_hop)?;
+        conn.owner = owner.to_string();
         let id = match id {
             Some(id) if self.conns.contains_key(&id) => {
                 return Err(Refusal::new(
@@ -535,8 +597,11 @@ impl Manager {
         self.book(id, conn)?;
         self.next_conn = self.next_conn.max(id.saturating_add(1));
         self.changed = true;
-        self.changes
-            .push(Change::Booked(Booking { conn: id, spec }));
+        self.changes.push(Change::Booked(Booking {
+            conn: id,
+            spec,
+            owner: owner.to_string(),
+        }));
         Ok(id)
     }
 
@@ -554,7 +619,12 @@ impl Manager {
         }
     }
 
-    fn best_effort(&mut self, now: Instant, spec: BestEffortSpec) -> Result<Reply, Refusal> {
+    fn best_effort(
+        &mut self,
+        now: Instant,
+        spec: BestEffortSpec,
+        owner: &str,
+    ) -> Result<Reply, Refusal> {
         if self.rt.any() {
             return Err(Refusal::new(
                 ErrorCode::Refused,
@@ -589,6 +659,7 @@ impl Manager {
             rt: None,
             expires: Some(now + ttl),
             spec: None,
+            owner: owner.to_string(),
         };
         let id = self.next_conn;
         self.book(id, conn)?;
@@ -651,6 +722,7 @@ impl Manager {
             rt,
             expires: None,
             spec: (kind == Kind::Guaranteed).then(|| spec.clone()),
+            owner: ANONYMOUS.to_string(),
         })
     }
 
@@ -794,8 +866,14 @@ impl Manager {
 
     /// Every booking, by id.
     pub fn list(&self) -> Vec<ConnInfo> {
+        self.list_for(&Caller::anonymous())
+    }
+
+    /// The bookings `caller` may manage, by id: a client's own, every one for an operator.
+    pub fn list_for(&self, caller: &Caller) -> Vec<ConnInfo> {
         self.conns
             .iter()
+            .filter(|(_, c)| caller.may_manage(&c.owner))
             .map(|(&conn, c)| ConnInfo {
                 conn,
                 kind: c.kind,
@@ -813,6 +891,7 @@ impl Manager {
                 delay_us: c.requirement_ns.map(port::ceil_us),
                 delay_bound_us: self.bound(c).map(ledger::ceil_us),
                 path: self.names(&c.nodes),
+                owner: c.owner.clone(),
             })
             .collect()
     }

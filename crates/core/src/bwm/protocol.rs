@@ -210,6 +210,16 @@ pub enum ErrorCode {
     Refused,
     /// The exact arithmetic overflowed; nothing was booked.
     Internal,
+    /// Tokens are configured and the request carried none, or an unknown one.
+    Unauthenticated,
+    /// The caller is a `client` and the booking belongs to another principal.
+    Forbidden,
+    /// The manager already serves as many clients as it may; the connection is closed.
+    TooManyClients,
+    /// A request line was longer than the manager accepts; the connection is closed.
+    LineTooLong,
+    /// The connection sent nothing for the manager's idle time-out and is closed.
+    IdleTimeout,
 }
 
 /// A constraint a request would violate.
@@ -308,6 +318,9 @@ pub struct ConnInfo {
     pub delay_bound_us: Option<u64>,
     /// Node names on the path (empty for best-effort).
     pub path: Vec<String>,
+    /// The principal that booked it (`anonymous` without tokens, `manager` for standing ones).
+    #[serde(default = "anonymous")]
+    pub owner: String,
 }
 
 /// One switch output port, as reported by `topology`.
@@ -385,4 +398,13 @@ pub struct Booking {
     pub conn: ConnId,
     /// What it asked for.
     pub spec: ConnSpec,
+    /// The principal that booked it; bookings persisted before owners existed load as
+    /// `anonymous`.
+    #[serde(default = "anonymous")]
+    pub owner: String,
+}
+
+/// The owner of bookings that name none.
+fn anonymous() -> String {
+    super::auth::ANONYMOUS.to_string()
 }

@@ -212,6 +212,7 @@ fn measure(
         .map(|conn| Booking {
             conn,
             spec: flows.spec(),
+            owner: rtlan_core::bwm::ANONYMOUS.into(),
         })
         .collect();
     let state_path = dir.join("bwm-state.json");

@@ -1,7 +1,8 @@
 //! A small blocking client of the bandwidth manager (envelope in `docs/mgmt.md`, operations in
 //! `docs/bwm.md`), for the host daemon's "central" admission mode and for tests: connect, then
 //! one call per request; each call sends one line with a fresh request id and reads lines until
-//! the reply with that id arrives, handing it back as the core's [`Response`].
+//! the reply with that id arrives, handing it back as the core's [`Response`]. With
+//! [`BwmClient::with_token`] every request carries the token in its envelope's `token` field.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -21,6 +22,10 @@ pub enum ClientError {
     /// The manager sent a line that is not a reply.
     #[error("bad reply from the bandwidth manager: {0}")]
     BadReply(String),
+    /// The manager reported an error about the connection itself (no request id: e.g.
+    /// `too_many_clients`, `idle_timeout`) and closes it.
+    #[error("the bandwidth manager dropped the connection: {0}")]
+    Dropped(String),
 }
 
 /// A connection to the bandwidth manager.
@@ -28,6 +33,7 @@ pub struct BwmClient {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
     next_id: u64,
+    token: Option<String>,
 }
 
 impl BwmClient {
@@ -43,6 +49,7 @@ impl BwmClient {
             reader: BufReader::new(stream.try_clone()?),
             writer: stream,
             next_id: 1,
+            token: None,
         })
     }
 
@@ -60,20 +67,38 @@ impl BwmClient {
             reader: BufReader::new(stream.try_clone()?),
             writer: stream,
             next_id: 1,
+            token: None,
         })
     }
 
-    /// Sends `op` and returns the manager's reply to it.
+    /// Sends `token` in every request from now on (none: no token).
+    pub fn with_token(mut self, token: Option<String>) -> BwmClient {
+        self.token = token;
+        self
+    }
+
+    /// Sends `op` and returns the manager's reply to it. An error reply without a request id
+    /// (about the connection, not a request) is [`ClientError::Dropped`].
     pub fn request(&mut self, op: Op) -> Result<Response, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
-        // Invariant: `Request` holds only strings, integers and options.
-        let line = serde_json::to_string(&Request { id, op }).expect("Request serialises");
-        self.send_line(&line)?;
+        // Invariant: `Request` holds only strings, integers and options, and is an object.
+        let mut value = serde_json::to_value(Request { id, op }).expect("Request serialises");
+        if let (Some(token), Some(map)) = (&self.token, value.as_object_mut()) {
+            map.insert("token".into(), serde_json::Value::String(token.clone()));
+        }
+        self.send_line(&value.to_string())?;
         loop {
             let resp = self.read_reply()?;
             if resp.id == Some(id) {
                 return Ok(resp);
+            }
+            if let (None, rtlan_core::bwm::Reply::Error { code, message, .. }) =
+                (resp.id, &resp.reply)
+            {
+                let code = serde_json::to_value(code).unwrap_or_default();
+                let code = code.as_str().unwrap_or("error");
+                return Err(ClientError::Dropped(format!("{code}: {message}")));
             }
         }
     }

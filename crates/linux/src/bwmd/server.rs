@@ -1,27 +1,59 @@
 //! The bandwidth manager's TCP server around [`Manager`] (Löser/Härtig §3.2 "Admission
 //! process"): the one management envelope (`docs/mgmt.md`; operations in `docs/bwm.md`) served
 //! by the [`mgmt`](crate::mgmt) server on one thread and one `epoll` — no thread per client,
-//! at most [`MAX_CLIENTS`] clients, lines of at most [`MAX_LINE`] bytes. Each change is
-//! journalled before its reply is queued. The loop wakes at least every 100 ms to expire
-//! best-effort reservations and leases and to notice the stop flag.
+//! at most [`ServerConfig::max_clients`] clients (one more is told `too_many_clients` and
+//! closed), lines of at most [`MAX_LINE`] bytes, and a client silent for
+//! [`ServerConfig::idle_timeout`] is closed. With tokens configured ([`ServerConfig::tokens`])
+//! every request must carry a known `token` in its envelope, else it is refused
+//! `unauthenticated`; the caller it names owns what it books (`rtlan_core::bwm::auth`).
+//! Each change is journalled before its reply is queued. The loop wakes at least every 100 ms
+//! to expire best-effort reservations and leases, close idle clients and notice the stop flag.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use rtlan_core::bwm::{ErrorCode, Manager, Op, Reply, Request, Response};
+use rtlan_core::bwm::{
+    AuthError, Caller, ErrorCode, Manager, Op, Reply, Request, Response, Tokens,
+};
 use serde_json::Value;
 
 use super::store::{Journal, StoreError};
 use crate::clock;
 use crate::driver::{Epoll, EMPTY_EVENT};
-use crate::mgmt::{Limits, Listen, MgmtError, MgmtServer};
+use crate::mgmt::{Envelope, Limits, Listen, MgmtError, MgmtServer};
 
 /// Longest accepted request line, bytes; a longer one gets an error and the connection is closed.
 pub const MAX_LINE: usize = 64 * 1024;
 
-/// Most clients connected at once (every rtcd of the network keeps one connection).
+/// Most clients connected at once by default (every rtcd of the network keeps one connection).
 pub const MAX_CLIENTS: usize = 1024;
+
+/// Default idle time-out: well above the host daemon's refresh period (10 s), which keeps its
+/// connection busy; a daemon whose connection was closed reconnects for its next request.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How the server treats its clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The token table; empty = open (every request is the anonymous operator).
+    pub tokens: Tokens,
+    /// Most clients connected at once.
+    pub max_clients: usize,
+    /// Close a client that sends nothing for this long (none: never).
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            tokens: Tokens::default(),
+            max_clients: MAX_CLIENTS,
+            idle_timeout: Some(IDLE_TIMEOUT),
+        }
+    }
+}
 
 /// Epoll token of the listener; clients use the tokens just above.
 const LISTENER_TOKEN: u64 = 1 << 62;
@@ -44,10 +76,13 @@ pub enum ServerError {
     Store(#[from] StoreError),
 }
 
-/// The manager and its journal, changed together.
+/// The manager and its journal, changed together, and who may ask.
 struct Inner {
     manager: Manager,
     journal: Journal,
+    tokens: Tokens,
+    /// Requests refused `unauthenticated` so far.
+    unauthenticated: u64,
 }
 
 impl Inner {
@@ -61,14 +96,38 @@ impl Inner {
         }
     }
 
-    /// Answers one operation.
-    fn handle(&mut self, id: Option<u64>, op: Op) -> Result<Value, MgmtError> {
+    /// The caller a request's envelope names by its `token` (a string; anything else is no
+    /// token); `unauthenticated` if tokens are configured and it names none of them.
+    fn authenticate(&mut self, request: &Envelope) -> Result<Caller, MgmtError> {
+        let token = request.body.get("token").and_then(Value::as_str);
+        self.tokens.authenticate(token).map_err(|e| {
+            self.unauthenticated += 1;
+            let why = match e {
+                AuthError::Missing => "no token",
+                AuthError::Unknown => "an unknown token",
+            };
+            tracing::warn!(
+                op = %request.op,
+                refused = self.unauthenticated,
+                "bwm: refused a request with {why}"
+            );
+            MgmtError::new(code_name(ErrorCode::Unauthenticated), e.to_string())
+        })
+    }
+
+    /// Answers one request line: authenticates it, decodes its operation and runs it as the
+    /// caller.
+    fn handle(&mut self, request: &Envelope) -> Result<Value, MgmtError> {
+        let caller = self.authenticate(request)?;
+        let op = request.decode::<Op>()?;
         // The core's request id is only echoed in its `Response`, which the envelope replaces.
-        let request = Request {
-            id: id.unwrap_or(0),
+        let core_request = Request {
+            id: request.id.unwrap_or(0),
             op,
         };
-        let response = self.manager.handle_request(clock::now(), request);
+        let response = self
+            .manager
+            .handle_request_as(clock::now(), &caller, core_request);
         self.persist();
         response_to_result(response)
     }
@@ -140,13 +199,25 @@ pub struct Server {
 }
 
 impl Server {
+    /// [`Server::bind_with`] the default [`ServerConfig`]: open (no tokens), at most
+    /// [`MAX_CLIENTS`] clients, [`IDLE_TIMEOUT`].
+    pub fn bind(
+        manager: Manager,
+        listen: &str,
+        state_path: PathBuf,
+    ) -> Result<Server, ServerError> {
+        Server::bind_with(manager, listen, state_path, ServerConfig::default())
+    }
+
     /// Loads the state file and its journal (missing = empty), re-admits the bookings into
     /// `manager`, writes them back as a fresh snapshot with an empty journal, and binds `listen`.
-    /// Bookings the topology no longer admits are logged and dropped.
-    pub fn bind(
+    /// Bookings the topology no longer admits are logged and dropped. Without tokens in
+    /// `config`, warns once that any client may manage any booking.
+    pub fn bind_with(
         mut manager: Manager,
         listen: &str,
         state_path: PathBuf,
+        config: ServerConfig,
     ) -> Result<Server, ServerError> {
         let state = Journal::load(&state_path)?;
         for (conn, why) in manager.restore(state) {
@@ -171,10 +242,10 @@ impl Server {
         let epoll = Epoll::new().map_err(err)?;
         let limits = Limits {
             max_line: MAX_LINE,
-            max_clients: MAX_CLIENTS,
+            max_clients: config.max_clients,
             ..Limits::default()
         };
-        let clients = MgmtServer::bind(
+        let mut clients = MgmtServer::bind(
             &Listen::Tcp(listen.to_string()),
             &epoll,
             LISTENER_TOKEN,
@@ -187,10 +258,27 @@ impl Server {
                 other => std::io::Error::other(other.to_string()),
             },
         })?;
+        clients.set_idle_timeout(config.idle_timeout);
+        if config.tokens.is_open() {
+            tracing::warn!(
+                listen,
+                "bwm: no tokens configured: every client may book, list, refresh and release                  every booking (give --tokens FILE to require tokens)"
+            );
+        } else {
+            tracing::info!(
+                tokens = config.tokens.len(),
+                "bwm: every request needs a token"
+            );
+        }
         Ok(Server {
             epoll,
             clients,
-            inner: Inner { manager, journal },
+            inner: Inner {
+                manager,
+                journal,
+                tokens: config.tokens,
+                unauthenticated: 0,
+            },
         })
     }
 
@@ -217,6 +305,8 @@ impl Server {
                     source,
                 })?;
             self.inner.expire();
+            self.clients
+                .poll(&self.epoll, std::time::Instant::now(), &mut happened);
             for ev in &events[..n] {
                 let (token, flags) = (ev.u64, ev.events);
                 if self.clients.owns(token) {
@@ -226,19 +316,22 @@ impl Server {
                         token,
                         flags,
                         &mut happened,
-                        |_, _, request| {
-                            Some(
-                                request
-                                    .decode::<Op>()
-                                    .and_then(|op| inner.handle(request.id, op)),
-                            )
-                        },
+                        |_, _, request| Some(inner.handle(request)),
                     );
                 }
             }
             // Only closed connections are reported: every request was answered above.
             happened.clear();
         }
+        let stats = self.clients.stats();
+        tracing::info!(
+            accepted = stats.accepted,
+            requests = stats.requests,
+            refused_clients = stats.refused_clients,
+            idle_closed = stats.idle_closed,
+            unauthenticated = self.inner.unauthenticated,
+            "bwm: stopped"
+        );
         Ok(())
     }
 }

@@ -1,5 +1,5 @@
 //! The bandwidth manager over real TCP on 127.0.0.1: admit, refuse (delay, capacity), release,
-//! garbage, restart with reload.
+//! garbage, restart with reload; the client cap, the idle time-out, tokens and ownership.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,9 +56,13 @@ struct Running {
 
 impl Running {
     fn start(state: PathBuf) -> Running {
+        Running::start_with(state, ServerConfig::default())
+    }
+
+    fn start_with(state: PathBuf, config: ServerConfig) -> Running {
         let topo = parse_network(NETWORK, "network.toml").expect("valid network");
         let manager = Manager::new(topo, ManagerConfig::default()).expect("valid topology");
-        let server = Server::bind(manager, "127.0.0.1:0", state).expect("binds");
+        let server = Server::bind_with(manager, "127.0.0.1:0", state, config).expect("binds");
         let addr = server.local_addr().expect("bound");
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
@@ -208,6 +212,7 @@ fn bwm_journal_replays_ignores_a_torn_tail_and_compacts() {
     let booking = |conn| Booking {
         conn,
         spec: spec("A", 1, None),
+        owner: "host-a".into(),
     };
     assert_eq!(
         Journal::load(&path).expect("missing = empty"),
@@ -297,4 +302,191 @@ fn bwm_restart_rebooks_connections_across_rtlan_switches() {
     let refused = again.restore(Journal::load(&path).expect("replayed"));
     assert!(refused.is_empty(), "{refused:?}");
     assert_eq!(again.delay_bound_ns(conn), Some(bound));
+}
+
+/// Reads one line from `stream` as JSON (`Null` at EOF or on a bad line).
+fn read_json(reader: &mut impl std::io::BufRead) -> serde_json::Value {
+    let mut line = String::new();
+    match reader.read_line(&mut line) {
+        Ok(n) if n > 0 => serde_json::from_str(&line).unwrap_or(serde_json::Value::Null),
+        _ => serde_json::Value::Null,
+    }
+}
+
+#[test]
+fn bwm_client_cap_refuses_the_extra_client_with_an_error_and_keeps_serving() {
+    let dir = TempDir::new("cap");
+    let config = ServerConfig {
+        max_clients: 2,
+        ..ServerConfig::default()
+    };
+    let server = Running::start_with(dir.0.join("s.json"), config);
+    let mut one = server.client();
+    let mut two = server.client();
+    assert!(one.list().expect("served").ok);
+    assert!(two.list().expect("served").ok);
+    // A third at once: a clear JSON error, then the connection closes; the server lives on.
+    for _ in 0..3 {
+        let mut three = server.client();
+        match three.list() {
+            Err(ClientError::Dropped(m)) => assert!(m.starts_with("too_many_clients"), "{m}"),
+            other => panic!("expected too_many_clients, got {other:?}"),
+        }
+        assert!(three.list().is_err(), "closed after the refusal");
+    }
+    assert!(one.list().expect("still served").ok);
+    // A slot freed is a slot again.
+    drop(two);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = server.client();
+        match again.list() {
+            Ok(r) => {
+                assert!(r.ok);
+                break;
+            }
+            Err(ClientError::Dropped(_)) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("not served after a client left: {e}"),
+        }
+    }
+}
+
+#[test]
+fn bwm_idle_clients_are_told_and_closed_busy_ones_stay() {
+    use std::io::{BufReader, Write};
+    let dir = TempDir::new("idle");
+    let config = ServerConfig {
+        idle_timeout: Some(Duration::from_millis(300)),
+        ..ServerConfig::default()
+    };
+    let server = Running::start_with(dir.0.join("s.json"), config);
+    let idle = std::net::TcpStream::connect(server.addr).expect("connect");
+    idle.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut busy = server.client();
+    let start = std::time::Instant::now();
+    // The busy client asks every 100 ms for 900 ms: never idle for 300 ms.
+    while start.elapsed() < Duration::from_millis(900) {
+        assert!(busy.list().expect("busy client served").ok);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut reader = BufReader::new(&idle);
+    let told = read_json(&mut reader);
+    assert_eq!(told["ok"], false, "{told}");
+    assert_eq!(told["error"]["code"], "idle_timeout", "{told}");
+    assert_eq!(
+        read_json(&mut reader),
+        serde_json::Value::Null,
+        "then closed"
+    );
+    let _ = (&idle).write_all(b"{\"op\":\"list\"}\n");
+    // A client that reconnects is served again.
+    let mut back = server.client();
+    assert!(back.list().expect("served").ok);
+}
+
+fn tokens() -> rtlan_core::bwm::Tokens {
+    parse_tokens(
+        "[[token]]\nprincipal = \"host-a\"\nrole = \"client\"\ntoken = \"tok-a\"\n\
+         [[token]]\nprincipal = \"host-c\"\nrole = \"client\"\ntoken = \"tok-c\"\n\
+         [[token]]\nprincipal = \"alice\"\nrole = \"operator\"\ntoken = \"tok-op\"\n",
+        "tokens.toml",
+    )
+    .expect("valid tokens")
+}
+
+fn code_of(r: &rtlan_core::bwm::Response) -> Option<ErrorCode> {
+    match &r.reply {
+        Reply::Error { code, .. } => Some(*code),
+        _ => None,
+    }
+}
+
+#[test]
+fn bwm_with_tokens_refuses_requests_without_a_valid_one() {
+    let dir = TempDir::new("unauth");
+    let config = ServerConfig {
+        tokens: tokens(),
+        ..ServerConfig::default()
+    };
+    let server = Running::start_with(dir.0.join("s.json"), config);
+    for token in [None, Some("tok-x"), Some("tok-"), Some("")] {
+        let mut c = server.client().with_token(token.map(str::to_string));
+        for r in [
+            c.admit(spec("A", 1, None)).expect("reply"),
+            c.list().expect("reply"),
+            c.release(1).expect("reply"),
+        ] {
+            assert_eq!(
+                code_of(&r),
+                Some(ErrorCode::Unauthenticated),
+                "{token:?}: {r:?}"
+            );
+        }
+    }
+    // A token that is not a string is no token.
+    let mut c = server.client();
+    let r = c.raw(r#"{"id":3,"op":"list","token":7}"#).expect("reply");
+    assert_eq!(code_of(&r), Some(ErrorCode::Unauthenticated));
+    // Nothing was booked by all that; a valid token is served.
+    let mut op = server.client().with_token(Some("tok-op".into()));
+    let Reply::List { connections } = op.list().expect("reply").reply else {
+        panic!("list")
+    };
+    assert!(connections.is_empty());
+}
+
+#[test]
+fn bwm_clients_own_their_bookings_operators_manage_all_across_a_restart() {
+    let dir = TempDir::new("owner");
+    let state = dir.0.join("s.json");
+    let config = || ServerConfig {
+        tokens: tokens(),
+        ..ServerConfig::default()
+    };
+    let server = Running::start_with(state.clone(), config());
+    let mut a = server.client().with_token(Some("tok-a".into()));
+    let mut c = server.client().with_token(Some("tok-c".into()));
+    let ca = conn_of(&a.admit(spec("A", 10, None)).expect("reply").reply);
+    let cc = conn_of(&c.admit(spec("C", 10, None)).expect("reply").reply);
+    drop(server);
+
+    // After a restart the owners come back from the journal.
+    let server = Running::start_with(state, config());
+    let mut a = server.client().with_token(Some("tok-a".into()));
+    let mut op = server.client().with_token(Some("tok-op".into()));
+    let Reply::List { connections } = a.list().expect("reply").reply else {
+        panic!("list")
+    };
+    let mine: Vec<(u64, &str)> = connections
+        .iter()
+        .map(|x| (x.conn, x.owner.as_str()))
+        .collect();
+    assert_eq!(mine, vec![(ca, "host-a")], "a client lists only its own");
+    let r = a.release(cc).expect("reply");
+    assert_eq!(code_of(&r), Some(ErrorCode::Forbidden), "{r:?}");
+    let r = a
+        .request(rtlan_core::bwm::Op::Refresh { conns: vec![cc] })
+        .expect("reply");
+    assert_eq!(code_of(&r), Some(ErrorCode::Forbidden), "{r:?}");
+
+    // The operator lists everything and may release another's booking.
+    let Reply::List { connections } = op.list().expect("reply").reply else {
+        panic!("list")
+    };
+    let all: Vec<(u64, &str)> = connections
+        .iter()
+        .map(|x| (x.conn, x.owner.as_str()))
+        .collect();
+    assert_eq!(all, vec![(ca, "host-a"), (cc, "host-c")]);
+    assert_eq!(
+        op.release(cc).expect("reply").reply,
+        Reply::Released { conn: cc }
+    );
+    assert_eq!(
+        a.release(ca).expect("reply").reply,
+        Reply::Released { conn: ca }
+    );
 }

@@ -5,8 +5,13 @@
 //!
 //! - a line longer than [`Limits::max_line`] gets a `line_too_long` error and the connection is
 //!   closed;
-//! - a client beyond [`Limits::max_clients`] gets a `too_many_clients` error and is closed;
+//! - a client beyond [`Limits::max_clients`] gets a `too_many_clients` error and is closed
+//!   (counted in [`Stats::refused_clients`], logged at most once a second);
 //! - a client that does not read its replies is dropped once [`Limits::max_unread`] bytes wait;
+//! - with [`MgmtServer::set_idle_timeout`], a client that sends nothing for that long gets an
+//!   `idle_timeout` error and is closed by [`MgmtServer::poll`];
+//! - when the process runs out of descriptors, accepting pauses for a moment instead of
+//!   spinning on a listener that stays readable;
 //! - a line that is not an envelope gets a `bad_request` reply here, never reaching the daemon.
 //!
 //! Everything else goes up as a [`MgmtEvent`]; the daemon answers with [`MgmtServer::reply`]
@@ -101,7 +106,14 @@ pub struct Stats {
     pub requests: u64,
     /// Replies with `"ok": false` sent.
     pub errors: u64,
+    /// Connections refused because [`Limits::max_clients`] were connected.
+    pub refused_clients: u64,
+    /// Connections closed for sending nothing within the idle time-out.
+    pub idle_closed: u64,
 }
+
+/// How long accepting pauses after the process ran out of descriptors.
+const ACCEPT_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 #[derive(Debug)]
 enum Listener {
@@ -153,6 +165,8 @@ struct Conn {
     /// The epoll events currently registered (EPOLLIN until the peer closed its side, EPOLLOUT
     /// while output waits).
     registered: u32,
+    /// When the peer last sent something (or connected).
+    last_active: std::time::Instant,
 }
 
 /// Tokens of one server: `base` is the listener, `base + 1 + n` client `n`.
@@ -169,6 +183,14 @@ pub struct MgmtServer {
     next_client: u64,
     limits: Limits,
     stats: Stats,
+    /// Close clients silent for this long (none: never).
+    idle_timeout: Option<std::time::Duration>,
+    /// Accepting is paused until then (the process ran out of descriptors).
+    accept_paused_until: Option<std::time::Instant>,
+    /// When a refused client was last logged (at most one line a second).
+    refusal_logged: Option<std::time::Instant>,
+    /// The daemon calls [`MgmtServer::poll`], so accepting may pause (it resumes there).
+    polled: bool,
 }
 
 /// The peer's PID via `SO_PEERCRED` (`None` if unknown, e.g. from another PID namespace).
@@ -242,6 +264,10 @@ impl MgmtServer {
             next_client: 0,
             limits,
             stats: Stats::default(),
+            idle_timeout: None,
+            accept_paused_until: None,
+            refusal_logged: None,
+            polled: false,
         };
         epoll
             .add(fd, libc::EPOLLIN as u32, token_base)
@@ -265,6 +291,59 @@ impl MgmtServer {
     /// The counters so far.
     pub fn stats(&self) -> Stats {
         self.stats
+    }
+
+    /// Closes clients that send nothing for `timeout` (none: never), from [`MgmtServer::poll`].
+    pub fn set_idle_timeout(&mut self, timeout: Option<std::time::Duration>) {
+        self.idle_timeout = timeout;
+    }
+
+    /// Housekeeping at `now`, to be called at least every few hundred milliseconds (the
+    /// daemon's loop wakes that often anyway): closes idle clients — each gets an
+    /// `idle_timeout` error first, best effort, and is reported [`MgmtEvent::Gone`] in `out` —
+    /// unless a request of theirs still awaits the daemon's reply; resumes accepting after a
+    /// pause for lack of descriptors.
+    pub(crate) fn poll(
+        &mut self,
+        epoll: &Epoll,
+        now: std::time::Instant,
+        out: &mut Vec<MgmtEvent>,
+    ) {
+        self.polled = true;
+        if self.accept_paused_until.is_some_and(|t| t <= now) {
+            let fd = self.listener_fd();
+            if epoll.modify(fd, libc::EPOLLIN as u32, self.base).is_ok() {
+                self.accept_paused_until = None;
+            }
+        }
+        let Some(timeout) = self.idle_timeout else {
+            return;
+        };
+        let idle: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.awaiting == 0 && now.duration_since(c.last_active) >= timeout)
+            .map(|(&t, _)| t)
+            .collect();
+        for token in idle {
+            if let Some(conn) = self.conns.get_mut(&token) {
+                let error = MgmtError::new(
+                    "idle_timeout",
+                    format!("nothing received for {} s", timeout.as_secs_f64()),
+                );
+                push_error(conn, &mut self.stats, None, &error);
+                write_available(conn);
+                self.stats.idle_closed += 1;
+            }
+            self.close(epoll, token, out);
+        }
+    }
+
+    fn listener_fd(&self) -> RawFd {
+        match &self.listener {
+            Listener::Unix(l) => l.as_raw_fd(),
+            Listener::Tcp(l) => l.as_raw_fd(),
+        }
     }
 
     /// The clients connected now, in order of arrival.
@@ -296,7 +375,11 @@ impl MgmtServer {
             return;
         };
         if events & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
+            let before = conn.inbuf.len();
             read_available(conn, self.limits.max_line);
+            if conn.inbuf.len() != before {
+                conn.last_active = std::time::Instant::now();
+            }
             while let Some(pos) = conn.inbuf.iter().position(|&b| b == b'\n') {
                 let mut line: Vec<u8> = conn.inbuf.drain(..=pos).collect();
                 line.pop();
@@ -429,7 +512,15 @@ impl MgmtServer {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
+                    // Out of descriptors (EMFILE/ENFILE) or another failure: the pending
+                    // connection stays queued and the listener readable, so stop listening for
+                    // a moment rather than spin; `poll` resumes (a daemon that never calls it
+                    // keeps listening).
                     tracing::warn!("management socket accept: {e}");
+                    let fd = self.listener_fd();
+                    if self.polled && epoll.modify(fd, 0, self.base).is_ok() {
+                        self.accept_paused_until = Some(std::time::Instant::now() + ACCEPT_PAUSE);
+                    }
                     return;
                 }
             };
@@ -449,6 +540,19 @@ impl MgmtServer {
                 let mut line = Vec::new();
                 push_line(&mut line, &error_reply(None, &error));
                 self.stats.errors += 1;
+                self.stats.refused_clients += 1;
+                let now = std::time::Instant::now();
+                let quiet = self
+                    .refusal_logged
+                    .is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1));
+                if !quiet {
+                    self.refusal_logged = Some(now);
+                    tracing::warn!(
+                        refused_clients = self.stats.refused_clients,
+                        "management socket: {} clients connected, refusing a new one",
+                        self.limits.max_clients
+                    );
+                }
                 // Best effort on a fresh socket (its buffer is empty); then it is dropped.
                 let _ = stream.write(&line);
                 continue;
@@ -476,6 +580,7 @@ impl MgmtServer {
                     closing: false,
                     awaiting: 0,
                     registered: libc::EPOLLIN as u32,
+                    last_active: std::time::Instant::now(),
                 },
             );
         }
@@ -670,6 +775,7 @@ mod tests {
         );
         assert_eq!(server.stats().requests, 4);
         assert_eq!(server.stats().errors, 4);
+        assert_eq!(server.stats().refused_clients, 1);
     }
 
     /// Complete lines waiting on `stream` (read without consuming them).

@@ -75,6 +75,9 @@ pub struct Config {
     pub manager: Option<SocketAddr>,
     /// Wait for the manager: connecting, and each reply.
     pub manager_timeout: Duration,
+    /// The token presented to the manager in every request (`docs/bwm.md` § Tokens); none =
+    /// none sent (an open manager).
+    pub manager_token: Option<String>,
     /// Give traffic to the proxy prefix its own HTB class, served before the host's other
     /// traffic, on the interface's egress (replaces its root qdisc while the daemon runs).
     pub priority_queue: bool,
@@ -105,6 +108,7 @@ struct RawConfig {
     admission: Option<String>,
     manager: Option<String>,
     manager_timeout: Option<String>,
+    manager_token: Option<String>,
     priority_queue: Option<bool>,
     host_delay: Option<String>,
     lateness_budget: Option<String>,
@@ -153,6 +157,7 @@ impl Config {
             admission: Admission::Local,
             manager: None,
             manager_timeout: DEFAULT_MANAGER_TIMEOUT,
+            manager_token: None,
             priority_queue: true,
             host_delay: core.host_delay,
             lateness_budget: core.lateness_budget,
@@ -235,6 +240,14 @@ impl Config {
                 .ok_or_else(|| {
                     ConfigError::Value(format!("manager_timeout: `{d}` is not a positive duration"))
                 })?;
+        }
+        if let Some(t) = raw.manager_token {
+            if t.is_empty() {
+                return Err(ConfigError::Value(
+                    "manager_token: must not be empty".to_string(),
+                ));
+            }
+            config.manager_token = Some(t);
         }
         if let Some(p) = raw.priority_queue {
             config.priority_queue = p;
@@ -391,6 +404,7 @@ mod tests {
             admission = "central"
             manager = "198.18.0.1:7470"
             manager_timeout = "500ms"
+            manager_token = "tok-a"
         "#;
         let c = Config::from_toml_str(text).expect("valid");
         let core = c
@@ -410,6 +424,7 @@ mod tests {
         assert_eq!(core.admission, Admission::Central);
         assert_eq!(c.manager, Some("198.18.0.1:7470".parse().expect("literal")));
         assert_eq!(c.manager_timeout, Duration::from_millis(500));
+        assert_eq!(c.manager_token.as_deref(), Some("tok-a"));
     }
 
     #[test]
@@ -466,6 +481,10 @@ mod tests {
                 "manager_timeout",
             ),
             ("interface = \"eth0\"\nhost_delay = \"2\"\n", "host_delay"),
+            (
+                "interface = \"eth0\"\nadmission = \"central\"\nmanager = \"198.18.0.1:1\"\nmanager_token = \"\"\n",
+                "manager_token",
+            ),
             (
                 "interface = \"eth0\"\nhost_delay = \"300us\"\nlateness_budget = \"400us\"\n",
                 "lateness_budget must not exceed host_delay",

@@ -4,6 +4,8 @@
 //! admissions through a channel and wakes the loop with an `eventfd`. A broken connection is
 //! reopened for the next request (one retry per request); a request that still fails is answered
 //! `Unreachable`. On shutdown the worker finishes the queued jobs (the final releases) first.
+//! With a `manager_token` configured every request carries it (the manager then owns the
+//! daemon's bookings to the token's principal).
 
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -96,6 +98,8 @@ fn code_name(code: ErrorCode) -> String {
 struct Worker {
     addr: SocketAddr,
     timeout: Duration,
+    /// Sent in every request's `token` field.
+    token: Option<String>,
     client: Option<BwmClient>,
     /// Whether the last request reached the manager (`None` before the first): a change is
     /// logged once, a warning when it is lost and a note when it is back.
@@ -131,7 +135,7 @@ impl Worker {
             let client = match self.client.as_mut() {
                 Some(c) => c,
                 None => match BwmClient::connect_timeout(self.addr, self.timeout) {
-                    Ok(c) => self.client.insert(c),
+                    Ok(c) => self.client.insert(c.with_token(self.token.clone())),
                     Err(e) => {
                         last = Some(e);
                         continue;
@@ -203,8 +207,13 @@ impl Worker {
 }
 
 impl ManagerLink {
-    /// Starts the worker for the manager at `addr` (nothing is connected until the first job).
-    pub(super) fn start(addr: SocketAddr, timeout: Duration) -> std::io::Result<ManagerLink> {
+    /// Starts the worker for the manager at `addr`, presenting `token` if any (nothing is
+    /// connected until the first job).
+    pub(super) fn start(
+        addr: SocketAddr,
+        timeout: Duration,
+        token: Option<String>,
+    ) -> std::io::Result<ManagerLink> {
         // SAFETY: eventfd(2) with valid flags; the result is checked before use.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
@@ -218,6 +227,7 @@ impl ManagerLink {
         let worker = Worker {
             addr,
             timeout,
+            token,
             client: None,
             reachable: None,
         };
@@ -355,13 +365,87 @@ mod tests {
         assert_eq!(spec.host_delay_us, Some(2_000));
     }
 
+    /// The answers of `link` to one admission, waited for up to 5 s.
+    fn answer(link: &ManagerLink, handle: u64, req: ManagerRequest) -> Vec<Event> {
+        assert!(link.admit(ConnHandle(handle), req));
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let a = link.events();
+            if !a.is_empty() || std::time::Instant::now() > deadline {
+                return a;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn the_configured_token_is_presented_to_the_manager() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let network = "[[switch]]\nname = \"s1\"\nt_mux = \"45us\"\nbuffer = \"128KiB\"\n\
+                       [[link]]\nends = [\"a\", \"s1\"]\nrate = \"100mbit\"\n\
+                       [[link]]\nends = [\"b\", \"s1\"]\nrate = \"100mbit\"\n\
+                       [[host]]\nname = \"a\"\nip = \"198.18.0.3\"\n\
+                       [[host]]\nname = \"b\"\nip = \"198.18.0.2\"\n";
+        let topo = crate::bwmd::parse_network(network, "n.toml").expect("valid network");
+        let manager = rtlan_core::bwm::Manager::new(topo, Default::default()).expect("valid");
+        let dir = std::env::temp_dir().join(format!("rtlan-rtcd-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let config = crate::bwmd::ServerConfig {
+            tokens: crate::bwmd::parse_tokens(
+                "[[token]]\nprincipal = \"host-a\"\nrole = \"client\"\ntoken = \"tok-a\"\n",
+                "t.toml",
+            )
+            .expect("valid"),
+            ..Default::default()
+        };
+        let server =
+            crate::bwmd::Server::bind_with(manager, "127.0.0.1:0", dir.join("s.json"), config)
+                .expect("binds");
+        let addr = server.local_addr().expect("bound");
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || server.run(&flag));
+        let req = ManagerRequest {
+            src_ip: "198.18.0.3".parse().expect("literal"),
+            dst_ip: "198.18.0.2".parse().expect("literal"),
+            rate_bps: 1_000_000,
+            max_packet: 1514,
+            burst_bytes: 3028,
+            delay_us: None,
+            host_delay_us: None,
+            per_hop: false,
+        };
+        let with =
+            ManagerLink::start(addr, Duration::from_secs(2), Some("tok-a".into())).expect("worker");
+        let got = answer(&with, 1, req);
+        assert!(
+            matches!(
+                got.as_slice(),
+                [Event::Answer(_, ManagerAnswer::Admitted { .. })]
+            ),
+            "{got:?}"
+        );
+        let without = ManagerLink::start(addr, Duration::from_secs(2), None).expect("worker");
+        let got = answer(&without, 2, req);
+        assert!(
+            matches!(got.as_slice(), [Event::Answer(_, ManagerAnswer::Refused(t))]
+                if t.starts_with("unauthenticated")),
+            "{got:?}"
+        );
+        drop((with, without));
+        stop.store(true, Ordering::Relaxed);
+        assert!(matches!(thread.join(), Ok(Ok(()))));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn unreachable_manager_is_answered_not_hung() {
         // Nothing listens on this loopback port (bound then closed): connect is refused.
         let addr = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("ephemeral port");
-        let link = ManagerLink::start(addr, Duration::from_millis(300)).expect("worker");
+        let link = ManagerLink::start(addr, Duration::from_millis(300), None).expect("worker");
         let req = ManagerRequest {
             src_ip: "198.18.0.3".parse().expect("literal"),
             dst_ip: "198.18.0.2".parse().expect("literal"),

@@ -172,7 +172,8 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
     let rtcd = rtlan_core::rtcd::Rtcd::new(core.clone(), crate::clock::now())?;
     let manager = match config.manager {
         Some(addr) if core.admission != rtlan_core::rtcd::Admission::Local => Some(
-            manager::ManagerLink::start(addr, config.manager_timeout).map_err(Error::Manager)?,
+            manager::ManagerLink::start(addr, config.manager_timeout, config.manager_token.clone())
+                .map_err(Error::Manager)?,
         ),
         _ => None,
     };

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Args;
 use rtlan_core::bwm::{Manager, ManagerConfig, StandingConfig};
 use rtlan_core::units::{parse_duration, parse_rate};
-use rtlan_linux::bwmd::{load_network, Server};
+use rtlan_linux::bwmd::{load_network, load_tokens, Server, ServerConfig, MAX_CLIENTS};
 
 /// Arguments of `rtlan bwm`.
 #[derive(Debug, Args)]
@@ -31,6 +31,11 @@ reply per line (operations in docs/bwm.md):
     {\"id\":5,\"op\":\"topology\"}
     {\"id\":6,\"op\":\"refresh\",\"conns\":[1]}
 
+It listens on 127.0.0.1:7470 unless --listen names another address (e.g. the manager host's
+lab address, so that host daemons can reach it). With --tokens FILE every request must carry
+one of the file's tokens (field `token`); a `client` then manages only its own bookings, an
+`operator` all. Without it any client may release anyone's booking (a warning is logged).
+
 Guaranteed bookings are soft state: one not refreshed within --lease (30 s) is released, so a
 crashed host cannot hold capacity forever; `rtlan rtcd` on central admission refreshes its
 bookings every refresh_period (10 s).
@@ -46,9 +51,19 @@ pub(crate) struct BwmArgs {
     /// The network file (TOML, the format of `rtlan analyze`).
     #[arg(long, short)]
     network: PathBuf,
-    /// Address to listen on (TCP).
-    #[arg(long, short, default_value = "0.0.0.0:7470")]
+    /// Address to listen on (TCP); loopback only unless another address is given.
+    #[arg(long, short, default_value = DEFAULT_LISTEN)]
     listen: String,
+    /// Tokens file (TOML, `[[token]]` with principal, role, token; docs/bwm.md): every request
+    /// must then carry a token. Without it the manager is open to every client.
+    #[arg(long)]
+    tokens: Option<PathBuf>,
+    /// Most clients connected at once; one more gets a `too_many_clients` error.
+    #[arg(long, default_value_t = MAX_CLIENTS)]
+    max_clients: usize,
+    /// Close a client that sends nothing for this long; `0s` = never.
+    #[arg(long, default_value = "120s")]
+    idle_timeout: String,
     /// State file: bookings, rewritten atomically on each change, reloaded at start.
     #[arg(long, short, default_value = "bwm-state.json")]
     state: PathBuf,
@@ -92,13 +107,32 @@ fn config(args: &BwmArgs) -> anyhow::Result<ManagerConfig> {
     })
 }
 
+/// Where the manager listens unless told otherwise: loopback only.
+const DEFAULT_LISTEN: &str = "127.0.0.1:7470";
+
+fn server_config(args: &BwmArgs) -> anyhow::Result<ServerConfig> {
+    let idle = parse_duration(&args.idle_timeout).context("--idle-timeout")?;
+    if args.max_clients == 0 {
+        anyhow::bail!("--max-clients must be at least 1");
+    }
+    Ok(ServerConfig {
+        tokens: match &args.tokens {
+            Some(path) => load_tokens(path)?,
+            None => Default::default(),
+        },
+        max_clients: args.max_clients,
+        idle_timeout: Some(idle).filter(|d| !d.is_zero()),
+    })
+}
+
 /// Runs `rtlan bwm`.
 pub(crate) fn run(args: BwmArgs) -> anyhow::Result<ExitCode> {
     let config = config(&args)?;
+    let server_config = server_config(&args)?;
     let topo = load_network(&args.network)?;
     let manager = Manager::new(topo, config).context("building the bandwidth manager")?;
     let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM])?;
-    let server = Server::bind(manager, &args.listen, args.state.clone())?;
+    let server = Server::bind_with(manager, &args.listen, args.state.clone(), server_config)?;
     eprintln!(
         "rtlan bwm: listening on {}, state {}",
         server.local_addr()?,
@@ -107,4 +141,49 @@ pub(crate) fn run(args: BwmArgs) -> anyhow::Result<ExitCode> {
     server.run(stop)?;
     eprintln!("rtlan bwm: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bwm: BwmArgs,
+    }
+
+    #[test]
+    fn listens_on_loopback_unless_told_otherwise() {
+        let cli = Cli::try_parse_from(["bwm", "--network", "n.toml"]).expect("parses");
+        let addr: std::net::SocketAddr = cli.bwm.listen.parse().expect("an address");
+        assert!(addr.ip().is_loopback(), "default {addr}");
+        let c = server_config(&cli.bwm).expect("valid");
+        assert!(c.tokens.is_open());
+        assert_eq!(c.max_clients, MAX_CLIENTS);
+        assert_eq!(c.idle_timeout, Some(std::time::Duration::from_secs(120)));
+        let cli = Cli::try_parse_from([
+            "bwm",
+            "--network",
+            "n.toml",
+            "--listen",
+            "198.18.0.1:7470",
+            "--idle-timeout",
+            "0s",
+            "--max-clients",
+            "8",
+        ])
+        .expect("parses");
+        assert_eq!(cli.bwm.listen, "198.18.0.1:7470");
+        let c = server_config(&cli.bwm).expect("valid");
+        assert_eq!((c.idle_timeout, c.max_clients), (None, 8));
+        let cli = Cli::try_parse_from(["bwm", "-n", "n.toml", "--tokens", "/nonexistent/t.toml"])
+            .expect("parses");
+        assert!(
+            server_config(&cli.bwm).is_err(),
+            "a missing tokens file fails start"
+        );
+    }
 }

@@ -22,6 +22,10 @@ Examples (the manager listening on 198.18.0.1:7470, docs/bwm.md):
     rtlan bwmctl --manager 198.18.0.1:7470 release 7     # free booking 7
     rtlan bwmctl --manager 198.18.0.1:7470 refresh 7 9   # renew leases of 7 and 9
 
+A manager started with --tokens wants a token in every request: --token, or the environment
+variable RTLAN_BWM_TOKEN. A client token lists, releases and refreshes only its principal's
+bookings; an operator token all of them.
+
 --json prints the manager's reply line as it came. A refusal or error reply exits 1.")]
 pub(crate) struct BwmctlArgs {
     /// The manager's TCP address.
@@ -33,6 +37,9 @@ pub(crate) struct BwmctlArgs {
     /// Print the reply as JSON.
     #[arg(long)]
     json: bool,
+    /// The token to present (default: the environment variable RTLAN_BWM_TOKEN).
+    #[arg(long)]
+    token: Option<String>,
     /// What to ask.
     #[command(subcommand)]
     what: What,
@@ -58,9 +65,17 @@ enum What {
     },
 }
 
+/// The environment variable holding the token when `--token` is not given.
+const TOKEN_ENV: &str = "RTLAN_BWM_TOKEN";
+
 pub(crate) fn run(args: BwmctlArgs) -> anyhow::Result<ExitCode> {
+    let token = args
+        .token
+        .or_else(|| std::env::var(TOKEN_ENV).ok())
+        .filter(|t| !t.is_empty());
     let mut client = BwmClient::connect_timeout(args.manager, args.timeout)
-        .with_context(|| format!("connecting to the bandwidth manager at {}", args.manager))?;
+        .with_context(|| format!("connecting to the bandwidth manager at {}", args.manager))?
+        .with_token(token);
     let op = match args.what {
         What::List => Op::List,
         What::Topology => Op::Topology,
@@ -90,8 +105,8 @@ fn render(reply: &Reply) -> String {
     match reply {
         Reply::List { connections } => {
             out += &format!(
-                "{:>6}  {:<11} {:<8} {:<8} {:>10} {:>9} {:>9} {:>9}  path\n",
-                "conn", "kind", "src", "dst", "rate", "bucket B", "req µs", "bound µs"
+                "{:>6}  {:<11} {:<10} {:<8} {:<8} {:>10} {:>9} {:>9} {:>9}  path\n",
+                "conn", "kind", "owner", "src", "dst", "rate", "bucket B", "req µs", "bound µs"
             );
             for c in connections {
                 let kind = serde_json::to_value(c.kind)
@@ -99,9 +114,10 @@ fn render(reply: &Reply) -> String {
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default();
                 out += &format!(
-                    "{:>6}  {:<11} {:<8} {:<8} {:>10} {:>9} {:>9} {:>9}  {}\n",
+                    "{:>6}  {:<11} {:<10} {:<8} {:<8} {:>10} {:>9} {:>9} {:>9}  {}\n",
                     c.conn,
                     kind,
+                    c.owner,
                     c.src,
                     c.dst.as_deref().unwrap_or("*"),
                     format_rate(c.rate_bps),
