@@ -107,6 +107,30 @@ fn link_loss_on_the_forwarding_path_moves_to_the_blocked_port_in_twice_forward_d
 }
 
 #[test]
+fn carrier_loss_away_from_the_alternate_port_waits_for_max_age() {
+    let mut net = triangle();
+    net.run_until(at(61));
+    let failed_at = net.now;
+    // A0–B0 fails: B loses its root port and, designated on B–C, claims to be root. C ignores
+    // that inferior news from its designated bridge until the stored information ages out.
+    net.fail_link(0, false);
+    assert!(net.bridges[1].is_root_bridge());
+    assert_eq!(net.state(2, 1), PortState::Blocking);
+    net.run_for(secs(120));
+    net.assert_single_root(0);
+    assert_eq!(net.bridges[1].root_port(), Some(PortId(1)));
+    let took_over = net.entered(2, 1, PortState::Forwarding, failed_at).unwrap();
+    let t = Timers::default();
+    let elapsed = took_over - failed_at;
+    let most = t.max_age - MESSAGE_AGE_INCREMENT + 2 * t.forward_delay;
+    let least = most - t.hello_time;
+    assert!(
+        elapsed >= least && elapsed <= most,
+        "took over after {elapsed:?}, expected {least:?}..={most:?}"
+    );
+}
+
+#[test]
 fn silent_root_failure_re_elects_after_max_age_then_forward_delays() {
     let mut net = triangle();
     net.run_until(at(61));
