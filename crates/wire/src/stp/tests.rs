@@ -311,6 +311,34 @@ fn identifiers_and_times() {
     }
 }
 
+/// What `emit_frame` writes for a root 0000.020000000001 equals, byte for byte, the frame that
+/// was injected (AF_PACKET) into a kernel bridge's port in a throwaway namespace: the kernel took
+/// it (root_id became 0000.020000000001, root port 1, root path cost 2), while the RST BPDU with
+/// the same vector was ignored (the kernel accepts only version 0).
+#[test]
+fn frame_the_kernel_bridge_accepted() {
+    const ACCEPTED: &str = "0180c20000000200000000110026424203000000000000000200000000010000\
+                            0000000002000000000180010000060001000400";
+    let root = bridge(0x0000, 0x01);
+    let repr = Repr::Config(Config {
+        flags: Flags::default(),
+        root_id: root,
+        root_path_cost: 0,
+        bridge_id: root,
+        port_id: PortIdentifier(0x8001),
+        message_age: Time(0),
+        max_age: Time::from_secs(6),
+        hello_time: Time::from_secs(1),
+        forward_delay: Time::from_secs(4),
+    });
+    let mut buf = [0u8; MAX_FRAME_LEN];
+    let len = repr
+        .emit_frame(Address([2, 0, 0, 0, 0, 0x11]), &mut buf)
+        .unwrap();
+    let hex: String = buf[..len].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, ACCEPTED);
+}
+
 /// Writes every vector and a few emitted BPDUs into a pcap and checks that tshark (when
 /// installed) decodes each as STP or RSTP with the fields we meant.
 #[test]
