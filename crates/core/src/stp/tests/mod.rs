@@ -8,6 +8,7 @@ use rtlan_wire::stp::{parse_frame, BridgeId, Config, Flags, PortIdentifier, Time
 
 use super::*;
 
+mod random_graphs;
 mod scenarios;
 
 const COST: u32 = 19;
