@@ -11,6 +11,7 @@ pub mod node;
 pub mod rtcd;
 pub mod shaper;
 pub mod stats;
+pub mod stp;
 pub mod switch;
 pub mod time;
 pub mod timer;

@@ -21,6 +21,7 @@ pub mod cost;
 pub mod ethernet;
 pub mod ipv4;
 pub mod rewrite;
+pub mod stp;
 pub mod tcp;
 pub mod udp;
 
