@@ -65,11 +65,26 @@ fn restart_switch(lab: &Lab, name: &str) -> Child {
         .spawn()
         .expect("switch starts again");
     let socket = lab.switch_socket(name).expect("socket");
-    let (up, took) = wait_until(Duration::from_secs(10), || {
+    let (up, took) = poll_until(Duration::from_secs(10), || {
         UnixStream::connect(&socket).is_ok()
     });
     assert!(up, "restarted {name} did not answer within {took:?}");
     child
+}
+
+/// Polls `done` every 2 ms (finer than `wait_until`'s 50 ms, so the printed times mean
+/// something) until it holds or `timeout` passes; returns whether it held and how long it took.
+fn poll_until(timeout: Duration, mut done: impl FnMut() -> bool) -> (bool, Duration) {
+    let start = Instant::now();
+    loop {
+        if done() {
+            return (true, start.elapsed());
+        }
+        if start.elapsed() > timeout {
+            return (false, start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// Ends a process this test started (by its PID) and reaps it.
@@ -192,7 +207,7 @@ fn a_restarted_switch_gets_its_connection_back_with_the_stream_running() {
     let restarted = restart_switch(&lab, "s2");
     let restarted_after = killed_at.elapsed();
 
-    let (back, took) = wait_until(2 * REFRESH, || one_connection_everywhere(&lab, rate));
+    let (back, took) = poll_until(2 * REFRESH, || one_connection_everywhere(&lab, rate));
     let recovery = killed_at.elapsed();
     eprintln!(
         "s2 restart: socket answered {restarted_after:?} after the kill; connection back on \
@@ -281,7 +296,7 @@ fn a_restarted_rtcd_leaves_nothing_behind() {
     let _ = std::fs::remove_file(&killed.socket);
     let started = Instant::now();
     let daemon = Daemon::start_with_config(&lab, "a", "");
-    let (released, took) = wait_until(Duration::from_secs(2), || {
+    let (released, took) = poll_until(Duration::from_secs(2), || {
         SWITCHES.iter().all(|s| connections(&lab, s).is_empty())
     });
     let release_time = started.elapsed();
