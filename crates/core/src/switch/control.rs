@@ -484,7 +484,7 @@ impl Switch {
     }
 
     /// Sends `message` upstream for `job` and stores it for duplicates.
-    fn answer(&mut self, now: Instant, job: &InProgress, message: Message) {
+    pub(super) fn answer(&mut self, now: Instant, job: &InProgress, message: Message) {
         self.answer_with(now, job, message, None);
     }
 

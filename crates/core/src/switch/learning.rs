@@ -130,6 +130,16 @@ impl Fdb {
         }
     }
 
+    /// Forgets every station learnt on `port` (its link went down: they are no longer there).
+    pub(crate) fn flush_port(&mut self, port: PortId) {
+        let before = self.entries.len();
+        self.entries.retain(|_, entry| match entry {
+            Entry::Local => true,
+            Entry::Station { port: p, .. } => *p != port,
+        });
+        self.stations -= before - self.entries.len();
+    }
+
     /// Removes stations not seen for longer than the ageing time.
     pub(crate) fn age(&mut self, now: Instant) {
         let ageing_time = self.ageing_time;

@@ -23,6 +23,7 @@ use crate::time::Instant;
 use crate::timer::{TimerKind, TimerTable};
 
 mod arp_cache;
+mod failure;
 mod bound;
 mod control;
 mod ingress;
@@ -388,6 +389,13 @@ pub struct SignalStats {
     pub refresh_unknown: u64,
     /// Neighbours not tracked for restarts because their port's table was full.
     pub neighbours_untracked: u64,
+    /// Ports whose carrier went down.
+    pub link_down: u64,
+    /// Switch neighbours that stopped sending HELLO (for `HELLO_MISSES` periods).
+    pub neighbour_lost: u64,
+    /// Connections released because a link of their path went down or its neighbour went
+    /// silent (torn down both ways, reason LINK_DOWN or NEIGHBOUR_LOST).
+    pub failure_released: u64,
 }
 
 /// A learning-table entry, for reporting.
@@ -670,6 +678,7 @@ impl Switch {
             self.pending.forget_old_probes(now);
             self.rt.forget_old_answers(now);
             self.expire_unrefreshed(now);
+            self.detect_silent_neighbours(now);
             self.timers
                 .set(SwitchTimer::Ageing, now + AGEING_CHECK_INTERVAL);
         }
@@ -781,6 +790,10 @@ impl Switch {
 /// The switch as a node of the one contract ([`crate::node`]): the same calls as its inherent
 /// methods.
 impl crate::node::Node for Switch {
+    fn handle_link(&mut self, now: Instant, port: PortId, up: bool) {
+        Switch::handle_link(self, now, port, up);
+    }
+
     fn guarantee_violations(&self, port: PortId) -> u64 {
         self.stats
             .ports

@@ -23,7 +23,7 @@ use crate::time::Instant;
 pub(super) const ANSWER_LIFETIME: Duration = Duration::from_secs(600);
 
 /// A HELLO heard more than this many periods ago no longer makes a port switch-facing.
-const HELLO_MISSES: u32 = 3;
+pub(super) const HELLO_MISSES: u32 = 3;
 
 /// Most neighbours (source MACs of control messages) tracked per port for restart detection: a
 /// port is one link, so a handful is plenty; a host forging source MACs cannot grow the table.
@@ -157,6 +157,8 @@ pub(super) struct RtState {
     /// Per port: the boot epoch last heard from each neighbour (source MAC), at most
     /// [`MAX_NEIGHBOURS_PER_PORT`].
     pub(super) neighbours: Vec<HashMap<Address, u64>>,
+    /// Per port: whether its carrier is down (`handle_link`).
+    pub(super) link_down: Vec<bool>,
     /// SETUPs in progress, oldest first.
     pub(super) in_progress: Vec<InProgress>,
     /// Per port: when a switch HELLO was last heard.
@@ -205,6 +207,7 @@ impl RtState {
             ingress_reserved: vec![0; count],
             answers: HashMap::new(),
             neighbours: vec![HashMap::new(); count],
+            link_down: vec![false; count],
             in_progress: Vec::new(),
             switch_heard: vec![None; count],
             hello_seq: 0,

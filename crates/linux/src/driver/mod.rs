@@ -49,7 +49,7 @@ pub const RX_BATCH: usize = 64;
 pub const RX_QUANTUM: usize = 8;
 
 /// How often the ports' carrier is read when nothing suggests a change.
-pub const LINK_CHECK_INTERVAL: Duration = Duration::from_millis(250);
+pub const LINK_CHECK_INTERVAL: Duration = Duration::from_millis(20);
 
 /// The first epoll token free for the driver's user ([`Driver::epoll`]); tokens below are the
 /// driver's (ports use their index, the timer its own).
@@ -278,7 +278,7 @@ impl<N: Node, P: Port> Driver<N, P> {
             if flags & libc::EPOLLERR as u32 != 0 {
                 if let Some(err) = port.take_error() {
                     tracing::warn!(ifname = port.ifname(), "port error: {err}");
-                    // ENETDOWN, ENXIO and friends: look at the carrier now, not in 250 ms.
+                    // ENETDOWN, ENXIO and friends: look at the carrier now, not at the next check.
                     self.next_link_check = self.started;
                 }
             }

@@ -15,6 +15,7 @@ mod forwarding;
 mod pacing;
 mod props;
 mod rt_delay;
+mod rt_failure;
 mod rt_net;
 mod rt_refresh;
 mod rt_restart;

@@ -159,6 +159,13 @@ impl Net {
         h.drain_daemon();
     }
 
+    /// Cuts the link at port `pa` of node `a` (both directions); nothing is told.
+    pub(super) fn unlink(&mut self, a: usize, pa: u16) {
+        if let Some(peer) = self.links.remove(&(a, pa)) {
+            self.links.remove(&peer);
+        }
+    }
+
     /// Joins port `pa` of node `a` with port `pb` of node `b`.
     pub(super) fn link(&mut self, a: usize, pa: u16, b: usize, pb: u16) {
         self.links.insert((a, pa), (b, pb));
