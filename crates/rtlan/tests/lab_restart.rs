@@ -315,8 +315,15 @@ fn a_restarted_rtcd_leaves_nothing_behind() {
 
     drop(client);
     drop(daemon);
+    // The restarted daemon took over the HTB root the killed one left (and so removed it when
+    // it stopped): nothing of either start remains on the interface.
+    let root_after = exec_ok(&lab, "a", &["tc", "qdisc", "show", "dev", "eth0", "root"]);
     down_clean(lab);
 
+    assert!(
+        !root_after.starts_with("qdisc htb 1: root"),
+        "rtcd's HTB root is still there after a clean stop: {root_after}"
+    );
     assert_eq!(leftover.len(), 1, "the killed rtcd left its proxy entry");
     assert!(leftover_route, "the killed rtcd left its proxy route");
     assert!(

@@ -120,7 +120,10 @@ impl Switch {
                     reason: FailReason::NoRoute,
                     failed_hop: job.hop,
                     connection_id: job.in_id,
-                    switch_ip: self.config.mgmt_ip.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+                    switch_ip: self
+                        .config
+                        .mgmt_ip
+                        .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
                 };
                 self.stats.signal.setup_fail += 1;
                 self.answer(now, &job, fail);

@@ -23,9 +23,9 @@ use crate::time::Instant;
 use crate::timer::{TimerKind, TimerTable};
 
 mod arp_cache;
-mod failure;
 mod bound;
 mod control;
+mod failure;
 mod ingress;
 mod introspect;
 mod learning;

@@ -236,7 +236,14 @@ impl<N: Node, P: Port> Driver<N, P> {
             } else if self.ports.iter().any(Port::flush_pending) {
                 FLUSH_RETRY_MS
             } else {
-                MAX_SLEEP_MS
+                // Wake for the next carrier check too: a link loss is acted on within
+                // LINK_CHECK_INTERVAL even on an idle switch.
+                let until_check = self
+                    .next_link_check
+                    .saturating_duration_since(clock::now())
+                    .as_millis()
+                    .saturating_add(1);
+                i32::try_from(until_check).map_or(MAX_SLEEP_MS, |ms| ms.min(MAX_SLEEP_MS))
             };
             let n = self
                 .epoll

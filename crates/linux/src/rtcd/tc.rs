@@ -271,7 +271,20 @@ impl KernelShaper {
             return Ok(());
         }
         let link = self.link_rate_bps;
-        run_tc(&root_args(&self.ifname))?;
+        if let Err(error) = run_tc(&root_args(&self.ifname)) {
+            // An earlier start of the daemon that was killed leaves its HTB root behind, which
+            // `replace` cannot change into a new one (the size table differs in kind): remove
+            // it and install ours. Any other root qdisc that refuses is an error.
+            if !self.leftover_root() {
+                return Err(error);
+            }
+            tracing::warn!(
+                interface = %self.ifname,
+                "removing the HTB root an earlier start of rtcd left behind"
+            );
+            run_tc(&args(&["qdisc", "del", "dev", &self.ifname, "root"]))?;
+            run_tc(&root_args(&self.ifname))?;
+        }
         self.root_installed = true;
         let top = HtbClass {
             minor: 1,
@@ -296,6 +309,18 @@ impl KernelShaper {
             ))?;
         }
         Ok(())
+    }
+
+    /// Whether the interface's root qdisc is an HTB with handle 1: — the tree this daemon
+    /// installs, so one an earlier start left.
+    fn leftover_root(&self) -> bool {
+        let out = Command::new("tc")
+            .args(["qdisc", "show", "dev", &self.ifname, "root"])
+            .output();
+        out.is_ok_and(|o| {
+            o.status.success()
+                && String::from_utf8_lossy(&o.stdout).starts_with("qdisc htb 1: root")
+        })
     }
 
     fn update_reserved(&self) -> Result<(), TcError> {

@@ -64,7 +64,10 @@ fn all_free(net: &Net, switches: &[usize]) {
     for &sw in switches {
         let s = net.sw(sw);
         assert!(s.connections().is_empty(), "switch {sw}");
-        assert!(s.rt_ports().iter().all(|p| p.booked_bps == 0 && p.ids_in_use == 0));
+        assert!(s
+            .rt_ports()
+            .iter()
+            .all(|p| p.booked_bps == 0 && p.ids_in_use == 0));
     }
 }
 
@@ -83,13 +86,20 @@ fn carrier_loss_tears_the_path_down_both_ways_and_the_application_is_told_at_onc
     assert_eq!(net.sw(s[1]).stats().signal.link_down, 1);
     assert_eq!(net.sw(s[1]).stats().signal.failure_released, 1);
     assert_eq!(net.sw(s[2]).stats().signal.failure_released, 1);
-    assert_eq!(net.h(a).rtcd.as_ref().map(|d| d.connection_count()), Some(0));
+    assert_eq!(
+        net.h(a).rtcd.as_ref().map(|d| d.connection_count()),
+        Some(0)
+    );
     // A second "down" changes nothing; every TEARDOWN was acknowledged.
     net.sw_mut(s[1]).handle_link(now, PortId(1), false);
     net.run_for(Duration::from_secs(2));
     assert_eq!(net.sw(s[1]).stats().signal.link_down, 1);
     for &sw in &s[..2] {
-        assert_eq!(net.sw(sw).stats().signal.teardown_given_up, 0, "switch {sw}");
+        assert_eq!(
+            net.sw(sw).stats().signal.teardown_given_up,
+            0,
+            "switch {sw}"
+        );
     }
 }
 
