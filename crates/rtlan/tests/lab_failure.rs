@@ -4,13 +4,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use serde_json::Value;
 
 #[test]
 fn carrier_loss_revokes_the_connection_within_100_ms() {
@@ -20,41 +16,8 @@ fn carrier_loss_revokes_the_connection_within_100_ms() {
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
     let lab = up_file("default.toml", "ld1");
     let daemon = Daemon::start(&lab, "a");
-    let socket = format!("UNIX-CONNECT:{}", daemon.socket.display());
-    let mut app = lab
-        .exec("a", &["socat", "-", socket.as_str()])
-        .unwrap()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("socat starts");
-    let mut stdin = app.stdin.take().expect("piped stdin");
-    let stdout = app.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send((Instant::now(), line)).is_err() {
-                break;
-            }
-        }
-    });
-    let c_ip = ip(&lab, "c");
-    writeln!(
-        stdin,
-        "{{\"op\":\"register\",\"id\":1}}\n{{\"op\":\"open\",\"id\":2,\"dst_ip\":\"{c_ip}\",\
-         \"dst_port\":7000,\"src_port\":0,\"rate_bps\":1000000,\"max_burst\":3000,\
-         \"max_packet\":1500}}"
-    )
-    .expect("write to socat");
-    let opened = loop {
-        let (_, line) = rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("rtcd answers the open");
-        let v: Value = serde_json::from_str(&line).expect("a JSON line");
-        if v["id"] == 2 {
-            break v;
-        }
-    };
+    let mut app = SocatApp::start(&lab, "a", &daemon);
+    let opened = app.register_and_open(ip(&lab, "c"));
     assert_eq!(opened["data"]["reply"], "opened", "{opened}");
     assert_eq!(connections(&lab, "s1").len(), 1);
 
@@ -63,10 +26,7 @@ fn carrier_loss_revokes_the_connection_within_100_ms() {
     // From the moment the command returned: the carrier is gone then.
     let cut = Instant::now();
     let (at, event) = loop {
-        let (at, line) = rx
-            .recv_timeout(Duration::from_secs(5))
-            .expect("the application is told");
-        let v: Value = serde_json::from_str(&line).expect("a JSON line");
+        let (at, v) = app.next_json(Duration::from_secs(5));
         if v["event"].is_string() {
             break (at, v);
         }
@@ -86,9 +46,8 @@ fn carrier_loss_revokes_the_connection_within_100_ms() {
     assert_switch_idle(&lab, "s1");
     assert_eq!(signal_counter(&lab, "s1", "link_down"), 1);
     assert_eq!(signal_counter(&lab, "s1", "failure_released"), 1);
-    drop(stdin);
-    signal(app.id(), libc::SIGTERM);
-    let _ = app.wait();
+    signal(app.child.id(), libc::SIGTERM);
+    let _ = app.child.wait();
     drop(daemon);
     down_clean(lab);
 }

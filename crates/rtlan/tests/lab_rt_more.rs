@@ -6,14 +6,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
 use rtlan_linux::rtcd::{ClientError, RtcdClient};
-use serde_json::Value;
 
 #[test]
 fn sigkilled_application_has_its_connection_released() {
@@ -24,47 +21,14 @@ fn sigkilled_application_has_its_connection_released() {
     let lab = up_file("default.toml", "rk1");
     let daemon = Daemon::start(&lab, "a");
     // The application speaks the daemon's protocol itself: socat, fed from a pipe we keep open.
-    let socket = format!("UNIX-CONNECT:{}", daemon.socket.display());
-    let mut app = lab
-        .exec("a", &["socat", "-", socket.as_str()])
-        .unwrap()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("socat starts");
-    let mut stdin = app.stdin.take().expect("piped stdin");
-    let stdout = app.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let c_ip = ip(&lab, "c");
-    writeln!(
-        stdin,
-        "{{\"op\":\"register\",\"id\":1}}\n{{\"op\":\"open\",\"id\":2,\"dst_ip\":\"{c_ip}\",\
-         \"dst_port\":7000,\"src_port\":0,\"rate_bps\":1000000,\"max_burst\":3000,\
-         \"max_packet\":1500}}"
-    )
-    .expect("write to socat");
-    let opened = loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("rtcd answers the open");
-        let v: Value = serde_json::from_str(&line).expect("a JSON line");
-        if v["id"] == 2 {
-            break v;
-        }
-    };
+    let mut app = SocatApp::start(&lab, "a", &daemon);
+    let opened = app.register_and_open(ip(&lab, "c"));
     assert_eq!(opened["data"]["reply"], "opened", "{opened}");
     assert_eq!(connections(&lab, "s1").len(), 1);
     assert_eq!(proxy_neighbours(&lab, "a").len(), 1);
 
-    signal(app.id(), libc::SIGKILL);
-    let _ = app.wait();
+    signal(app.child.id(), libc::SIGKILL);
+    let _ = app.child.wait();
     let (released, took) = wait_until(Duration::from_secs(2), || {
         connections(&lab, "s1").is_empty() && proxy_neighbours(&lab, "a").is_empty()
     });
@@ -72,7 +36,7 @@ fn sigkilled_application_has_its_connection_released() {
     eprintln!("released {took:?} after SIGKILL of the application");
     assert_switch_idle(&lab, "s1");
     assert!(!has_proxy_route(&lab, "a"));
-    drop(stdin);
+    drop(app);
     drop(daemon);
     down_clean(lab);
 }

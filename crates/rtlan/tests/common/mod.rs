@@ -343,3 +343,73 @@ pub fn rt_counter(lab: &Lab, switch: &str, name: &str) -> u64 {
         .as_u64()
         .unwrap_or_else(|| panic!("no rt counter {name} in {stats}"))
 }
+
+/// An application that speaks the daemon's JSON-lines protocol itself: socat in `host`, connected
+/// to the daemon's socket, fed from a pipe the test keeps open; each line it prints arrives on
+/// `lines` with the time it was read.
+pub struct SocatApp {
+    pub child: std::process::Child,
+    pub stdin: std::process::ChildStdin,
+    pub lines: std::sync::mpsc::Receiver<(std::time::Instant, String)>,
+}
+
+impl SocatApp {
+    /// Starts socat in `host` towards `daemon`'s socket.
+    pub fn start(lab: &Lab, host: &str, daemon: &Daemon) -> SocatApp {
+        use std::io::BufRead;
+        let socket = format!("UNIX-CONNECT:{}", daemon.socket.display());
+        let mut child = lab
+            .exec(host, &["socat", "-", socket.as_str()])
+            .expect("host exists")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("socat starts");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send((std::time::Instant::now(), line)).is_err() {
+                    break;
+                }
+            }
+        });
+        SocatApp {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Registers and opens a 1 Mbit/s connection (request ids 1 and 2) to `dst_ip`:7000;
+    /// returns the open's reply line.
+    pub fn register_and_open(&mut self, dst_ip: Ipv4Addr) -> serde_json::Value {
+        use std::io::Write;
+        writeln!(
+            self.stdin,
+            "{{\"op\":\"register\",\"id\":1}}\n{{\"op\":\"open\",\"id\":2,\"dst_ip\":\"{dst_ip}\",\
+             \"dst_port\":7000,\"src_port\":0,\"rate_bps\":1000000,\"max_burst\":3000,\
+             \"max_packet\":1500}}"
+        )
+        .expect("write to socat");
+        loop {
+            let (_, v) = self.next_json(Duration::from_secs(10));
+            if v["id"] == 2 {
+                return v;
+            }
+        }
+    }
+
+    /// The next line, parsed, with the time it was read; panics after `timeout`.
+    pub fn next_json(&self, timeout: Duration) -> (std::time::Instant, serde_json::Value) {
+        let (at, line) = self
+            .lines
+            .recv_timeout(timeout)
+            .expect("the daemon answers in time");
+        (at, serde_json::from_str(&line).expect("a JSON line"))
+    }
+}

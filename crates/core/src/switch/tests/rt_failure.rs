@@ -2,52 +2,13 @@
 //! neighbour switch goes silent; every connection through it is torn down both ways and the
 //! sending application told `revoked` with the reason.
 
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use rtlan_wire::control::TeardownReason;
 
 use super::rt_net::*;
 use super::*;
-use crate::rtcd::{Reply, Request};
-
-fn open(dst_ip: Ipv4Addr) -> Request {
-    Request::Open {
-        dst_ip,
-        dst_port: 5004,
-        src_port: 0,
-        rate_bps: 10_000_000,
-        max_burst: 3028,
-        max_packet: 1514,
-        shaping: crate::rtcd::DaemonShaping::None,
-        delay_us: None,
-    }
-}
-
-/// A(daemon) — S1 — S2 — S3 — B with one connection A → B open.
-fn opened_chain() -> (Net, usize, usize, [usize; 3]) {
-    let mut net = Net::new();
-    let a = net.host(1, true);
-    let s = [
-        net.switch(&[RATE, RATE]),
-        net.switch(&[RATE, RATE]),
-        net.switch(&[RATE, RATE]),
-    ];
-    let b = net.host(2, false);
-    net.link(a, 0, s[0], 0);
-    net.link(s[0], 1, s[1], 0);
-    net.link(s[1], 1, s[2], 0);
-    net.link(s[2], 1, b, 0);
-    net.run_for(Duration::from_millis(5));
-    let ip_b = net.h(b).ip;
-    net.request(a, open(ip_b));
-    net.run_for(Duration::from_millis(50));
-    assert!(matches!(
-        net.h(a).replies.last(),
-        Some(Reply::Opened { hops: 3, .. })
-    ));
-    (net, a, b, s)
-}
+use crate::rtcd::Reply;
 
 fn revoked(net: &Net, a: usize) -> Vec<TeardownReason> {
     net.h(a)
@@ -73,7 +34,7 @@ fn all_free(net: &Net, switches: &[usize]) {
 
 #[test]
 fn carrier_loss_tears_the_path_down_both_ways_and_the_application_is_told_at_once() {
-    let (mut net, a, _, s) = opened_chain();
+    let (mut net, a, _, s) = opened_chain3();
     let now = net.now;
     net.unlink(s[1], 1);
     net.sw_mut(s[1]).handle_link(now, PortId(1), false);
@@ -105,7 +66,7 @@ fn carrier_loss_tears_the_path_down_both_ways_and_the_application_is_told_at_onc
 
 #[test]
 fn a_silent_neighbour_is_detected_within_hello_misses_periods() {
-    let (mut net, a, _, s) = opened_chain();
+    let (mut net, a, _, s) = opened_chain3();
     let cut = net.now;
     // The cable is cut without either side seeing carrier loss (a dead transceiver, a frozen
     // switch): only the missing HELLOs tell.
@@ -123,7 +84,7 @@ fn a_silent_neighbour_is_detected_within_hello_misses_periods() {
 
 #[test]
 fn after_the_link_comes_back_a_new_connection_opens() {
-    let (mut net, a, b, s) = opened_chain();
+    let (mut net, a, b, s) = opened_chain3();
     let now = net.now;
     net.unlink(s[1], 1);
     net.sw_mut(s[1]).handle_link(now, PortId(1), false);
@@ -137,7 +98,7 @@ fn after_the_link_comes_back_a_new_connection_opens() {
     assert!(net.sw(s[1]).is_switch_facing(PortId(1), net.now));
     let ip_b = net.h(b).ip;
     net.announce(b);
-    net.request(a, open(ip_b));
+    net.request(a, open_request(ip_b, 10_000_000));
     net.run_for(Duration::from_millis(600));
     assert!(
         matches!(net.h(a).replies.last(), Some(Reply::Opened { hops: 3, .. })),

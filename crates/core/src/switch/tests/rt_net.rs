@@ -428,3 +428,45 @@ pub(super) fn verified(frame: &[u8]) -> (Address, Ipv4Addr) {
     );
     (eth.dst_addr(), ip.dst_addr())
 }
+
+/// An open request for a 1514-byte-frame connection to `dst_ip`:5004 at `rate_bps`, burst of
+/// two frames, no delay requirement, shaped by the application.
+pub(super) fn open_request(dst_ip: Ipv4Addr, rate_bps: u64) -> Request {
+    Request::Open {
+        dst_ip,
+        dst_port: 5004,
+        src_port: 0,
+        rate_bps,
+        max_burst: 3028,
+        max_packet: 1514,
+        shaping: crate::rtcd::DaemonShaping::None,
+        delay_us: None,
+    }
+}
+
+/// A(daemon) — S1 — S2 — S3 — B, one 10 Mbit/s connection A → B open; returns
+/// (net, a, b, [s1, s2, s3]).
+pub(super) fn opened_chain3() -> (Net, usize, usize, [usize; 3]) {
+    let mut net = Net::new();
+    let a = net.host(1, true);
+    let s = [
+        net.switch(&[RATE, RATE]),
+        net.switch(&[RATE, RATE]),
+        net.switch(&[RATE, RATE]),
+    ];
+    let b = net.host(2, false);
+    net.link(a, 0, s[0], 0);
+    net.link(s[0], 1, s[1], 0);
+    net.link(s[1], 1, s[2], 0);
+    net.link(s[2], 1, b, 0);
+    net.run_for(Duration::from_millis(5));
+    let ip_b = net.h(b).ip;
+    net.request(a, open_request(ip_b, 10_000_000));
+    net.run_for(Duration::from_millis(50));
+    assert!(
+        matches!(net.h(a).replies.last(), Some(Reply::Opened { hops: 3, .. })),
+        "{:?}",
+        net.h(a).replies
+    );
+    (net, a, b, s)
+}

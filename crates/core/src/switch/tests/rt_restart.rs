@@ -12,47 +12,7 @@ use rtlan_wire::control::{
 
 use super::rt_net::*;
 use super::*;
-use crate::rtcd::{Reply, Request};
-
-fn open(dst_ip: Ipv4Addr, rate_bps: u64) -> Request {
-    Request::Open {
-        dst_ip,
-        dst_port: 5004,
-        src_port: 0,
-        rate_bps,
-        max_burst: 3028,
-        max_packet: 1514,
-        shaping: crate::rtcd::DaemonShaping::None,
-        delay_us: None,
-    }
-}
-
-/// A(daemon) — S1 — S2 — S3 — B, one 10 Mbit/s connection A → B open; returns
-/// (net, a, b, [s1, s2, s3]).
-fn opened_chain() -> (Net, usize, usize, [usize; 3]) {
-    let mut net = Net::new();
-    let a = net.host(1, true);
-    let s = [
-        net.switch(&[RATE, RATE]),
-        net.switch(&[RATE, RATE]),
-        net.switch(&[RATE, RATE]),
-    ];
-    let b = net.host(2, false);
-    net.link(a, 0, s[0], 0);
-    net.link(s[0], 1, s[1], 0);
-    net.link(s[1], 1, s[2], 0);
-    net.link(s[2], 1, b, 0);
-    net.run_for(Duration::from_millis(5));
-    let ip_b = net.h(b).ip;
-    net.request(a, open(ip_b, 10_000_000));
-    net.run_for(Duration::from_millis(50));
-    assert!(
-        matches!(net.h(a).replies.last(), Some(Reply::Opened { hops: 3, .. })),
-        "{:?}",
-        net.h(a).replies
-    );
-    (net, a, b, s)
-}
+use crate::rtcd::Reply;
 
 fn booked(net: &Net, sw: usize) -> u64 {
     net.sw(sw).rt_ports().iter().map(|p| p.booked_bps).sum()
@@ -83,7 +43,7 @@ fn recovered(net: &Net, a: usize) -> usize {
 
 #[test]
 fn a_restarted_middle_switch_has_its_connection_back_and_nobody_books_twice() {
-    let (mut net, a, _, s) = opened_chain();
+    let (mut net, a, _, s) = opened_chain3();
     let before: Vec<u64> = s.iter().map(|&sw| booked(&net, sw)).collect();
     let proxy_before = net.h(a).rtcd.as_ref().map(|d| d.ids_in_use());
     net.run_for(Duration::from_secs(3));
@@ -136,7 +96,7 @@ fn a_restarted_middle_switch_has_its_connection_back_and_nobody_books_twice() {
 
 #[test]
 fn a_restarted_first_switch_is_seen_by_the_daemon_which_signals_again() {
-    let (mut net, a, _, s) = opened_chain();
+    let (mut net, a, _, s) = opened_chain3();
     let before: Vec<u64> = s.iter().map(|&sw| booked(&net, sw)).collect();
     net.run_for(Duration::from_secs(1));
     net.restart_switch(s[0], 0x2000_0000_0000_0003);
@@ -149,7 +109,7 @@ fn a_restarted_first_switch_is_seen_by_the_daemon_which_signals_again() {
 
 #[test]
 fn a_restarted_last_switch_is_recovered_through_its_upstream_neighbour() {
-    let (mut net, a, _, s) = opened_chain();
+    let (mut net, a, _, s) = opened_chain3();
     let before: Vec<u64> = s.iter().map(|&sw| booked(&net, sw)).collect();
     net.run_for(Duration::from_secs(1));
     net.restart_switch(s[2], 0x2000_0000_0000_0004);
@@ -160,7 +120,7 @@ fn a_restarted_last_switch_is_recovered_through_its_upstream_neighbour() {
 
 #[test]
 fn a_restarted_daemon_frees_its_old_bookings_and_its_request_ids_do_not_alias() {
-    let (mut net, a, b, s) = opened_chain();
+    let (mut net, a, b, s) = opened_chain3();
     net.run_for(Duration::from_secs(1));
     // The daemon restarts: it knows nothing, numbers requests from the same start as before
     // only if its epoch did (it does not), and says HELLO at once.
@@ -176,7 +136,7 @@ fn a_restarted_daemon_frees_its_old_bookings_and_its_request_ids_do_not_alias() 
     }
     // A new connection with other parameters: every switch holds the new one, not the old.
     let ip_b = net.h(b).ip;
-    net.request(a, open(ip_b, 30_000_000));
+    net.request(a, open_request(ip_b, 30_000_000));
     net.run_for(Duration::from_millis(50));
     assert!(
         matches!(net.h(a).replies.last(), Some(Reply::Opened { hops: 3, .. })),
