@@ -241,6 +241,15 @@ impl Switch {
             }
         };
         job.terms = Some(terms);
+        // A link cannot bring in more than it carries: reservations entering by one port (those
+        // installed and those in progress) stay within the cap share of its line rate, so a
+        // host forging SETUPs towards many receivers cannot book beyond its own link (issue 12
+        // item 5).
+        if !self.ingress_has_room(job.key.in_port, wire) {
+            self.stats.signal.ingress_cap_refusals += 1;
+            self.refuse(now, &job, FailReason::Bandwidth);
+            return;
+        }
         let rt_bytes = terms.queue_bytes;
         let booking =
             match self
@@ -299,6 +308,29 @@ impl Switch {
         self.stats.signal.setup_tx += 1;
         self.send_control(now, out, &down);
         self.rt.in_progress.push(job);
+    }
+
+    /// Whether `wire_bps` more may enter by `port`: the reservations installed through it and
+    /// the SETUPs from it still in progress downstream, plus this one, within the real-time cap
+    /// share of its line rate.
+    fn ingress_has_room(&self, port: PortId, wire_bps: u64) -> bool {
+        let index = usize::from(port.0);
+        let Some(line) = self.ports.get(index).map(|p| p.line_rate_bps) else {
+            return false;
+        };
+        let installed = self.rt.ingress_reserved.get(index).copied().unwrap_or(0);
+        let pending: u64 = self
+            .rt
+            .in_progress
+            .iter()
+            .filter(|p| p.key.in_port == port)
+            .filter_map(|p| match &p.wait {
+                Wait::Downstream { booking, .. } => Some(booking.wire_rate_bps),
+                Wait::Route { .. } => None,
+            })
+            .sum();
+        let cap = u128::from(line) * u128::from(self.config.rt.cap_percent) / 100;
+        u128::from(installed) + u128::from(pending) + u128::from(wire_bps) <= cap
     }
 
     /// Records how long `job` took on this switch, from arrival to `now` (forwarded downstream

@@ -389,6 +389,9 @@ pub struct SignalStats {
     pub refresh_unknown: u64,
     /// Neighbours not tracked for restarts because their port's table was full.
     pub neighbours_untracked: u64,
+    /// SETUPs refused because the reservations entering by their input port would exceed the
+    /// cap share of that port's line rate.
+    pub ingress_cap_refusals: u64,
     /// Ports whose carrier went down.
     pub link_down: u64,
     /// Switch neighbours that stopped sending HELLO (for `HELLO_MISSES` periods).

@@ -14,6 +14,7 @@ mod arp_probe;
 mod forwarding;
 mod pacing;
 mod props;
+mod rt_abuse;
 mod rt_delay;
 mod rt_failure;
 mod rt_net;

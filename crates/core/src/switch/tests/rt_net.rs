@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use rtlan_wire::arp;
-use rtlan_wire::control::{Packet, Repr, ETHERTYPE};
+use rtlan_wire::control::{EpochTlv, Message, Packet, ProxyMacPlan, Repr, SetupRepr, ETHERTYPE};
 use rtlan_wire::ethernet::{Address, EtherType, Frame};
 use rtlan_wire::{ipv4, udp};
 
@@ -469,4 +469,36 @@ pub(super) fn opened_chain3() -> (Net, usize, usize, [usize; 3]) {
         net.h(a).replies
     );
     (net, a, b, s)
+}
+
+/// A raw control frame from `mac` to the control MAC, padded to 60 bytes.
+pub(super) fn control_frame(mac: Address, repr: &Repr) -> Vec<u8> {
+    let mut buf = vec![0u8; 128];
+    let len = repr
+        .emit_frame(mac, ProxyMacPlan::DEFAULT.control_mac(), &mut buf)
+        .expect("fits");
+    buf.truncate(len.max(60));
+    buf
+}
+
+/// A SETUP from 198.18.0.1 with connection id 0x20 towards `dst_ip`:5004 at `rate`, carrying
+/// boot epoch `epoch`.
+pub(super) fn setup_repr(request_id: u32, rate: u64, dst_ip: Ipv4Addr, epoch: u64) -> Repr {
+    let mut repr = Repr::new(
+        0,
+        request_id,
+        Message::Setup(SetupRepr {
+            src_ip: Ipv4Addr::new(198, 18, 0, 1),
+            dst_ip,
+            dst_port: 5004,
+            src_port: 0,
+            rate,
+            max_burst: 3028,
+            max_packet: 1514,
+            connection_id: 0x20,
+            hop_limit: 16,
+        }),
+    );
+    repr.set_tlv(EpochTlv(epoch).to_tlv());
+    repr
 }

@@ -153,36 +153,6 @@ fn a_restarted_daemon_frees_its_old_bookings_and_its_request_ids_do_not_alias() 
     }
 }
 
-/// A raw control frame from `mac` on a host link.
-fn frame(mac: Address, repr: &Repr) -> Vec<u8> {
-    let mut buf = vec![0u8; 128];
-    let len = repr
-        .emit_frame(mac, ProxyMacPlan::DEFAULT.control_mac(), &mut buf)
-        .expect("fits");
-    buf.truncate(len.max(60));
-    buf
-}
-
-fn setup(request_id: u32, rate: u64, dst_ip: Ipv4Addr, epoch: u64) -> Repr {
-    let mut repr = Repr::new(
-        0,
-        request_id,
-        Message::Setup(SetupRepr {
-            src_ip: Ipv4Addr::new(198, 18, 0, 1),
-            dst_ip,
-            dst_port: 5004,
-            src_port: 0,
-            rate,
-            max_burst: 3028,
-            max_packet: 1514,
-            connection_id: 0x20,
-            hop_limit: 16,
-        }),
-    );
-    repr.set_tlv(EpochTlv(epoch).to_tlv());
-    repr
-}
-
 /// Host A (raw frames) — S — B.
 fn raw_one_switch() -> (Net, usize, usize, usize) {
     let mut net = Net::new();
@@ -209,10 +179,10 @@ fn answers(net: &Net, host: usize) -> Vec<Repr> {
 fn a_request_id_reused_with_other_content_is_refused_not_answered_from_the_store() {
     let (mut net, a, sw, b) = raw_one_switch();
     let (mac_a, ip_b) = (net.h(a).mac, net.h(b).ip);
-    net.send(a, frame(mac_a, &setup(5, 1_000_000, ip_b, 9)));
+    net.send(a, control_frame(mac_a, &setup_repr(5, 1_000_000, ip_b, 9)));
     net.run_for(Duration::from_millis(1));
     // Same sender, same epoch, same request id, another rate: not a duplicate.
-    net.send(a, frame(mac_a, &setup(5, 30_000_000, ip_b, 9)));
+    net.send(a, control_frame(mac_a, &setup_repr(5, 30_000_000, ip_b, 9)));
     net.run_for(Duration::from_millis(1));
     let got = answers(&net, a);
     assert_eq!(got.len(), 2, "{got:?}");
@@ -231,7 +201,7 @@ fn a_request_id_reused_with_other_content_is_refused_not_answered_from_the_store
         Some(1_000_000)
     );
     // A real retransmission (same content) still gets the stored answer.
-    net.send(a, frame(mac_a, &setup(5, 1_000_000, ip_b, 9)));
+    net.send(a, control_frame(mac_a, &setup_repr(5, 1_000_000, ip_b, 9)));
     net.run_for(Duration::from_millis(1));
     assert_eq!(answers(&net, a).last(), got.first());
     // Every answer carries the switch's epoch.
@@ -249,7 +219,7 @@ fn a_refresh_for_an_unknown_connection_gets_one_state_lost_teardown_and_no_state
             connection_id: 0x44,
         },
     );
-    net.send(a, frame(mac_a, &refresh));
+    net.send(a, control_frame(mac_a, &refresh));
     net.run_for(Duration::from_secs(3));
     let got = answers(&net, a);
     assert_eq!(got.len(), 1, "one answer, never retransmitted: {got:?}");
@@ -271,8 +241,8 @@ fn forged_source_macs_cannot_grow_the_neighbour_table() {
     let ip_b = net.h(b).ip;
     for n in 0..100u8 {
         let mac = Address([0x02, 0xee, 0, 0, 0, n]);
-        let hello = setup(1000 + u32::from(n), 1_000, ip_b, u64::from(n) + 100);
-        net.send(a, frame(mac, &hello));
+        let hello = setup_repr(1000 + u32::from(n), 1_000, ip_b, u64::from(n) + 100);
+        net.send(a, control_frame(mac, &hello));
     }
     net.run_for(Duration::from_millis(5));
     let s = net.sw(sw);
