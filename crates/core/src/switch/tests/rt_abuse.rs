@@ -6,7 +6,6 @@ use std::time::Duration;
 use rtlan_wire::control::{FailReason, Message, Repr};
 
 use super::rt_net::*;
-use super::*;
 
 /// A SETUP from host A with connection id `id` towards `dst_ip` at `rate`.
 fn forged(request_id: u32, id: u16, rate: u64, dst_ip: std::net::Ipv4Addr) -> Repr {

@@ -3,12 +3,9 @@
 //! connection is open. Nothing may be lost for good, booked twice, or answered with another
 //! request's reply.
 
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use rtlan_wire::control::{
-    EpochTlv, FailReason, Message, ProxyMacPlan, Repr, SetupRepr, TeardownReason,
-};
+use rtlan_wire::control::{EpochTlv, FailReason, Message, Repr, TeardownReason};
 
 use super::rt_net::*;
 use super::*;
