@@ -2,24 +2,10 @@
 //! switches; a refreshed connection lives on, an unrefreshed one is released by every switch and
 //! revoked at the sending host.
 
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use super::rt_net::*;
-use crate::rtcd::{Reply, Request};
-
-fn open(dst_ip: Ipv4Addr) -> Request {
-    Request::Open {
-        dst_ip,
-        dst_port: 5004,
-        src_port: 0,
-        rate_bps: 10_000_000,
-        max_burst: 3028,
-        max_packet: 1514,
-        shaping: crate::rtcd::DaemonShaping::None,
-        delay_us: None,
-    }
-}
+use crate::rtcd::Reply;
 
 /// A(daemon, REFRESH every `refresh`) — S1 — S2 — B; returns (net, a, [s1, s2], b).
 fn chain(refresh: Duration) -> (Net, usize, [usize; 2], usize) {
@@ -33,7 +19,7 @@ fn chain(refresh: Duration) -> (Net, usize, [usize; 2], usize) {
     net.link(s2, 1, b, 0);
     net.run_for(Duration::from_millis(5));
     let ip_b = net.h(b).ip;
-    net.request(a, open(ip_b));
+    net.request(a, open_request(ip_b, 10_000_000));
     net.run_for(Duration::from_millis(50));
     assert!(
         matches!(net.h(a).replies.last(), Some(Reply::Opened { hops: 2, .. })),

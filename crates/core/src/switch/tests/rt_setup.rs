@@ -16,19 +16,6 @@ use crate::rtcd::{ConnHandle, Reply, Request, RtcdError};
 
 const RT_RATE: u64 = 10_000_000;
 
-fn open(dst_ip: Ipv4Addr, rate_bps: u64) -> Request {
-    Request::Open {
-        dst_ip,
-        dst_port: 5004,
-        src_port: 0,
-        rate_bps,
-        max_burst: 3028,
-        max_packet: 1514,
-        shaping: crate::rtcd::DaemonShaping::None,
-        delay_us: None,
-    }
-}
-
 /// The `Opened` reply of `host`: (handle, proxy IP, proxy MAC, hops).
 fn opened(net: &Net, host: usize) -> (ConnHandle, Ipv4Addr, Address, u8) {
     match net.h(host).replies.last() {
@@ -111,7 +98,7 @@ pub(super) fn chain(middle_rate: u64) -> (Net, [usize; 3], [usize; 3]) {
 fn host_switch_host_setup_then_data_reaches_the_receiver_rewritten() {
     let (mut net, a, s, b) = one_switch();
     let ip_b = net.h(b).ip;
-    net.request(a, open(ip_b, RT_RATE));
+    net.request(a, open_request(ip_b, RT_RATE));
     net.run_for(Duration::from_millis(50));
     let (_, proxy_ip, proxy_mac, hops) = opened(&net, a);
     assert_eq!(hops, 1);
@@ -145,7 +132,7 @@ fn three_switches_swap_ids_per_link() {
     let ip_b = net.h(b).ip;
     net.announce(b);
     net.run_for(Duration::from_millis(1));
-    net.request(a, open(ip_b, RT_RATE));
+    net.request(a, open_request(ip_b, RT_RATE));
     net.run_for(Duration::from_millis(50));
     let (_, proxy_a, mac_a_proxy, hops) = opened(&net, a);
     assert_eq!(hops, 3);
@@ -163,7 +150,7 @@ fn three_switches_swap_ids_per_link() {
 
     // A second connection, from C into S2: its id on C's link is C's first id, but S2→S3
     // already carries id2's successor, so S2 swaps it.
-    net.request(c, open(ip_b, RT_RATE));
+    net.request(c, open_request(ip_b, RT_RATE));
     net.run_for(Duration::from_millis(50));
     let (_, proxy_c, mac_c_proxy, hops) = opened(&net, c);
     assert_eq!(hops, 2);
@@ -202,7 +189,7 @@ fn admission_failure_at_the_middle_hop_releases_upstream() {
     let ip_b = net.h(b).ip;
     net.announce(b);
     net.run_for(Duration::from_millis(1));
-    net.request(a, open(ip_b, RT_RATE));
+    net.request(a, open_request(ip_b, RT_RATE));
     net.run_for(Duration::from_millis(50));
     match net.h(a).replies.last() {
         Some(Reply::Failed {
@@ -237,7 +224,7 @@ fn admission_failure_at_the_middle_hop_releases_upstream() {
 #[test]
 fn unknown_destination_is_refused_no_route() {
     let (mut net, a, s, _) = one_switch();
-    net.request(a, open(Ipv4Addr::new(198, 18, 0, 99), RT_RATE));
+    net.request(a, open_request(Ipv4Addr::new(198, 18, 0, 99), RT_RATE));
     net.run_for(Duration::from_secs(2));
     match net.h(a).replies.last() {
         Some(Reply::Failed {
@@ -331,7 +318,7 @@ fn teardown_clears_every_hop() {
     let ip_b = net.h(b).ip;
     net.announce(b);
     net.run_for(Duration::from_millis(1));
-    net.request(a, open(ip_b, RT_RATE));
+    net.request(a, open_request(ip_b, RT_RATE));
     net.run_for(Duration::from_millis(50));
     let (conn, ..) = opened(&net, a);
     for sw in [s1, s2, s3] {
@@ -358,7 +345,7 @@ fn forged_id_from_another_port_is_dropped_and_counted() {
     let ip_b = net.h(b).ip;
     net.announce(b);
     net.run_for(Duration::from_millis(1));
-    net.request(a, open(ip_b, RT_RATE));
+    net.request(a, open_request(ip_b, RT_RATE));
     net.run_for(Duration::from_millis(50));
     let ((_, id_on_s1_s2), _) = only_entry(&net, s2);
     // C sends with the id that is valid only on S1→S2.
@@ -377,7 +364,7 @@ fn forged_id_from_another_port_is_dropped_and_counted() {
 fn real_time_fifo_is_served_before_the_non_real_time_queue() {
     let (mut net, a, s, b) = one_switch();
     let ip_b = net.h(b).ip;
-    net.request(a, open(ip_b, RT_RATE));
+    net.request(a, open_request(ip_b, RT_RATE));
     net.run_for(Duration::from_millis(50));
     let (_, proxy_ip, proxy_mac, _) = opened(&net, a);
     let (mac_a, ip_a, mac_b) = (net.h(a).mac, net.h(a).ip, net.h(b).mac);
