@@ -18,6 +18,7 @@ pub mod ctl;
 pub mod driver;
 pub mod epoch;
 pub mod keys;
+pub mod linkwatch;
 pub mod mgmt;
 pub mod netlink;
 pub mod packet;

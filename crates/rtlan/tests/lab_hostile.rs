@@ -58,7 +58,7 @@ fn inject(
                 std::thread::sleep(Duration::from_micros(50));
             }
             sent += 1;
-            if per_ms > 0 && sent % per_ms == 0 {
+            if per_ms > 0 && sent.is_multiple_of(per_ms) {
                 let _ = port.flush();
                 // Keep the average at `per_ms` per millisecond even when a sleep runs long.
                 let due = Duration::from_micros(1000 * sent / per_ms);
@@ -237,23 +237,20 @@ fn forged_control_from_a_host_cannot_squat_or_touch_another_hosts_reservation() 
     ping_ok(&lab, "a", "d");
     let mac_c = mac(&lab, "c");
 
-    // c forges 40 SETUPs of 10 Mbit/s towards a, each with its own id, and then 5,000 tiny
-    // ones: what c's own 100 Mbit/s link may carry is the whole prize. (Towards a's downlink:
-    // booking another host's downlink first-come first-served is what any host may do within
-    // its own link's share, so a's reservation below goes a → b.)
+    // c forges 40 SETUPs of 10 Mbit/s towards a and d alternately, each with its own id, and
+    // then 5,000 tiny ones. The two downlinks would admit 60 Mbit/s each; c's own 100 Mbit/s link
+    // is what bounds it. (Booking other hosts' downlinks first-come first-served is what any
+    // host may do within its own link's share, so a's reservation below goes a → b.)
+    let to = move |i: u16| if i.is_multiple_of(2) { ip_a } else { ip_d };
     let mut frames: Vec<Vec<u8>> = (0..40u16)
         .map(|i| {
-            control_frame(
-                mac_c,
-                &setup(1 + u32::from(i), 0x20 + i, 10_000_000, ip_c, ip_a),
-            )
+            let repr = setup(1 + u32::from(i), 0x20 + i, 10_000_000, ip_c, to(i));
+            control_frame(mac_c, &repr)
         })
         .collect();
     frames.extend((0..5000u16).map(|i| {
-        control_frame(
-            mac_c,
-            &setup(100 + u32::from(i), 0x100 + i, 1_000, ip_c, ip_a),
-        )
+        let repr = setup(100 + u32::from(i), 0x100 + i, 1_000, ip_c, to(i));
+        control_frame(mac_c, &repr)
     }));
     assert_eq!(inject_all(&lab, "c", frames), 5040);
     std::thread::sleep(Duration::from_millis(500));

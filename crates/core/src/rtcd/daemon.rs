@@ -22,6 +22,7 @@ use crate::timer::{TimerKind, TimerTable};
 
 mod auth;
 mod central;
+mod link;
 
 /// One connection of the host's link, from SETUP until TEARDOWN_ACK (or giving up).
 #[derive(Debug, Clone)]
@@ -56,6 +57,8 @@ struct Conn {
     /// Set while the connection is signalled again after the path lost it (the TEARDOWN's
     /// reason); the client got [`Reply::Interrupted`].
     recovering: Option<TeardownReason>,
+    /// Switches on the path, from the last SETUP_OK.
+    hops: u8,
 }
 
 impl Conn {
@@ -97,6 +100,8 @@ pub struct Rtcd {
     switch_epoch: Option<u64>,
     /// Sequence number of the next HELLO.
     hello_seq: u32,
+    /// Whether the host's own interface has its carrier ([`Rtcd::handle_link`]).
+    link_up: bool,
     reserved_bps: u64,
     /// Open connections with a proxy IP (per-hop or `both`): the route goes with the last one.
     open_count: usize,
@@ -187,6 +192,7 @@ impl Rtcd {
             next_request_id: (config_epoch as u32).max(1),
             switch_epoch: None,
             hello_seq: 0,
+            link_up: true,
             reserved_bps: 0,
             open_count: 0,
             route_installed: false,
@@ -444,6 +450,7 @@ impl Rtcd {
                 path_bound_us: None,
                 published: false,
                 recovering: None,
+                hops: 0,
             },
         );
         if phase == ConnPhase::Admitting {
@@ -808,10 +815,8 @@ impl Rtcd {
                 let reason = reason.unwrap_or(TeardownReason::Expired);
                 self.on_teardown(now, repr.request_id, connection_id, reason);
             }
-            Message::Setup(_)
-            | Message::Hello(_)
-            | Message::Refresh { .. }
-            | Message::RefreshAck { .. } => {}
+            Message::RefreshAck { connection_id } => self.on_refresh_ack(connection_id),
+            Message::Setup(_) | Message::Hello(_) | Message::Refresh { .. } => {}
         }
     }
 
@@ -829,6 +834,7 @@ impl Rtcd {
             return;
         };
         conn.phase = ConnPhase::Open;
+        conn.hops = hops;
         conn.path_bound_us = bound_ns.map(|ns| ns.div_ceil(1000));
         let recovered = conn.recovering.take().is_some() && conn.published;
         let (client, handle, delay_bound_us) = (conn.client, conn.handle, conn.bound_us());
@@ -875,18 +881,21 @@ impl Rtcd {
             return;
         };
         conn.phase = ConnPhase::Opening;
-        conn.recovering = Some(reason);
+        // The client heard once, with the first reason, that its connection is interrupted.
+        let told = conn.recovering.replace(reason).is_some();
         conn.request_id = request_id;
         conn.attempts = 0;
         let (client, handle) = (conn.client, conn.handle);
-        self.reply(
-            client,
-            0,
-            Reply::Interrupted {
-                conn: handle,
-                reason,
-            },
-        );
+        if !told {
+            self.reply(
+                client,
+                0,
+                Reply::Interrupted {
+                    conn: handle,
+                    reason,
+                },
+            );
+        }
         self.transmit(now, id);
     }
 
@@ -898,6 +907,10 @@ impl Rtcd {
             self.actions.push_back(Action::ManagerRefresh {
                 manager_conns: held,
             });
+        }
+        if !self.link_up {
+            // Nothing reaches the switch; the link coming back sends what is needed.
+            return;
         }
         // The HELLO keeps the first switch aware of this start's epoch.
         self.send_hello(now);
@@ -926,6 +939,14 @@ impl Rtcd {
             return;
         };
         match (conn.phase, conn.recovering) {
+            // Cut off by the host's own link: whatever the first switch released meanwhile
+            // (carrier loss on its side too, or its soft state), the link is back now.
+            (ConnPhase::Open, Some(TeardownReason::LinkDown))
+                if reason.resignal() || reason == TeardownReason::LinkDown =>
+            {
+                self.resignal(now, id, reason);
+                return;
+            }
             (ConnPhase::Open, _) if reason.resignal() && !conn.direct => {
                 self.resignal(now, id, reason);
                 return;

@@ -1,5 +1,6 @@
 //! Interface lookups for a packet port: index (`if_nametoindex`), hardware address
-//! (`SIOCGIFHWADDR`) and flags (`SIOCGIFFLAGS`), via `ioctl` on any socket.
+//! (`SIOCGIFHWADDR`), flags (`SIOCGIFFLAGS`) and the driver's link state (`SIOCETHTOOL`), via
+//! `ioctl` on any socket.
 
 use std::ffi::CString;
 use std::io;
@@ -71,11 +72,57 @@ pub(crate) fn is_up(fd: RawFd, ifname: &str) -> Result<bool, PacketError> {
     Ok(flags(fd, ifname)? & libc::IFF_UP as libc::c_short != 0)
 }
 
-/// Whether `ifname` is up and has its carrier (`IFF_UP` and `IFF_RUNNING`, i.e. operstate up),
-/// read through socket `fd`.
+/// Whether `ifname` is up (`IFF_UP`) and has its carrier, read through socket `fd`.
+///
+/// The carrier comes from the driver (`ETHTOOL_GLINK`: `netif_carrier_ok` for veth and most
+/// NICs), not from `IFF_RUNNING`: that flag follows the operational state, which the kernel's
+/// link watch updates — for a carrier loss it may do so up to a second later (it rate-limits
+/// events that are not urgent, and a carrier loss on a NIC or on a veth whose peer has the same
+/// index in its namespace is not). Only a driver without `get_link` falls back to `IFF_RUNNING`.
 pub(crate) fn has_carrier(fd: RawFd, ifname: &str) -> Result<bool, PacketError> {
-    let wanted = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-    Ok(flags(fd, ifname)? & wanted == wanted)
+    let flags = flags(fd, ifname)?;
+    if flags & libc::IFF_UP as libc::c_short == 0 {
+        return Ok(false);
+    }
+    match driver_link(fd, ifname)? {
+        Some(link) => Ok(link),
+        None => Ok(flags & libc::IFF_RUNNING as libc::c_short != 0),
+    }
+}
+
+/// `ETHTOOL_GLINK` of `<linux/ethtool.h>`.
+const ETHTOOL_GLINK: u32 = 0x0000_000a;
+
+/// `struct ethtool_value` of `<linux/ethtool.h>`.
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
+
+/// The driver's link state (`SIOCETHTOOL` / `ETHTOOL_GLINK`), `None` if the driver has none.
+fn driver_link(fd: RawFd, ifname: &str) -> Result<Option<bool>, PacketError> {
+    let mut req = ifreq_for(ifname)?;
+    let mut value = EthtoolValue {
+        cmd: ETHTOOL_GLINK,
+        data: 0,
+    };
+    req.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
+    // SAFETY: `req` names the interface and points at `value`, which outlives the call; for
+    // ETHTOOL_GLINK the kernel reads `cmd` and writes only `data` (an ethtool_value).
+    let rc = unsafe { libc::ioctl(fd, libc::SIOCETHTOOL, &mut req) };
+    if rc < 0 {
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() == Some(libc::EOPNOTSUPP) {
+            return Ok(None);
+        }
+        return Err(PacketError::Ioctl {
+            what: "SIOCETHTOOL",
+            ifname: ifname.to_string(),
+            source: error,
+        });
+    }
+    Ok(Some(value.data != 0))
 }
 
 /// The interface flags of `ifname` (`SIOCGIFFLAGS`), read through socket `fd`.

@@ -20,6 +20,7 @@ use super::tc::KernelShaper;
 use super::{Error, RunReport};
 use crate::clock;
 use crate::driver::{Epoll, EMPTY_EVENT};
+use crate::linkwatch::LinkWatch;
 use crate::mgmt::{MgmtError, MgmtEvent, MgmtServer, RequestId};
 use crate::netlink::Netlink;
 use crate::timer::Timer;
@@ -27,8 +28,14 @@ use crate::timer::Timer;
 const LINK_TOKEN: u64 = 1;
 const TIMER_TOKEN: u64 = 2;
 const MANAGER_TOKEN: u64 = 3;
-/// Longest sleep, so that the shutdown flag is seen promptly.
-const MAX_SLEEP_MS: i32 = 100;
+const CARRIER_TOKEN: u64 = 4;
+/// Longest sleep, so that the shutdown flag is seen promptly and the carrier is read as often
+/// as [`CARRIER_CHECK`] asks.
+const MAX_SLEEP_MS: i32 = 20;
+/// How often the host interface's carrier is read even without a netlink notification: the
+/// kernel may hold a carrier-loss notification back for up to a second (`linkwatch`), the
+/// driver's link state is current at once. The switch reads its ports as often.
+const CARRIER_CHECK: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The running daemon.
 pub(super) struct Daemon {
@@ -36,6 +43,10 @@ pub(super) struct Daemon {
     rtcd: Rtcd,
     link: ControlLink,
     netlink: Netlink,
+    /// Carrier changes of the host's interface (issue 12 item 3), when the subscription opened.
+    carrier: Option<LinkWatch>,
+    /// When the carrier was last read.
+    carrier_checked: std::time::Instant,
     timer: Timer,
     epoll: Epoll,
     clients: MgmtServer,
@@ -99,8 +110,24 @@ impl Daemon {
                 .add(m.wake_fd(), libc::EPOLLIN as u32, MANAGER_TOKEN)
                 .map_err(Error::Epoll)?;
         }
+        // The host's own link: when it goes, no TEARDOWN from the switch can reach us.
+        let carrier = match LinkWatch::open() {
+            Ok(watch) => match epoll.add(watch.as_raw_fd(), libc::EPOLLIN as u32, CARRIER_TOKEN) {
+                Ok(()) => Some(watch),
+                Err(e) => {
+                    tracing::warn!("carrier changes of {ifname} not watched: epoll: {e}");
+                    None
+                }
+            },
+            Err(e) => {
+                tracing::warn!("carrier changes of {ifname} not watched: netlink: {e}");
+                None
+            }
+        };
         let clients = clients::bind(socket, &epoll)?;
         Ok(Daemon {
+            carrier,
+            carrier_checked: std::time::Instant::now(),
             shaper: KernelShaper::new(
                 ifname.clone(),
                 queues.link_rate_bps,
@@ -137,6 +164,7 @@ impl Daemon {
                     TIMER_TOKEN => self.timer.drain(),
                     MANAGER_TOKEN => self.manager_answers(),
                     LINK_TOKEN => self.receive_control(),
+                    CARRIER_TOKEN => self.check_carrier(true),
                     t if self.clients.owns(t) => {
                         // Every request goes up: the core answers when it can.
                         self.clients.on_event(
@@ -150,6 +178,7 @@ impl Daemon {
                     _ => {}
                 }
             }
+            self.check_carrier(false);
             self.client_events();
             let now = clock::now();
             if self.rtcd.poll_timeout().is_some_and(|t| t <= now) {
@@ -183,6 +212,36 @@ impl Daemon {
                 }
             }
         }
+    }
+
+    /// Reads the host interface's carrier when netlink reported link changes (`notified`) or
+    /// [`CARRIER_CHECK`] has passed, and tells the core when it differs from what it knows.
+    fn check_carrier(&mut self, notified: bool) {
+        let Some(watch) = self.carrier.as_mut() else {
+            return;
+        };
+        if notified {
+            watch.drain();
+        } else if self.carrier_checked.elapsed() < CARRIER_CHECK {
+            return;
+        }
+        self.carrier_checked = std::time::Instant::now();
+        let up = match watch.carrier(&self.ifname) {
+            Ok(up) => up,
+            Err(e) => {
+                tracing::warn!("carrier of {}: {e}", self.ifname);
+                return;
+            }
+        };
+        if up == self.rtcd.link_up() {
+            return;
+        }
+        if up {
+            tracing::info!(interface = %self.ifname, "carrier back: asking the path about each interrupted connection");
+        } else {
+            tracing::warn!(interface = %self.ifname, "carrier lost: open connections interrupted");
+        }
+        self.rtcd.handle_link(clock::now(), up);
     }
 
     fn receive_control(&mut self) {

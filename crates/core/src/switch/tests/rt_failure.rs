@@ -106,3 +106,94 @@ fn after_the_link_comes_back_a_new_connection_opens() {
         net.h(a).replies
     );
 }
+
+/// The replies host `a`'s client got after the first `skip`, without the payload details.
+fn events(net: &Net, a: usize, skip: usize) -> Vec<String> {
+    net.h(a)
+        .replies
+        .iter()
+        .skip(skip)
+        .map(|r| match r {
+            Reply::Interrupted { reason, .. } => format!("interrupted {}", reason.name()),
+            Reply::Recovered { hops, .. } => format!("recovered {hops}"),
+            Reply::Revoked { reason, .. } => format!("revoked {}", reason.name()),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+fn one_connection_on(net: &Net, switches: &[usize]) -> bool {
+    switches
+        .iter()
+        .all(|&sw| net.sw(sw).connections().len() == 1)
+}
+
+#[test]
+fn the_hosts_own_link_down_interrupts_and_back_up_signals_it_again_under_the_same_id() {
+    let (mut net, a, _, s) = opened_chain3();
+    let before = net.h(a).replies.len();
+    let ids: Vec<_> = net.sw(s[0]).connections().iter().map(|(k, _)| k).collect();
+    // A's cable is pulled: both ends see the carrier go.
+    let now = net.now;
+    net.unlink(a, 0);
+    net.sw_mut(s[0]).handle_link(now, PortId(0), false);
+    net.daemon_link(a, false);
+    net.run_for(Duration::from_millis(5));
+    // The switch's TEARDOWN cannot reach A: the daemon told its client itself, and keeps the
+    // connection (and its proxy IP) while the switches released theirs.
+    assert_eq!(events(&net, a, before), ["interrupted link_down"]);
+    all_free(&net, &s);
+    assert_eq!(
+        net.h(a).rtcd.as_ref().map(|d| d.connection_count()),
+        Some(1)
+    );
+    // Refresh rounds pass while the link is down: nothing is lost, nothing revoked.
+    net.run_for(Duration::from_secs(25));
+    assert_eq!(events(&net, a, before), ["interrupted link_down"]);
+
+    net.link(a, 0, s[0], 0);
+    let now = net.now;
+    net.sw_mut(s[0]).handle_link(now, PortId(0), true);
+    net.daemon_link(a, true);
+    net.run_for(Duration::from_millis(600));
+    assert_eq!(
+        events(&net, a, before),
+        ["interrupted link_down", "recovered 3"]
+    );
+    assert!(one_connection_on(&net, &s));
+    // Same connection id on A's link, so the same proxy IP for the application.
+    let again: Vec<_> = net.sw(s[0]).connections().iter().map(|(k, _)| k).collect();
+    assert_eq!(again, ids);
+    // Settled: nothing doubled or dropped a while later, every TEARDOWN answered.
+    net.run_for(Duration::from_secs(15));
+    assert!(one_connection_on(&net, &s));
+    assert_eq!(net.sw(s[0]).stats().signal.teardown_given_up, 0);
+}
+
+#[test]
+fn a_flap_of_the_hosts_link_that_the_switch_missed_recovers_with_one_refresh() {
+    let (mut net, a, _, s) = opened_chain3();
+    let before = net.h(a).replies.len();
+    let setups = net.sw(s[0]).stats().signal.setup_rx;
+    // Only the host saw the flap (the switch polls its carriers every 20 ms).
+    net.unlink(a, 0);
+    net.daemon_link(a, false);
+    net.run_for(Duration::from_millis(3));
+    net.link(a, 0, s[0], 0);
+    net.daemon_link(a, true);
+    net.run_for(Duration::from_millis(5));
+    assert_eq!(
+        events(&net, a, before),
+        ["interrupted link_down", "recovered 3"]
+    );
+    assert!(one_connection_on(&net, &s));
+    assert_eq!(
+        net.sw(s[0]).stats().signal.setup_rx,
+        setups,
+        "the path held it: no SETUP again"
+    );
+    // A repeated report of the same state changes nothing.
+    net.daemon_link(a, true);
+    net.run_for(Duration::from_millis(5));
+    assert_eq!(events(&net, a, before).len(), 2);
+}

@@ -221,6 +221,18 @@ impl Net {
         self.send(host, buf);
     }
 
+    /// Tells host `host`'s daemon that its interface lost (`up == false`) or regained its
+    /// carrier, and runs its actions.
+    pub(super) fn daemon_link(&mut self, host: usize, up: bool) {
+        let now = self.now;
+        let h = self.h_mut(host);
+        h.rtcd
+            .as_mut()
+            .expect("host runs a daemon")
+            .handle_link(now, up);
+        h.drain_daemon();
+    }
+
     /// Hands a client request to host `host`'s daemon and runs its actions.
     pub(super) fn request(&mut self, host: usize, request: Request) {
         let now = self.now;
