@@ -19,9 +19,10 @@
 //!    `Unpaced` and `Shared` ports (the NIC ring serialises); a full ring asks for `EPOLLOUT`;
 //! 5. the `timerfd` armed at `poll_timeout()`, lateness recorded when it fires.
 //!
-//! Carrier changes (read from the interface flags at most every [`LINK_CHECK_INTERVAL`] and
-//! at once after a socket error such as `ENETDOWN`) are logged as warnings and reported with
-//! `handle_link`. Non-fatal errors (send failures, full rings) are counted, never returned.
+//! Carrier changes (the driver's link state, read at once when netlink reports a link change
+//! ([`crate::linkwatch`]) or a port's socket reports an error such as `ENETDOWN`, and at least
+//! every [`LINK_CHECK_INTERVAL`], because the kernel may hold a carrier-loss notification back for
+//! up to a second) are logged as warnings and reported with `handle_link`. Non-fatal errors (send failures, full rings) are counted, never returned.
 
 mod epoll;
 mod port;
@@ -57,6 +58,8 @@ pub const USER_TOKEN_BASE: u64 = 1 << 62;
 
 /// Epoll token of the timerfd; ports use their index as token.
 const TIMER_TOKEN: u64 = 1 << 61;
+/// Token of the link-notification socket.
+const LINKWATCH_TOKEN: u64 = (1 << 61) + 1;
 /// Longest sleep, so that the shutdown flag is seen promptly.
 const MAX_SLEEP_MS: i32 = 100;
 /// Sleep while a flush failed and must be retried.
@@ -120,6 +123,8 @@ pub struct Driver<N: Node, P: Port> {
     violations: Vec<u64>,
     /// When the carriers are read next.
     next_link_check: Instant,
+    /// Link notifications from netlink, when the subscription opened.
+    linkwatch: Option<crate::linkwatch::LinkWatch>,
     /// Carrier changes seen since the start.
     link_changes: u64,
     loop_iterations: u64,
@@ -162,6 +167,18 @@ impl<N: Node, P: Port> Driver<N, P> {
         epoll
             .add(timer.as_raw_fd(), libc::EPOLLIN as u32, TIMER_TOKEN)
             .map_err(DriverError::Epoll)?;
+        let linkwatch = match crate::linkwatch::LinkWatch::open() {
+            Ok(watch) => {
+                epoll
+                    .add(watch.as_raw_fd(), libc::EPOLLIN as u32, LINKWATCH_TOKEN)
+                    .map_err(DriverError::Epoll)?;
+                Some(watch)
+            }
+            Err(e) => {
+                tracing::warn!("no link notifications ({e}); carriers are read every 20 ms only");
+                None
+            }
+        };
         let mut carrier = Vec::with_capacity(ports.len());
         for (i, port) in ports.iter().enumerate() {
             let up = port.carrier();
@@ -181,6 +198,7 @@ impl<N: Node, P: Port> Driver<N, P> {
             violations: vec![0; carrier.len()],
             carrier,
             next_link_check: started + LINK_CHECK_INTERVAL,
+            linkwatch,
             link_changes: 0,
             node,
             ports,
@@ -278,6 +296,13 @@ impl<N: Node, P: Port> Driver<N, P> {
     fn on_event(&mut self, token: u64, flags: u32) {
         if token == TIMER_TOKEN {
             self.timer.drain();
+        } else if token == LINKWATCH_TOKEN {
+            if let Some(watch) = self.linkwatch.as_mut() {
+                if watch.drain() > 0 {
+                    // Some interface changed: read the carriers in this iteration.
+                    self.next_link_check = self.started;
+                }
+            }
         } else if let Some(port) = usize::try_from(token)
             .ok()
             .and_then(|i| self.ports.get_mut(i))
