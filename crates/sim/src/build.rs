@@ -12,9 +12,9 @@ use rtlan_core::time::Instant;
 use rtlan_topology::SwitchKind;
 use rtlan_wire::ethernet::Address;
 
-use crate::engine::{Engine, PortEnd, SimNode};
+use crate::engine::{Engine, Fault, PortEnd, SimNode};
 use crate::host::Host;
-use crate::scenario::{Scenario, SourceKind};
+use crate::scenario::{FaultKind, Scenario, SourceKind};
 use crate::SimError;
 
 /// Default scheduling cycle of a switch (EtheReal: 10 ms).
@@ -173,5 +173,27 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
         })?;
         nodes.push(SimNode::Switch(Box::new(switch)));
     }
-    Ok(Engine::new(nodes, node_ports))
+    let mut engine = Engine::new(nodes, node_ports);
+    for (i, fault) in scenario.faults.iter().enumerate() {
+        let at = now + fault.at;
+        match fault.kind {
+            FaultKind::Restart { switch, down_for } => {
+                let node = (topo.hosts.len() + switch) as u32;
+                engine.schedule(at, Fault::Crash { node });
+                // A boot epoch no earlier start of this switch had: every start at build time
+                // has the default epoch, each restart 2 + its fault's index.
+                let epoch = 2 + i as u64;
+                engine.schedule(at + down_for, Fault::Start { node, epoch });
+            }
+            FaultKind::LinkDown { link, down_for } => {
+                let ((na, pa), (nb, pb)) = ends[link];
+                let (a, b) = ((na as u32, pa), (nb as u32, pb));
+                engine.schedule(at, Fault::Link { a, b, up: false });
+                if let Some(d) = down_for {
+                    engine.schedule(at + d, Fault::Link { a, b, up: true });
+                }
+            }
+        }
+    }
+    Ok(engine)
 }

@@ -13,6 +13,11 @@
 //! work only for a busy line, at the instant that line is idle. A line that goes idle with
 //! nothing waiting costs no event: nodes pace themselves (full duplex), so a node with more to
 //! send asks for the instant its pacer frees the line.
+//!
+//! Faults (issue 12: recovery measured in the simulator, EtheReal §5's fault tolerance): a
+//! switch crashes — it hears, sends and times nothing — and starts again from nothing with a new
+//! boot epoch, exactly as `Switch::new` builds it; a link loses its carrier at both ends (each
+//! end's `handle_link`, frames put on it dropped) and regains it.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -63,6 +68,8 @@ pub(crate) struct PortEnd {
     pub(crate) link: u32,
     /// The line from this end is busy until then (idle once `now >= busy_until`).
     busy_until: Instant,
+    /// Whether the link has its carrier (a fault may take it away).
+    up: bool,
 }
 
 impl PortEnd {
@@ -73,6 +80,7 @@ impl PortEnd {
             delay,
             link,
             busy_until: Instant::ZERO,
+            up: true,
         }
     }
 }
@@ -85,6 +93,24 @@ enum EventKind {
     Arrive { node: u32, port: u16, frame: u32 },
     /// The timer armed for `node`.
     Timer { node: u32 },
+    /// Fault `index` of the engine's list happens.
+    Fault { index: u32 },
+}
+
+/// A fault the engine carries out at its instant ([`Engine::schedule`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// `node` stops: arrivals are lost, its timer is dropped, it sends nothing.
+    Crash { node: u32 },
+    /// `node`, a crashed switch, starts again from nothing with boot epoch `epoch`.
+    Start { node: u32, epoch: u64 },
+    /// The link between `a` and `b` (each `(node, port)`) loses (`up == false`) or regains its
+    /// carrier.
+    Link {
+        a: (u32, u16),
+        b: (u32, u16),
+        up: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -160,6 +186,10 @@ pub struct EngineStats {
     /// Times a node reported work due now with all its lines idle after being served (it is
     /// then woken 1 ns later; non-zero means a node broke its contract).
     pub contract_wakeups: u64,
+    /// Faults carried out.
+    pub faults: u64,
+    /// Frames lost to faults: arriving at a crashed node, or put on a link without carrier.
+    pub fault_drops: u64,
 }
 
 /// The network on virtual time.
@@ -176,6 +206,10 @@ pub struct Engine {
     slab: Slab,
     pub(crate) stats: EngineStats,
     pcap: Option<PcapSet>,
+    /// Scheduled faults, by index.
+    faults: Vec<Fault>,
+    /// Per node: crashed (a fault), until it starts again.
+    down: Vec<bool>,
 }
 
 impl Engine {
@@ -200,6 +234,71 @@ impl Engine {
             slab: Slab::default(),
             stats: EngineStats::default(),
             pcap: None,
+            faults: Vec::new(),
+            down: vec![false; count],
+        }
+    }
+
+    /// Schedules `fault` at `at`.
+    pub(crate) fn schedule(&mut self, at: Instant, fault: Fault) {
+        let index = self.faults.len() as u32;
+        self.faults.push(fault);
+        self.push(at, EventKind::Fault { index });
+    }
+
+    /// The `(node, port)` pair of a port end index.
+    fn port_of(&self, node: u32, port: u16) -> Option<usize> {
+        let first = *self.first_port.get(node as usize)?;
+        let end = *self.first_port.get(node as usize + 1)?;
+        let p = first + usize::from(port);
+        (p < end).then_some(p)
+    }
+
+    fn fault(&mut self, fault: Fault) {
+        self.stats.faults += 1;
+        let now = self.now;
+        match fault {
+            Fault::Crash { node } => {
+                self.down[node as usize] = true;
+                self.armed[node as usize] = None;
+            }
+            Fault::Start { node, epoch } => {
+                let index = node as usize;
+                let SimNode::Switch(old) = &self.nodes[index] else {
+                    return;
+                };
+                let mut config = old.config().clone();
+                config.rt.epoch = epoch;
+                let Ok(switch) = Switch::new(config, now) else {
+                    return;
+                };
+                self.nodes[index] = SimNode::Switch(Box::new(switch));
+                self.down[index] = false;
+                // A new process finds its links as they are.
+                let (first, end) = (self.first_port[index], self.first_port[index + 1]);
+                for p in first..end {
+                    if !self.ports[p].up {
+                        let port = PortId((p - first) as u16);
+                        self.nodes[index].node().handle_link(now, port, false);
+                    }
+                }
+                self.service(node, true);
+            }
+            Fault::Link { a, b, up } => {
+                for (node, port) in [a, b] {
+                    if let Some(p) = self.port_of(node, port) {
+                        self.ports[p].up = up;
+                    }
+                }
+                for (node, port) in [a, b] {
+                    if !self.down[node as usize] {
+                        self.nodes[node as usize]
+                            .node()
+                            .handle_link(now, PortId(port), up);
+                        self.service(node, false);
+                    }
+                }
+            }
         }
     }
 
@@ -248,6 +347,11 @@ impl Engine {
                 EventKind::Arrive { node, port, frame } => {
                     self.stats.events += 1;
                     self.stats.arrivals += 1;
+                    if self.down[node as usize] {
+                        self.stats.fault_drops += 1;
+                        self.slab.free.push(frame);
+                        continue;
+                    }
                     if let Some(n) = self.nodes.get_mut(node as usize) {
                         n.node()
                             .handle_frame(self.now, PortId(port), self.slab.frame(frame));
@@ -255,8 +359,14 @@ impl Engine {
                     self.slab.free.push(frame);
                     self.service(node, false);
                 }
+                EventKind::Fault { index } => {
+                    self.stats.events += 1;
+                    if let Some(&fault) = self.faults.get(index as usize) {
+                        self.fault(fault);
+                    }
+                }
                 EventKind::Timer { node } => {
-                    if self.armed[node as usize] != Some(self.now) {
+                    if self.armed[node as usize] != Some(self.now) || self.down[node as usize] {
                         self.stats.stale_timers += 1;
                         continue;
                     }
@@ -299,6 +409,22 @@ impl Engine {
                 self.slab.free.push(slot);
                 continue;
             };
+            if !self.ports[p].up {
+                // No carrier: what the node sends goes nowhere and takes no line time.
+                loop {
+                    self.stats.fault_drops += 1;
+                    let buf = self.slab.slot_mut(slot);
+                    if self.nodes[index]
+                        .node()
+                        .poll_transmit(now, port, buf)
+                        .is_none()
+                    {
+                        break;
+                    }
+                }
+                self.slab.free.push(slot);
+                continue;
+            }
             // `poll_transmit` returns at most the buffer's length, MAX_FRAME_LEN < 65536.
             self.slab.lens[slot as usize] = len.min(MAX_FRAME_LEN) as u16;
             self.stats.frames += 1;

@@ -24,7 +24,7 @@ use rtlan_wire::ethernet::{self, Address, EtherType, Frame};
 use rtlan_wire::{arp, ipv4, udp};
 
 use crate::scenario::{SourceKind, TrafficSpec};
-use crate::traffic::{PayloadHeader, Reservation, Sink, Source, FLAG_ACK, FLAG_DATA};
+use crate::traffic::{Outage, PayloadHeader, Reservation, Sink, Source, FLAG_ACK, FLAG_DATA};
 
 /// Datagrams held per unresolved address (Linux holds about a hundred by default).
 pub const UNRESOLVED_QUEUE: usize = 100;
@@ -403,9 +403,24 @@ impl Host {
             Reply::Revoked { reason, .. } => {
                 source.reservation = Reservation::Refused(format!("revoked by the path: {reason}"));
                 source.next = None;
+                if let Some(open) = source.outages.last_mut().filter(|o| o.end_ns.is_none()) {
+                    open.end_ns = Some(now.as_nanos());
+                    open.revoked = true;
+                }
             }
-            // Signalled again under the same proxy IP: the source keeps sending.
-            Reply::Interrupted { .. } | Reply::Recovered { .. } => {}
+            // Signalled again under the same proxy IP: the source keeps sending, and the
+            // outage is recorded for the results.
+            Reply::Interrupted { reason, .. } => source.outages.push(Outage {
+                reason: reason.name().to_string(),
+                start_ns: now.as_nanos(),
+                end_ns: None,
+                revoked: false,
+            }),
+            Reply::Recovered { .. } => {
+                if let Some(open) = source.outages.last_mut().filter(|o| o.end_ns.is_none()) {
+                    open.end_ns = Some(now.as_nanos());
+                }
+            }
             Reply::Registered { .. } | Reply::Closed { .. } | Reply::List(_) => {}
         }
     }
@@ -661,6 +676,15 @@ impl Node for Host {
         } else {
             Medium::Unpaced
         }
+    }
+
+    fn handle_link(&mut self, now: Instant, port: PortId, up: bool) {
+        if port.0 != 0 {
+            return;
+        }
+        // The daemon watches its own link as on a real host (netlink, `ETHTOOL_GLINK`).
+        self.rtcd.handle_link(now, up);
+        self.run_daemon(now);
     }
 
     fn handle_frame(&mut self, now: Instant, port: PortId, frame: &[u8]) {

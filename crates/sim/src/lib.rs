@@ -135,9 +135,14 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
     let window_s = (sim.duration - sim.warmup).as_secs_f64();
     let mut flows = Vec::with_capacity(scenario.traffic.len());
     for (flow, spec) in scenario.traffic.iter().enumerate() {
-        let (source_stats, reservation, is_greedy) = match &engine.nodes[spec.src] {
-            SimNode::Host(h) => match h.sources.iter().find(|s| s.flow as usize == flow) {
-                Some(s) => (s.stats, s.reservation.clone(), s.greedy.is_some()),
+        let (source_stats, reservation, is_greedy, outages) = match &mut engine.nodes[spec.src] {
+            SimNode::Host(h) => match h.sources.iter_mut().find(|s| s.flow as usize == flow) {
+                Some(s) => (
+                    s.stats,
+                    s.reservation.clone(),
+                    s.greedy.is_some(),
+                    std::mem::take(&mut s.outages),
+                ),
                 None => continue,
             },
             SimNode::Switch(_) => continue,
@@ -191,6 +196,7 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
                 .zip(delay)
                 .filter(|(b, _)| *b > 0)
                 .map(|(b, d)| d.max_us / b as f64),
+            outages,
         });
     }
     let mut hosts = Vec::new();
@@ -204,6 +210,7 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
             }),
             SimNode::Switch(s) => switches.push(SwitchResult {
                 name: topo.switches[i - topo.hosts.len()].name.clone(),
+                connections: s.connections().len(),
                 stats: s.stats().clone(),
             }),
         }

@@ -124,6 +124,9 @@ pub struct FlowResult {
     pub bound_us: Option<u64>,
     /// Observed maximum delay / bound (≤ 1 when the guarantee held).
     pub tightness: Option<f64>,
+    /// The reservation's outages after faults (`[[fault]]`): `interrupted` to `recovered` or
+    /// `revoked`. Empty without faults.
+    pub outages: Vec<crate::traffic::Outage>,
 }
 
 /// One host's counters.
@@ -142,6 +145,8 @@ pub struct HostResult {
 pub struct SwitchResult {
     /// Name.
     pub name: String,
+    /// Connections in its table at the end of the run.
+    pub connections: usize,
     /// The core's counters.
     pub stats: SwitchStats,
 }

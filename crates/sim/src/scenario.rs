@@ -18,7 +18,7 @@ use crate::generate::{self, LeafSpine};
 use crate::traffic::PAYLOAD_HEADER_LEN;
 
 /// Tables of a scenario file that the topology reader leaves to the simulator.
-pub const SIM_TABLES: &[&str] = &["sim", "traffic", "generate"];
+pub const SIM_TABLES: &[&str] = &["sim", "traffic", "generate", "fault"];
 
 /// A scenario that cannot be used; the message starts with `file:line:column:` where the
 /// problem is inside the file.
@@ -181,6 +181,39 @@ pub struct Scenario {
     pub link_delays: Vec<Duration>,
     /// `[[traffic]]`, then generated traffic.
     pub traffic: Vec<TrafficSpec>,
+    /// `[[fault]]`, in file order.
+    pub faults: Vec<FaultSpec>,
+}
+
+/// A fault injected during the run (`[[fault]]`; issue 12: recovery measured in the simulator).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultSpec {
+    /// When it happens, from the start of the run.
+    pub at: Duration,
+    /// What happens.
+    pub kind: FaultKind,
+}
+
+/// What a [`FaultSpec`] does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultKind {
+    /// Switch `switch` (index into the topology's switches) crashes: it loses every state,
+    /// receives and sends nothing for `down_for`, then starts again with a new boot epoch (its
+    /// links keep their carrier, as when a switch process is killed and restarted).
+    Restart {
+        /// The switch.
+        switch: usize,
+        /// How long it is gone.
+        down_for: Duration,
+    },
+    /// Link `link` (index into the topology's links) loses its carrier at both ends; it comes
+    /// back after `down_for` (never when `None`).
+    LinkDown {
+        /// The link.
+        link: usize,
+        /// How long it is down.
+        down_for: Option<Duration>,
+    },
 }
 
 #[derive(Deserialize, Default)]
@@ -189,6 +222,17 @@ struct RawFile {
     traffic: Option<Vec<Spanned<RawTraffic>>>,
     link: Option<Vec<Spanned<toml::Table>>>,
     generate: Option<Spanned<generate::RawGenerate>>,
+    fault: Option<Vec<Spanned<RawFault>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFault {
+    at: Spanned<String>,
+    kind: Spanned<String>,
+    switch: Option<Spanned<String>>,
+    ends: Option<Spanned<Vec<String>>>,
+    down_for: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -406,8 +450,13 @@ impl Scenario {
             Some(m) => *m.get_ref(),
             None => (reserved + 16).max(64),
         };
+        let mut faults = Vec::new();
+        for f in raw.fault.as_deref().unwrap_or(&[]) {
+            faults.push(fault_spec(&src, &topology, f, duration)?);
+        }
         Ok(Scenario {
             origin: origin.to_string(),
+            faults,
             topology,
             sim: SimOptions {
                 duration,
@@ -424,6 +473,74 @@ impl Scenario {
             traffic,
         })
     }
+}
+
+/// Reads one `[[fault]]`.
+fn fault_spec(
+    src: &Source<'_>,
+    topology: &Topology,
+    raw: &Spanned<RawFault>,
+    duration: Duration,
+) -> Result<FaultSpec, ScenarioError> {
+    let table = raw.span().start;
+    let raw = raw.get_ref();
+    let at = src.duration(&raw.at, "at")?;
+    if at >= duration {
+        return Err(src.invalid(raw.at.span().start, "`at` must be inside `duration`"));
+    }
+    let down_for = match &raw.down_for {
+        Some(d) => Some(src.duration(d, "down_for")?),
+        None => None,
+    };
+    let kind = match raw.kind.get_ref().as_str() {
+        "restart" => {
+            let Some(name) = &raw.switch else {
+                return Err(src.invalid(table, "a `restart` fault needs `switch`"));
+            };
+            if raw.ends.is_some() {
+                return Err(src.invalid(table, "a `restart` fault takes `switch`, not `ends`"));
+            }
+            let Some(switch) = topology
+                .switches
+                .iter()
+                .position(|s| &s.name == name.get_ref())
+            else {
+                return Err(
+                    src.invalid(name.span().start, format!("no switch `{}`", name.get_ref()))
+                );
+            };
+            FaultKind::Restart {
+                switch,
+                down_for: down_for.unwrap_or(Duration::ZERO),
+            }
+        }
+        "link_down" => {
+            let Some(ends) = &raw.ends else {
+                return Err(src.invalid(table, "a `link_down` fault needs `ends`"));
+            };
+            if raw.switch.is_some() {
+                return Err(src.invalid(table, "a `link_down` fault takes `ends`, not `switch`"));
+            }
+            let names = ends.get_ref();
+            let link = topology.links.iter().position(|l| {
+                let [a, b] = &l.ends;
+                names.len() == 2
+                    && ((a.node == names[0] && b.node == names[1])
+                        || (a.node == names[1] && b.node == names[0]))
+            });
+            let Some(link) = link else {
+                return Err(src.invalid(ends.span().start, format!("no link between {names:?}")));
+            };
+            FaultKind::LinkDown { link, down_for }
+        }
+        other => {
+            return Err(src.invalid(
+                raw.kind.span().start,
+                format!("unknown fault kind `{other}`, expected `restart` or `link_down`"),
+            ));
+        }
+    };
+    Ok(FaultSpec { at, kind })
 }
 
 /// The period of a burst source: `frames` datagrams of `size` payload bytes at a mean of

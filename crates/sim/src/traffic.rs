@@ -265,6 +265,22 @@ pub(crate) struct Source {
     pub(crate) reservation: Reservation,
     pub(crate) greedy: Option<Greedy>,
     pub(crate) stats: SourceStats,
+    /// The reservation's outages: `interrupted` until `recovered` or `revoked`.
+    pub(crate) outages: Vec<Outage>,
+}
+
+/// One outage of a reservation (issue 12: recovery measured in the simulator): from the
+/// daemon's `interrupted` to its `recovered` (or `revoked`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Outage {
+    /// The reason the path gave (`neighbour_restarted`, `link_down`, …).
+    pub reason: String,
+    /// When the client was told `interrupted`, ns from the start.
+    pub start_ns: u64,
+    /// When it was told `recovered` or `revoked`; `None` if the run ended first.
+    pub end_ns: Option<u64>,
+    /// Whether it ended in `revoked`.
+    pub revoked: bool,
 }
 
 impl Source {
@@ -299,6 +315,7 @@ impl Source {
             reservation,
             greedy,
             stats: SourceStats::default(),
+            outages: Vec::new(),
             spec,
         }
     }
