@@ -241,6 +241,7 @@ impl Daemon {
         } else {
             tracing::warn!(interface = %self.ifname, "carrier lost: open connections interrupted");
         }
+        self.report.carrier_changes += 1;
         self.rtcd.handle_link(clock::now(), up);
     }
 
@@ -478,6 +479,7 @@ impl Daemon {
             clients_accepted: self.clients.stats().accepted,
             client_requests: self.clients.stats().requests,
             client_errors: self.clients.stats().errors,
+            auth: *self.rtcd.auth_stats(),
             ..self.report.clone()
         }
     }

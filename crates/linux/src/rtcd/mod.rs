@@ -90,6 +90,12 @@ pub struct RunReport {
     pub shaper_errors: u64,
     /// Client connections accepted.
     pub clients_accepted: u64,
+    /// Carrier changes of the host's interface seen (each one interrupted or recovered the
+    /// open connections).
+    pub carrier_changes: u64,
+    /// Authentication of control messages (`docs/protocol.md` §8): signed, verified, and why
+    /// others were dropped.
+    pub auth: rtlan_core::auth::AuthStats,
 }
 
 /// The IPv4 address of `ifname` (`SIOCGIFADDR`), `None` if it has none.
