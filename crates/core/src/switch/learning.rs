@@ -45,6 +45,9 @@ pub(crate) enum Learnt {
     Own,
     /// The table is full; nothing learnt.
     Full,
+    /// The station is bound elsewhere and may not move here (yet): nothing learnt
+    /// (`arp_guard`).
+    Refused,
 }
 
 #[derive(Debug, Clone, Copy)]
