@@ -53,8 +53,9 @@ pub struct PortLimits {
     /// Share of the connection table ([`super::RtConfig::max_connections`]) the connections
     /// entering by the port (installed and in progress) may take, percent.
     pub connection_share_percent: u8,
-    /// Most SETUPs from the port in progress at once (waiting for a route or an answer).
-    pub max_setups_in_progress: usize,
+    /// Most SETUPs from the port in progress at once (waiting for a route or an answer);
+    /// `None` = no bound of the port's own (the switch-wide bound, the table size, holds).
+    pub max_setups_in_progress: Option<usize>,
 }
 
 /// Default limits of a host-facing port.
@@ -80,7 +81,7 @@ pub const HOST_LIMITS: PortLimits = PortLimits {
         burst: 50,
     },
     connection_share_percent: 25,
-    max_setups_in_progress: 256,
+    max_setups_in_progress: Some(256),
 };
 
 /// Default limits of a switch-facing port: it carries the signalling of every host behind it.
@@ -105,7 +106,7 @@ pub const TRUNK_LIMITS: PortLimits = PortLimits {
         burst: 500,
     },
     connection_share_percent: 100,
-    max_setups_in_progress: usize::MAX,
+    max_setups_in_progress: None,
 };
 
 /// Default [`ProtectConfig::control_budget`]: 100,000 control messages a second, burst 20,000,
@@ -412,7 +413,9 @@ impl Switch {
             .max_connections
             .saturating_mul(usize::from(limits.connection_share_percent))
             / 100;
-        let over = in_progress >= limits.max_setups_in_progress
+        let over = limits
+            .max_setups_in_progress
+            .is_some_and(|most| in_progress >= most)
             || installed.saturating_add(in_progress) >= share;
         if over {
             self.stats.protect.setups_port_limit += 1;

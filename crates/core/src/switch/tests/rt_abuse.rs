@@ -219,7 +219,7 @@ fn setups_in_progress_from_one_port_are_bounded() {
     let m = net.host(9, false);
     let s = net.switch(&[RATE, RATE]);
     let mut config = net.sw(s).config().clone();
-    config.rt.protect.host.max_setups_in_progress = 8;
+    config.rt.protect.host.max_setups_in_progress = Some(8);
     *net.sw_mut(s) = Switch::new(config, net.now).expect("valid");
     net.link(m, 0, s, 0);
     let mac_m = net.h(m).mac;
@@ -290,7 +290,7 @@ fn the_control_budget_bounds_control_work_and_never_drops_reserved_data() {
         burst: 1_000_000,
     };
     config.rt.protect.host.control = wide;
-    config.rt.protect.host.max_setups_in_progress = 100_000;
+    config.rt.protect.host.max_setups_in_progress = None;
     config.rt.protect.control_budget = Rate {
         per_second: 50_000,
         burst: 100,
