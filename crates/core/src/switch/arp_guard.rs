@@ -26,7 +26,7 @@ use rtlan_wire::ethernet::Address;
 
 use super::arp_cache::Binding;
 use super::ingress::{emit_padded, enqueue};
-use super::learning::{Learnt, Lookup};
+use super::learning::Learnt;
 use super::{PortId, ProtectConfig, StaticBinding, Switch};
 use crate::egress::queue::MIN_CHARGE;
 use crate::time::Instant;
@@ -88,28 +88,38 @@ impl Switch {
     /// Learns that `src` was seen on `port`, unless it is bound to an address on another port
     /// (then it is refused and its owner re-probed) or statically behind another port.
     pub(super) fn learn_source(&mut self, now: Instant, port: PortId, src: Address) -> Learnt {
-        if let Some(&home) = self.protect.guard.static_macs.get(&src) {
-            if home != port {
-                self.stats.protect.arp_static_refused += 1;
-                return Learnt::Refused;
+        let statics = &self.protect.guard.static_macs;
+        if !statics.is_empty() {
+            if let Some(&home) = statics.get(&src) {
+                if home != port {
+                    self.stats.protect.arp_static_refused += 1;
+                    return Learnt::Refused;
+                }
+                return self.fdb.learn(src, port, now);
             }
+        }
+        if !self.config.rt.protect.arp_guard {
             return self.fdb.learn(src, port, now);
         }
-        if self.config.rt.protect.arp_guard {
-            if let Lookup::Port(known) = self.fdb.lookup(&src, now) {
-                let owner = self
-                    .arp
-                    .ip_of(&src)
-                    .and_then(|ip| Some((ip, self.arp.binding(ip, now)?)));
-                if let Some((ip, owner)) = owner {
-                    if known != port && owner.mac == src && owner.port == known {
-                        self.claim(now, port, ip, owner, src);
-                        return Learnt::Refused;
-                    }
+        // Only a station known on another port costs more than the one lookup.
+        let arp = &self.arp;
+        let mut owner = None;
+        let learnt = self.fdb.learn_unless(src, port, now, |known| {
+            let Some(ip) = arp.ip_of(&src) else {
+                return false;
+            };
+            match arp.binding(ip, now) {
+                Some(binding) if binding.mac == src && binding.port == known => {
+                    owner = Some((ip, binding));
+                    true
                 }
+                _ => false,
             }
+        });
+        if let Some((ip, binding)) = owner {
+            self.claim(now, port, ip, binding, src);
         }
-        self.fdb.learn(src, port, now)
+        learnt
     }
 
     /// Binds `ip` to `mac`, heard in an ARP packet on `port`, unless that moves a binding to
