@@ -5,17 +5,27 @@
 //! `rt_lookup` measures the real-time data path's connection-table lookup and id swap
 //! ([`rt::forward_data`], EtheReal §3.3) in a table of 10,000 connections spread over 4 input
 //! ports, one frame per iteration, cycling through the connections.
+//!
+//! `control` measures what one control message costs the switch core (EtheReal §2.2/§3.4
+//! signalling; the figure behind the control budget of `switch/protect.rs`): a SETUP whose
+//! receiver is known (admitted, installed, SETUP_OK queued), a SETUP to an unknown receiver
+//! (held in progress, ARP probe queued), and a control frame dropped by its port's policer.
+//! Only the `handle_frame` and `poll_transmit` calls are timed; a fresh switch is built every
+//! 1,000 SETUPs, untimed.
 
 use std::hint::black_box;
 use std::time::Duration;
 
+use std::net::Ipv4Addr;
+
 use criterion::{criterion_main, Criterion, Throughput};
 use rtlan_core::switch::rt::{self, ConnectionTable, RequestKey, RtEntry, RtStats};
 use rtlan_core::switch::{
-    PortConfig, PortId, RtConfig, Switch, SwitchConfig, UnknownUnicast, MAX_FRAME_LEN,
+    PortConfig, PortId, Rate, RtConfig, Switch, SwitchConfig, UnknownUnicast, MAX_FRAME_LEN,
 };
 use rtlan_core::Instant;
 use rtlan_wire::control::ProxyMacPlan;
+use rtlan_wire::control::{Message, Repr, SetupRepr};
 use rtlan_wire::ethernet::Address;
 
 const A: Address = Address([0x02, 0, 0, 0, 0, 0x0a]);
@@ -136,11 +146,139 @@ fn rt_lookup(c: &mut Criterion) {
     assert_eq!(stats.unknown_id_drops, 0);
 }
 
+/// A 100 Mbit/s two-port switch with B (198.18.0.2) announced on port 1; with `wide`, its
+/// policers and per-port shares opened so that every SETUP is handled.
+fn control_switch(wide: bool) -> Switch {
+    let mut rt = RtConfig {
+        hello_interval: None,
+        ..RtConfig::default()
+    };
+    if wide {
+        let wide = Rate {
+            per_second: u32::MAX,
+            burst: u32::MAX,
+        };
+        rt.protect.host.control = wide;
+        rt.protect.host.arp_probes = wide;
+        rt.protect.control_budget = wide;
+        rt.protect.host.connection_share_percent = 100;
+        rt.protect.host.max_setups_in_progress = None;
+    }
+    let config = SwitchConfig {
+        mac: Address([0x02, 0x5e, 0, 0, 0, 0xfe]),
+        mgmt_ip: None,
+        ports: (0..2u8)
+            .map(|i| PortConfig {
+                name: format!("p{i}"),
+                mac: Address([0x02, 0x5e, 0, 0, 1, i]),
+                medium: rtlan_core::Medium::FullDuplex {
+                    rate_bps: 1_000_000_000,
+                },
+                security: Default::default(),
+            })
+            .collect(),
+        unknown_unicast: UnknownUnicast::ArpProbe,
+        cycle_time: Duration::from_millis(10),
+        ageing_time: Duration::from_secs(300),
+        nrt_queue_bytes: None,
+        pending_capacity: 64,
+        pending_timeout: Duration::from_millis(100),
+        rt,
+    };
+    let mut sw = Switch::new(config, Instant::ZERO).expect("benchmark configuration is valid");
+    let mut garp = frame(Address::BROADCAST, B, 60);
+    garp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+    garp[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+    garp[22..28].copy_from_slice(&B.0);
+    garp[28..32].copy_from_slice(&[198, 18, 0, 2]);
+    garp[38..42].copy_from_slice(&[198, 18, 0, 2]);
+    sw.handle_frame(Instant::ZERO, PortId(1), &garp);
+    assert_eq!(sw.arp_lookup(Ipv4Addr::new(198, 18, 0, 2)), Some(B));
+    sw
+}
+
+/// SETUP number `n` from A at hop 0 towards `dst_ip`, 10 kbit/s.
+fn setup_frame(n: u32, dst_ip: Ipv4Addr) -> Vec<u8> {
+    let repr = Repr::new(
+        0,
+        n + 1,
+        Message::Setup(SetupRepr {
+            src_ip: Ipv4Addr::new(198, 18, 0, 1),
+            dst_ip,
+            dst_port: 5004,
+            src_port: 0,
+            rate: 10_000,
+            max_burst: 200,
+            max_packet: 200,
+            connection_id: 0x100 + n as u16,
+            hop_limit: 16,
+        }),
+    );
+    let mut buf = vec![0u8; 128];
+    let len = repr
+        .emit_frame(A, ProxyMacPlan::DEFAULT.control_mac(), &mut buf)
+        .expect("fits");
+    buf.truncate(len.max(60));
+    buf
+}
+
+/// A benchmark case: name, policers opened wide, the receiver of SETUP `n`.
+type ControlCase = (&'static str, bool, fn(u32) -> Ipv4Addr);
+
+fn control(c: &mut Criterion) {
+    let mut group = c.benchmark_group("control");
+    group.throughput(Throughput::Elements(1));
+    let cases: [ControlCase; 3] = [
+        ("setup_known_receiver", true, |_| {
+            Ipv4Addr::new(198, 18, 0, 2)
+        }),
+        ("setup_unknown_receiver", true, |n| {
+            Ipv4Addr::from(0x0a00_0000 + n)
+        }),
+        ("policed", false, |_| Ipv4Addr::new(198, 18, 0, 2)),
+    ];
+    for (name, wide, dst) in cases {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut buf = [0u8; MAX_FRAME_LEN];
+                let mut total = Duration::ZERO;
+                let mut sw = control_switch(wide);
+                let mut n = 0u32;
+                if !wide {
+                    // Spend the port's control burst first: every SETUP after it is policed.
+                    for i in 0..1_000 {
+                        sw.handle_frame(Instant::ZERO, PortId(0), &setup_frame(i, dst(i)));
+                    }
+                }
+                let frames: Vec<Vec<u8>> = (0..1_000).map(|i| setup_frame(i, dst(i))).collect();
+                for _ in 0..iters {
+                    if n == 1_000 {
+                        if wide {
+                            sw = control_switch(wide);
+                        }
+                        n = 0;
+                    }
+                    let f = &frames[n as usize];
+                    let start = std::time::Instant::now();
+                    sw.handle_frame(Instant::ZERO, PortId(0), black_box(f));
+                    for port in [PortId(0), PortId(1)] {
+                        while sw.poll_transmit(Instant::ZERO, port, &mut buf).is_some() {}
+                    }
+                    total += start.elapsed();
+                    n += 1;
+                }
+                total
+            });
+        });
+    }
+    group.finish();
+}
+
 /// The benchmark group (in its own module because `criterion_group!` writes an undocumented
 /// `pub fn`).
 pub mod group {
     #![allow(missing_docs)]
-    criterion::criterion_group!(benches, super::unicast, super::rt_lookup);
+    criterion::criterion_group!(benches, super::unicast, super::rt_lookup, super::control);
 }
 
 criterion_main!(group::benches);

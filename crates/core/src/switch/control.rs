@@ -147,8 +147,7 @@ impl Switch {
         let running = self
             .rt
             .in_progress
-            .iter()
-            .find(|p| p.key == key)
+            .find(&key)
             .map(|p| same(&p.setup, &p.delay));
         match (stored, running) {
             (Some((true, answer)), _) => {
@@ -189,17 +188,16 @@ impl Switch {
             probed: false,
         };
         let id_taken = self.rt.table.lookup(port, setup.connection_id).is_some()
-            || self
-                .rt
-                .in_progress
-                .iter()
-                .any(|p| p.key.in_port == port && p.in_id == setup.connection_id);
+            || self.rt.in_progress.in_id_taken(port, setup.connection_id);
         if !self.config.rt.plan.is_connection_id(setup.connection_id) || id_taken {
             self.refuse(now, &job, FailReason::Malformed);
         } else if setup.hop_limit == 0 {
             self.refuse(now, &job, FailReason::NoRoute);
         } else if self.rt.in_progress.len() >= self.config.rt.max_connections {
             self.refuse(now, &job, FailReason::Buffer);
+        } else if self.setup_port_limit(now, port) {
+            // One port cannot fill the switch (protect.rs).
+            self.refuse(now, &job, FailReason::PortLimit);
         } else {
             self.advance_setup(now, job);
         }
@@ -207,6 +205,9 @@ impl Switch {
 
     /// The output port and MAC of `ip`: internal ARP cache, then learning table (EtheReal §3.4).
     fn route(&self, now: Instant, ip: Ipv4Addr) -> Option<(PortId, Address)> {
+        if let Some(binding) = self.static_binding(ip) {
+            return Some((binding.port, binding.mac));
+        }
         let mac = self.arp.get(ip)?;
         match self.fdb.lookup(&mac, now) {
             Lookup::Port(port) => Some((port, mac)),
@@ -220,7 +221,7 @@ impl Switch {
         let Some((out, mac)) = self.route(now, job.setup.dst_ip) else {
             job.probed = true;
             self.probe(now, job.key.in_port, job.setup.dst_ip);
-            self.rt.in_progress.push(job);
+            self.rt.in_progress.insert(job);
             return;
         };
         if out == job.key.in_port {
@@ -307,7 +308,7 @@ impl Switch {
         self.record_setup_latency(now, &job);
         self.stats.signal.setup_tx += 1;
         self.send_control(now, out, &down);
-        self.rt.in_progress.push(job);
+        self.rt.in_progress.insert(job);
     }
 
     /// Whether `wire_bps` more may enter by `port`: the reservations installed through it and
@@ -319,16 +320,7 @@ impl Switch {
             return false;
         };
         let installed = self.rt.ingress_reserved.get(index).copied().unwrap_or(0);
-        let pending: u64 = self
-            .rt
-            .in_progress
-            .iter()
-            .filter(|p| p.key.in_port == port)
-            .filter_map(|p| match &p.wait {
-                Wait::Downstream { booking, .. } => Some(booking.wire_rate_bps),
-                Wait::Route { .. } => None,
-            })
-            .sum();
+        let pending = self.rt.in_progress.pending_bps(port);
         let cap = u128::from(line) * u128::from(self.config.rt.cap_percent) / 100;
         u128::from(installed) + u128::from(pending) + u128::from(wire_bps) <= cap
     }
@@ -541,16 +533,16 @@ impl Switch {
 
     /// SETUP_OK or SETUP_FAIL from downstream on `port`.
     fn on_setup_reply(&mut self, now: Instant, port: PortId, repr: &Repr) {
-        let position = self.rt.in_progress.iter().position(|p| {
-            matches!(p.wait, Wait::Downstream { out_port, request_id, .. }
-                if out_port == port && request_id == repr.request_id)
-        });
-        let Some(position) = position else {
+        let job = self
+            .rt
+            .in_progress
+            .awaiting_reply(port, repr.request_id)
+            .and_then(|id| self.rt.in_progress.remove(id));
+        let Some(mut job) = job else {
             self.stats.signal.unmatched += 1;
             self.orphan_reply(now, port, repr);
             return;
         };
-        let mut job = self.rt.in_progress.remove(position);
         let wait = std::mem::replace(&mut job.wait, Wait::Route { deadline: now });
         let Wait::Downstream {
             out_port,
@@ -592,18 +584,52 @@ impl Switch {
     }
 
     /// Lets SETUPs waiting for a route go on if their destination is now known.
-    pub(super) fn retry_routes(&mut self, now: Instant) {
-        let mut index = 0;
-        while index < self.rt.in_progress.len() {
-            let ready = matches!(self.rt.in_progress[index].wait, Wait::Route { .. })
-                && self
-                    .route(now, self.rt.in_progress[index].setup.dst_ip)
-                    .is_some();
-            if ready {
-                let job = self.rt.in_progress.remove(index);
+    ///
+    /// `heard` names what changed: the addresses an ARP packet bound and the MAC a frame came
+    /// from; only the SETUPs waiting for those addresses (and for the addresses bound to that
+    /// MAC) are looked at, never the whole table.
+    pub(super) fn retry_routes(
+        &mut self,
+        now: Instant,
+        ip: Option<Ipv4Addr>,
+        mac: Option<Address>,
+    ) {
+        let mut ips: Vec<Ipv4Addr> = ip.into_iter().collect();
+        if let Some(bound) = mac.and_then(|m| self.arp.ip_of(&m)) {
+            if !ips.contains(&bound) {
+                ips.push(bound);
+            }
+        }
+        for ip in ips {
+            self.retry_route_to(now, ip);
+        }
+    }
+
+    /// Lets the SETUPs waiting for a route to `ip` go on if it is now known.
+    pub(super) fn retry_route_to(&mut self, now: Instant, ip: Ipv4Addr) {
+        if self.route(now, ip).is_none() {
+            return;
+        }
+        for id in self.rt.in_progress.waiting_for(ip) {
+            if let Some(job) = self.rt.in_progress.remove(id) {
                 self.advance_setup(now, job);
-            } else {
-                index += 1;
+            }
+        }
+    }
+
+    /// Lets every SETUP waiting for a route go on whose destination is now known (after a
+    /// change that is not about one address: a binding moved by `arp_guard`).
+    pub(super) fn retry_all_routes(&mut self, now: Instant) {
+        for id in self.rt.in_progress.all_waiting() {
+            let ready = self
+                .rt
+                .in_progress
+                .get(id)
+                .is_some_and(|job| self.route(now, job.setup.dst_ip).is_some());
+            if ready {
+                if let Some(job) = self.rt.in_progress.remove(id) {
+                    self.advance_setup(now, job);
+                }
             }
         }
     }
@@ -619,50 +645,46 @@ impl Switch {
                 None => self.timers.stop(SwitchTimer::Hello),
             }
         }
-        let mut index = 0;
-        while index < self.rt.in_progress.len() {
-            let job = &mut self.rt.in_progress[index];
-            match &mut job.wait {
-                Wait::Route { deadline } if *deadline <= now => {
-                    let job = self.rt.in_progress.remove(index);
-                    self.refuse(now, &job, FailReason::NoRoute);
+        while let Some(id) = self.rt.in_progress.first_due(now) {
+            let Some(job) = self.rt.in_progress.get(id) else {
+                break;
+            };
+            match job.wait {
+                Wait::Route { .. } => {
+                    if let Some(job) = self.rt.in_progress.remove(id) {
+                        self.refuse(now, &job, FailReason::NoRoute);
+                    }
                 }
                 Wait::Downstream {
                     out_port,
                     out_id,
                     request_id,
                     attempts,
-                    next_retransmit,
                     ..
-                } if *next_retransmit <= now => {
-                    if *attempts >= self.config.rt.max_attempts {
-                        self.give_up(now, index);
+                } => {
+                    if attempts >= self.config.rt.max_attempts {
+                        self.give_up(now, id);
                         continue;
                     }
-                    let backoff = self.config.rt.retransmit_initial * (1u32 << (*attempts).min(16));
-                    *attempts += 1;
-                    *next_retransmit = now + backoff;
-                    let (port, id, request) = (*out_port, *out_id, *request_id);
-                    let repr = downstream_setup(
-                        &self.rt.in_progress[index],
-                        id,
-                        request,
-                        FLAG_RETRANSMISSION,
-                    );
+                    let backoff = self.config.rt.retransmit_initial * (1u32 << attempts.min(16));
+                    let repr = downstream_setup(job, out_id, request_id, FLAG_RETRANSMISSION);
+                    self.rt
+                        .in_progress
+                        .reschedule(id, attempts + 1, now + backoff);
                     self.stats.signal.setup_tx += 1;
                     self.stats.signal.setup_retransmits += 1;
-                    self.send_control(now, port, &repr);
-                    index += 1;
+                    self.send_control(now, out_port, &repr);
                 }
-                _ => index += 1,
             }
         }
     }
 
-    /// The downstream switch never answered `in_progress[index]`: release and refuse upstream
+    /// The downstream switch never answered job `id`: release and refuse upstream
     /// (NO_ROUTE, naming the silent next hop).
-    fn give_up(&mut self, now: Instant, index: usize) {
-        let mut job = self.rt.in_progress.remove(index);
+    fn give_up(&mut self, now: Instant, id: super::setups::JobId) {
+        let Some(mut job) = self.rt.in_progress.remove(id) else {
+            return;
+        };
         let wait = std::mem::replace(&mut job.wait, Wait::Route { deadline: now });
         let Wait::Downstream {
             out_port,

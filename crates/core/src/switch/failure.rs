@@ -91,16 +91,18 @@ impl Switch {
         }
         // SETUPs in progress: from the dead port, dropped (nobody to answer); towards it,
         // refused upstream.
-        let mut i = 0;
-        while i < self.rt.in_progress.len() {
-            let job = &self.rt.in_progress[i];
+        for id in self.rt.in_progress.ids() {
+            let Some(job) = self.rt.in_progress.get(id) else {
+                continue;
+            };
             let from_port = job.key.in_port == port;
             let towards = matches!(job.wait, Wait::Downstream { out_port, .. } if out_port == port);
             if !from_port && !towards {
-                i += 1;
                 continue;
             }
-            let mut job = self.rt.in_progress.remove(i);
+            let Some(mut job) = self.rt.in_progress.remove(id) else {
+                continue;
+            };
             let wait = std::mem::replace(&mut job.wait, Wait::Route { deadline: now });
             if let Wait::Downstream {
                 out_port,

@@ -26,7 +26,7 @@ use crate::egress::queue::MIN_CHARGE;
 use crate::time::Instant;
 
 /// Copies `frame` into `port`'s queue, counting the outcome.
-fn enqueue(port: &mut Port, stats: &mut PortStats, frame: &[u8], now: Instant) {
+pub(super) fn enqueue(port: &mut Port, stats: &mut PortStats, frame: &[u8], now: Instant) {
     if port.sched.enqueue_nrt(now, frame) {
         stats.tx_queued += 1;
     } else {
@@ -71,10 +71,16 @@ impl Switch {
         }
         let dst = eth.dst_addr();
         let ethertype = eth.inner_ethertype();
+        // Control and ARP policing per input port (protect.rs), before any work.
+        if !self.police_ingress(now, port, dst, ethertype) {
+            return;
+        }
 
-        let learnt = self.fdb.learn(src, port, now);
+        // A MAC bound to an address on another port does not move without a re-probe
+        // (arp_guard.rs).
+        let learnt = self.learn_source(now, port, src);
         match learnt {
-            Learnt::Refreshed | Learnt::Own => {}
+            Learnt::Refreshed | Learnt::Own | Learnt::Refused => {}
             Learnt::Created | Learnt::Moved | Learnt::Full => {
                 if learnt == Learnt::Full {
                     self.stats.fdb_full += 1;
@@ -86,14 +92,20 @@ impl Switch {
         }
 
         let arp = if ethertype == EtherType::Arp {
-            self.snoop_arp(now, eth.payload())
+            self.snoop_arp(now, port, eth.payload())
         } else {
             None
         };
 
-        let news = arp.is_some() || matches!(learnt, Learnt::Created | Learnt::Moved);
-        if news && self.rt.waits_for_route() {
-            self.retry_routes(now);
+        if self.rt.waits_for_route() {
+            let ip = arp
+                .as_ref()
+                .map(|a| a.source_protocol_addr)
+                .filter(|ip| !ip.is_unspecified());
+            let mac = matches!(learnt, Learnt::Created | Learnt::Moved).then_some(src);
+            if ip.is_some() || mac.is_some() {
+                self.retry_routes(now, ip, mac);
+            }
         }
 
         // Paper mode: the plan's prefix is ff:ff:ff:ff, so broadcast is tested first (§3.3).
@@ -293,7 +305,7 @@ impl Switch {
     /// Unless a probe for `ip` is outstanding, probes for `ip` out of every port but `ingress`
     /// (EtheReal §3.4: ARP request with sender IP 0.0.0.0).
     pub(super) fn probe(&mut self, now: Instant, ingress: PortId, ip: Ipv4Addr) {
-        if self.pending.probe_outstanding(ip, now) {
+        if self.pending.probe_outstanding(ip, now) || !self.police_probe(now, ingress) {
             return;
         }
         self.pending.record_probe(ip, now);
@@ -323,9 +335,10 @@ impl Switch {
         }
     }
 
-    /// Parses the ARP packet in `payload` and records its sender in the internal ARP cache
-    /// (EtheReal §3.4) unless the sender IP is 0.0.0.0. Returns the packet if it parsed.
-    fn snoop_arp(&mut self, now: Instant, payload: &[u8]) -> Option<arp::Repr> {
+    /// Parses the ARP packet in `payload` (received on `port`) and records its sender in the
+    /// internal ARP cache (EtheReal §3.4) unless the sender IP is 0.0.0.0 or the binding may not
+    /// move there (arp_guard.rs). Returns the packet if it parsed.
+    fn snoop_arp(&mut self, now: Instant, port: PortId, payload: &[u8]) -> Option<arp::Repr> {
         let packet = arp::Packet::new_checked(payload).ok()?;
         let repr = arp::Repr::parse(&packet).ok()?;
         let sender = repr.source_hardware_addr;
@@ -333,7 +346,7 @@ impl Switch {
             // Heard from: a probe for this address is answered, so a later cache miss (after
             // ageing or a flush) may probe again at once.
             self.pending.forget_probe(repr.source_protocol_addr);
-            if !self.arp.insert(repr.source_protocol_addr, sender, now) {
+            if !self.bind_arp(now, port, repr.source_protocol_addr, sender) {
                 self.stats.arp_cache_full += 1;
             }
         }
@@ -385,7 +398,7 @@ impl Switch {
 }
 
 /// Writes `repr` as an Ethernet frame from `src` to `dst`, zero-padded to the 60-byte minimum.
-fn emit_padded<'a>(
+pub(super) fn emit_padded<'a>(
     repr: &arp::Repr,
     src: Address,
     dst: Address,

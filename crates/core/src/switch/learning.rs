@@ -45,6 +45,9 @@ pub(crate) enum Learnt {
     Own,
     /// The table is full; nothing learnt.
     Full,
+    /// The station is bound elsewhere and may not move here (yet): nothing learnt
+    /// (`arp_guard`).
+    Refused,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -82,6 +85,19 @@ impl Fdb {
 
     /// Learns that `mac` was seen on `port` at `now`.
     pub(crate) fn learn(&mut self, mac: Address, port: PortId, now: Instant) -> Learnt {
+        self.learn_unless(mac, port, now, |_| false)
+    }
+
+    /// [`Fdb::learn`], except that a live station known on another port stays where it is,
+    /// untouched, if `blocked(its port)` says so ([`Learnt::Refused`]). `blocked` runs only
+    /// then, so the common path stays one hash lookup.
+    pub(crate) fn learn_unless(
+        &mut self,
+        mac: Address,
+        port: PortId,
+        now: Instant,
+        blocked: impl FnOnce(PortId) -> bool,
+    ) -> Learnt {
         let ageing_time = self.ageing_time;
         match self.entries.get_mut(&mac) {
             Some(Entry::Local) => Learnt::Own,
@@ -90,6 +106,9 @@ impl Fdb {
                 last_seen,
             }) => {
                 let aged = now.saturating_duration_since(*last_seen) > ageing_time;
+                if *known != port && !aged && blocked(*known) {
+                    return Learnt::Refused;
+                }
                 *last_seen = now;
                 if *known == port {
                     if aged {
@@ -209,6 +228,37 @@ mod tests {
         fdb.age(late);
         assert_eq!(fdb.stations, 0);
         assert_eq!(fdb.lookup(&OWN, late), Lookup::Local);
+    }
+
+    #[test]
+    fn a_blocked_move_leaves_the_station_untouched() {
+        let ageing = Duration::from_secs(10);
+        let mut fdb = Fdb::new([], ageing);
+        let t0 = Instant::ZERO;
+        assert_eq!(fdb.learn(A, PortId(1), t0), Learnt::Created);
+        let mut asked = None;
+        let t1 = t0 + Duration::from_secs(4);
+        let learnt = fdb.learn_unless(A, PortId(2), t1, |known| {
+            asked = Some(known);
+            true
+        });
+        assert_eq!((learnt, asked), (Learnt::Refused, Some(PortId(1))));
+        // Not even refreshed: it still ages from t0.
+        assert_eq!(
+            fdb.lookup(&A, t0 + Duration::from_secs(11)),
+            Lookup::Unknown
+        );
+        // The same port is never asked about; an aged station is learnt anew.
+        assert_eq!(
+            fdb.learn_unless(A, PortId(1), t1, |_| panic!("not asked")),
+            Learnt::Refreshed
+        );
+        let late = t1 + Duration::from_secs(11);
+        assert_eq!(
+            fdb.learn_unless(A, PortId(2), late, |_| panic!("not asked")),
+            Learnt::Moved
+        );
+        assert_eq!(fdb.lookup(&A, late), Lookup::Port(PortId(2)));
     }
 
     #[test]

@@ -12,7 +12,10 @@
 //! `signal`, `teardown` (TEARDOWN with retransmission, REFRESH soft state), `introspect`
 //! (reporting: connections, bookings, per-hop setup latency), `rt` (connection table, ids,
 //! admission, the data path) and `sched` (EtheReal §3.3: the preemptive-discard meter of each
-//! host-facing input port, and the cyclic scheduler re-exported from [`crate::egress`]).
+//! host-facing input port, and the cyclic scheduler re-exported from [`crate::egress`]);
+//! `protect` (control-plane protection: per-port policing, control budget, per-port shares),
+//! `arp_guard` (no ARP-driven move of a bound address without re-probing its owner) and
+//! `setups` (the indexed table of SETUPs in progress).
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -23,6 +26,7 @@ use crate::time::Instant;
 use crate::timer::{TimerKind, TimerTable};
 
 mod arp_cache;
+mod arp_guard;
 mod bound;
 mod control;
 mod failure;
@@ -30,10 +34,12 @@ mod ingress;
 mod introspect;
 mod learning;
 mod pending;
+mod protect;
 mod recovery;
 pub mod rt;
 pub mod sched;
 mod security;
+mod setups;
 mod signal;
 mod teardown;
 #[cfg(test)]
@@ -41,11 +47,16 @@ mod tests;
 
 pub use crate::egress::{PACING_CATCHUP, PACING_LATE_THRESHOLD};
 pub use arp_cache::ARP_CACHE_CAPACITY;
+pub use arp_guard::MAX_CHALLENGES;
 pub use bound::{control_burst_bytes, hop_terms, port_server, work_budget, HopTerms, ServerParams};
 pub use introspect::{
     ConnectionInfo, RtPortInfo, SchedPortInfo, SetupLatency, SETUP_LATENCY_SAMPLES,
 };
 pub use learning::FDB_CAPACITY;
+pub use protect::{
+    PortLimits, ProtectConfig, ProtectPortStats, ProtectStats, Rate, StaticBinding,
+    DEFAULT_ARP_REPROBE_TIMEOUT, DEFAULT_CONTROL_BUDGET, HOST_LIMITS, TRUNK_LIMITS,
+};
 pub use rtlan_wire::cost::{tx_time, wire_bits, MIN_FRAME_BYTES, WIRE_OVERHEAD_BYTES};
 pub use security::{PortRole, PortSecurity};
 
@@ -178,6 +189,8 @@ pub struct RtConfig {
     /// passes a boot value (wall-clock ns at start) so numbers keep growing across restarts
     /// (RFC 2747 §3, [`crate::auth`]).
     pub auth_seq_base: u64,
+    /// Control-plane protection: policers, control budget, per-port shares, ARP guard.
+    pub protect: ProtectConfig,
 }
 
 impl Default for RtConfig {
@@ -210,6 +223,7 @@ impl Default for RtConfig {
             scheduler: SchedulerKind::Cyclic,
             epoch: 1,
             auth_seq_base: 0,
+            protect: ProtectConfig::default(),
         }
     }
 }
@@ -279,7 +293,7 @@ pub struct PortStats {
 /// Switch-wide counters.
 ///
 /// Every frame received on a valid port ends up in exactly one of: `drop_malformed`,
-/// `drop_to_switch`, `to_switch_arp`, `drop_same_port`, `drop_pending_full`,
+/// `drop_to_switch`, `to_switch_arp`, `drop_same_port`, `drop_pending_full`, `drop_policed`,
 /// `drop_pending_timeout`, `flooded`, `forwarded`, `rt_data` (then counted in [`rt::RtStats`]
 /// as forwarded or dropped), `control_rx`, `drop_control`, `drop_preemptive`, or is still held
 /// ([`Switch::pending_len`]).
@@ -340,6 +354,11 @@ pub struct SwitchStats {
     pub auth: crate::auth::AuthStats,
     /// Signalling counters.
     pub signal: SignalStats,
+    /// Control and ARP frames dropped by their input port's policer or the switch-wide control
+    /// budget (by port and reason in [`SwitchStats::protect`]).
+    pub drop_policed: u64,
+    /// Control-plane protection counters.
+    pub protect: ProtectStats,
 }
 
 /// Counters of the signalling (control-plane) state machine.
@@ -454,6 +473,14 @@ pub enum ConfigError {
     /// The preemptive-discard window is unusable.
     #[error("preemptive discard: {0}")]
     Discard(sched::DiscardError),
+    /// A static ARP binding names a port the switch does not have.
+    #[error("static ARP binding of {ip}: port {port} does not exist")]
+    StaticArpPort {
+        /// The binding's address.
+        ip: Ipv4Addr,
+        /// The port it names.
+        port: u16,
+    },
 }
 
 /// One port's state: its output scheduler and its input meter.
@@ -518,6 +545,7 @@ pub struct Switch {
     timers: TimerTable<SwitchTimer, 2>,
     rt: RtState,
     security: security::SecurityState,
+    protect: protect::ProtectState,
 }
 
 /// The switch's node-level timers (its [`TimerTable`]). Per-request deadlines (held frames,
@@ -548,6 +576,18 @@ impl Switch {
         }
         if config.pending_capacity > MAX_PENDING_CAPACITY {
             return Err(ConfigError::PendingTooLarge(config.pending_capacity));
+        }
+        if let Some(binding) = config
+            .rt
+            .protect
+            .static_arp
+            .iter()
+            .find(|b| usize::from(b.port.0) >= count)
+        {
+            return Err(ConfigError::StaticArpPort {
+                ip: binding.ip,
+                port: binding.port.0,
+            });
         }
         let mut ports = Vec::with_capacity(count);
         for port in &config.ports {
@@ -605,6 +645,10 @@ impl Switch {
             pending: Pending::new(config.pending_capacity, config.pending_timeout),
             stats: SwitchStats {
                 ports: vec![PortStats::default(); count],
+                protect: ProtectStats {
+                    ports: vec![ProtectPortStats::default(); count],
+                    ..ProtectStats::default()
+                },
                 ..SwitchStats::default()
             },
             ports,
@@ -619,6 +663,7 @@ impl Switch {
             },
             rt: RtState::new(&config),
             security: security::SecurityState::new(&config, now),
+            protect: protect::ProtectState::new(&config),
             config,
         };
         switch.init_work_budgets();
@@ -663,6 +708,7 @@ impl Switch {
             self.timers.next(),
             self.pending.next_expiry(),
             self.rt.next_timeout(),
+            self.protect.guard.next_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -675,6 +721,7 @@ impl Switch {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.stats.drop_pending_timeout += self.pending.expire(now);
         self.signal_timeout(now);
+        self.guard_timeout(now);
         if self.timers.is_expired(SwitchTimer::Ageing, now) {
             self.fdb.age(now);
             self.arp.age(now);
@@ -732,7 +779,9 @@ impl Switch {
     /// The MAC the internal ARP cache maps `ip` to (EtheReal §3.4: used to route connection setup
     /// by the receiver's IP address).
     pub fn arp_lookup(&self, ip: Ipv4Addr) -> Option<Address> {
-        self.arp.get(ip)
+        self.static_binding(ip)
+            .map(|b| b.mac)
+            .or_else(|| self.arp.get(ip))
     }
 
     /// The port the learning table sends frames for `mac` to at `now`, if it is a learnt station.

@@ -92,14 +92,16 @@ impl Switch {
         }
         // Its SETUPs in progress will never be asked for again (their replies would go to a
         // requester that forgot them): release what they booked.
-        let mut index = 0;
-        while index < self.rt.in_progress.len() {
-            let key = self.rt.in_progress[index].key;
+        for id in self.rt.in_progress.ids() {
+            let Some(key) = self.rt.in_progress.get(id).map(|job| job.key) else {
+                continue;
+            };
             if key.in_port != port || key.src_mac != src || key.epoch == epoch {
-                index += 1;
                 continue;
             }
-            let job = self.rt.in_progress.remove(index);
+            let Some(job) = self.rt.in_progress.remove(id) else {
+                continue;
+            };
             if let Wait::Downstream {
                 out_port,
                 out_id,
@@ -121,11 +123,7 @@ impl Switch {
     /// A REFRESH on `port` for connection `id`, which this switch does not hold: one TEARDOWN
     /// (STATE_LOST) back, untracked, unless the connection is still being set up.
     pub(super) fn refresh_unknown(&mut self, now: Instant, port: PortId, repr: &Repr, id: u16) {
-        let setting_up = self
-            .rt
-            .in_progress
-            .iter()
-            .any(|p| p.key.in_port == port && p.in_id == id);
+        let setting_up = self.rt.in_progress.in_id_taken(port, id);
         if setting_up {
             self.stats.signal.unmatched += 1;
             return;

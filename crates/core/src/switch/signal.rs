@@ -159,8 +159,8 @@ pub(super) struct RtState {
     pub(super) neighbours: Vec<HashMap<Address, u64>>,
     /// Per port: whether its carrier is down (`handle_link`).
     pub(super) link_down: Vec<bool>,
-    /// SETUPs in progress, oldest first.
-    pub(super) in_progress: Vec<InProgress>,
+    /// SETUPs in progress, indexed (`setups`).
+    pub(super) in_progress: super::setups::SetupTable,
     /// Per port: when a switch HELLO was last heard.
     pub(super) switch_heard: Vec<Option<Instant>>,
     /// Sequence number of the next HELLO.
@@ -208,7 +208,7 @@ impl RtState {
             answers: HashMap::new(),
             neighbours: vec![HashMap::new(); count],
             link_down: vec![false; count],
-            in_progress: Vec::new(),
+            in_progress: super::setups::SetupTable::new(count),
             switch_heard: vec![None; count],
             hello_seq: 0,
             // Request ids start where the epoch says, so a reply to the previous start's
@@ -225,14 +225,8 @@ impl RtState {
     /// or a TEARDOWN). HELLOs and the ageing sweep (which carries refresh expiry) are in the
     /// switch's timer table.
     pub(super) fn next_timeout(&self) -> Option<Instant> {
-        let waits = self.in_progress.iter().map(|p| match p.wait {
-            Wait::Route { deadline } => deadline,
-            Wait::Downstream {
-                next_retransmit, ..
-            } => next_retransmit,
-        });
         let teardowns = self.teardowns.iter().map(|t| t.next_retransmit);
-        waits.chain(teardowns).min()
+        teardowns.chain(self.in_progress.next_deadline()).min()
     }
 
     /// A fresh request id for a message this switch originates.
@@ -265,9 +259,7 @@ impl RtState {
 
     /// Whether a SETUP waits for a route (then received ARP traffic may let it go on).
     pub(super) fn waits_for_route(&self) -> bool {
-        self.in_progress
-            .iter()
-            .any(|p| matches!(p.wait, Wait::Route { .. }))
+        self.in_progress.waits_for_route()
     }
 
     /// Drops stored answers older than [`ANSWER_LIFETIME`].

@@ -17,7 +17,7 @@ use rtlan_core::switch::rt::{
 };
 use rtlan_core::switch::sched::{DEFAULT_WINDOW, MAX_CYCLE, MIN_CYCLE};
 use rtlan_core::switch::{
-    PortConfig, PortRole, PortSecurity, RtConfig, SwitchConfig, UnknownUnicast,
+    PortConfig, PortRole, PortSecurity, ProtectConfig, RtConfig, SwitchConfig, UnknownUnicast,
     DEFAULT_LATENESS_BUDGET, DEFAULT_MAX_CONNECTIONS, DEFAULT_REFRESH_TIMEOUT, MAX_NRT_QUEUE_BYTES,
     MAX_PENDING_CAPACITY,
 };
@@ -144,6 +144,8 @@ pub struct Config {
     pub link_delay: Duration,
     /// Real-time scheduler of every output port.
     pub scheduler: SchedulerKind,
+    /// Control-plane protection (`[protect]`).
+    pub protect: ProtectConfig,
     /// The ports, in `PortId` order.
     pub ports: Vec<PortSpec>,
 }
@@ -191,6 +193,7 @@ struct RawConfig {
     lateness_budget: Option<Spanned<String>>,
     link_delay: Option<Spanned<String>>,
     scheduler: Option<SchedulerKind>,
+    protect: Option<protect_toml::RawProtect>,
     #[serde(default)]
     port: Vec<RawPort>,
 }
@@ -455,6 +458,8 @@ impl Config {
             });
         }
 
+        let protect = protect_toml::protect(&src, raw.protect, &ports)?;
+
         Ok(Config {
             name: raw.name.unwrap_or_else(|| "switch".to_string()),
             mgmt_ip,
@@ -483,6 +488,7 @@ impl Config {
             lateness_budget,
             link_delay,
             scheduler: raw.scheduler.unwrap_or_default(),
+            protect,
             ports,
         })
     }
@@ -545,6 +551,7 @@ impl Config {
                 lateness_budget: self.lateness_budget,
                 link_delay: self.link_delay,
                 scheduler: self.scheduler,
+                protect: self.protect.clone(),
                 ..RtConfig::default()
             },
         }
@@ -594,6 +601,7 @@ struct ConfigView<'a> {
     lateness_budget: String,
     link_delay: String,
     scheduler: SchedulerKind,
+    protect: protect_toml::ProtectView<'a>,
     port: Vec<PortView<'a>>,
 }
 
@@ -633,6 +641,7 @@ impl serde::Serialize for Config {
             lateness_budget: format_duration(self.lateness_budget),
             link_delay: format_duration(self.link_delay),
             scheduler: self.scheduler,
+            protect: protect_toml::ProtectView::new(&self.protect, &self.ports),
             port: self
                 .ports
                 .iter()
@@ -646,6 +655,9 @@ impl serde::Serialize for Config {
         .serialize(serializer)
     }
 }
+
+#[path = "protect_toml.rs"]
+mod protect_toml;
 
 #[cfg(test)]
 #[path = "config_tests.rs"]

@@ -352,3 +352,112 @@ fn bad_roles_and_keys_name_their_line() {
         "{msg}"
     );
 }
+
+const PROTECT: &str = r#"
+[protect]
+arp_guard = false
+arp_reprobe_timeout = "50ms"
+control_budget = { rate = 2000, burst = 300 }
+
+[protect.host]
+control = { rate = 500, burst = 20 }
+arp = { rate = 10, burst = 5 }
+arp_probes = { rate = 20, burst = 4 }
+connection_share_percent = 10
+max_setups_in_progress = 16
+
+[protect.trunk]
+control = { rate = 9000, burst = 900 }
+
+[[protect.static_arp]]
+ip = "198.18.0.2"
+mac = "02:00:00:00:00:02"
+port = "p1"
+
+[[port]]
+ifname = "p0"
+
+[[port]]
+ifname = "p1"
+"#;
+
+#[test]
+fn protect_keys_parse_round_trip_and_reach_the_core() {
+    use rtlan_core::switch::{PortId, Rate, StaticBinding, TRUNK_LIMITS};
+    let c = Config::from_toml_str(PROTECT).expect("valid");
+    let p = &c.protect;
+    assert!(!p.arp_guard);
+    assert_eq!(p.arp_reprobe_timeout, Duration::from_millis(50));
+    assert_eq!(
+        p.control_budget,
+        Rate {
+            per_second: 2000,
+            burst: 300
+        }
+    );
+    assert_eq!(
+        p.host.arp_probes,
+        Rate {
+            per_second: 20,
+            burst: 4
+        }
+    );
+    assert_eq!(p.host.connection_share_percent, 10);
+    assert_eq!(p.host.max_setups_in_progress, Some(16));
+    assert_eq!(p.trunk.control.per_second, 9000);
+    // Keys not given keep their defaults.
+    assert_eq!(p.trunk.arp, TRUNK_LIMITS.arp);
+    assert_eq!(
+        p.static_arp,
+        [StaticBinding {
+            ip: "198.18.0.2".parse().expect("ip"),
+            mac: Address([2, 0, 0, 0, 0, 2]),
+            port: PortId(1),
+        }]
+    );
+    let sc = c.switch_config(&[Address([2, 0, 0, 0, 0, 0xa]), Address([2, 0, 0, 0, 0, 0xb])]);
+    assert_eq!(&sc.rt.protect, p);
+    let text = toml::to_string(&c).expect("serializable");
+    assert_eq!(
+        Config::from_toml_str(&text).expect("round trip"),
+        c,
+        "{text}"
+    );
+    // Without a [protect] table the core's defaults hold.
+    let minimal = Config::from_toml_str("[[port]]\nifname = \"p0\"\n").expect("valid");
+    assert_eq!(
+        minimal.protect,
+        rtlan_core::switch::ProtectConfig::default()
+    );
+}
+
+#[test]
+fn protect_errors_name_their_line() {
+    for (text, line, key) in [
+        ("[protect]\ncontrol_budget = { rate = 0, burst = 1 }\n", 2, "control_budget"),
+        ("[protect.host]\narp = { rate = 5, burst = 0 }\n", 2, "protect.host.arp"),
+        ("[protect.trunk]\nconnection_share_percent = 0\n", 2, "connection_share_percent"),
+        ("[protect.host]\nmax_setups_in_progress = 0\n", 2, "max_setups_in_progress"),
+        ("[protect]\narp_reprobe_timeout = \"soon\"\n", 2, "arp_reprobe_timeout"),
+        ("[protect]\nbudget = 3\n", 2, "budget"),
+        (
+            "[[protect.static_arp]]\nip = \"198.18.0.2\"\nmac = \"02:00:00:00:00:02\"\nport = \"p9\"\n",
+            4,
+            "no [[port]] `p9`",
+        ),
+        (
+            "[[protect.static_arp]]\nip = \"nowhere\"\nmac = \"02:00:00:00:00:02\"\nport = \"p0\"\n",
+            2,
+            "IPv4",
+        ),
+        (
+            "[[protect.static_arp]]\nip = \"198.18.0.2\"\nmac = \"ff:ff:ff:ff:ff:ff\"\nport = \"p0\"\n",
+            3,
+            "unicast",
+        ),
+    ] {
+        let (got, message) = invalid_line(&format!("{text}[[port]]\nifname = \"p0\"\n"));
+        assert_eq!(got, line, "{text}: {message}");
+        assert!(message.contains(key), "{text}: {message}");
+    }
+}

@@ -151,6 +151,9 @@ pub enum FailReason {
     Unauthorized,
     /// The end-to-end delay bound would exceed the delay the request requires, 9.
     Delay,
+    /// The input port's share of the switch's connection table, or of its SETUPs in progress,
+    /// is used up (control-plane protection: one port cannot fill the switch), 10.
+    PortLimit,
     /// Any other value, kept as data.
     Unknown(u8),
 }
@@ -167,6 +170,7 @@ impl From<u8> for FailReason {
             7 => FailReason::Malformed,
             8 => FailReason::Unauthorized,
             9 => FailReason::Delay,
+            10 => FailReason::PortLimit,
             other => FailReason::Unknown(other),
         }
     }
@@ -184,6 +188,7 @@ impl From<FailReason> for u8 {
             FailReason::Malformed => 7,
             FailReason::Unauthorized => 8,
             FailReason::Delay => 9,
+            FailReason::PortLimit => 10,
             FailReason::Unknown(other) => other,
         }
     }
@@ -201,6 +206,7 @@ impl fmt::Display for FailReason {
             FailReason::Malformed => write!(f, "malformed request"),
             FailReason::Unauthorized => write!(f, "unauthorized"),
             FailReason::Delay => write!(f, "delay bound exceeds the required delay"),
+            FailReason::PortLimit => write!(f, "the input port's share of the switch is used up"),
             FailReason::Unknown(v) => write!(f, "reason {v}"),
         }
     }

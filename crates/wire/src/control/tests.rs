@@ -432,6 +432,7 @@ fn code_conversions() {
     assert_eq!(MessageType::from(0), MessageType::Unknown(0));
     assert_eq!(FailReason::from(8), FailReason::Unauthorized);
     assert_eq!(FailReason::from(9), FailReason::Delay);
+    assert_eq!(FailReason::from(10), FailReason::PortLimit);
     assert_eq!(FailReason::from(6), FailReason::IdsExhausted);
     assert_eq!(Role::from(1), Role::HostDaemon);
 }

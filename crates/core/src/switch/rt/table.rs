@@ -100,6 +100,8 @@ pub struct ConnectionTable {
     keys: BTreeSet<(PortId, u16)>,
     /// Looked up only, never iterated.
     by_request: HashMap<RequestKey, (PortId, u16)>,
+    /// Connections per input port (the per-port share, `protect`).
+    per_port: Vec<usize>,
     capacity: usize,
 }
 
@@ -113,6 +115,7 @@ impl ConnectionTable {
             by_port: Vec::new(),
             keys: BTreeSet::new(),
             by_request: HashMap::with_capacity(capacity),
+            per_port: Vec::new(),
             capacity,
         }
     }
@@ -120,6 +123,14 @@ impl ConnectionTable {
     /// Number of connections.
     pub fn len(&self) -> usize {
         self.keys.len()
+    }
+
+    /// Number of connections arriving on `in_port`.
+    pub fn len_on(&self, in_port: PortId) -> usize {
+        self.per_port
+            .get(usize::from(in_port.0))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Whether the table has no connections.
@@ -174,6 +185,10 @@ impl ConnectionTable {
         self.slots[slot as usize] = Some(entry);
         self.keys.insert((in_port, in_id));
         self.by_request.insert(entry.request, (in_port, in_id));
+        if self.per_port.len() <= port {
+            self.per_port.resize(port + 1, 0);
+        }
+        self.per_port[port] += 1;
         Ok(())
     }
 
@@ -220,6 +235,9 @@ impl ConnectionTable {
         self.free.push(u32::try_from(slot).unwrap_or(u32::MAX));
         self.keys.remove(&(in_port, in_id));
         self.by_request.remove(&entry.request);
+        if let Some(count) = self.per_port.get_mut(usize::from(in_port.0)) {
+            *count = count.saturating_sub(1);
+        }
         Some(entry)
     }
 
@@ -302,7 +320,10 @@ mod tests {
             table.find_request(&entry(2).request),
             Some((PortId(1), 0x21))
         );
+        assert_eq!(table.len_on(PortId(1)), 2);
         assert_eq!(table.remove(PortId(1), 0x21), Some(entry(2)));
+        assert_eq!(table.len_on(PortId(1)), 1);
+        assert_eq!(table.len_on(PortId(7)), 0);
         assert_eq!(table.find_request(&entry(2).request), None);
         assert_eq!(table.remove(PortId(1), 0x21), None);
         table.insert(PortId(1), 0x22, entry(3)).unwrap();

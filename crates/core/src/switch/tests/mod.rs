@@ -166,6 +166,7 @@ pub(super) fn assert_counters_consistent(sw: &Switch) {
         + s.flooded
         + s.forwarded
         + s.drop_preemptive
+        + s.drop_policed
         + sw.pending_len() as u64;
     assert_eq!(
         rx, accounted,
@@ -180,7 +181,10 @@ pub(super) fn assert_counters_consistent(sw: &Switch) {
         .sum();
     assert_eq!(
         offered,
-        s.forwarded + (s.flooded + s.arp_probes_sent) * copies_per_flood + s.arp_replies_sent,
+        s.forwarded
+            + (s.flooded + s.arp_probes_sent) * copies_per_flood
+            + s.arp_replies_sent
+            + s.protect.arp_reprobes_sent,
         "every queued copy is accounted for: {s:#?}"
     );
     for (i, p) in s.ports.iter().enumerate() {
