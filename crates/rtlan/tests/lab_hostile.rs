@@ -368,9 +368,9 @@ fn a_gratuitous_arp_from_an_attacker_does_not_steal_a_reservation() {
         .expect("counters")
         .rx_bytes
         - c_rx_before;
-    let refused = ctl(&lab, "s1", "stats")["switch"]["arp_move_refused"]
+    let refused = ctl(&lab, "s1", "stats")["switch"]["protect"]["arp_move_refused"]
         .as_u64()
-        .unwrap_or(0);
+        .expect("switch.protect.arp_move_refused");
     drop(daemon);
     down_clean(lab);
 
