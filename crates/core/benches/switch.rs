@@ -52,6 +52,7 @@ fn learnt_switch() -> Switch {
             hello_interval: None,
             ..RtConfig::default()
         },
+        stp: None,
     };
     let mut sw = Switch::new(config, Instant::ZERO).expect("benchmark configuration is valid");
     let mut buf = [0u8; MAX_FRAME_LEN];

@@ -85,6 +85,7 @@ pub fn switch_config(scenario: &Scenario, index: usize) -> Result<SwitchConfig, 
                 .unwrap_or_default(),
             ..RtConfig::default()
         },
+        stp: None,
     })
 }
 

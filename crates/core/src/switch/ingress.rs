@@ -27,7 +27,10 @@ use crate::time::Instant;
 
 /// Copies `frame` into `port`'s queue, counting the outcome.
 fn enqueue(port: &mut Port, stats: &mut PortStats, frame: &[u8], now: Instant) {
-    if port.sched.enqueue_nrt(now, frame) {
+    if !port.forwarding {
+        // Spanning tree: a port that is not Forwarding sends no data (docs/stp.md §6).
+        stats.stp_blocked += 1;
+    } else if port.sched.enqueue_nrt(now, frame) {
         stats.tx_queued += 1;
     } else {
         stats.drop_queue_full += 1;
@@ -72,7 +75,15 @@ impl Switch {
         let dst = eth.dst_addr();
         let ethertype = eth.inner_ethertype();
 
-        let learnt = self.fdb.learn(src, port, now);
+        let learn = match self.stp_ingress(now, port, src, dst, frame) {
+            super::stp::Ingress::Consumed => return,
+            super::stp::Ingress::Pass { learn } => learn,
+        };
+        let learnt = if learn {
+            self.fdb.learn(src, port, now)
+        } else {
+            Learnt::Refreshed
+        };
         match learnt {
             Learnt::Refreshed | Learnt::Own => {}
             Learnt::Created | Learnt::Moved | Learnt::Full => {

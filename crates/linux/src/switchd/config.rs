@@ -547,6 +547,7 @@ impl Config {
                 scheduler: self.scheduler,
                 ..RtConfig::default()
             },
+            stp: None,
         }
     }
 }
