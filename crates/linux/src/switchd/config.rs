@@ -146,6 +146,8 @@ pub struct Config {
     pub scheduler: SchedulerKind,
     /// The ports, in `PortId` order.
     pub ports: Vec<PortSpec>,
+    /// Spanning tree (`[stp]`, per-port `stp_cost` / `stp_priority`); off by default.
+    pub stp: super::StpSpec,
 }
 
 /// Default [`Config::cycle_time`] (EtheReal: 10 ms).
@@ -191,6 +193,7 @@ struct RawConfig {
     lateness_budget: Option<Spanned<String>>,
     link_delay: Option<Spanned<String>>,
     scheduler: Option<SchedulerKind>,
+    stp: Option<Spanned<super::stp_config::RawStp>>,
     #[serde(default)]
     port: Vec<RawPort>,
 }
@@ -202,6 +205,8 @@ struct RawPort {
     rate: Option<Spanned<String>>,
     role: Option<PortRole>,
     keys: Option<Spanned<Vec<crate::keys::RawKey>>>,
+    stp_cost: Option<Spanned<u32>>,
+    stp_priority: Option<Spanned<u32>>,
 }
 
 /// 1-based line and column of byte `offset` in `text`.
@@ -417,6 +422,13 @@ impl Config {
             let span = raw.port[usize::from(u16::MAX)].ifname.span();
             return Err(src.error(span, "a switch has at most 65535 ports"));
         }
+        let port_stp: Vec<_> = raw
+            .port
+            .iter()
+            .map(|p| (p.stp_cost.clone(), p.stp_priority.clone()))
+            .collect();
+        let stp =
+            super::stp_config::build(raw.stp, &port_stp, |span, message| src.error(span, message))?;
         let mut ports: Vec<PortSpec> = Vec::with_capacity(raw.port.len());
         for p in raw.port {
             let ifname = p.ifname.get_ref();
@@ -484,6 +496,7 @@ impl Config {
             link_delay,
             scheduler: raw.scheduler.unwrap_or_default(),
             ports,
+            stp,
         })
     }
 
@@ -547,7 +560,7 @@ impl Config {
                 scheduler: self.scheduler,
                 ..RtConfig::default()
             },
-            stp: None,
+            stp: self.stp.core_config(),
         }
     }
 }
@@ -558,6 +571,10 @@ struct PortView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     rate: Option<String>,
     role: PortRole,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stp_cost: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stp_priority: Option<u8>,
     // Keys are never printed (secrets).
 }
 
@@ -595,6 +612,7 @@ struct ConfigView<'a> {
     lateness_budget: String,
     link_delay: String,
     scheduler: SchedulerKind,
+    stp: super::stp_config::StpView,
     port: Vec<PortView<'a>>,
 }
 
@@ -634,13 +652,20 @@ impl serde::Serialize for Config {
             lateness_budget: format_duration(self.lateness_budget),
             link_delay: format_duration(self.link_delay),
             scheduler: self.scheduler,
+            stp: (&self.stp).into(),
             port: self
                 .ports
                 .iter()
-                .map(|p| PortView {
-                    ifname: &p.ifname,
-                    rate: p.rate_bps.map(format_rate),
-                    role: p.role,
+                .enumerate()
+                .map(|(i, p)| {
+                    let stp = self.stp.ports.get(i).copied().unwrap_or_default();
+                    PortView {
+                        ifname: &p.ifname,
+                        rate: p.rate_bps.map(format_rate),
+                        role: p.role,
+                        stp_cost: stp.cost,
+                        stp_priority: stp.priority,
+                    }
                 })
                 .collect(),
         }
