@@ -290,7 +290,8 @@ pub struct PortStats {
 /// `drop_to_switch`, `to_switch_arp`, `drop_same_port`, `drop_pending_full`,
 /// `drop_pending_timeout`, `flooded`, `forwarded`, `rt_data` (then counted in [`rt::RtStats`]
 /// as forwarded or dropped), `control_rx`, `drop_control`, `drop_preemptive`, or is still held
-/// ([`Switch::pending_len`]).
+/// ([`Switch::pending_len`]); with spanning tree on, also the tree's `link_local_rx` and
+/// `discarded` ([`Switch::stp_status`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SwitchStats {
     /// Per-port counters, indexed by port.
