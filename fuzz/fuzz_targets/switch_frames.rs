@@ -44,6 +44,7 @@ fn config() -> SwitchConfig {
             max_connections: 64,
             ..RtConfig::default()
         },
+        stp: None,
     }
 }
 

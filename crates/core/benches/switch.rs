@@ -62,6 +62,7 @@ fn learnt_switch() -> Switch {
             hello_interval: None,
             ..RtConfig::default()
         },
+        stp: None,
     };
     let mut sw = Switch::new(config, Instant::ZERO).expect("benchmark configuration is valid");
     let mut buf = [0u8; MAX_FRAME_LEN];
@@ -184,6 +185,7 @@ fn control_switch(wide: bool) -> Switch {
         pending_capacity: 64,
         pending_timeout: Duration::from_millis(100),
         rt,
+        stp: None,
     };
     let mut sw = Switch::new(config, Instant::ZERO).expect("benchmark configuration is valid");
     let mut garp = frame(Address::BROADCAST, B, 60);

@@ -83,7 +83,27 @@ struct SwitchFile {
     lateness_budget: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     scheduler: Option<rtlan_topology::SchedulerKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stp: Option<StpFile>,
     port: Vec<PortFile>,
+}
+
+/// `[stp]` with the smallest legal 802.1D timers (docs/stp.md §4), so lab tests stay short.
+#[derive(Debug, Serialize)]
+struct StpFile {
+    enabled: bool,
+    max_age: &'static str,
+    hello_time: &'static str,
+    forward_delay: &'static str,
+}
+
+impl StpFile {
+    const LAB: StpFile = StpFile {
+        enabled: true,
+        max_age: "6s",
+        hello_time: "1s",
+        forward_delay: "4s",
+    };
 }
 
 #[derive(Debug, Serialize)]
@@ -110,6 +130,7 @@ pub(crate) fn render_config(
         cpu: opts.cpu,
         lateness_budget: opts.lateness_budget.map(format_duration),
         scheduler: opts.scheduler,
+        stp: opts.stp.then_some(StpFile::LAB),
         port: topology
             .interfaces(name)
             .into_iter()

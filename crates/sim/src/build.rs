@@ -85,6 +85,16 @@ pub fn switch_config(scenario: &Scenario, index: usize) -> Result<SwitchConfig, 
                 .unwrap_or_default(),
             ..RtConfig::default()
         },
+        // The lab's short timers (docs/stp.md §4): ports forward 8 s after start.
+        stp: options.stp.then(|| rtlan_core::switch::StpConfig {
+            timers: rtlan_core::stp::Timers {
+                max_age: Duration::from_secs(6),
+                hello_time: Duration::from_secs(1),
+                forward_delay: Duration::from_secs(4),
+                hold_time: Duration::from_secs(1),
+            },
+            ..Default::default()
+        }),
     })
 }
 

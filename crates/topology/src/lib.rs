@@ -191,8 +191,8 @@ pub enum TopologyError {
         /// Line of its first link.
         first_line: usize,
     },
-    /// A link would close a loop; with no spanning tree yet, loops flood forever.
-    #[error("{at}: link {a}–{b} closes a loop (they are already connected); loops are refused because neither switch kind runs a spanning tree here")]
+    /// A link would close a loop while some switch runs no spanning tree: loops flood forever.
+    #[error("{at}: link {a}–{b} closes a loop (they are already connected); loops need `stp = true` on every switch (rtlan switches; the lab's kernel bridges run no spanning tree)")]
     Loop {
         /// Where.
         at: Location,
@@ -409,6 +409,10 @@ pub struct RtlanSwitch {
     /// switch's default.
     #[serde(default)]
     pub lateness_budget: Option<Duration>,
+    /// Runs the IEEE 802.1D spanning tree (docs/stp.md) with the lab's short timers (max age
+    /// 6 s, hello 1 s, forward delay 4 s); loops are accepted only when every switch does.
+    #[serde(default)]
+    pub stp: bool,
 }
 
 /// Which real-time scheduler serves a switch's output ports (docs/scheduler.md).

@@ -61,6 +61,7 @@ struct RawSwitch {
     lateness_budget: Option<Spanned<String>>,
     t_mux: Option<Spanned<String>>,
     buffer: Option<Spanned<String>>,
+    stp: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -476,6 +477,7 @@ fn resolve_switch(
                 "lateness_budget",
                 s.lateness_budget.as_ref().map(|v| v.span()),
             ),
+            ("stp", s.stp.as_ref().map(|v| v.span())),
         ];
         if let Some((option, Some(span))) = rtlan_only.into_iter().find(|(_, sp)| sp.is_some()) {
             return Err(TopologyError::OptionNotForKind {
@@ -574,6 +576,7 @@ fn resolve_switch(
                 cpu: s.cpu.as_ref().map(|v| *v.get_ref()),
                 scheduler,
                 lateness_budget,
+                stp: s.stp.as_ref().is_some_and(|v| *v.get_ref()),
             }),
             t_mux,
             buffer_bytes,
@@ -617,6 +620,13 @@ fn resolve_links(
     profile: Profile,
 ) -> Result<Vec<Link>, TopologyError> {
     let is_switch = |n: &str| raw.switch.iter().any(|s| s.name.get_ref() == n);
+    // Loops are safe only when every switch runs the spanning tree (docs/stp.md): a kernel
+    // bridge here has STP off, an rtlan switch has it when `stp = true`.
+    let loops_allowed = !raw.switch.is_empty()
+        && raw.switch.iter().all(|s| {
+            s.kind.as_ref().is_none_or(|k| k.get_ref() == "rtlan")
+                && s.stp.as_ref().is_some_and(|v| *v.get_ref())
+        });
     let mut host_link: HashMap<String, Range<usize>> = HashMap::new();
     let mut next_port: HashMap<String, usize> = HashMap::new();
     let mut pairs: HashMap<(String, String), Range<usize>> = HashMap::new();
@@ -671,7 +681,7 @@ fn resolve_links(
                         host_link.insert(end.get_ref().clone(), end.span());
                     }
                 }
-                if !components.join(a, b) {
+                if !components.join(a, b) && !loops_allowed {
                     return Err(TopologyError::Loop {
                         at: loc.at(&l.ends.span()),
                         a: a.clone(),

@@ -498,3 +498,40 @@ fn network_switch_is_fifo_with_t_mux_or_rtlan_with_a_scheduler() {
     .expect_err("effective rate on an rtlan switch");
     assert!(e.to_string().starts_with("n.toml:7:18: "), "{e}");
 }
+
+/// A triangle of three switches with a host on s1, `stp` lines per switch as given.
+fn triangle(stp: [&str; 3]) -> String {
+    format!(
+        "[[host]]\nname = \"a\"\n\
+         [[switch]]\nname = \"s1\"\n{}\n\
+         [[switch]]\nname = \"s2\"\n{}\n\
+         [[switch]]\nname = \"s3\"\n{}\n\
+         [[link]]\nends = [\"a\", \"s1\"]\n\
+         [[link]]\nends = [\"s1\", \"s2\"]\n\
+         [[link]]\nends = [\"s2\", \"s3\"]\n\
+         [[link]]\nends = [\"s3\", \"s1\"]\n",
+        stp[0], stp[1], stp[2]
+    )
+}
+
+#[test]
+fn loops_are_accepted_only_when_every_switch_runs_the_spanning_tree() {
+    let on = "stp = true";
+    let topo = Topology::from_str(&triangle([on, on, on]), "t.toml").expect("loop with stp");
+    assert_eq!(topo.links.len(), 4);
+    for s in &topo.switches {
+        assert!(
+            matches!(&s.kind, SwitchKind::Rtlan(o) if o.stp),
+            "{}",
+            s.name
+        );
+    }
+    err_at(&triangle([on, "", on]), 19, 8, "closes a loop");
+    err_at(&triangle([on, "stp = false", on]), 19, 8, "stp = true");
+    err_at(
+        &triangle([on, "kind = \"linux-bridge\"\nstp = true", on]),
+        9,
+        7,
+        "`stp` only applies",
+    );
+}

@@ -6,8 +6,8 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use rtlan_wire::control::{
-    DelayTlv, EpochTlv, HelloRepr, Message, Packet, Repr, Role, SetupRepr, TeardownReason,
-    FLAG_RETRANSMISSION,
+    DelayTlv, EpochTlv, FailReason, HelloRepr, Message, Packet, Repr, Role, SetupRepr,
+    TeardownReason, FLAG_RETRANSMISSION,
 };
 
 use super::alloc::IdAllocator;
@@ -59,6 +59,9 @@ struct Conn {
     recovering: Option<TeardownReason>,
     /// Switches on the path, from the last SETUP_OK.
     hops: u8,
+    /// While re-signalled after a topology change: until when a refusal (NO_ROUTE) is retried,
+    /// and how many retries so far (for the backoff).
+    retry_until: Option<(Instant, u8)>,
 }
 
 impl Conn {
@@ -451,6 +454,7 @@ impl Rtcd {
                 published: false,
                 recovering: None,
                 hops: 0,
+                retry_until: None,
             },
         );
         if phase == ConnPhase::Admitting {
@@ -777,6 +781,9 @@ impl Rtcd {
                 switch_ip,
             } => {
                 if self.outstanding(connection_id, repr.request_id, ConnPhase::Opening) {
+                    if reason == FailReason::NoRoute && self.retry_later(now, connection_id) {
+                        return;
+                    }
                     if let Some(conn) = self.release(connection_id) {
                         let error = RtcdError::Refused {
                             hop: failed_hop,
@@ -836,6 +843,7 @@ impl Rtcd {
         conn.phase = ConnPhase::Open;
         conn.hops = hops;
         conn.path_bound_us = bound_ns.map(|ns| ns.div_ceil(1000));
+        conn.retry_until = None;
         let recovered = conn.recovering.take().is_some() && conn.published;
         let (client, handle, delay_bound_us) = (conn.client, conn.handle, conn.bound_us());
         self.set_deadline(id, None);
@@ -873,6 +881,33 @@ impl Rtcd {
         }
     }
 
+    /// A connection re-signalled after a topology change was refused NO_ROUTE: if its retry
+    /// window is still open, schedule the next SETUP (fresh request id, backoff doubling from
+    /// the retransmission timeout up to [`super::TOPOLOGY_RESIGNAL_GAP`]) and return `true`.
+    fn retry_later(&mut self, now: Instant, id: u16) -> bool {
+        let request_id = self.fresh_request_id();
+        let initial = self.config.retransmit_initial;
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return false;
+        };
+        let Some((until, tries)) = conn.retry_until else {
+            return false;
+        };
+        if now >= until {
+            return false;
+        }
+        let tries = tries.saturating_add(1);
+        conn.retry_until = Some((until, tries));
+        conn.request_id = request_id;
+        conn.attempts = 0;
+        let doublings = u32::from(tries.saturating_sub(1)).min(20);
+        let wait = initial
+            .saturating_mul(1u32 << doublings)
+            .min(super::TOPOLOGY_RESIGNAL_GAP);
+        self.set_deadline(id, Some(now + wait));
+        true
+    }
+
     /// Signals open connection `id` again along the path (same connection id, so the same
     /// proxy IP; its neighbour entry and shaper stay), after the path lost it for `reason`.
     fn resignal(&mut self, now: Instant, id: u16, reason: TeardownReason) {
@@ -885,6 +920,10 @@ impl Rtcd {
         let told = conn.recovering.replace(reason).is_some();
         conn.request_id = request_id;
         conn.attempts = 0;
+        // The spanning tree moved the path: until the new one forwards, switches refuse the
+        // SETUP (NO_ROUTE); keep asking, with backoff, for as long as the tree may take.
+        conn.retry_until = (reason == TeardownReason::TopologyChange)
+            .then(|| (now + self.config.topology_resignal, 0));
         let (client, handle) = (conn.client, conn.handle);
         if !told {
             self.reply(

@@ -180,6 +180,13 @@ pub const DEFAULT_HOST_DELAY: Duration = Duration::from_millis(2);
 /// Default [`Config::lateness_budget`], the switch's default too.
 pub const DEFAULT_LATENESS_BUDGET: Duration = Duration::from_micros(400);
 
+/// Default [`Config::topology_resignal`]: max age + 2 × forward delay with the 802.1D-1998
+/// default timers (docs/stp.md §4), the longest a spanning tree takes to forward a new path.
+pub const DEFAULT_TOPOLOGY_RESIGNAL: Duration = Duration::from_secs(50);
+
+/// Longest wait between two SETUPs of a connection re-signalled after a topology change.
+pub const TOPOLOGY_RESIGNAL_GAP: Duration = Duration::from_secs(1);
+
 /// Default [`Config::refresh_period`].
 pub const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_secs(10);
 
@@ -231,6 +238,11 @@ pub struct Config {
     /// Sequence number of the first signed message: the shell's boot value (wall-clock ns at
     /// start), so numbers keep growing across restarts (RFC 2747 §3).
     pub auth_seq_base: u64,
+    /// How long a connection torn down for a topology change is signalled again while the path
+    /// refuses it (SETUP_FAIL, NO_ROUTE: the spanning tree's new path is not forwarding yet):
+    /// at least max age + 2 × forward delay of the network's spanning tree (802.1D-1998
+    /// defaults: 20 s + 2 × 15 s).
+    pub topology_resignal: Duration,
 }
 
 impl Config {
@@ -257,6 +269,7 @@ impl Config {
             epoch: 1,
             keys: crate::auth::KeyChain::default(),
             auth_seq_base: 0,
+            topology_resignal: DEFAULT_TOPOLOGY_RESIGNAL,
         }
     }
 

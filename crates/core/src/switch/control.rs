@@ -61,6 +61,9 @@ impl Switch {
         if !self.admit_control(now, port, src, payload, &repr) {
             return;
         }
+        if self.stp_refuses_control(now, port, &repr) {
+            return;
+        }
         self.stats.control_rx += 1;
         // A new boot epoch from this neighbour: it restarted, and what it held is gone.
         self.note_epoch(now, port, src, &repr);
@@ -210,8 +213,8 @@ impl Switch {
         }
         let mac = self.arp.get(ip)?;
         match self.fdb.lookup(&mac, now) {
-            Lookup::Port(port) => Some((port, mac)),
-            Lookup::Local | Lookup::Unknown => None,
+            Lookup::Port(port) if self.stp_forwards(port) => Some((port, mac)),
+            Lookup::Port(_) | Lookup::Local | Lookup::Unknown => None,
         }
     }
 

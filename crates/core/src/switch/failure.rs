@@ -25,6 +25,9 @@ impl Switch {
     /// The carrier of `port` went up (`true`) or down. Down releases every connection through
     /// the port (both directions, reason LINK_DOWN); up announces the switch on it at once.
     pub fn handle_link(&mut self, now: Instant, port: PortId, up: bool) {
+        // With spanning tree on, the bridge hears it first: a forwarding port going down
+        // releases its connections with TOPOLOGY_CHANGE (the tree may find another path).
+        self.stp_link(now, port, up);
         let index = usize::from(port.0);
         let Some(down) = self.rt.link_down.get_mut(index) else {
             return;
@@ -66,7 +69,7 @@ impl Switch {
     }
 
     /// Takes down everything through `port` for `reason`.
-    fn fail_port(&mut self, now: Instant, port: PortId, reason: TeardownReason) {
+    pub(super) fn fail_port(&mut self, now: Instant, port: PortId, reason: TeardownReason) {
         let index = usize::from(port.0);
         let mut entering = Vec::new();
         let mut leaving = Vec::new();
@@ -131,11 +134,14 @@ impl Switch {
                 self.answer(now, &job, fail);
             }
         }
-        if let Some(neighbours) = self.rt.neighbours.get_mut(index) {
-            neighbours.clear();
-        }
-        if let Some(heard) = self.rt.switch_heard.get_mut(index) {
-            *heard = None;
+        // A port the spanning tree stopped forwarding still has its link and its neighbour.
+        if reason != TeardownReason::TopologyChange {
+            if let Some(neighbours) = self.rt.neighbours.get_mut(index) {
+                neighbours.clear();
+            }
+            if let Some(heard) = self.rt.switch_heard.get_mut(index) {
+                *heard = None;
+            }
         }
         self.fdb.flush_port(port);
     }

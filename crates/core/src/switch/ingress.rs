@@ -27,7 +27,10 @@ use crate::time::Instant;
 
 /// Copies `frame` into `port`'s queue, counting the outcome.
 pub(super) fn enqueue(port: &mut Port, stats: &mut PortStats, frame: &[u8], now: Instant) {
-    if port.sched.enqueue_nrt(now, frame) {
+    if !port.forwarding {
+        // Spanning tree: a port that is not Forwarding sends no data (docs/stp.md §6).
+        stats.stp_blocked += 1;
+    } else if port.sched.enqueue_nrt(now, frame) {
         stats.tx_queued += 1;
     } else {
         stats.drop_queue_full += 1;
@@ -76,9 +79,17 @@ impl Switch {
             return;
         }
 
+        let learn = match self.stp_ingress(now, port, src, dst, frame) {
+            super::stp::Ingress::Consumed => return,
+            super::stp::Ingress::Pass { learn } => learn,
+        };
         // A MAC bound to an address on another port does not move without a re-probe
         // (arp_guard.rs).
-        let learnt = self.learn_source(now, port, src);
+        let learnt = if learn {
+            self.learn_source(now, port, src)
+        } else {
+            Learnt::Refreshed
+        };
         match learnt {
             Learnt::Refreshed | Learnt::Own | Learnt::Refused => {}
             Learnt::Created | Learnt::Moved | Learnt::Full => {

@@ -159,6 +159,17 @@ impl Fdb {
         self.stations -= before - self.entries.len();
     }
 
+    /// Sets the ageing time (shortened to Forward Delay during a spanning tree topology change,
+    /// 802.1D-1998 §8.3.5).
+    pub(crate) fn set_ageing_time(&mut self, ageing_time: Duration) {
+        self.ageing_time = ageing_time;
+    }
+
+    /// The ageing time in force.
+    pub(crate) fn ageing_time(&self) -> Duration {
+        self.ageing_time
+    }
+
     /// Removes stations not seen for longer than the ageing time.
     pub(crate) fn age(&mut self, now: Instant) {
         let ageing_time = self.ageing_time;

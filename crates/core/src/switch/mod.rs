@@ -41,6 +41,7 @@ pub mod sched;
 mod security;
 mod setups;
 mod signal;
+mod stp;
 mod teardown;
 #[cfg(test)]
 mod tests;
@@ -59,6 +60,7 @@ pub use protect::{
 };
 pub use rtlan_wire::cost::{tx_time, wire_bits, MIN_FRAME_BYTES, WIRE_OVERHEAD_BYTES};
 pub use security::{PortRole, PortSecurity};
+pub use stp::{StpConfig, StpCounters, StpPortConfig, StpPortInfo, StpStatus};
 
 use crate::egress::{PortScheduler, SchedulerKind};
 use crate::node::Medium;
@@ -253,6 +255,9 @@ pub struct SwitchConfig {
     pub pending_timeout: Duration,
     /// Real-time connections and signalling.
     pub rt: RtConfig,
+    /// Spanning tree (IEEE 802.1D-1998 clause 8, docs/stp.md); `None` = off, for loop-free
+    /// networks.
+    pub stp: Option<StpConfig>,
 }
 
 /// Per-port counters.
@@ -280,6 +285,9 @@ pub struct PortStats {
     pub nrt_preemptive_drops: u64,
     /// Frames discarded at transmit because the driver's buffer was shorter than the frame.
     pub drop_tx_buffer: u64,
+    /// Non-real-time frames (forwarded, flooded, ARP probes and replies) not queued here because
+    /// the spanning tree has the port in a state other than Forwarding.
+    pub stp_blocked: u64,
     /// Largest lateness of a send, in ns: how long after the frame became due (line free and
     /// frame queued) [`Switch::poll_transmit`] handed it out.
     pub pacing_late_max_ns: u64,
@@ -296,7 +304,8 @@ pub struct PortStats {
 /// `drop_to_switch`, `to_switch_arp`, `drop_same_port`, `drop_pending_full`, `drop_policed`,
 /// `drop_pending_timeout`, `flooded`, `forwarded`, `rt_data` (then counted in [`rt::RtStats`]
 /// as forwarded or dropped), `control_rx`, `drop_control`, `drop_preemptive`, or is still held
-/// ([`Switch::pending_len`]).
+/// ([`Switch::pending_len`]); with spanning tree on, also the tree's `link_local_rx` and
+/// `discarded` ([`Switch::stp_status`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SwitchStats {
     /// Per-port counters, indexed by port.
@@ -481,6 +490,9 @@ pub enum ConfigError {
         /// The port it names.
         port: u16,
     },
+    /// The spanning tree configuration is refused (timers, costs, port count).
+    #[error("spanning tree: {0}")]
+    Stp(crate::stp::ConfigError),
 }
 
 /// One port's state: its output scheduler and its input meter.
@@ -496,6 +508,9 @@ struct Port {
     meter: Option<NrtMeter>,
     /// The line rate admission and the meter assume, wire bit/s.
     line_rate_bps: u64,
+    /// Whether non-real-time frames may be queued here: the spanning tree port state is
+    /// Forwarding (always with spanning tree off).
+    forwarding: bool,
 }
 
 /// The non-real-time queue bound of `port` (EtheReal §3.3: twice the output link bandwidth times
@@ -546,6 +561,8 @@ pub struct Switch {
     rt: RtState,
     security: security::SecurityState,
     protect: protect::ProtectState,
+    /// The spanning tree bridge (`None` when off).
+    stp: Option<stp::StpState>,
 }
 
 /// The switch's node-level timers (its [`TimerTable`]). Per-request deadlines (held frames,
@@ -636,8 +653,13 @@ impl Switch {
                 sched,
                 meter,
                 line_rate_bps,
+                forwarding: config.stp.is_none(),
             });
         }
+        let stp = match &config.stp {
+            Some(stp) => Some(stp::StpState::new(stp, &config, now)?),
+            None => None,
+        };
         let own = std::iter::once(config.mac).chain(config.ports.iter().map(|p| p.mac));
         let mut switch = Switch {
             fdb: Fdb::new(own, config.ageing_time),
@@ -664,9 +686,12 @@ impl Switch {
             rt: RtState::new(&config),
             security: security::SecurityState::new(&config, now),
             protect: protect::ProtectState::new(&config),
+            stp,
             config,
         };
         switch.init_work_budgets();
+        // The bridge's first Configuration BPDUs.
+        switch.stp_drain(now);
         Ok(switch)
     }
 
@@ -709,6 +734,7 @@ impl Switch {
             self.pending.next_expiry(),
             self.rt.next_timeout(),
             self.protect.guard.next_timeout(),
+            self.stp_poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -722,6 +748,7 @@ impl Switch {
         self.stats.drop_pending_timeout += self.pending.expire(now);
         self.signal_timeout(now);
         self.guard_timeout(now);
+        self.stp_timeout(now);
         if self.timers.is_expired(SwitchTimer::Ageing, now) {
             self.fdb.age(now);
             self.arp.age(now);

@@ -148,6 +148,8 @@ pub struct Config {
     pub protect: ProtectConfig,
     /// The ports, in `PortId` order.
     pub ports: Vec<PortSpec>,
+    /// Spanning tree (`[stp]`, per-port `stp_cost` / `stp_priority`); off by default.
+    pub stp: super::StpSpec,
 }
 
 /// Default [`Config::cycle_time`] (EtheReal: 10 ms).
@@ -194,6 +196,7 @@ struct RawConfig {
     link_delay: Option<Spanned<String>>,
     scheduler: Option<SchedulerKind>,
     protect: Option<protect_toml::RawProtect>,
+    stp: Option<Spanned<super::stp_config::RawStp>>,
     #[serde(default)]
     port: Vec<RawPort>,
 }
@@ -205,6 +208,8 @@ struct RawPort {
     rate: Option<Spanned<String>>,
     role: Option<PortRole>,
     keys: Option<Spanned<Vec<crate::keys::RawKey>>>,
+    stp_cost: Option<Spanned<u32>>,
+    stp_priority: Option<Spanned<u32>>,
 }
 
 /// 1-based line and column of byte `offset` in `text`.
@@ -420,6 +425,13 @@ impl Config {
             let span = raw.port[usize::from(u16::MAX)].ifname.span();
             return Err(src.error(span, "a switch has at most 65535 ports"));
         }
+        let port_stp: Vec<_> = raw
+            .port
+            .iter()
+            .map(|p| (p.stp_cost.clone(), p.stp_priority.clone()))
+            .collect();
+        let stp =
+            super::stp_config::build(raw.stp, &port_stp, |span, message| src.error(span, message))?;
         let mut ports: Vec<PortSpec> = Vec::with_capacity(raw.port.len());
         for p in raw.port {
             let ifname = p.ifname.get_ref();
@@ -490,6 +502,7 @@ impl Config {
             scheduler: raw.scheduler.unwrap_or_default(),
             protect,
             ports,
+            stp,
         })
     }
 
@@ -554,6 +567,7 @@ impl Config {
                 protect: self.protect.clone(),
                 ..RtConfig::default()
             },
+            stp: self.stp.core_config(),
         }
     }
 }
@@ -564,6 +578,10 @@ struct PortView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     rate: Option<String>,
     role: PortRole,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stp_cost: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stp_priority: Option<u8>,
     // Keys are never printed (secrets).
 }
 
@@ -602,6 +620,7 @@ struct ConfigView<'a> {
     link_delay: String,
     scheduler: SchedulerKind,
     protect: protect_toml::ProtectView<'a>,
+    stp: super::stp_config::StpView,
     port: Vec<PortView<'a>>,
 }
 
@@ -642,13 +661,20 @@ impl serde::Serialize for Config {
             link_delay: format_duration(self.link_delay),
             scheduler: self.scheduler,
             protect: protect_toml::ProtectView::new(&self.protect, &self.ports),
+            stp: (&self.stp).into(),
             port: self
                 .ports
                 .iter()
-                .map(|p| PortView {
-                    ifname: &p.ifname,
-                    rate: p.rate_bps.map(format_rate),
-                    role: p.role,
+                .enumerate()
+                .map(|(i, p)| {
+                    let stp = self.stp.ports.get(i).copied().unwrap_or_default();
+                    PortView {
+                        ifname: &p.ifname,
+                        rate: p.rate_bps.map(format_rate),
+                        role: p.role,
+                        stp_cost: stp.cost,
+                        stp_priority: stp.priority,
+                    }
                 })
                 .collect(),
         }

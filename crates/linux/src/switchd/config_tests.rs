@@ -381,6 +381,26 @@ ifname = "p0"
 ifname = "p1"
 "#;
 
+const STP: &str = r#"
+name = "s1"
+
+[stp]
+enabled = true
+priority = 4096
+max_age = "6s"
+hello_time = "1s"
+forward_delay = "4s"
+
+[[port]]
+ifname = "p0"
+rate = "1gbit"
+stp_cost = 10
+stp_priority = 64
+
+[[port]]
+ifname = "p1"
+"#;
+
 #[test]
 fn protect_keys_parse_round_trip_and_reach_the_core() {
     use rtlan_core::switch::{PortId, Rate, StaticBinding, TRUNK_LIMITS};
@@ -460,4 +480,62 @@ fn protect_errors_name_their_line() {
         assert_eq!(got, line, "{text}: {message}");
         assert!(message.contains(key), "{text}: {message}");
     }
+}
+
+#[test]
+fn stp_section_parses_round_trips_and_reaches_the_core() {
+    let c = Config::from_toml_str(STP).expect("valid");
+    assert!(c.stp.enabled);
+    assert_eq!(c.stp.priority, 4096);
+    assert_eq!(c.stp.timers.max_age, Duration::from_secs(6));
+    assert_eq!(c.stp.timers.hello_time, Duration::from_secs(1));
+    assert_eq!(c.stp.timers.forward_delay, Duration::from_secs(4));
+    let text = toml::to_string(&c).expect("serializable");
+    assert_eq!(Config::from_toml_str(&text).expect("round trip"), c);
+    let sc = c.switch_config(&[Address([2, 0, 0, 0, 0, 1]), Address([2, 0, 0, 0, 0, 2])]);
+    let stp = sc.stp.clone().expect("enabled");
+    assert_eq!(stp.priority, 4096);
+    assert_eq!(stp.ports[0].cost, Some(10));
+    assert_eq!(stp.ports[0].priority, Some(64));
+    assert_eq!(stp.ports[1], Default::default());
+    // The core builds its bridge from it.
+    rtlan_core::switch::Switch::new(sc, rtlan_core::time::Instant::ZERO).expect("valid");
+}
+
+#[test]
+fn stp_is_off_unless_enabled() {
+    let c = Config::from_toml_str("[[port]]\nifname = \"a\"\n").expect("valid");
+    assert!(!c.stp.enabled);
+    assert_eq!(c.switch_config(&[Address([2, 0, 0, 0, 0, 1])]).stp, None);
+    let c =
+        Config::from_toml_str("[stp]\npriority = 0\n[[port]]\nifname = \"a\"\n").expect("valid");
+    assert!(!c.stp.enabled);
+    assert_eq!(c.switch_config(&[Address([2, 0, 0, 0, 0, 1])]).stp, None);
+}
+
+#[test]
+fn stp_errors_name_their_line() {
+    let port = "[[port]]\nifname = \"a\"\n";
+    let cases = [
+        // max age 40 s needs a forward delay of at least 21 s.
+        ("[stp]\nenabled = true\nmax_age = \"40s\"\n", 1, "[stp]"),
+        (
+            "[stp]\nenabled = true\nhello_time = \"soon\"\n",
+            3,
+            "hello_time",
+        ),
+        ("[stp]\npriority = 70000\n", 2, "priority"),
+        ("[stp]\nspeed = 1\n", 2, "speed"),
+    ];
+    for (text, want_line, want) in cases {
+        let (line, msg) = invalid_line(&format!("{text}{port}"));
+        assert_eq!(line, want_line, "{text}: {msg}");
+        assert!(msg.contains(want), "{text}: {msg}");
+    }
+    let (line, msg) = invalid_line("[[port]]\nifname = \"a\"\nstp_priority = 17\n");
+    assert_eq!(line, 3);
+    assert!(msg.contains("stp_priority"), "{msg}");
+    let (line, msg) = invalid_line("[[port]]\nifname = \"a\"\nstp_cost = 0\n");
+    assert_eq!(line, 3);
+    assert!(msg.contains("stp_cost"), "{msg}");
 }

@@ -134,6 +134,10 @@ struct StatsReply<'a> {
     switch: &'a rtlan_core::switch::SwitchStats,
     shell: &'a ShellStats,
     timer: &'a crate::timer::LatenessStats,
+    /// Spanning tree: port states, root, root port and cost, TC flag, BPDU counters (absent
+    /// when off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stp: Option<rtlan_core::switch::StpStatus>,
 }
 
 /// Switch-wide admission state in a `stats` reply.
@@ -176,6 +180,7 @@ fn respond(
             switch: switch.stats(),
             shell,
             timer,
+            stp: switch.stp_status(),
         }),
         Request::Fdb => serde_json::to_value(switch.fdb(clock::now())),
         Request::Arp => serde_json::to_value(switch.arp_cache()),

@@ -15,6 +15,7 @@ pub mod calibrate;
 mod config;
 mod control;
 mod daemon;
+mod stp_config;
 
 use std::io;
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ pub use config::{
     MAX_RING_FRAMES,
 };
 pub use control::{ControlError, Request, MAX_CONNECTIONS, MAX_REQUEST_LINE};
+pub use stp_config::StpSpec;
 
 use crate::driver::DriverError;
 use crate::packet::{PacketError, PacketPort};

@@ -106,3 +106,64 @@ fn kernel_shaping_installs_before_neighbour_and_removes_on_release() {
         Action::InstallShaper { .. } | Action::RemoveShaper { .. }
     )));
 }
+
+/// The SETUP among `actions`, if any.
+fn setup_sent(actions: &[Action]) -> Option<Repr> {
+    sent(actions)
+        .into_iter()
+        .find(|r| matches!(r.message, Message::Setup(_)))
+}
+
+#[test]
+fn after_a_topology_change_no_route_is_retried_with_backoff_until_the_window_closes() {
+    let mut d = daemon();
+    register(&mut d, ALICE, 100);
+    let (_, id) = open_ok(&mut d, Instant::ZERO, ALICE, 1_000_000);
+    let mut teardown = Repr::new(1, 77, Message::Teardown { connection_id: id });
+    teardown.set_tlv(TeardownReason::TopologyChange.to_tlv());
+    let cut = ms(1_000);
+    d.handle_control(cut, &teardown);
+    let mut setup = setup_sent(&drain(&mut d)).expect("signalled again at once");
+    let mut now = cut;
+    let mut gaps = Vec::new();
+    loop {
+        // The new path does not forward yet: the first switch refuses.
+        let fail = Message::SetupFail {
+            reason: rtlan_wire::control::FailReason::NoRoute,
+            failed_hop: 1,
+            connection_id: id,
+            switch_ip: std::net::Ipv4Addr::UNSPECIFIED,
+        };
+        d.handle_control(now, &Repr::new(1, setup.request_id, fail));
+        let a = drain(&mut d);
+        if replies(&a)
+            .iter()
+            .any(|(_, _, r)| matches!(r, Reply::Revoked { .. }))
+        {
+            break;
+        }
+        // The next SETUP (other timers, REFRESH and HELLO, may fire first).
+        let before = now;
+        setup = loop {
+            let next = d.poll_timeout().expect("a retry is scheduled");
+            assert!(next <= before + Duration::from_secs(1), "retry too late");
+            now = next;
+            d.handle_timeout(now);
+            if let Some(s) = setup_sent(&drain(&mut d)) {
+                break s;
+            }
+        };
+        gaps.push(now.saturating_duration_since(before));
+    }
+    let ms_ = |v: u64| Duration::from_millis(v);
+    assert_eq!(
+        gaps[..5],
+        [ms_(100), ms_(200), ms_(400), ms_(800), ms_(1_000)]
+    );
+    assert!(gaps[5..].iter().all(|g| *g == ms_(1_000)), "{gaps:?}");
+    // Given up once topology_resignal (50 s) had passed since the teardown.
+    let elapsed = now.saturating_duration_since(cut);
+    assert!(elapsed >= Duration::from_secs(50) && elapsed <= Duration::from_secs(51));
+    assert_eq!(d.connection_count(), 0);
+    d.check_invariants();
+}

@@ -23,6 +23,7 @@ mod rt_restart;
 mod rt_sched;
 mod rt_setup;
 mod rt_signal;
+mod rt_stp;
 
 pub(super) const SWITCH_MAC: Address = Address([0x02, 0x5e, 0, 0, 0, 0xfe]);
 pub(super) const MGMT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 254);
@@ -69,6 +70,7 @@ pub(super) fn config(ports: usize) -> SwitchConfig {
             hello_interval: None,
             ..RtConfig::default()
         },
+        stp: None,
     }
 }
 

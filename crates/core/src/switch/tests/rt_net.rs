@@ -78,6 +78,7 @@ pub(super) fn rt_switch_config(sw: usize, rates: &[u64]) -> SwitchConfig {
         pending_capacity: 16,
         pending_timeout: Duration::from_millis(100),
         rt: RtConfig::default(),
+        stp: None,
     }
 }
 
@@ -94,6 +95,20 @@ impl Net {
     pub(super) fn switch(&mut self, rates: &[u64]) -> usize {
         let index = self.nodes.len();
         let switch = Switch::new(rt_switch_config(index, rates), self.now).expect("valid config");
+        self.nodes.push(Node::Switch(Box::new(switch)));
+        index
+    }
+
+    /// Adds a switch with the given port rates and its configuration adjusted by `adjust`.
+    pub(super) fn switch_with(
+        &mut self,
+        rates: &[u64],
+        adjust: impl FnOnce(&mut SwitchConfig),
+    ) -> usize {
+        let index = self.nodes.len();
+        let mut config = rt_switch_config(index, rates);
+        adjust(&mut config);
+        let switch = Switch::new(config, self.now).expect("valid config");
         self.nodes.push(Node::Switch(Box::new(switch)));
         index
     }
