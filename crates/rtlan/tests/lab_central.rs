@@ -17,32 +17,6 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rtlan");
 
-const TOPOLOGY: &str = r#"
-[[host]]
-name = "a"
-[[host]]
-name = "b"
-[[host]]
-name = "c"
-[[host]]
-name = "d"
-[[switch]]
-name = "s1"
-kind = "linux-bridge"
-[[link]]
-ends = ["a", "s1"]
-rate = "100mbit"
-[[link]]
-ends = ["b", "s1"]
-rate = "100mbit"
-[[link]]
-ends = ["c", "s1"]
-rate = "100mbit"
-[[link]]
-ends = ["d", "s1"]
-rate = "100mbit"
-"#;
-
 /// The manager's network file for the lab: one switch with `buffer`, a link `rate` (tc units;
 /// the bounds use 98.6 % of it, the effective rate of full frames) to each of `hosts`, the
 /// hosts' addresses, and `flows` (for `rtlan analyze`).
@@ -175,7 +149,7 @@ fn central_admission_through_an_off_the_shelf_switch() {
         return;
     }
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
-    let lab = up_str(TOPOLOGY, "cen");
+    let lab = up_str(&star4("linux-bridge"), "cen");
     let (a_ip, b_ip) = (ip(&lab, "a"), ip(&lab, "b"));
     let manager = format!("{a_ip}:7470");
     let central = format!(

@@ -193,33 +193,6 @@ fn booked_bps(lab: &Lab, switch: &str) -> u64 {
         .sum()
 }
 
-/// Four hosts on one switch, 100 Mbit/s links.
-const FOUR: &str = r#"
-[[host]]
-name = "a"
-[[host]]
-name = "b"
-[[host]]
-name = "c"
-[[host]]
-name = "d"
-[[switch]]
-name = "s1"
-kind = "rtlan"
-[[link]]
-ends = ["a", "s1"]
-rate = "100mbit"
-[[link]]
-ends = ["b", "s1"]
-rate = "100mbit"
-[[link]]
-ends = ["c", "s1"]
-rate = "100mbit"
-[[link]]
-ends = ["d", "s1"]
-rate = "100mbit"
-"#;
-
 /// Forged SETUPs from a host (issue: 117.8 Mbit/s booked on a 100 Mbit/s link, held by forged
 /// REFRESHes; 5,000 tiny SETUPs) book at most what the host's own link may carry, a reservation
 /// of another host still fits afterwards, and the attacker's forged TEARDOWNs and REFRESHes for
@@ -230,7 +203,7 @@ fn forged_control_from_a_host_cannot_squat_or_touch_another_hosts_reservation() 
         return;
     }
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
-    let lab = up_str(FOUR, "hsq");
+    let lab = up_str(&star4("rtlan"), "hsq");
     let (ip_a, ip_b, ip_c, ip_d) = (ip(&lab, "a"), ip(&lab, "b"), ip(&lab, "c"), ip(&lab, "d"));
     // The switch learns where a and b are (and their addresses) from ordinary traffic.
     ping_ok(&lab, "a", "b");

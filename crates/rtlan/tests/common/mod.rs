@@ -413,3 +413,20 @@ impl SocatApp {
         (at, serde_json::from_str(&line).expect("a JSON line"))
     }
 }
+
+/// Four hosts a–d on one switch `s1` of `kind` (`rtlan`, `linux-bridge`), 100 Mbit/s links, as
+/// topology text.
+pub fn star4(kind: &str) -> String {
+    let hosts = ["a", "b", "c", "d"];
+    let mut text = String::new();
+    for h in hosts {
+        text.push_str(&format!("[[host]]\nname = \"{h}\"\n"));
+    }
+    text.push_str(&format!("[[switch]]\nname = \"s1\"\nkind = \"{kind}\"\n"));
+    for h in hosts {
+        text.push_str(&format!(
+            "[[link]]\nends = [\"{h}\", \"s1\"]\nrate = \"100mbit\"\n"
+        ));
+    }
+    text
+}

@@ -97,6 +97,15 @@ fn garp(eth_src: Address, sender: Address, ip: Ipv4Addr) -> Vec<u8> {
     buf
 }
 
+/// A switch with one 100 Mbit/s port per host, `hosts[i]` on port `i`; returns the switch.
+fn star(net: &mut Net, hosts: &[usize]) -> usize {
+    let s = net.switch(&vec![RATE; hosts.len()]);
+    for (port, &h) in hosts.iter().enumerate() {
+        net.link(h, 0, s, port as u16);
+    }
+    s
+}
+
 /// Non-hello control answers host `h` received.
 fn answers(net: &Net, h: usize) -> Vec<Message> {
     net.h(h)
@@ -114,10 +123,7 @@ fn a_setup_flood_on_one_port_is_policed_and_another_ports_host_still_opens() {
     let m = net.host(9, false);
     let a = net.host(1, true);
     let c = net.host(3, false);
-    let s = net.switch(&[RATE, RATE, RATE]);
-    net.link(m, 0, s, 0);
-    net.link(a, 0, s, 1);
-    net.link(c, 0, s, 2);
+    let s = star(&mut net, &[m, a, c]);
     net.announce(c);
     net.run_for(Duration::from_millis(5));
     let mac_m = net.h(m).mac;
@@ -249,9 +255,7 @@ fn arp_from_one_port_is_policed_per_port() {
     let mut net = Net::new();
     let m = net.host(9, false);
     let b = net.host(2, false);
-    let s = net.switch(&[RATE, RATE]);
-    net.link(m, 0, s, 0);
-    net.link(b, 0, s, 1);
+    let s = star(&mut net, &[m, b]);
     let mac_m = net.h(m).mac;
     // 1,000 gratuitous ARPs for as many addresses at once, and B's own.
     for n in 0..1_000 {
@@ -345,10 +349,7 @@ fn a_gratuitous_arp_from_another_port_does_not_hijack_a_reservation() {
     let a = net.host(1, true);
     let b = net.host(2, false);
     let m = net.host(9, false);
-    let s = net.switch(&[RATE, RATE, RATE]);
-    net.link(a, 0, s, 0);
-    net.link(b, 0, s, 1);
-    net.link(m, 0, s, 2);
+    let s = star(&mut net, &[a, b, m]);
     net.announce(b);
     net.run_for(Duration::from_millis(5));
     let (ip_b, mac_b, mac_m) = (net.h(b).ip, net.h(b).mac, net.h(m).mac);
