@@ -90,6 +90,20 @@ impl Switch {
         }
     }
 
+    /// Queues `frame` (a whole control frame or BPDU) on port `index`'s control queue, ahead of
+    /// data, counting the outcome.
+    pub(super) fn enqueue_control_frame(&mut self, now: Instant, index: usize, frame: &[u8]) {
+        if let (Some(out), Some(stats)) =
+            (self.ports.get_mut(index), self.stats.ports.get_mut(index))
+        {
+            if out.sched.enqueue_control(now, frame) {
+                stats.tx_queued += 1;
+            } else {
+                stats.rt_drop_queue_full += 1;
+            }
+        }
+    }
+
     /// Queues `repr` as a control frame on `port`'s control FIFO (served first), from the port's MAC to the
     /// control MAC, padded to 60 bytes.
     pub(super) fn send_control(&mut self, now: Instant, port: PortId, repr: &Repr) {
@@ -109,16 +123,7 @@ impl Switch {
         else {
             return;
         };
-        let frame = &buf[..len.max(MIN_CHARGE)];
-        if let (Some(out), Some(stats)) =
-            (self.ports.get_mut(index), self.stats.ports.get_mut(index))
-        {
-            if out.sched.enqueue_control(now, frame) {
-                stats.tx_queued += 1;
-            } else {
-                stats.rt_drop_queue_full += 1;
-            }
-        }
+        self.enqueue_control_frame(now, index, &buf[..len.max(MIN_CHARGE)]);
     }
 
     /// A SETUP from upstream (or from the sending host's daemon) on `port`.

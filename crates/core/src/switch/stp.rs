@@ -311,10 +311,7 @@ impl Switch {
     /// Sends the bridge's BPDUs (each port's control FIFO, ahead of data) and applies its events
     /// (docs/stp.md §6 "Re-signalling after a change").
     pub(super) fn stp_drain(&mut self, now: Instant) {
-        let Some(stp) = self.stp.as_mut() else {
-            return;
-        };
-        while let Some((port, bpdu)) = stp.bridge.poll_transmit() {
+        while let Some((port, bpdu)) = self.stp.as_mut().and_then(|s| s.bridge.poll_transmit()) {
             let index = usize::from(port.0);
             let Some(mac) = self.config.ports.get(index).map(|p| p.mac) else {
                 continue;
@@ -324,16 +321,7 @@ impl Switch {
             let Ok(len) = bpdu.emit_frame(mac, &mut buf) else {
                 continue;
             };
-            let frame = &buf[..len.max(MIN_CHARGE)];
-            if let (Some(out), Some(stats)) =
-                (self.ports.get_mut(index), self.stats.ports.get_mut(index))
-            {
-                if out.sched.enqueue_control(now, frame) {
-                    stats.tx_queued += 1;
-                } else {
-                    stats.rt_drop_queue_full += 1;
-                }
-            }
+            self.enqueue_control_frame(now, index, &buf[..len.max(MIN_CHARGE)]);
         }
         while let Some(event) = self.stp.as_mut().and_then(|s| s.bridge.poll_event()) {
             self.stp_event(now, event);
