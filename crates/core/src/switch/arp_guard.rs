@@ -164,10 +164,7 @@ impl Switch {
         owner: Binding,
         claim_mac: Address,
     ) {
-        self.stats.protect.arp_move_refused += 1;
-        if let Some(s) = self.stats.protect.ports.get_mut(usize::from(claim_port.0)) {
-            s.arp_move_refused += 1;
-        }
+        self.count_protect(claim_port, |s| &mut s.arp_move_refused);
         let guard = &self.protect.guard;
         if guard.challenges.contains_key(&ip) {
             return;

@@ -240,18 +240,10 @@ pub struct ProtectPortStats {
 pub struct ProtectStats {
     /// Per-port counters, indexed by port.
     pub ports: Vec<ProtectPortStats>,
-    /// Sum of [`ProtectPortStats::control_policed`].
-    pub control_policed: u64,
-    /// Sum of [`ProtectPortStats::control_over_budget`].
-    pub control_over_budget: u64,
-    /// Sum of [`ProtectPortStats::arp_policed`].
-    pub arp_policed: u64,
-    /// Sum of [`ProtectPortStats::probes_policed`].
-    pub probes_policed: u64,
-    /// Sum of [`ProtectPortStats::setups_port_limit`].
-    pub setups_port_limit: u64,
-    /// Sum of [`ProtectPortStats::arp_move_refused`].
-    pub arp_move_refused: u64,
+    /// The per-port counters summed (flattened: `control_policed`, `arp_move_refused`, … at
+    /// this level in the JSON).
+    #[serde(flatten)]
+    pub total: ProtectPortStats,
     /// Re-probes sent to the old owner of an address another port claimed (one frame each, on
     /// the owner's port).
     pub arp_reprobes_sent: u64,
@@ -352,40 +344,36 @@ impl Switch {
         let Some(buckets) = self.protect.ports.get_mut(index) else {
             return true;
         };
-        let stats = &mut self.stats.protect;
-        let mut port_stats = ProtectPortStats::default();
-        let passed = match kind {
-            Kind::Arp => {
-                let ok = buckets.arp.take(now, limits.arp);
-                if !ok {
-                    stats.arp_policed += 1;
-                    port_stats.arp_policed = 1;
-                }
-                ok
-            }
+        let counter: Option<fn(&mut ProtectPortStats) -> &mut u64> = match kind {
+            Kind::Arp => (!buckets.arp.take(now, limits.arp)).then_some(|s| &mut s.arp_policed),
             Kind::Control => {
                 if !buckets.control.take(now, limits.control) {
-                    stats.control_policed += 1;
-                    port_stats.control_policed = 1;
-                    false
+                    Some(|s| &mut s.control_policed)
                 } else if !self.protect.budget.take(now, budget) {
-                    stats.control_over_budget += 1;
-                    port_stats.control_over_budget = 1;
-                    false
+                    Some(|s| &mut s.control_over_budget)
                 } else {
-                    true
+                    None
                 }
             }
         };
-        if !passed {
+        let passed = counter.is_none();
+        if let Some(counter) = counter {
             self.stats.drop_policed += 1;
-            if let Some(s) = self.stats.protect.ports.get_mut(index) {
-                s.control_policed += port_stats.control_policed;
-                s.control_over_budget += port_stats.control_over_budget;
-                s.arp_policed += port_stats.arp_policed;
-            }
+            self.count_protect(port, counter);
         }
         passed
+    }
+
+    /// Counts one protection event of `port`: its counter and the switch's total.
+    pub(super) fn count_protect(
+        &mut self,
+        port: PortId,
+        counter: fn(&mut ProtectPortStats) -> &mut u64,
+    ) {
+        *counter(&mut self.stats.protect.total) += 1;
+        if let Some(s) = self.stats.protect.ports.get_mut(usize::from(port.0)) {
+            *counter(s) += 1;
+        }
     }
 
     /// Whether the switch may send an ARP probe on behalf of `port` at `now` (its probe policer
@@ -399,10 +387,7 @@ impl Switch {
         if buckets.probes.take(now, rate) {
             return true;
         }
-        self.stats.protect.probes_policed += 1;
-        if let Some(s) = self.stats.protect.ports.get_mut(index) {
-            s.probes_policed += 1;
-        }
+        self.count_protect(port, |s| &mut s.probes_policed);
         false
     }
 
@@ -424,10 +409,7 @@ impl Switch {
             .is_some_and(|most| in_progress >= most)
             || installed.saturating_add(in_progress) >= share;
         if over {
-            self.stats.protect.setups_port_limit += 1;
-            if let Some(s) = self.stats.protect.ports.get_mut(usize::from(port.0)) {
-                s.setups_port_limit += 1;
-            }
+            self.count_protect(port, |s| &mut s.setups_port_limit);
         }
         over
     }

@@ -247,7 +247,7 @@ fn setups_in_progress_from_one_port_are_bounded() {
         })
         .count();
     assert_eq!(limited, 12);
-    assert_eq!(net.sw(s).stats().protect.setups_port_limit, 12);
+    assert_eq!(net.sw(s).stats().protect.total.setups_port_limit, 12);
 }
 
 #[test]
