@@ -433,6 +433,11 @@ impl<D: Discipline> Port<D> {
         self.rt.flow(flow).map(|f| f.stats)
     }
 
+    /// Frames queued on `flow`, or `None` for a stale handle.
+    pub fn flow_queued(&self, flow: FlowHandle) -> Option<usize> {
+        self.rt.flow(flow).map(FlowQueue::len)
+    }
+
     /// Adds a reserved flow of `spec.rate_bps` wire bit/s with a queue of `spec.queue_bytes`
     /// (0: 2 × `spec.max_burst`) bytes, accepting frames of at most `spec.max_packet` (≤ the
     /// port's `max_frame`) bytes. Refused if the reservations plus the control rate would exceed

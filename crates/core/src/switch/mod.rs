@@ -395,6 +395,12 @@ pub struct SignalStats {
     pub teardown_retransmits: u64,
     /// TEARDOWNs given up without TEARDOWN_ACK after the last attempt.
     pub teardown_given_up: u64,
+    /// Connections closed by their sender (TEARDOWN `closed` from upstream) with frames still
+    /// queued here: held until those frames left, the TEARDOWN going on downstream after them.
+    pub close_drained: u64,
+    /// Of those, connections whose queue had not emptied by the drain deadline (twice this
+    /// hop's latency θ, at least two cycles): the rest was dropped and counted by the scheduler.
+    pub close_drain_expired: u64,
     /// REFRESHes received.
     pub refresh_rx: u64,
     /// Connections released because no REFRESH came within `refresh_timeout`.
@@ -718,6 +724,9 @@ impl Switch {
         let len = sent?;
         stats.tx_frames += 1;
         stats.tx_bytes += len as u64;
+        if !self.rt.draining.is_empty() {
+            self.finish_drained(now);
+        }
         Some(len)
     }
 
@@ -747,6 +756,9 @@ impl Switch {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.stats.drop_pending_timeout += self.pending.expire(now);
         self.signal_timeout(now);
+        if !self.rt.draining.is_empty() {
+            self.finish_drained(now);
+        }
         self.guard_timeout(now);
         self.stp_timeout(now);
         if self.timers.is_expired(SwitchTimer::Ageing, now) {

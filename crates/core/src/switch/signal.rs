@@ -82,6 +82,21 @@ pub(super) struct TeardownOut {
     pub(super) next_retransmit: Instant,
 }
 
+/// A connection its sender closed while frames of it were still queued here (`docs/protocol.md`
+/// §5, graceful close): out of the table, so its input id is free, but still holding its booking,
+/// output id and queue until the queue is empty or `deadline` passes.
+#[derive(Debug)]
+pub(super) struct Draining {
+    /// (input port, input id) it had.
+    pub(super) key: (PortId, u16),
+    /// Its table entry.
+    pub(super) entry: super::rt::RtEntry,
+    /// What it holds.
+    pub(super) held: Held,
+    /// When what is still queued is dropped.
+    pub(super) deadline: Instant,
+}
+
 /// What a SETUP in progress waits for.
 #[derive(Debug)]
 pub(super) enum Wait {
@@ -171,6 +186,9 @@ pub(super) struct RtState {
     pub(super) scratch: Vec<u8>,
     /// TEARDOWNs sent and not yet acknowledged, oldest first (bounded).
     pub(super) teardowns: Vec<TeardownOut>,
+    /// Closed connections whose queued frames are still going out. Bounded: each keeps its
+    /// booking, so admission counts it, and leaves by its deadline.
+    pub(super) draining: Vec<Draining>,
     /// Per-hop SETUP handling time when the route was known, ns.
     pub(super) latency_hit: LatencyRing,
     /// Per-hop SETUP handling time when an ARP query was needed, ns.
@@ -216,17 +234,22 @@ impl RtState {
             next_request_id: (config.rt.epoch as u32).max(1),
             scratch: vec![0; MAX_FRAME_LEN],
             teardowns: Vec::new(),
+            draining: Vec::new(),
             latency_hit: LatencyRing::default(),
             latency_miss: LatencyRing::default(),
         }
     }
 
-    /// The earliest per-request signalling deadline: route timeout or retransmission (of a SETUP
-    /// or a TEARDOWN). HELLOs and the ageing sweep (which carries refresh expiry) are in the
+    /// The earliest per-request signalling deadline: route timeout, retransmission (of a SETUP
+    /// or a TEARDOWN) or the end of a closed connection's drain. HELLOs and the ageing sweep (which carries refresh expiry) are in the
     /// switch's timer table.
     pub(super) fn next_timeout(&self) -> Option<Instant> {
         let teardowns = self.teardowns.iter().map(|t| t.next_retransmit);
-        teardowns.chain(self.in_progress.next_deadline()).min()
+        let draining = self.draining.iter().map(|d| d.deadline);
+        teardowns
+            .chain(draining)
+            .chain(self.in_progress.next_deadline())
+            .min()
     }
 
     /// A fresh request id for a message this switch originates.

@@ -1,16 +1,19 @@
 //! Releasing real-time connections (EtheReal §2.2 teardown, §3.3; `docs/protocol.md` §5):
-//! TEARDOWN from upstream (released, forwarded downstream) or from downstream (released, passed
-//! upstream towards the sending host), TEARDOWNs this switch sends retransmitted with the SETUP
+//! TEARDOWN from upstream (released, forwarded downstream — after the connection's queued frames
+//! when its sender closed it) or from downstream (released, passed upstream towards the sending
+//! host), TEARDOWNs this switch sends retransmitted with the SETUP
 //! backoff until TEARDOWN_ACK, and REFRESH soft state: a connection that sees no REFRESH for
 //! `refresh_timeout` is released here and torn down both ways.
 //!
 //! Duplicates are idempotent: a TEARDOWN for a connection already gone is acknowledged again
 //! and releases nothing.
 
+use std::time::Duration;
+
 use rtlan_wire::control::{Message, Repr, TeardownReason, FLAG_RETRANSMISSION};
 
 use super::rt::RtEntry;
-use super::signal::TeardownOut;
+use super::signal::{Draining, Held, TeardownOut};
 use super::{PortId, Switch};
 use crate::time::Instant;
 
@@ -32,8 +35,10 @@ impl Switch {
                 .is_none_or(|held| repr.hop < held.hop);
         if from_upstream {
             if let Some(entry) = self.rt.table.remove(port, id) {
-                let reason = reason.unwrap_or(TeardownReason::Closed);
-                self.release_connection(now, (port, id), entry, true, false, reason);
+                match reason.unwrap_or(TeardownReason::Closed) {
+                    TeardownReason::Closed => self.close_connection(now, (port, id), entry),
+                    reason => self.release_connection(now, (port, id), entry, true, false, reason),
+                }
             }
         } else if let Some(key) = self.downstream_match(port, id, repr.hop) {
             if let Some(entry) = self.rt.table.remove(key.0, key.1) {
@@ -61,6 +66,70 @@ impl Switch {
             .map(|(key, _)| key)
     }
 
+    /// Its sender closed connection `key` (already removed from the table). Frames of it still
+    /// queued here go out first, at its reserved rate: it keeps its booking, output id and queue
+    /// until the queue is empty, and only then is it released and the TEARDOWN sent on
+    /// downstream, behind its last frame on the link. Releasing at once would drop the stream's
+    /// tail — up to this hop's backlog bound — and the TEARDOWN, sent from the control FIFO ahead
+    /// of reserved frames, would make every switch further down drop it too. A queue that has
+    /// not emptied within twice this hop's latency θ (at least two cycles: only late wake-ups
+    /// make it so) is dropped then.
+    fn close_connection(&mut self, now: Instant, key: (PortId, u16), entry: RtEntry) {
+        let out = usize::from(entry.out_port.0);
+        let queued = match (self.ports.get(out), entry.flow) {
+            (Some(port), Some(flow)) => port.sched.flow_queued(flow).unwrap_or(0),
+            _ => 0,
+        };
+        let link_down = self.rt.link_down.get(out).copied().unwrap_or(true);
+        let held = match self.rt.held.remove(&key) {
+            Some(held) if queued > 0 && !link_down => held,
+            held => {
+                return self.release_entry(
+                    now,
+                    key,
+                    entry,
+                    held,
+                    true,
+                    false,
+                    TeardownReason::Closed,
+                )
+            }
+        };
+        self.stats.signal.close_drained += 1;
+        self.rt.answers.remove(&entry.request);
+        let limit = Duration::from_nanos(held.latency_ns).max(self.config.cycle_time) * 2;
+        self.rt.draining.push(Draining {
+            key,
+            entry,
+            held,
+            deadline: now + limit,
+        });
+    }
+
+    /// Releases the closed connections whose queues are empty, whose output link went down or
+    /// whose drain deadline passed (what is still queued is dropped, counted by the scheduler).
+    pub(super) fn finish_drained(&mut self, now: Instant) {
+        let mut index = 0;
+        while let Some(d) = self.rt.draining.get(index) {
+            let out = usize::from(d.entry.out_port.0);
+            let queued = match (self.ports.get(out), d.entry.flow) {
+                (Some(port), Some(flow)) => port.sched.flow_queued(flow).unwrap_or(0),
+                _ => 0,
+            };
+            let link_down = self.rt.link_down.get(out).copied().unwrap_or(true);
+            if queued > 0 && !link_down && now < d.deadline {
+                index += 1;
+                continue;
+            }
+            let d = self.rt.draining.swap_remove(index);
+            if queued > 0 {
+                self.stats.signal.close_drain_expired += 1;
+            }
+            let reason = TeardownReason::Closed;
+            self.release_entry(now, d.key, d.entry, Some(d.held), true, false, reason);
+        }
+    }
+
     /// Releases what connection `key` (already removed from the table) holds and sends
     /// TEARDOWN downstream (`down`, unless this is the last switch) and upstream (`up`), both
     /// carrying `reason`.
@@ -69,6 +138,22 @@ impl Switch {
         now: Instant,
         key: (PortId, u16),
         entry: RtEntry,
+        down: bool,
+        up: bool,
+        reason: TeardownReason,
+    ) {
+        let held = self.rt.held.remove(&key);
+        self.release_entry(now, key, entry, held, down, up, reason);
+    }
+
+    /// [`Switch::release_connection`] with what the connection held already taken out.
+    #[allow(clippy::too_many_arguments)] // the connection, what it held, and where to tell
+    fn release_entry(
+        &mut self,
+        now: Instant,
+        key: (PortId, u16),
+        entry: RtEntry,
+        held: Option<Held>,
         down: bool,
         up: bool,
         reason: TeardownReason,
@@ -84,7 +169,7 @@ impl Switch {
             // Frames still queued are dropped and counted in the scheduler's stats.
             port.sched.remove_flow(flow);
         }
-        if let Some(held) = self.rt.held.remove(&key) {
+        if let Some(held) = held {
             hop = held.hop;
             self.adjust_ingress(key.0, held.booking.wire_rate_bps, false);
             let out_id = downstream.then_some(entry.out_id);

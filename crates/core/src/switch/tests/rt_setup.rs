@@ -339,6 +339,94 @@ fn teardown_clears_every_hop() {
     assert_eq!(net.sw(s1).stats().signal.teardown_rx, teardowns);
 }
 
+/// A sender that closes right after its last frame loses nothing: the frames still queued on
+/// each switch go out at the reserved rate first, and the TEARDOWN follows them down the path
+/// (it used to release the queue at once and overtake the frames from the control FIFO, so the
+/// stream's tail was dropped — one datagram in 2,353 in the lab's ARP test).
+#[test]
+fn a_close_right_after_a_burst_delivers_the_burst_first() {
+    let (mut net, [a, b, _], [s1, s2, s3]) = chain(RATE);
+    let ip_b = net.h(b).ip;
+    net.announce(b);
+    net.run_for(Duration::from_millis(1));
+    net.request(a, open_request(ip_b, RT_RATE));
+    net.run_for(Duration::from_millis(50));
+    let (conn, proxy_ip, proxy_mac, _) = opened(&net, a);
+    let (mac_a, ip_a) = (net.h(a).mac, net.h(a).ip);
+    // A whole burst (3,028 bytes, what the first switch's policer lets through back to back) of
+    // 74-byte frames, then the close, on one link in that order, as the daemon sends the
+    // TEARDOWN after the library flushed.
+    let burst = 3028 / 74;
+    for tag in 0..burst {
+        net.send(a, udp_frame(mac_a, ip_a, proxy_mac, proxy_ip, tag as u8));
+    }
+    net.request(a, Request::Close { conn });
+    net.run_for(Duration::from_millis(100));
+    assert_eq!(
+        net.sw(s1).stats().drop_policed,
+        0,
+        "the test's burst is too big"
+    );
+    assert_eq!(net.h(b).received.len(), burst, "the burst's tail was lost");
+    assert!(
+        net.sw(s1).stats().signal.close_drained >= 1,
+        "the frames were not still queued at the close: the test tests nothing"
+    );
+    for sw in [s1, s2, s3] {
+        let stats = net.sw(sw).stats();
+        assert!(net.sw(sw).connections().is_empty(), "switch {sw}");
+        assert_eq!(
+            booked(&net, sw),
+            0,
+            "switch {sw}: booking held after the drain"
+        );
+        assert_eq!(
+            ids(&net, sw),
+            0,
+            "switch {sw}: output id held after the drain"
+        );
+        assert_eq!(stats.signal.teardowns, 1, "switch {sw}");
+        assert_eq!(stats.signal.close_drain_expired, 0, "switch {sw}");
+        let ports = net.sw(sw).sched_ports(net.now);
+        let dropped: u64 = ports.iter().map(|p| p.sched.rt_frames_dropped).sum();
+        assert_eq!(dropped, 0, "switch {sw}");
+    }
+}
+
+/// While a closed connection drains, its booking and output id stay held (admission still
+/// counts what is still being sent) but its input id is free for the next connection.
+#[test]
+fn a_draining_connection_keeps_its_booking_until_its_queue_is_empty() {
+    let (mut net, [a, b, _], [s1, ..]) = chain(RATE);
+    let ip_b = net.h(b).ip;
+    net.announce(b);
+    net.run_for(Duration::from_millis(1));
+    net.request(a, open_request(ip_b, RT_RATE));
+    net.run_for(Duration::from_millis(50));
+    let (conn, proxy_ip, proxy_mac, _) = opened(&net, a);
+    let held = booked(&net, s1);
+    let (mac_a, ip_a) = (net.h(a).mac, net.h(a).ip);
+    for tag in 0..40u8 {
+        net.send(a, udp_frame(mac_a, ip_a, proxy_mac, proxy_ip, tag));
+    }
+    net.request(a, Request::Close { conn });
+    // Long enough for the TEARDOWN to arrive, too short for 40 frames at 10 Mbit/s (2.4 ms).
+    net.run_for(Duration::from_micros(50));
+    assert!(
+        net.sw(s1).connections().is_empty(),
+        "out of the table at once"
+    );
+    assert_eq!(
+        booked(&net, s1),
+        held,
+        "booking released while frames still queued"
+    );
+    assert_eq!(ids(&net, s1), 1);
+    net.run_for(Duration::from_millis(100));
+    assert_eq!(booked(&net, s1), 0);
+    assert_eq!(ids(&net, s1), 0);
+}
+
 #[test]
 fn forged_id_from_another_port_is_dropped_and_counted() {
     let (mut net, [a, b, c], [_, s2, _]) = chain(RATE);
