@@ -14,6 +14,7 @@
 
 mod cmd;
 mod down;
+mod keys;
 mod lab;
 mod lock;
 mod registry;

@@ -111,13 +111,25 @@ struct PortFile {
     ifname: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     rate: Option<String>,
+    /// The link's key (`crate::keys`) when the link is authenticated.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    keys: Vec<KeyFile>,
 }
 
-/// Renders the config of switch `name` in `topology`, with its control socket at `socket`.
+/// One `{ id, file }` key of a port.
+#[derive(Debug, Serialize)]
+struct KeyFile {
+    id: u32,
+    file: String,
+}
+
+/// Renders the config of switch `name` in `topology`, with its control socket at `socket` and
+/// the link keys of an authenticated switch under the lab's state directory `dir`.
 pub(crate) fn render_config(
     topology: &Topology,
     name: &str,
     opts: &RtlanSwitch,
+    dir: &Path,
     socket: &Path,
 ) -> Result<String, SwitchError> {
     let file = SwitchFile {
@@ -134,9 +146,19 @@ pub(crate) fn render_config(
         port: topology
             .interfaces(name)
             .into_iter()
-            .map(|(own, _, rate)| PortFile {
+            .map(|(own, peer, rate)| PortFile {
                 ifname: own.ifname.clone(),
                 rate: rate.map(format_rate),
+                keys: if topology.link_authenticated(name, &peer.node) {
+                    vec![KeyFile {
+                        id: crate::keys::LAB_KEY_ID,
+                        file: crate::keys::key_path(dir, name, &peer.node)
+                            .display()
+                            .to_string(),
+                    }]
+                } else {
+                    Vec::new()
+                },
             })
             .collect(),
     };
@@ -280,7 +302,14 @@ ends = ["s1", "b"]
         let crate::SwitchKind::Rtlan(opts) = &topo.switches[0].kind else {
             panic!("rtlan switch")
         };
-        let text = render_config(&topo, "s1", opts, Path::new("/run/x/s1.sock")).unwrap();
+        let text = render_config(
+            &topo,
+            "s1",
+            opts,
+            Path::new("/run/x"),
+            Path::new("/run/x/s1.sock"),
+        )
+        .unwrap();
         let v: toml::Value = toml::from_str(&text).unwrap();
         assert_eq!(v["name"].as_str(), Some("s1"));
         assert_eq!(v["mgmt_ip"].as_str(), Some("198.18.255.1"));
@@ -295,6 +324,36 @@ ends = ["s1", "b"]
         assert_eq!(ports[0]["rate"].as_str(), Some("100mbit"));
         assert_eq!(ports[1]["ifname"].as_str(), Some("p1"));
         assert!(ports[1].get("rate").is_none());
+        assert!(ports[0].get("keys").is_none(), "no auth, no keys");
+    }
+
+    #[test]
+    fn an_authenticating_switch_names_each_links_key_file_but_none_towards_a_bridge() {
+        let topo = Topology::from_str(
+            "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
+             [[switch]]\nname = \"s1\"\nauth = true\n\
+             [[switch]]\nname = \"br\"\nkind = \"linux-bridge\"\n\
+             [[link]]\nends = [\"a\", \"s1\"]\n\
+             [[link]]\nends = [\"s1\", \"br\"]\n\
+             [[link]]\nends = [\"br\", \"b\"]\n",
+            "t.toml",
+        )
+        .unwrap();
+        let crate::SwitchKind::Rtlan(opts) = &topo.switches[0].kind else {
+            panic!("rtlan switch")
+        };
+        let dir = Path::new("/run/x");
+        let text = render_config(&topo, "s1", opts, dir, &dir.join("s1.sock")).unwrap();
+        let v: toml::Value = toml::from_str(&text).unwrap();
+        let ports = v["port"].as_array().unwrap();
+        let keys = ports[0]["keys"].as_array().expect("keys on the host link");
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys[0]["id"].as_integer(), Some(1));
+        assert_eq!(keys[0]["file"].as_str(), Some("/run/x/keys/a--s1.key"));
+        assert!(
+            ports[1].get("keys").is_none(),
+            "the bridge link has no keys"
+        );
     }
 
     #[test]

@@ -420,3 +420,180 @@ fn a_setup_flood_leaves_a_reserved_stream_whole() {
         "reserved stream under a SETUP flood: {got} of {sent_n} datagrams"
     );
 }
+
+/// a — s1 — s2 — b and c on s1, 100 Mbit/s links, both switches with `auth = true`: every link
+/// gets its own key (the lab writes them, the daemons read them).
+const AUTH_CHAIN: &str = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[host]]\nname = \"c\"\n\
+    [[switch]]\nname = \"s1\"\nauth = true\n[[switch]]\nname = \"s2\"\nauth = true\n\
+    [[link]]\nends = [\"a\", \"s1\"]\nrate = \"100mbit\"\n\
+    [[link]]\nends = [\"s1\", \"s2\"]\nrate = \"100mbit\"\n\
+    [[link]]\nends = [\"s2\", \"b\"]\nrate = \"100mbit\"\n\
+    [[link]]\nends = [\"c\", \"s1\"]\nrate = \"100mbit\"\n";
+
+/// The secret of the link `a`–`b` as the lab wrote it (docs/lab.md: `auth = true`).
+fn link_secret(lab: &Lab, a: &str, b: &str) -> Vec<u8> {
+    let (x, y) = if a <= b { (a, b) } else { (b, a) };
+    let path = lab.state_dir().join("keys").join(format!("{x}--{y}.key"));
+    let hex = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let hex = hex.trim();
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex secret"))
+        .collect()
+}
+
+/// `switch.auth` of `switch`'s stats.
+fn auth_stats(lab: &Lab, switch: &str) -> Value {
+    ctl(lab, switch, "stats")["switch"]["auth"].clone()
+}
+
+fn counter(stats: &Value, name: &str) -> u64 {
+    stats[name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("switch.auth.{name} in {stats}"))
+}
+
+/// With keys on every link (RFC 2747 after EtheReal's future work on security), the daemons and
+/// switches of a lab sign and verify every control message: a 2-hop reservation opens and its
+/// stream arrives whole; a host without its link's key cannot reserve; unsigned SETUPs, SETUPs
+/// signed with a guessed key, and a correctly signed SETUP replayed on the link it was captured
+/// on are all dropped and counted, booking nothing.
+#[test]
+fn with_link_keys_only_signed_fresh_control_messages_book_anything() {
+    if !root_or_skip("with_link_keys_only_signed_fresh_control_messages_book_anything") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let lab = up_str(AUTH_CHAIN, "hau");
+    let (ip_a, ip_b, ip_c) = (ip(&lab, "a"), ip(&lab, "b"), ip(&lab, "c"));
+    ping_ok(&lab, "a", "b");
+
+    // The daemon on a reads its link's key from the lab's lines and reserves over two signed
+    // hops.
+    let daemon = Daemon::start_with_config(&lab, "a", "");
+    let recv_b = receiver(&lab, "b", 6);
+    std::thread::sleep(Duration::from_millis(200));
+    let sent = json_of(reserved_sender(&lab, "a", &daemon, ip_b, "5mbit"));
+    let received = json_of(recv_b);
+    assert_eq!(sent["reservation"]["hops"].as_u64(), Some(2), "{sent}");
+    let sent_n = sent["sent"].as_u64().expect("sent");
+    assert!(sent_n > 2000, "{sent}");
+    assert_eq!(received["packets"].as_u64(), Some(sent_n), "{received}");
+    for s in ["s1", "s2"] {
+        let stats = auth_stats(&lab, s);
+        assert!(counter(&stats, "verified") >= 3, "{s}: {stats}");
+        assert!(counter(&stats, "signed") >= 3, "{s}: {stats}");
+    }
+    drop(daemon);
+
+    // c's daemon has no key: its SETUPs are dropped unsigned, it never gets an answer.
+    let before = auth_stats(&lab, "s1");
+    let daemon_c = Daemon::start(&lab, "c");
+    let socket = daemon_c.socket.to_str().expect("utf-8").to_string();
+    let to = format!("{ip_a}:7000");
+    let refused = lab
+        .exec(
+            "c",
+            &[
+                env!("CARGO_BIN_EXE_rtlan"),
+                "reserve",
+                "--to",
+                to.as_str(),
+                "--rate",
+                "1mbit",
+                "--socket",
+                socket.as_str(),
+                "--json",
+            ],
+        )
+        .expect("host")
+        .output()
+        .expect("rtlan reserve runs");
+    drop(daemon_c);
+    assert!(
+        !refused.status.success(),
+        "c reserved without a key: {refused:?}"
+    );
+    let after = auth_stats(&lab, "s1");
+    assert!(
+        counter(&after, "unsigned_dropped") > counter(&before, "unsigned_dropped"),
+        "{after}"
+    );
+
+    // Forged SETUPs from c: unsigned, then signed with a guessed secret under key id 1.
+    let mac_c = mac(&lab, "c");
+    let unsigned = (0..20u32)
+        .map(|i| {
+            control_frame(
+                mac_c,
+                &setup(100 + i, 0x40 + i as u16, 1_000_000, ip_c, ip_b),
+            )
+        })
+        .collect();
+    let guessed = (0..20u32)
+        .map(|i| {
+            let mut repr = setup(200 + i, 0x60 + i as u16, 1_000_000, ip_c, ip_b);
+            rtlan_wire::control::auth::sign(&mut repr, 1, 1_000 + u64::from(i), &[0x5a; 32], mac_c)
+                .expect("signs");
+            control_frame(mac_c, &repr)
+        })
+        .collect();
+    let before = auth_stats(&lab, "s1");
+    inject_all(&lab, "c", unsigned);
+    inject_all(&lab, "c", guessed);
+    std::thread::sleep(Duration::from_millis(300));
+    let after = auth_stats(&lab, "s1");
+    assert!(
+        counter(&after, "unsigned_dropped") - counter(&before, "unsigned_dropped") >= 20,
+        "{after}"
+    );
+    assert!(
+        counter(&after, "bad_digest") - counter(&before, "bad_digest") >= 20,
+        "{after}"
+    );
+
+    // On a's link, a SETUP signed with that link's key (as a captured frame would be) is
+    // accepted once; the same bytes again are a replay.
+    let secret = link_secret(&lab, "a", "s1");
+    let mac_x = Address([0x02, 0xee, 0, 0, 0, 1]);
+    let mut repr = setup(300, 0x80, 1_000_000, ip_a, ip_b);
+    let seq = u64::MAX / 2;
+    rtlan_wire::control::auth::sign(&mut repr, 1, seq, &secret, mac_x).expect("signs");
+    let frame = control_frame(mac_x, &repr);
+    let authentic =
+        |c: &Value| c["in_port"].as_u64() == Some(0) && c["in_id"].as_u64() == Some(0x80);
+    let before = auth_stats(&lab, "s1");
+    inject_all(&lab, "a", vec![frame.clone()]);
+    let (accepted, _) = wait_until(Duration::from_secs(2), || {
+        connections(&lab, "s1").iter().any(authentic)
+    });
+    let middle = auth_stats(&lab, "s1");
+    inject_all(&lab, "a", vec![frame.clone(), frame]);
+    std::thread::sleep(Duration::from_millis(300));
+    let after = auth_stats(&lab, "s1");
+    let booked = connections(&lab, "s1");
+    down_clean(lab);
+
+    // (HELLOs between the switches are verified all along: count the replays, not verified.)
+    assert!(accepted, "the authentic SETUP was not installed: {middle}");
+    assert_eq!(
+        counter(&middle, "replayed"),
+        counter(&before, "replayed"),
+        "{middle}"
+    );
+    assert_eq!(
+        counter(&after, "replayed") - counter(&middle, "replayed"),
+        2,
+        "{after}"
+    );
+    assert_eq!(
+        booked.iter().filter(|c| authentic(c)).count(),
+        1,
+        "{booked:?}"
+    );
+    // Nothing entering on c's port (p2: the fourth link, s1's third) was booked.
+    assert!(
+        booked.iter().all(|c| c["in_port"].as_u64() != Some(2)),
+        "{booked:?}"
+    );
+}

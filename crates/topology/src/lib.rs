@@ -191,6 +191,17 @@ pub enum TopologyError {
         /// Line of its first link.
         first_line: usize,
     },
+    /// A link joins an rtlan switch that authenticates its control messages to one that does
+    /// not: each would drop the other's messages.
+    #[error("{at}: link {on}–{off}: `auth = true` on {on} but not on {off}; both rtlan switches of a link authenticate or neither does")]
+    AuthMismatch {
+        /// Where.
+        at: Location,
+        /// The end with `auth = true`.
+        on: String,
+        /// The end without.
+        off: String,
+    },
     /// A link would close a loop while some switch runs no spanning tree: loops flood forever.
     #[error("{at}: link {a}–{b} closes a loop (they are already connected); loops need `stp = true` on every switch (rtlan switches; the lab's kernel bridges run no spanning tree)")]
     Loop {
@@ -298,6 +309,7 @@ impl TopologyError {
             | E::SelfLink { at, .. }
             | E::HostHasTwoLinks { at, .. }
             | E::Loop { at, .. }
+            | E::AuthMismatch { at, .. }
             | E::HostWithoutLink { at, .. }
             | E::SwitchWithoutLink { at, .. }
             | E::AddressesExhausted { at, .. }
@@ -413,6 +425,12 @@ pub struct RtlanSwitch {
     /// 6 s, hello 1 s, forward delay 4 s); loops are accepted only when every switch does.
     #[serde(default)]
     pub stp: bool,
+    /// Authenticates the control messages on every link of this switch (docs/protocol.md §8):
+    /// the lab generates one key per link, shared by the switch and the node at the other end
+    /// (a host's daemon or another switch, which must have `auth = true` too). A link to a
+    /// kernel bridge carries no keys.
+    #[serde(default)]
+    pub auth: bool,
 }
 
 /// Which real-time scheduler serves a switch's output ports (docs/scheduler.md).
@@ -604,6 +622,25 @@ impl Topology {
             }
         }
         out
+    }
+
+    /// Whether the link between `a` and `b` carries keys: one end is an rtlan switch with
+    /// `auth = true` and the other is a host or such a switch (never a kernel bridge).
+    pub fn link_authenticated(&self, a: &str, b: &str) -> bool {
+        let auth = |n: &str| {
+            self.switches
+                .iter()
+                .find(|s| s.name == n)
+                .map(|s| match &s.kind {
+                    SwitchKind::Rtlan(r) => Some(r.auth),
+                    SwitchKind::LinuxBridge => None,
+                })
+        };
+        match (auth(a), auth(b)) {
+            (Some(Some(x)), Some(Some(y))) => x && y,
+            (Some(Some(x)), None) | (None, Some(Some(x))) => x,
+            _ => false,
+        }
     }
 
     /// A switch's ports as `(ifname, peer node)`, in port order (`p0, p1, …`).

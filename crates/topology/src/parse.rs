@@ -62,6 +62,7 @@ struct RawSwitch {
     t_mux: Option<Spanned<String>>,
     buffer: Option<Spanned<String>>,
     stp: Option<Spanned<bool>>,
+    auth: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -478,6 +479,7 @@ fn resolve_switch(
                 s.lateness_budget.as_ref().map(|v| v.span()),
             ),
             ("stp", s.stp.as_ref().map(|v| v.span())),
+            ("auth", s.auth.as_ref().map(|v| v.span())),
         ];
         if let Some((option, Some(span))) = rtlan_only.into_iter().find(|(_, sp)| sp.is_some()) {
             return Err(TopologyError::OptionNotForKind {
@@ -577,6 +579,7 @@ fn resolve_switch(
                 scheduler,
                 lateness_budget,
                 stp: s.stp.as_ref().is_some_and(|v| *v.get_ref()),
+                auth: s.auth.as_ref().is_some_and(|v| *v.get_ref()),
             }),
             t_mux,
             buffer_bytes,
@@ -666,6 +669,25 @@ fn resolve_links(
                 at: loc.at(&l.ends.span()),
                 name: a.clone(),
             });
+        }
+        // Keys are per link (docs/protocol.md §8): two rtlan switches on one link either both
+        // authenticate or neither does, or each would drop the other's control messages.
+        let auth_of = |n: &str| {
+            raw.switch
+                .iter()
+                .find(|s| s.name.get_ref() == n)
+                .filter(|s| s.kind.as_ref().is_none_or(|k| k.get_ref() == "rtlan"))
+                .map(|s| s.auth.as_ref().is_some_and(|v| *v.get_ref()))
+        };
+        if let (Some(auth_a), Some(auth_b)) = (auth_of(a), auth_of(b)) {
+            if auth_a != auth_b {
+                let (on, off) = if auth_a { (a, b) } else { (b, a) };
+                return Err(TopologyError::AuthMismatch {
+                    at: loc.at(&l.ends.span()),
+                    on: on.clone(),
+                    off: off.clone(),
+                });
+            }
         }
         match profile {
             Profile::Lab => {

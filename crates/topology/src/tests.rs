@@ -535,3 +535,60 @@ fn loops_are_accepted_only_when_every_switch_runs_the_spanning_tree() {
         "`stp` only applies",
     );
 }
+
+/// A chain a — s1 — s2 — b, then s2 — br (a kernel bridge) — c, with the given lines per rtlan
+/// switch.
+fn auth_chain(s1: &str, s2: &str) -> String {
+    format!(
+        "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[host]]\nname = \"c\"\n\
+         [[switch]]\nname = \"s1\"\n{s1}\n\
+         [[switch]]\nname = \"s2\"\n{s2}\n\
+         [[switch]]\nname = \"br\"\nkind = \"linux-bridge\"\n\
+         [[link]]\nends = [\"a\", \"s1\"]\n\
+         [[link]]\nends = [\"s1\", \"s2\"]\n\
+         [[link]]\nends = [\"s2\", \"b\"]\n\
+         [[link]]\nends = [\"s2\", \"br\"]\n\
+         [[link]]\nends = [\"br\", \"c\"]\n"
+    )
+}
+
+#[test]
+fn auth_gives_keys_to_every_link_of_the_switch_but_never_across_a_bridge() {
+    let on = "auth = true";
+    let topo = Topology::from_str(&auth_chain(on, on), "t.toml").expect("auth on both");
+    assert!(topo.link_authenticated("a", "s1"));
+    assert!(topo.link_authenticated("s1", "a"));
+    assert!(topo.link_authenticated("s1", "s2"));
+    assert!(topo.link_authenticated("b", "s2"));
+    assert!(!topo.link_authenticated("s2", "br"), "a bridge has no keys");
+    assert!(!topo.link_authenticated("br", "c"));
+    let off = Topology::from_str(&auth_chain("", ""), "t.toml").expect("no auth");
+    assert!(!off.link_authenticated("a", "s1"));
+    assert!(!off.link_authenticated("s1", "s2"));
+}
+
+#[test]
+fn auth_on_one_switch_of_a_link_only_is_refused_with_its_line() {
+    // The ends of the link s1–s2 are on line 19.
+    err_at(
+        &auth_chain("auth = true", ""),
+        19,
+        8,
+        "`auth = true` on s1 but not on s2",
+    );
+    err_at(
+        &auth_chain("", "auth = true"),
+        19,
+        8,
+        "`auth = true` on s2 but not on s1",
+    );
+    err_at(
+        &auth_chain("", "auth = true").replace(
+            "name = \"br\"\nkind = \"linux-bridge\"",
+            "name = \"br\"\nkind = \"linux-bridge\"\nauth = true",
+        ),
+        16,
+        8,
+        "`auth` only applies",
+    );
+}

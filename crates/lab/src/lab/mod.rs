@@ -189,14 +189,24 @@ impl Lab {
     }
 
     /// The host daemon's configuration lines that come from the topology for `host` (its
-    /// `host_delay`), to put into an `rtlan rtcd --config` file beside the caller's own; empty
-    /// when the topology declares nothing for it.
+    /// `host_delay`, and its link's `keys` when the switch it is linked to has `auth = true`),
+    /// to put into an `rtlan rtcd --config` file beside the caller's own; empty when the
+    /// topology declares nothing for it.
     pub fn rtcd_config_lines(&self, host: &str) -> String {
-        let declared = self.topology().hosts.iter().find(|h| h.name == host);
-        match declared.and_then(|h| h.host_delay) {
+        let topology = self.topology();
+        let declared = topology.hosts.iter().find(|h| h.name == host);
+        let mut lines = match declared.and_then(|h| h.host_delay) {
             Some(delay) => format!("host_delay = \"{}ns\"\n", delay.as_nanos()),
             None => String::new(),
+        };
+        // The host's one link: its key when the switch at the other end authenticates.
+        if let Some((_, peer, _)) = topology.interfaces(host).first() {
+            if topology.link_authenticated(host, &peer.node) {
+                let keys = crate::keys::keys_value(&self.state.state_dir, host, &peer.node);
+                lines.push_str(&format!("keys = {keys}\n"));
+            }
         }
+        lines
     }
 
     fn node(&self, node: &str) -> Result<&NodeState, LabError> {

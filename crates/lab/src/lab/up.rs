@@ -280,6 +280,10 @@ fn build(
         nodes,
     };
     write_state(&state)?;
+    crate::keys::write_link_keys(topology, dir).map_err(|source| LabError::Io {
+        what: format!("writing the link keys under {}", dir.display()),
+        source,
+    })?;
 
     for s in &topology.switches {
         let SwitchKind::Rtlan(opts) = &s.kind else {
@@ -293,7 +297,8 @@ fn build(
         let config = dir.join(format!("{}.toml", s.name));
         let socket = dir.join(format!("{}.sock", s.name));
         let log = dir.join(format!("{}.log", s.name));
-        let text = switches::render_config(topology, &s.name, opts, &socket).map_err(switch_err)?;
+        let text =
+            switches::render_config(topology, &s.name, opts, dir, &socket).map_err(switch_err)?;
         switches::write_config(&config, &text).map_err(switch_err)?;
         let launch = Launch {
             exe: &options.rtlan_exe,
