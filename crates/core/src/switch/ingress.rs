@@ -21,6 +21,7 @@ use rtlan_wire::ethernet::{Address, EtherType, Frame};
 use rtlan_wire::ipv4;
 
 use super::learning::{Learnt, Lookup};
+use super::pending::HoldRefused;
 use super::{rt, Port, PortId, PortStats, Switch, UnknownUnicast, MAX_FRAME_LEN};
 use crate::egress::queue::MIN_CHARGE;
 use crate::time::Instant;
@@ -235,10 +236,16 @@ impl Switch {
         ip: Ipv4Addr,
         frame: &[u8],
     ) {
-        if self.pending.hold(frame, dst, ingress, now) {
-            self.stats.held += 1;
-        } else {
-            self.stats.drop_pending_full += 1;
+        let share = usize::from(self.port_limits(ingress, now).pending_share_percent);
+        let limit = (self.pending.capacity() * share).div_ceil(100);
+        match self.pending.hold(frame, dst, ingress, now, limit) {
+            Ok(()) => self.stats.held += 1,
+            Err(refused) => {
+                self.stats.drop_pending_full += 1;
+                if refused == HoldRefused::PortShare {
+                    self.count_protect(ingress, |s| &mut s.pending_over_share);
+                }
+            }
         }
         self.probe(now, ingress, ip);
     }

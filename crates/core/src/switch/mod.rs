@@ -670,7 +670,11 @@ impl Switch {
         let mut switch = Switch {
             fdb: Fdb::new(own, config.ageing_time),
             arp: ArpCache::new(config.ageing_time),
-            pending: Pending::new(config.pending_capacity, config.pending_timeout),
+            pending: Pending::new(
+                config.pending_capacity,
+                config.pending_timeout,
+                config.ports.len(),
+            ),
             stats: SwitchStats {
                 ports: vec![PortStats::default(); count],
                 protect: ProtectStats {

@@ -56,6 +56,9 @@ pub struct PortLimits {
     /// Most SETUPs from the port in progress at once (waiting for a route or an answer);
     /// `None` = no bound of the port's own (the switch-wide bound, the table size, holds).
     pub max_setups_in_progress: Option<usize>,
+    /// Share of the pool of frames held while their destination is probed
+    /// ([`super::SwitchConfig::pending_capacity`]) the port's frames may take, percent.
+    pub pending_share_percent: u8,
 }
 
 /// Default limits of a host-facing port.
@@ -66,7 +69,8 @@ pub struct PortLimits {
 /// - ARP: 100/s, burst 50. A host ARPs once per peer per cache lifetime.
 /// - ARP probes: 100/s, burst 50: a flood to unknown addresses makes at most 100 probes a second
 ///   (one 60-byte frame on every other port each: 48 kbit/s per port).
-/// - a quarter of the connection table, 256 SETUPs in progress.
+/// - a quarter of the connection table, 256 SETUPs in progress, a quarter of the held-frame
+///   pool.
 pub const HOST_LIMITS: PortLimits = PortLimits {
     control: Rate {
         per_second: 1_000,
@@ -82,6 +86,7 @@ pub const HOST_LIMITS: PortLimits = PortLimits {
     },
     connection_share_percent: 25,
     max_setups_in_progress: Some(256),
+    pending_share_percent: 25,
 };
 
 /// Default limits of a switch-facing port: it carries the signalling of every host behind it.
@@ -107,6 +112,7 @@ pub const TRUNK_LIMITS: PortLimits = PortLimits {
     },
     connection_share_percent: 100,
     max_setups_in_progress: None,
+    pending_share_percent: 100,
 };
 
 /// Default [`ProtectConfig::control_budget`]: 50,000 control messages a second, burst 20,000,
@@ -233,6 +239,9 @@ pub struct ProtectPortStats {
     /// ARP packets or frames from the port that tried to move an address bound elsewhere
     /// (refused; the owner is re-probed).
     pub arp_move_refused: u64,
+    /// Frames to unknown destinations from the port not held because the port already held
+    /// its share of the pool (`pending_share_percent`; also counted in `drop_pending_full`).
+    pub pending_over_share: u64,
 }
 
 /// Protection counters, whole switch (each also counted per port in `ports`).

@@ -365,6 +365,7 @@ arp = { rate = 10, burst = 5 }
 arp_probes = { rate = 20, burst = 4 }
 connection_share_percent = 10
 max_setups_in_progress = 16
+pending_share_percent = 40
 
 [protect.trunk]
 control = { rate = 9000, burst = 900 }
@@ -424,6 +425,8 @@ fn protect_keys_parse_round_trip_and_reach_the_core() {
     );
     assert_eq!(p.host.connection_share_percent, 10);
     assert_eq!(p.host.max_setups_in_progress, Some(16));
+    assert_eq!(p.host.pending_share_percent, 40);
+    assert_eq!(p.trunk.pending_share_percent, 100);
     assert_eq!(p.trunk.control.per_second, 9000);
     // Keys not given keep their defaults.
     assert_eq!(p.trunk.arp, TRUNK_LIMITS.arp);
@@ -458,6 +461,7 @@ fn protect_errors_name_their_line() {
         ("[protect.host]\narp = { rate = 5, burst = 0 }\n", 2, "protect.host.arp"),
         ("[protect.trunk]\nconnection_share_percent = 0\n", 2, "connection_share_percent"),
         ("[protect.host]\nmax_setups_in_progress = 0\n", 2, "max_setups_in_progress"),
+        ("[protect.host]\npending_share_percent = 101\n", 2, "pending_share_percent"),
         ("[protect]\narp_reprobe_timeout = \"soon\"\n", 2, "arp_reprobe_timeout"),
         ("[protect]\nbudget = 3\n", 2, "budget"),
         (

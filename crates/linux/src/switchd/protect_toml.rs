@@ -34,6 +34,7 @@ struct RawLimits {
     arp_probes: Option<Spanned<RawRate>>,
     connection_share_percent: Option<Spanned<u8>>,
     max_setups_in_progress: Option<Spanned<usize>>,
+    pending_share_percent: Option<Spanned<u8>>,
 }
 
 /// `{ rate = messages per second, burst = messages }`.
@@ -88,6 +89,16 @@ fn limits(
             ))
         }
     };
+    let pending_share_percent = match raw.pending_share_percent {
+        None => default.pending_share_percent,
+        Some(v) if (1..=100).contains(v.get_ref()) => *v.get_ref(),
+        Some(v) => {
+            return Err(src.error(
+                v.span(),
+                format!("protect.{class}.pending_share_percent must be between 1 and 100"),
+            ))
+        }
+    };
     let max_setups_in_progress = match &raw.max_setups_in_progress {
         None => default.max_setups_in_progress,
         Some(v) => Some(src.bounded(
@@ -112,6 +123,7 @@ fn limits(
         )?,
         connection_share_percent,
         max_setups_in_progress,
+        pending_share_percent,
     })
 }
 
@@ -200,6 +212,7 @@ struct LimitsView {
     connection_share_percent: u8,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_setups_in_progress: Option<usize>,
+    pending_share_percent: u8,
 }
 
 impl From<PortLimits> for LimitsView {
@@ -210,6 +223,7 @@ impl From<PortLimits> for LimitsView {
             arp_probes: limits.arp_probes.into(),
             connection_share_percent: limits.connection_share_percent,
             max_setups_in_progress: limits.max_setups_in_progress,
+            pending_share_percent: limits.pending_share_percent,
         }
     }
 }

@@ -183,6 +183,9 @@ fn held_frames_expire() {
 fn pending_capacity_overflow_drops() {
     let mut cfg = config(2);
     cfg.pending_capacity = 3;
+    // The whole pool for the port: this is about the pool's own bound (the per-port share is
+    // `rt_abuse::a_flood_to_unknown_destinations_fills_only_its_ports_share_of_held_frames`).
+    cfg.rt.protect.host.pending_share_percent = 100;
     let mut sw = Switch::new(cfg, Instant::ZERO).expect("valid configuration");
     for tag in 0..5 {
         sw.handle_frame(ms(0), PortId(0), &ip_frame(B, A, IP_B, tag));

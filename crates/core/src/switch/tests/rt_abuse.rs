@@ -465,3 +465,38 @@ fn a_static_binding_on_a_missing_port_is_a_config_error() {
         Err(ConfigError::StaticArpPort { port: 2, .. })
     ));
 }
+
+/// A host flooding frames to addresses nobody has fills only its own share of the held-frame
+/// pool (a quarter of it on a host port), so a frame from another host to a destination the
+/// switch has not learnt yet is still held, probed for, and delivered.
+#[test]
+fn a_flood_to_unknown_destinations_fills_only_its_ports_share_of_held_frames() {
+    let mut net = Net::new();
+    let a = net.host(1, false);
+    let b = net.host(2, false);
+    let m = net.host(3, false);
+    let s = star(&mut net, &[a, b, m]);
+    net.run_for(Duration::from_millis(5));
+    let capacity = net.sw(s).config().pending_capacity;
+    let share = (capacity * 25).div_ceil(100);
+    let (mac_m, ip_m) = (net.h(m).mac, net.h(m).ip);
+    for n in 0..100u32 {
+        let dst = Address([2, 0xdd, 0, 0, (n >> 8) as u8, n as u8]);
+        net.send(m, udp_frame(mac_m, ip_m, dst, nobody(n), n as u8));
+    }
+    net.run_for(Duration::from_micros(10));
+    assert_eq!(net.sw(s).pending_len(), share);
+    // b has sent nothing: the switch does not know where it is.
+    let (mac_a, ip_a, mac_b, ip_b) = (net.h(a).mac, net.h(a).ip, net.h(b).mac, net.h(b).ip);
+    net.send(a, udp_frame(mac_a, ip_a, mac_b, ip_b, 7));
+    net.run_for(Duration::from_millis(5));
+    assert_eq!(net.h(b).received.len(), 1, "a's frame was not held for b");
+    let stats = net.sw(s).stats();
+    assert_eq!(
+        stats.protect.ports[2].pending_over_share,
+        100 - share as u64
+    );
+    assert_eq!(stats.protect.ports[0].pending_over_share, 0);
+    assert_eq!(stats.drop_pending_full, 100 - share as u64);
+    assert_eq!(stats.released, 1);
+}
