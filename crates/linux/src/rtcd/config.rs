@@ -69,6 +69,9 @@ pub struct Config {
     pub hop_limit: u8,
     /// Period of REFRESH for open connections; zero = none.
     pub refresh_period: Duration,
+    /// How long a connection torn down by a spanning-tree topology change is re-signalled on
+    /// NO_ROUTE before it is reported revoked.
+    pub topology_resignal: Duration,
     /// Per-hop (`local`, default), `central` (bandwidth manager only) or `both`.
     pub admission: Admission,
     /// The bandwidth manager's TCP address (required unless admission is local).
@@ -105,6 +108,7 @@ struct RawConfig {
     reclaim_period: Option<String>,
     hop_limit: Option<u8>,
     refresh_period: Option<String>,
+    topology_resignal: Option<String>,
     admission: Option<String>,
     manager: Option<String>,
     manager_timeout: Option<String>,
@@ -154,6 +158,7 @@ impl Config {
             reclaim_period: core.reclaim_period,
             hop_limit: core.hop_limit,
             refresh_period: core.refresh_period,
+            topology_resignal: core.topology_resignal,
             admission: Admission::Local,
             manager: None,
             manager_timeout: DEFAULT_MANAGER_TIMEOUT,
@@ -224,6 +229,10 @@ impl Config {
         if let Some(d) = raw.refresh_period {
             config.refresh_period = parse_duration(&d)
                 .map_err(|e| ConfigError::Value(format!("refresh_period: {e}")))?;
+        }
+        if let Some(d) = raw.topology_resignal {
+            config.topology_resignal = parse_duration(&d)
+                .map_err(|e| ConfigError::Value(format!("topology_resignal: {e}")))?;
         }
         if let Some(a) = raw.admission {
             config.admission = parse_admission(&a)?;
@@ -306,6 +315,7 @@ impl Config {
         core.reclaim_period = self.reclaim_period;
         core.hop_limit = self.hop_limit;
         core.refresh_period = self.refresh_period;
+        core.topology_resignal = self.topology_resignal;
         core.admission = self.admission;
         core.host_delay = self.host_delay;
         core.lateness_budget = self.lateness_budget;
@@ -401,6 +411,7 @@ mod tests {
             reclaim_period = "5s"
             hop_limit = 4
             refresh_period = "2s"
+            topology_resignal = "14s"
             admission = "central"
             manager = "198.18.0.1:7470"
             manager_timeout = "500ms"
@@ -420,6 +431,7 @@ mod tests {
         assert_eq!(core.reclaim_period, Duration::from_secs(5));
         assert_eq!(core.hop_limit, 4);
         assert_eq!(core.refresh_period, Duration::from_secs(2));
+        assert_eq!(core.topology_resignal, Duration::from_secs(14));
         assert_eq!(core.realtime_cap_percent, 50);
         assert_eq!(core.admission, Admission::Central);
         assert_eq!(c.manager, Some("198.18.0.1:7470".parse().expect("literal")));
