@@ -191,3 +191,125 @@ fn open_installs_and_close_removes() {
     assert!(!routes.contains("198.19.0.0/16"), "{routes}");
     assert!(!socket.exists(), "socket file removed at shutdown");
 }
+
+/// What crossed `p0` (the first switch's side of the host's link), in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// A UDP datagram to `to`.
+    Data,
+    /// A TEARDOWN.
+    Teardown,
+}
+
+/// Records data frames to `proxy` and TEARDOWNs seen on `p0` until `stop` is set.
+fn recorder(proxy: Ipv4Addr, stop: &AtomicBool, seen: &std::sync::Mutex<Vec<Seen>>) {
+    use rtlan_linux::packet::{PacketPort, PortOptions};
+    use rtlan_wire::ethernet::{EtherType, Frame};
+    let mut port = PacketPort::open("p0", &PortOptions::default()).expect("packet socket on p0");
+    while !stop.load(Ordering::Relaxed) {
+        let got = port.receive(64, |frame| {
+            let Ok(eth) = Frame::new_checked(frame) else {
+                return;
+            };
+            let kind = match eth.ethertype() {
+                EtherType::Ipv4 => rtlan_wire::ipv4::Packet::new_checked(eth.payload())
+                    .ok()
+                    .filter(|ip| ip.dst_addr() == proxy)
+                    .map(|_| Seen::Data),
+                _ => Packet::new_checked(eth.payload())
+                    .and_then(|p| Repr::parse(&p))
+                    .ok()
+                    .filter(|r| matches!(r.message, Message::Teardown { .. }))
+                    .map(|_| Seen::Teardown),
+            };
+            if let Some(kind) = kind {
+                seen.lock().expect("not poisoned").push(kind);
+            }
+        });
+        if got == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// A kernel-shaped connection whose application closes right after a burst: the daemon lets
+/// the connection's HTB class send what it still holds before it deletes the class and sends
+/// the TEARDOWN, so the whole burst leaves the host ahead of the TEARDOWN (deleting the class at
+/// once dropped all but the bucket's worth).
+#[test]
+fn a_kernel_shaped_close_sends_the_queued_burst_before_the_teardown() {
+    if !can_run_lab("rtcd a_kernel_shaped_close_sends_the_queued_burst_before_the_teardown") {
+        return;
+    }
+    let ns = Netns::new(&format!("rtl-rtkd{}", std::process::id()));
+    ns.exec(&[
+        "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
+    ]);
+    ns.exec(&["ip", "link", "set", "eth0", "up"]);
+    ns.exec(&["ip", "link", "set", "p0", "up"]);
+    ns.exec(&["ip", "addr", "add", "198.18.0.1/16", "dev", "eth0"]);
+    let socket = std::env::temp_dir().join(format!("rtl-rtkd{}.sock", std::process::id()));
+    let config = Config::new("eth0", &socket);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut stopper = Stopper {
+        flag: stop.clone(),
+        threads: Vec::new(),
+    };
+    let s = stop.clone();
+    stopper.threads.push(ns.spawn(move || fake_switch(&s)));
+    let s = stop.clone();
+    stopper.threads.push(ns.spawn(move || {
+        rtlan_linux::rtcd::run(&config, &s).expect("rtcd runs");
+    }));
+    wait_for_socket(&socket);
+    let mut client = RtcdClient::connect(&socket).expect("connect");
+    client.register(std::process::id()).expect("register");
+    let opened = client
+        .open_shaped(
+            &OpenParams {
+                dst_ip: Ipv4Addr::new(198, 18, 0, 2),
+                dst_port: 5004,
+                src_port: 0,
+                rate_bps: 1_000_000,
+                max_burst: 3028,
+                max_packet: 1514,
+                delay_us: None,
+            },
+            rtlan_core::rtcd::DaemonShaping::Kernel,
+        )
+        .expect("open");
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (s, record) = (stop.clone(), seen.clone());
+    let proxy = opened.proxy_ip;
+    stopper
+        .threads
+        .push(ns.spawn(move || recorder(proxy, &s, &record)));
+    std::thread::sleep(Duration::from_millis(100));
+
+    // 20 datagrams of 1,000 bytes at once: 3 fit the class's bucket, the rest wait in its
+    // queue (17 × 1,066 bytes at 1 Mbit/s: about 145 ms).
+    const BURST: usize = 20;
+    ns.spawn(move || {
+        let sock = std::net::UdpSocket::bind("0.0.0.0:0").expect("udp socket");
+        for _ in 0..BURST {
+            sock.send_to(&[0x5a; 1000], (proxy, 5004)).expect("send");
+        }
+    })
+    .join()
+    .expect("sender");
+    client.close(opened.conn).expect("close");
+    std::thread::sleep(Duration::from_millis(100));
+    drop(stopper);
+
+    let seen = seen.lock().expect("not poisoned").clone();
+    let teardown = seen
+        .iter()
+        .position(|s| *s == Seen::Teardown)
+        .unwrap_or_else(|| panic!("no TEARDOWN seen: {seen:?}"));
+    let before = seen[..teardown]
+        .iter()
+        .filter(|s| **s == Seen::Data)
+        .count();
+    assert_eq!(before, BURST, "data frames before the TEARDOWN: {seen:?}");
+}

@@ -78,6 +78,30 @@ const FULL_FRAME: u64 = 1538;
 /// class lets through at link rate without leaving its priority.
 const RESERVED_BURST_MS: u64 = 10;
 
+/// Longest a closed kernel-shaped connection's class is given to send its backlog.
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How often the backlog of a draining class is read.
+const DRAIN_POLL: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The bytes of the `backlog 1234b 3p` line of `tc -s class show` (sizes as iproute2's
+/// `sprint_size` prints them: `b`, or whole `Kb` / `Mb` when exact to within a few bytes).
+fn parse_backlog(text: &str) -> Option<u64> {
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("backlog "))?;
+    let size = line.split_whitespace().next()?;
+    let (number, unit) = size.split_at(size.find(|c: char| c.is_ascii_alphabetic())?);
+    let number: f64 = number.parse().ok()?;
+    let scale = match unit {
+        "b" => 1.0,
+        "Kb" => 1024.0,
+        "Mb" => 1024.0 * 1024.0,
+        _ => return None,
+    };
+    Some((number * scale) as u64)
+}
+
 /// The bucket of the link and default classes: 1 ms at link rate, at least four full frames —
 /// the lab's `tbf` link emulation (docs/lab.md): the qdisc watchdog fires tens to hundreds of
 /// µs late on a loaded host, and a smaller bucket would cost link throughput.
@@ -377,11 +401,23 @@ impl KernelShaper {
     }
 
     /// Removes the filter and class of connection `id` (both attempted; the first error wins).
+    /// Between the two, what the class still holds is given time to leave ([`KernelShaper::drain`]):
+    /// the daemon sends the connection's TEARDOWN right after, and the switches release it once
+    /// their queues are empty, so frames still here when the class went would be lost — the
+    /// tail of a stream whose application closed right after sending it.
     pub(super) fn remove(&mut self, id: u16) -> Result<(), TcError> {
-        if self.classes.remove(&id).is_none() {
+        let Some(rate_bps) = self.classes.remove(&id) else {
             return Ok(());
-        }
+        };
         let filter = run_tc(&filter_del_args(&self.ifname, id));
+        let left = self.drain(id, rate_bps);
+        if left > 0 {
+            tracing::warn!(
+                id,
+                bytes = left,
+                "kernel-shaped connection closed with {left} bytes still queued after {DRAIN_LIMIT:?}: dropped"
+            );
+        }
         let class = run_tc(&args(&[
             "class",
             "del",
@@ -392,6 +428,57 @@ impl KernelShaper {
         ]));
         let reserved = self.update_reserved();
         filter.and(class).and(reserved)
+    }
+
+    /// Waits until class `1:<id>` has sent its backlog: polls `tc -s class show` every
+    /// [`DRAIN_POLL`] for at most twice the backlog's time at `rate_bps` plus 10 ms, never more
+    /// than [`DRAIN_LIMIT`] (an application that sent far over its reservation filled the
+    /// class's queue: what does not leave by then is dropped with the class). Returns the bytes
+    /// still queued (0: drained, or the backlog could not be read).
+    fn drain(&self, id: u16, rate_bps: u64) -> u64 {
+        let start = std::time::Instant::now();
+        let Some(first) = self.backlog(id) else {
+            return 0;
+        };
+        if first == 0 {
+            return 0;
+        }
+        let expected = std::time::Duration::from_nanos(
+            u64::try_from(u128::from(first) * 8_000_000_000 / u128::from(rate_bps.max(1)))
+                .unwrap_or(u64::MAX),
+        );
+        let limit = expected
+            .saturating_mul(2)
+            .saturating_add(std::time::Duration::from_millis(10))
+            .min(DRAIN_LIMIT);
+        loop {
+            std::thread::sleep(DRAIN_POLL);
+            match self.backlog(id) {
+                None | Some(0) => return 0,
+                Some(left) if start.elapsed() >= limit => return left,
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Bytes queued in class `1:<id>` (`tc -s class show`), `None` if it cannot be read.
+    fn backlog(&self, id: u16) -> Option<u64> {
+        let out = Command::new("tc")
+            .args([
+                "-s",
+                "class",
+                "show",
+                "dev",
+                &self.ifname,
+                "classid",
+                &format!("1:{id:x}"),
+            ])
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        parse_backlog(&String::from_utf8_lossy(&out.stdout))
     }
 
     /// Deletes the root qdisc if this daemon installed it (the kernel's default comes back).
@@ -408,6 +495,25 @@ impl KernelShaper {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backlog_is_read_in_every_unit_tc_prints() {
+        let shown = "class htb 1:10 root prio 0 rate 1Mbit ceil 1Mbit burst 1600b cburst 1600b \n \
+                     Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n \
+                     backlog 3126b 3p requeues 0\n lended: 0 borrowed: 0 giants: 0\n";
+        assert_eq!(parse_backlog(shown), Some(3126));
+        assert_eq!(parse_backlog(" backlog 0b 0p requeues 0"), Some(0));
+        assert_eq!(
+            parse_backlog(" backlog 12Kb 8p requeues 0"),
+            Some(12 * 1024)
+        );
+        assert_eq!(
+            parse_backlog(" backlog 2Mb 1400p requeues 0"),
+            Some(2 * 1024 * 1024)
+        );
+        assert_eq!(parse_backlog("class htb 1:10 root"), None);
+        assert_eq!(parse_backlog(" backlog lots"), None);
+    }
 
     #[test]
     fn root_counts_whole_frames() {
