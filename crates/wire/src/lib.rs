@@ -20,6 +20,7 @@ pub mod control;
 pub mod cost;
 pub mod ethernet;
 pub mod ipv4;
+pub mod mpls;
 pub mod rewrite;
 pub mod stp;
 pub mod tcp;
