@@ -22,6 +22,7 @@ pub mod ethernet;
 pub mod ipv4;
 pub mod mpls;
 pub mod rewrite;
+pub mod rsvp;
 pub mod stp;
 pub mod tcp;
 pub mod udp;
