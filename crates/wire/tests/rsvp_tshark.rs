@@ -517,3 +517,39 @@ fn tshark_decodes_every_message() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+/// `fuzz/seeds/rsvp/` holds exactly these messages (bare RSVP, no IP header), so the fuzz
+/// target starts from every message kind. `RTLAN_WRITE_SEEDS=1` rewrites them.
+#[test]
+fn fuzz_seeds_are_the_messages_we_emit() {
+    const NAMES: [&str; 8] = [
+        "path",
+        "resv-ff",
+        "resv-se",
+        "path-tear",
+        "resv-tear",
+        "path-err",
+        "resv-err",
+        "resv-conf",
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/rsvp");
+    let write = std::env::var("RTLAN_WRITE_SEEDS").is_ok_and(|v| v == "1");
+    if write {
+        std::fs::create_dir_all(&dir).unwrap();
+    }
+    for (name, (repr, _)) in NAMES.iter().zip(messages()) {
+        let bytes = repr.to_bytes().unwrap();
+        let file = dir.join(name);
+        if write {
+            std::fs::write(&file, &bytes).unwrap();
+        }
+        let seed = std::fs::read(&file)
+            .unwrap_or_else(|e| panic!("{}: {e} (RTLAN_WRITE_SEEDS=1 writes it)", file.display()));
+        assert_eq!(
+            seed,
+            bytes,
+            "{} is stale (RTLAN_WRITE_SEEDS=1)",
+            file.display()
+        );
+    }
+}
