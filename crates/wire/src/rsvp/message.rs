@@ -98,7 +98,7 @@ impl Path {
     }
 }
 
-/// Resv (§3.1.4): SESSION, RSVP_HOP (NHOP), TIME_VALUES, [RESV_CONFIRM], STYLE, flow
+/// Resv (§3.1.4): SESSION, RSVP_HOP (NHOP), TIME_VALUES, \[RESV_CONFIRM\], STYLE, flow
 /// descriptor list.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Resv {

@@ -19,6 +19,9 @@
 //! RSVP travels as raw IP protocol [`IP_PROTOCOL`] (46); Path, PathTear and ResvConf carry the
 //! IP Router Alert option (RFC 2113, see [`crate::ipv4::Repr::emit_with_router_alert`] and
 //! [`MessageType::router_alert`]).
+//!
+//! Written here rather than taken from a crate: smoltcp's `wire` has neither RSVP nor MPLS, and
+//! no maintained Rust crate parses RSVP with Integrated Services objects.
 
 mod error;
 mod message;
