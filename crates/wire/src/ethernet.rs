@@ -96,6 +96,8 @@ pub enum EtherType {
     Vlan,
     /// IEEE 802.1ad service VLAN tag (Q-in-Q), 0x88a8.
     QinQ,
+    /// MPLS unicast label stack (RFC 3032), 0x8847; see [`crate::mpls`].
+    Mpls,
     /// Any other value (kept as data, not an error).
     Unknown(u16),
 }
@@ -115,6 +117,7 @@ impl From<u16> for EtherType {
             0x86dd => EtherType::Ipv6,
             0x8100 => EtherType::Vlan,
             0x88a8 => EtherType::QinQ,
+            0x8847 => EtherType::Mpls,
             other => EtherType::Unknown(other),
         }
     }
@@ -128,6 +131,7 @@ impl From<EtherType> for u16 {
             EtherType::Ipv6 => 0x86dd,
             EtherType::Vlan => 0x8100,
             EtherType::QinQ => 0x88a8,
+            EtherType::Mpls => 0x8847,
             EtherType::Unknown(other) => other,
         }
     }
@@ -141,6 +145,7 @@ impl fmt::Display for EtherType {
             EtherType::Ipv6 => write!(f, "IPv6"),
             EtherType::Vlan => write!(f, "802.1Q"),
             EtherType::QinQ => write!(f, "802.1ad"),
+            EtherType::Mpls => write!(f, "MPLS"),
             EtherType::Unknown(v) => write!(f, "0x{v:04x}"),
         }
     }

@@ -2,7 +2,9 @@
 //!
 //! The switch reads IPv4 only to classify real-time traffic and, at the first switch, to rewrite
 //! the proxy destination address (EtheReal §3.2, see [`crate::rewrite`]); hosts' stacks do the
-//! rest. Options are skipped (their length honoured, their content not interpreted).
+//! rest. Options are skipped (their length honoured, their content not interpreted), except
+//! that [`Packet::router_alert`] finds the Router Alert option (RFC 2113 §2.1) that RSVP's
+//! Path, PathTear and ResvConf carry, and [`Repr::emit_with_router_alert`] writes it.
 
 use core::fmt;
 use std::net::Ipv4Addr;
@@ -12,6 +14,18 @@ use crate::{Error, Result};
 
 /// Length of an IPv4 header without options.
 pub const HEADER_LEN: usize = 20;
+
+/// The Router Alert option (RFC 2113 §2.1): type 148 (copied, class 0, number 20), length 4,
+/// value 0 ("router shall examine packet").
+pub const ROUTER_ALERT_OPTION: [u8; 4] = [0x94, 0x04, 0x00, 0x00];
+
+/// Length of an IPv4 header carrying only the Router Alert option (IHL 6).
+pub const ROUTER_ALERT_HEADER_LEN: usize = HEADER_LEN + ROUTER_ALERT_OPTION.len();
+
+/// Option type End of Option List.
+const OPTION_EOL: u8 = 0;
+/// Option type No Operation.
+const OPTION_NOP: u8 = 1;
 
 /// The IP protocol number of the payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -208,6 +222,33 @@ impl<T: AsRef<[u8]>> Packet<T> {
         checksum::data(&self.buffer.as_ref()[..self.header_len()]) == 0xffff
     }
 
+    /// The options: the header bytes after the first 20.
+    pub fn options(&self) -> &[u8] {
+        &self.buffer.as_ref()[HEADER_LEN..self.header_len()]
+    }
+
+    /// The value of the Router Alert option (RFC 2113; 0 = "router shall examine packet"),
+    /// `None` if the header has none. The options are walked up to End of Option List; a
+    /// malformed option (a length below 2 or past the header) ends the walk.
+    pub fn router_alert(&self) -> Option<u16> {
+        let mut rest = self.options();
+        while let Some(&kind) = rest.first() {
+            match kind {
+                OPTION_EOL => return None,
+                OPTION_NOP => rest = &rest[1..],
+                _ => {
+                    let len = usize::from(*rest.get(1)?);
+                    let option = rest.get(..len).filter(|_| len >= 2)?;
+                    if kind == ROUTER_ALERT_OPTION[0] && len == ROUTER_ALERT_OPTION.len() {
+                        return Some(u16::from_be_bytes([option[2], option[3]]));
+                    }
+                    rest = &rest[len..];
+                }
+            }
+        }
+        None
+    }
+
     /// The payload: from the end of the header up to the total length.
     pub fn payload(&self) -> &[u8] {
         let range = self.header_len()..usize::from(self.total_len());
@@ -359,10 +400,29 @@ impl Repr {
     /// Writes the 20-byte header (with a correct checksum) into the start of `packet`.
     /// The total length saturates at 65535 if `payload_len` is too large for IPv4.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Packet<T>) {
+        self.emit_with_options(&[], packet);
+    }
+
+    /// Writes a 24-byte header (IHL 6) carrying the Router Alert option
+    /// ([`ROUTER_ALERT_OPTION`]), with a correct checksum, into the start of `packet`; the
+    /// payload then starts at [`ROUTER_ALERT_HEADER_LEN`]. RSVP sends Path, PathTear and
+    /// ResvConf this way (RFC 2205 §3.1, RFC 2113).
+    pub fn emit_with_router_alert<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Packet<T>) {
+        self.emit_with_options(&ROUTER_ALERT_OPTION, packet);
+    }
+
+    /// Writes the header with `options` (a multiple of 4 bytes, at most 40).
+    fn emit_with_options<T: AsRef<[u8]> + AsMut<[u8]>>(
+        &self,
+        options: &[u8],
+        packet: &mut Packet<T>,
+    ) {
+        let header_len = HEADER_LEN + options.len();
         packet.set_version(4);
-        packet.set_header_len(HEADER_LEN);
+        packet.set_header_len(header_len);
+        packet.buffer.as_mut()[HEADER_LEN..header_len].copy_from_slice(options);
         packet.set_dscp_ecn(self.dscp_ecn);
-        let total = u16::try_from(HEADER_LEN + self.payload_len).unwrap_or(u16::MAX);
+        let total = u16::try_from(header_len + self.payload_len).unwrap_or(u16::MAX);
         packet.set_total_len(total);
         packet.set_ident(0);
         packet.set_u16_at(field::FLG_OFF, FLAG_DF);
@@ -464,6 +524,67 @@ mod tests {
     }
 
     #[test]
+    fn router_alert_header() {
+        let repr = Repr {
+            src_addr: Ipv4Addr::new(198, 18, 0, 1),
+            dst_addr: Ipv4Addr::new(198, 18, 0, 2),
+            protocol: Protocol::Unknown(46),
+            payload_len: 4,
+            ttl: 64,
+            dscp_ecn: 0,
+        };
+        let mut buf = [0u8; ROUTER_ALERT_HEADER_LEN + 4];
+        repr.emit_with_router_alert(&mut Packet::new_unchecked(&mut buf[..]));
+        assert_eq!(buf[0], 0x46, "version 4, IHL 6");
+        assert_eq!(&buf[2..4], &28u16.to_be_bytes());
+        assert_eq!(&buf[20..24], &[0x94, 0x04, 0x00, 0x00]);
+        let p = Packet::new_checked(&buf[..]).unwrap();
+        assert!(p.verify_checksum());
+        assert_eq!(p.router_alert(), Some(0));
+        assert_eq!(p.payload().len(), 4);
+        assert_eq!(Repr::parse(&p), Ok(repr));
+        // The plain emit writes no option, as before.
+        let mut plain = [0u8; HEADER_LEN + 4];
+        repr.emit(&mut Packet::new_unchecked(&mut plain[..]));
+        let p = Packet::new_checked(&plain[..]).unwrap();
+        assert_eq!((p.header_len(), p.router_alert()), (20, None));
+    }
+
+    #[test]
+    fn router_alert_scan() {
+        let alert = |options: &[u8]| {
+            let mut bytes = vec![0u8; 20 + options.len()];
+            bytes[..20].copy_from_slice(&UDP_PACKET[..20]);
+            let len = bytes.len();
+            bytes[0] = 0x40 | (len / 4) as u8;
+            bytes[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+            bytes[20..].copy_from_slice(options);
+            Packet::new_checked(bytes).unwrap().router_alert()
+        };
+        assert_eq!(alert(&[]), None);
+        assert_eq!(alert(&[0x94, 4, 0, 0]), Some(0));
+        assert_eq!(
+            alert(&[1, 1, 1, 1, 0x94, 4, 0x12, 0x34]),
+            Some(0x1234),
+            "after NOPs"
+        );
+        assert_eq!(
+            alert(&[0x07, 3, 4, 1, 0x94, 4, 0, 1, 0, 0, 0, 0]),
+            Some(1),
+            "after RR"
+        );
+        assert_eq!(
+            alert(&[0, 0, 0, 0, 0x94, 4, 0, 0]),
+            None,
+            "after End of List"
+        );
+        assert_eq!(alert(&[0x07, 0, 0x94, 4]), None, "length 0 ends the walk");
+        assert_eq!(alert(&[0x07, 9, 0x94, 4]), None, "length past the header");
+        assert_eq!(alert(&[1, 1, 1, 0x94]), None, "cut-off option");
+        assert_eq!(alert(&[0x94, 5, 0, 0, 0, 0, 0, 0]), None, "wrong length");
+    }
+
+    #[test]
     fn rejects_bad_headers() {
         let with = |at: usize, v: u8| {
             let mut b = UDP_PACKET;
@@ -523,7 +644,7 @@ mod tests {
         fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..80)) {
             if let Ok(p) = Packet::new_checked(&data[..]) {
                 prop_assert_eq!(p.payload().len() + p.header_len(), usize::from(p.total_len()));
-                let _ = (p.verify_checksum(), p.frag_offset(), Repr::parse(&p));
+                let _ = (p.verify_checksum(), p.frag_offset(), p.router_alert(), Repr::parse(&p));
             }
         }
     }
