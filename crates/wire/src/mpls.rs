@@ -3,8 +3,8 @@
 //! The QSR switch-router forwards the frames of an RSVP-signalled switched path by label, as the
 //! IBM paper's router did by ATM VC (QSR paper, label switching of reserved flows). On Ethernet
 //! the label travels in an MPLS label stack entry between the Ethernet header and the IP
-//! packet; the label value of each link is handed upstream in the Resv's RSVP_HOP (see
-//! [`crate::rsvp::RsvpHop::label`] and `docs/rsvp.md`).
+//! packet; the upstream node of each link chooses the label and announces it downstream in the
+//! Path's RSVP_HOP (QSR paper §3.2; see [`crate::rsvp::RsvpHop::label`] and `docs/rsvp.md`).
 //!
 //! ```text
 //!  0                   1                   2                   3

@@ -1,9 +1,10 @@
 //! RSVP messages (RFC 2205 §3.1 and Appendix A) with Integrated Services objects (RFC 2210 §3).
 //!
 //! The QoS switch-router (QSR) of the IBM paper sets up its switched paths with RSVP: a Path
-//! message travels from the sender towards the receiver installing path state, a Resv travels
-//! back hop by hop and, in the QSR, carries in its RSVP_HOP the label the downstream node chose
-//! for the switched path (the paper's ATM VC; our MPLS label, see `docs/rsvp.md`).
+//! message travels from the sender towards the receiver installing path state and, in the QSR,
+//! carries in its RSVP_HOP the label the upstream node chose for the switched path on the link
+//! (QSR paper §3.2: the paper's ATM VC; our MPLS label, see `docs/rsvp.md`); a Resv travels back
+//! hop by hop, returning that label, and splices the path.
 //!
 //! An RSVP message is an 8-byte common header (RFC 2205 §3.1.1, [`Packet`]) followed by
 //! objects (§3.1.2), each a 4-byte header — Length, Class-Num, C-Type — and a body whose length

@@ -61,9 +61,10 @@ impl Body for Session {
 /// | Logical Interface Handle (4)                           |
 /// ```
 ///
-/// In a Resv on a QSR switched path the Logical Interface Handle carries the MPLS label the
-/// sender of the Resv chose for the path on this link (the QSR paper carries its VC there);
-/// see [`RsvpHop::label`] and `docs/rsvp.md`.
+/// On a QSR switched path the Logical Interface Handle of a Path's RSVP_HOP carries the MPLS
+/// label the sender of the Path (the link's upstream node) chose for the path on this link, and
+/// the Resv returns it (QSR paper §3.2 carries its VC there); see [`RsvpHop::label`] and
+/// `docs/rsvp.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RsvpHop {
     /// The address of the interface that sent the message.
