@@ -67,6 +67,27 @@ pub fn ipv4_dst(ip_packet: &mut [u8], new_dst: Ipv4Addr) -> Result<()> {
     Ok(())
 }
 
+/// Decrements the TTL of the IPv4 packet at the start of `ip_packet` and updates its header
+/// checksum incrementally (RFC 1624 eqn. 3 on the TTL/protocol word; RFC 1812 §5.3.1: a router
+/// forwarding a datagram decrements its TTL by one). Returns the new TTL.
+///
+/// Errors (the buffer is then left unchanged): whatever `ipv4::Packet::new_checked` reports, and
+/// [`Error::Malformed`] if the TTL is already 0 (the caller drops a datagram whose TTL would
+/// reach 0 before calling this, with ICMP time exceeded).
+pub fn ipv4_ttl_decrement(ip_packet: &mut [u8]) -> Result<u8> {
+    let mut ip = ipv4::Packet::new_checked(&mut *ip_packet)?;
+    let ttl = ip.ttl();
+    if ttl == 0 {
+        return Err(Error::Malformed);
+    }
+    let protocol = u8::from(ip.protocol());
+    let old_word = u16::from_be_bytes([ttl, protocol]);
+    let new_word = u16::from_be_bytes([ttl - 1, protocol]);
+    ip.set_checksum(checksum::update_u16(ip.checksum(), old_word, new_word));
+    ip.set_ttl(ttl - 1);
+    Ok(ttl - 1)
+}
+
 /// Like [`ipv4_dst`] for a whole Ethernet frame, looking past up to two VLAN tags.
 /// [`Error::Unsupported`] if the frame does not carry IPv4.
 pub fn frame_ipv4_dst(frame: &mut [u8], new_dst: Ipv4Addr) -> Result<()> {
@@ -113,6 +134,27 @@ mod tests {
         assert_eq!(ip[16..20], [198, 19, 0, 7]);
         assert_eq!(ip[36..38], [0x04, 0xa1]); // TCP checksum, computed from scratch
         assert_eq!(frame[12..16], [0x81, 0x00, 0x00, 0x2a], "tag intact");
+    }
+
+    #[test]
+    fn ttl_decrement_vector_and_zero_ttl() {
+        let mut bytes = UDP_PACKET;
+        let ttl = bytes[8];
+        assert_eq!(ipv4_ttl_decrement(&mut bytes), Ok(ttl - 1));
+        assert_eq!(bytes[8], ttl - 1);
+        assert!(ipv4::Packet::new_checked(&bytes[..])
+            .unwrap()
+            .verify_checksum());
+        assert_eq!(
+            bytes[12..],
+            UDP_PACKET[12..],
+            "only TTL and checksum change"
+        );
+        let mut zero = UDP_PACKET;
+        zero[8] = 0;
+        let before = zero;
+        assert_eq!(ipv4_ttl_decrement(&mut zero), Err(Error::Malformed));
+        assert_eq!(zero, before);
     }
 
     #[test]
@@ -276,6 +318,27 @@ mod tests {
             ipv4::Packet::new_checked(&mut scratch.bytes[..]).unwrap().set_dst_addr(new_dst);
             fill_from_scratch(&mut scratch);
             prop_assert_eq!(incremental.bytes, scratch.bytes);
+        }
+
+        /// The TTL decrement's incremental checksum equals one summed from scratch, for every
+        /// header (any TTL from 1, any protocol and addresses).
+        #[test]
+        fn ttl_decrement_equals_from_scratch(c in case(), ttl in 1u8.., protocol in any::<u8>()) {
+            let mut before = c.bytes.clone();
+            {
+                let mut ip = ipv4::Packet::new_checked(&mut before[..]).unwrap();
+                ip.set_ttl(ttl);
+                ip.set_protocol(Protocol::from(protocol));
+                ip.fill_checksum();
+            }
+            let mut incremental = before.clone();
+            prop_assert_eq!(ipv4_ttl_decrement(&mut incremental), Ok(ttl - 1));
+            let mut scratch = before;
+            let mut ip = ipv4::Packet::new_checked(&mut scratch[..]).unwrap();
+            ip.set_ttl(ttl - 1);
+            ip.fill_checksum();
+            prop_assert!(ip.verify_checksum());
+            prop_assert_eq!(incremental, scratch);
         }
 
         #[test]
