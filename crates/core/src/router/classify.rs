@@ -37,7 +37,7 @@ pub enum ClassifyError {
 
 /// The 5-tuple of a filter or of a packet: RFC 2205's SESSION (`dst`, `protocol`, `dst_port`)
 /// and FILTER_SPEC (`src`, `src_port`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FlowKey {
     /// The sender's address (FILTER_SPEC).
     pub src: Ipv4Addr,
@@ -49,6 +49,19 @@ pub struct FlowKey {
     pub src_port: u16,
     /// The destination port (SESSION); zero for "none".
     pub dst_port: u16,
+}
+
+impl std::hash::Hash for FlowKey {
+    /// The five fields packed into one 128-bit word and hashed in one call instead of five: the
+    /// same equality as the fields' (the packing is injective), less work per look-up.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let packed = u128::from(self.src.to_bits()) << 96
+            | u128::from(self.dst.to_bits()) << 64
+            | u128::from(self.protocol) << 32
+            | u128::from(self.src_port) << 16
+            | u128::from(self.dst_port);
+        state.write_u128(packed);
+    }
 }
 
 impl FlowKey {

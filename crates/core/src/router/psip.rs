@@ -15,7 +15,8 @@
 //!
 //! A more specific destination whose source does not match does not hide a less specific one
 //! whose source does: the look-up walks the destination prefixes that contain the packet's
-//! destination from the longest to the shortest, and takes the first with a matching source.
+//! destination from the longest to the shortest (one trie look-up each, at most 33), and takes
+//! the first with a matching source.
 //!
 //! Built from the forwarding table's structure: a destination trie whose values are source tries.
 //! At most 33 destination prefixes contain an address, and the paper expects "a relatively small
@@ -119,21 +120,22 @@ impl<P> PsipClassifier<P> {
     /// matching destination prefix, then the longest matching source prefix (module doc).
     pub fn classify(&self, src: Ipv4Addr, dst: Ipv4Addr) -> Option<(CidrFilter, &P)> {
         let src_host = Ipv4Prefix::host(src);
-        // `cover` yields the destination prefixes containing `dst` from the shortest to the
-        // longest; the last one with a matching source is the longest.
-        let mut best = None;
-        for (dst_prefix, by_src) in self.by_dst.cover(&Ipv4Prefix::host(dst)) {
+        // The longest destination prefix containing `dst`, then, while its sources miss, the
+        // longest one shorter than it: one trie look-up per step, and usually a single step.
+        let mut within = Ipv4Prefix::host(dst);
+        loop {
+            let (dst_prefix, by_src) = self.by_dst.get_lpm(&within)?;
             if let Some((src_prefix, pipe)) = by_src.get_lpm(&src_host) {
-                best = Some((
-                    CidrFilter {
-                        src: src_prefix,
-                        dst: dst_prefix,
-                    },
-                    pipe,
-                ));
+                let filter = CidrFilter {
+                    src: src_prefix,
+                    dst: dst_prefix,
+                };
+                return Some((filter, pipe));
             }
+            // The default prefix has nothing shorter; else look above `dst_prefix`.
+            let shorter = dst_prefix.prefix_len().checked_sub(1)?;
+            within = Ipv4Prefix::new(dst, shorter).ok()?;
         }
-        best
     }
 
     /// Every filter with its pipe, in lexicographic order of (destination, source).
