@@ -21,7 +21,7 @@
 //! senders the router does not control, so the hasher must resist flooding one bucket with
 //! colliding keys; a faster unkeyed hash (FxHash) would not, and a keyed one of the same strength
 //! (foldhash, aHash) would add a dependency for a few nanoseconds that the benchmark does not ask
-//! for (docs/benchmarks.md: about 20 ns per look-up at 10⁵ flows).
+//! for (docs/benchmarks.md: 13–20 ns per exact hit at 10⁵ flows).
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
