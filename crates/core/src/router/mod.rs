@@ -1,0 +1,21 @@
+//! The QoS switch-router's look-up structures (QSR paper §4 and §5): the forwarding table
+//! ([`fib`], longest prefix match on the destination), the RSVP classifier ([`classify`], exact
+//! 5-tuple with a wildcard source port, RFC 2205), the PSIP classifier ([`psip`], CIDR filters on
+//! source and destination) and the order an ingress port consults them in ([`decide`]: traps,
+//! RSVP, PSIP, default forwarding).
+//!
+//! Sans-IO and without time: these are tables and pure look-ups. Whoever owns them (the router
+//! node, RSVP, the provisioning of pipes) changes them; a packet's path only reads them.
+//! Why the tries are `prefix_trie`'s and not our own: docs/router.md, "Lookup structures".
+
+pub mod classify;
+pub mod decide;
+pub mod fib;
+mod prefix;
+pub mod psip;
+
+pub use classify::{ClassifyError, FlowKey, RsvpClassifier};
+pub use decide::{Decision, PacketFields, Tables, TrapReason};
+pub use fib::{Fib, FibError, NextHop, Route, RouteSource};
+pub use prefix::{Ipv4Prefix, PrefixError};
+pub use psip::{CidrFilter, PsipClassifier, PsipError};
