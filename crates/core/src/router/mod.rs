@@ -4,18 +4,29 @@
 //! source and destination) and the order an ingress port consults them in ([`decide`]: traps,
 //! RSVP, PSIP, default forwarding).
 //!
-//! Sans-IO and without time: these are tables and pure look-ups. Whoever owns them (the router
-//! node, RSVP, the provisioning of pipes) changes them; a packet's path only reads them.
+//! The tables are sans-IO and without time: pure look-ups. Whoever owns them (the router node,
+//! RSVP, the provisioning of pipes) changes them; a packet's path only reads them. The router
+//! node ([`node`], with its [`neighbours`] table and [`config`]) drives them on the shared node
+//! contract: default IP forwarding (§4.1) with ARP, TTL and ICMP.
 //! Why the tries are `prefix_trie`'s and not our own: docs/router.md, "Lookup structures".
 
 pub mod classify;
+pub mod config;
 pub mod decide;
 pub mod fib;
+pub mod neighbours;
+pub mod node;
 mod prefix;
 pub mod psip;
+
+#[cfg(test)]
+mod tests;
 
 pub use classify::{ClassifyError, FlowKey, RsvpClassifier};
 pub use decide::{Decision, PacketFields, Tables, TrapReason};
 pub use fib::{Fib, FibError, NextHop, Route, RouteSource};
 pub use prefix::{Ipv4Prefix, PrefixError};
 pub use psip::{CidrFilter, PsipClassifier, PsipError};
+
+pub use config::{RouterConfig, RouterConfigError, RouterPort, RouterStats, StaticRoute};
+pub use node::{Router, Trapped};

@@ -34,7 +34,7 @@ mod ingress;
 mod introspect;
 mod learning;
 mod pending;
-mod protect;
+pub(crate) mod protect;
 mod recovery;
 pub mod rt;
 pub mod sched;

@@ -182,14 +182,14 @@ const NS_PER_TOKEN: u128 = 1_000_000_000;
 
 /// A token bucket on virtual time. Starts full.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct TokenBucket {
+pub(crate) struct TokenBucket {
     /// Credit in token·ns (`None` = full: the bucket was never used).
     credit: Option<u128>,
     last: Instant,
 }
 
 impl TokenBucket {
-    pub(super) const fn new() -> TokenBucket {
+    pub(crate) const fn new() -> TokenBucket {
         TokenBucket {
             credit: None,
             last: Instant::ZERO,
@@ -197,7 +197,7 @@ impl TokenBucket {
     }
 
     /// Takes one token at `now` under `rate`; `false` (nothing taken) if there is none.
-    pub(super) fn take(&mut self, now: Instant, rate: Rate) -> bool {
+    pub(crate) fn take(&mut self, now: Instant, rate: Rate) -> bool {
         let cap = u128::from(rate.burst) * NS_PER_TOKEN;
         let credit = match self.credit {
             None => cap,

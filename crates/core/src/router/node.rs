@@ -1,0 +1,773 @@
+//! The QSR router as a node of the shared contract (`docs/qsr.md` §2): default IP forwarding
+//! (QSR paper §4.1) on Ethernet ports, sans IO.
+//!
+//! A frame's way through ([`Router::handle_frame`]): Ethernet (addressed to the port's MAC or
+//! broadcast) → ARP to the neighbour table, or IPv4: header and checksum checks, martian
+//! filters (RFC 1812 §5.3.7), then the paper's decision ([`super::Tables::decide`]: traps →
+//! RSVP classifier → PSIP classifier → longest prefix match). Trapped packets go to the control
+//! plane ([`Router::poll_trapped`]) — or, for an echo request to the router with
+//! `answer_local`, are answered here. Forwarded packets lose one TTL (RFC 1624 incremental
+//! checksum) and go to the output port's default queue with the next hop's MAC, after an ARP
+//! exchange if the next hop is not known yet. TTL expiry and missing routes or neighbours are
+//! answered with ICMP errors (RFC 1812 §4.3), rate-limited per input port.
+//!
+//! Reserved flows and pipes (the classifiers' hits) have no switched path yet: the RSVP engine
+//! that fills the classifiers comes next; until then their tables stay empty.
+//!
+//! Driver call order, as for every node (`core/src/node.rs`): [`Router::handle_frame`] per
+//! received frame, [`Router::handle_link`] on carrier changes, [`Router::handle_timeout`] when
+//! [`Router::poll_timeout`] is due, then [`Router::poll_transmit`] per port until `None`, and
+//! [`Router::poll_trapped`] until `None` for the control plane. Route changes
+//! ([`Router::install_route`], [`Router::remove_route`]) may come at any time.
+
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+
+use rtlan_wire::ethernet::{Address, EtherType, Frame};
+use rtlan_wire::{arp, icmp, ipv4};
+
+use super::config::{RouterConfig, RouterConfigError, RouterPortStats, RouterStats};
+use super::decide::{Decision, PacketFields, Tables, TrapReason};
+use super::fib::{NextHop, Route, RouteSource};
+use super::neighbours::{Due, Hold, Lookup, Neighbours, Waiting};
+use super::Ipv4Prefix;
+use crate::egress::{PortScheduler, SchedConfig, SchedulerKind};
+use crate::switch::protect::TokenBucket;
+use crate::time::Instant;
+use crate::{Medium, Node, PortId};
+
+/// Rate the default queue of an unpaced port is sized for, bit/s.
+const UNPACED_NOMINAL_BPS: u64 = 1_000_000_000;
+
+/// TTL of the packets the router originates (ICMP errors and replies).
+const ORIGINATED_TTL: u8 = 64;
+
+/// Largest Ethernet frame the router builds (no FCS): 1500-byte IP packets.
+pub const MAX_FRAME: usize = 1514;
+
+/// Ethernet header length (the router handles untagged frames).
+const ETH_HEADER: usize = 14;
+
+/// A flow handle of the classifiers (filled by the RSVP engine, next).
+pub type FlowId = u32;
+
+/// A pipe of the PSIP classifier (filled by the pipe manager, next).
+pub type PipeId = u32;
+
+/// A frame the router hands to its control plane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trapped {
+    /// The port it arrived on.
+    pub port: PortId,
+    /// Why it was trapped.
+    pub reason: TrapReason,
+    /// The whole Ethernet frame.
+    pub frame: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct Port {
+    sched: PortScheduler,
+    icmp_bucket: TokenBucket,
+    up: bool,
+}
+
+/// The router (module docs).
+#[derive(Debug)]
+pub struct Router {
+    config: RouterConfig,
+    tables: Tables<FlowId, PipeId>,
+    neighbours: Neighbours,
+    ports: Vec<Port>,
+    trapped: VecDeque<Trapped>,
+    stats: RouterStats,
+    /// Scratch for building frames.
+    scratch: Vec<u8>,
+}
+
+impl Router {
+    /// A router with `config`'s ports, their connected routes and the static routes.
+    pub fn new(config: RouterConfig, now: Instant) -> Result<Router, RouterConfigError> {
+        if config.ports.is_empty() {
+            return Err(RouterConfigError::NoPorts);
+        }
+        let mut tables: Tables<FlowId, PipeId> = Tables::new();
+        let mut subnets: Vec<(Ipv4Prefix, usize)> = Vec::new();
+        for (index, port) in config.ports.iter().enumerate() {
+            let prefix = Ipv4Prefix::new(port.addr, port.prefix_len).map_err(|source| {
+                RouterConfigError::BadPrefix {
+                    port: port.name.clone(),
+                    source,
+                }
+            })?;
+            if let Some((_, other)) = subnets.iter().find(|(p, _)| *p == prefix) {
+                return Err(RouterConfigError::SameSubnet {
+                    a: config.ports[*other].name.clone(),
+                    b: port.name.clone(),
+                    prefix,
+                });
+            }
+            subnets.push((prefix, index));
+            let route = Route {
+                next_hop: NextHop {
+                    gateway: None,
+                    port: PortId(index as u16),
+                },
+                source: RouteSource::Connected,
+                metric: 0,
+            };
+            tables.fib.replace(prefix, route);
+        }
+        for r in &config.routes {
+            let port = subnets
+                .iter()
+                .filter(|(p, _)| p.contains(r.gateway))
+                .max_by_key(|(p, _)| p.prefix_len())
+                .map(|(_, i)| *i)
+                .ok_or(RouterConfigError::GatewayNotConnected {
+                    prefix: r.prefix,
+                    gateway: r.gateway,
+                })?;
+            let route = Route {
+                next_hop: NextHop {
+                    gateway: Some(r.gateway),
+                    port: PortId(port as u16),
+                },
+                source: RouteSource::Static,
+                metric: r.metric,
+            };
+            tables.fib.replace(r.prefix, route);
+        }
+        let mut ports = Vec::with_capacity(config.ports.len());
+        for p in &config.ports {
+            let cfg = SchedConfig {
+                cycle: config.cycle_time,
+                nrt_queue_bytes: config.default_queue_bytes,
+                max_frame: MAX_FRAME,
+                ..SchedConfig::for_medium(p.medium, UNPACED_NOMINAL_BPS)
+            };
+            let sched = PortScheduler::new(SchedulerKind::Cyclic, cfg, now).map_err(|error| {
+                RouterConfigError::Scheduler {
+                    port: p.name.clone(),
+                    error,
+                }
+            })?;
+            ports.push(Port {
+                sched,
+                icmp_bucket: TokenBucket::new(),
+                up: true,
+            });
+        }
+        let stats = RouterStats {
+            ports: vec![RouterPortStats::default(); config.ports.len()],
+            ..RouterStats::default()
+        };
+        Ok(Router {
+            neighbours: Neighbours::new(config.neighbours),
+            tables,
+            ports,
+            trapped: VecDeque::new(),
+            stats,
+            scratch: vec![0; MAX_FRAME],
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RouterConfig {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &RouterStats {
+        &self.stats
+    }
+
+    /// The forwarding table and classifiers.
+    pub fn tables(&self) -> &Tables<FlowId, PipeId> {
+        &self.tables
+    }
+
+    /// Resolved neighbours: (address, port, MAC), by address.
+    pub fn neighbours(&self) -> Vec<(Ipv4Addr, PortId, Address)> {
+        self.neighbours.resolved()
+    }
+
+    /// Installs `route` for `prefix` unless a route from a preferred source is there
+    /// (connected before static before kernel); returns whether it was installed. A route out
+    /// of a port the router does not have is refused.
+    pub fn install_route(&mut self, prefix: Ipv4Prefix, route: Route) -> bool {
+        if usize::from(route.next_hop.port.0) >= self.ports.len() {
+            return false;
+        }
+        if let Some(existing) = self.tables.fib.get(&prefix) {
+            if existing.source < route.source {
+                return false;
+            }
+        }
+        self.tables.fib.replace(prefix, route);
+        self.stats.route_changes += 1;
+        true
+    }
+
+    /// Removes the route of `prefix` if it came from `source`; returns whether it did.
+    pub fn remove_route(&mut self, prefix: Ipv4Prefix, source: RouteSource) -> bool {
+        if self.tables.fib.get(&prefix).map(|r| r.source) != Some(source) {
+            return false;
+        }
+        self.tables.fib.remove(&prefix);
+        self.stats.route_changes += 1;
+        true
+    }
+
+    /// The next frame trapped for the control plane.
+    pub fn poll_trapped(&mut self) -> Option<Trapped> {
+        self.trapped.pop_front()
+    }
+
+    /// Whether `addr` is one of the router's own addresses.
+    fn is_own(&self, addr: Ipv4Addr) -> bool {
+        self.config.ports.iter().any(|p| p.addr == addr)
+    }
+
+    fn port_stats(&mut self, port: PortId) -> Option<&mut RouterPortStats> {
+        self.stats.ports.get_mut(usize::from(port.0))
+    }
+
+    fn on_arp(&mut self, now: Instant, port: PortId, payload: &[u8]) {
+        let Ok(repr) = arp::Packet::new_checked(payload).and_then(|p| arp::Repr::parse(&p)) else {
+            self.stats.drop_malformed += 1;
+            return;
+        };
+        self.stats.arp_in += 1;
+        let index = usize::from(port.0);
+        let (own_mac, own_ip) = (self.config.ports[index].mac, self.config.ports[index].addr);
+        let sender = repr.source_protocol_addr;
+        if sender.is_unspecified() || sender == own_ip || !repr.source_hardware_addr.is_unicast() {
+            return;
+        }
+        let for_us = repr.target_protocol_addr == own_ip;
+        // RFC 826: update an existing entry; create one when the packet is for us, or when it
+        // answers a request of ours.
+        let refreshed = self
+            .neighbours
+            .refresh(sender, repr.source_hardware_addr, port, now);
+        if !refreshed && (for_us || self.neighbours.is_pending(sender)) {
+            let (out, waiting) =
+                self.neighbours
+                    .learn(sender, repr.source_hardware_addr, port, now);
+            for w in waiting {
+                self.stats.released += 1;
+                self.send_ip(now, out, repr.source_hardware_addr, &w.packet);
+            }
+        }
+        if for_us && repr.operation == arp::Operation::Request && self.config.answer_local {
+            let reply = arp::Repr {
+                operation: arp::Operation::Reply,
+                source_hardware_addr: own_mac,
+                source_protocol_addr: own_ip,
+                target_hardware_addr: repr.source_hardware_addr,
+                target_protocol_addr: sender,
+            };
+            let mut buf = [0u8; 60];
+            if reply
+                .emit_frame(own_mac, repr.source_hardware_addr, &mut buf)
+                .is_ok()
+            {
+                self.stats.arp_replies_sent += 1;
+                self.enqueue(now, port, &buf);
+            }
+        }
+    }
+
+    /// Sends an ARP request for `ip` out of `port`.
+    fn arp_request(&mut self, now: Instant, port: PortId, ip: Ipv4Addr) {
+        let Some(p) = self.config.ports.get(usize::from(port.0)) else {
+            return;
+        };
+        let request = arp::Repr {
+            operation: arp::Operation::Request,
+            source_hardware_addr: p.mac,
+            source_protocol_addr: p.addr,
+            target_hardware_addr: Address([0; 6]),
+            target_protocol_addr: ip,
+        };
+        let mut buf = [0u8; 60];
+        if request
+            .emit_frame(p.mac, Address::BROADCAST, &mut buf)
+            .is_ok()
+        {
+            self.stats.arp_requests_sent += 1;
+            self.enqueue(now, port, &buf);
+        }
+    }
+
+    /// Queues `frame` on `port`'s default queue, counted.
+    fn enqueue(&mut self, now: Instant, port: PortId, frame: &[u8]) -> bool {
+        let index = usize::from(port.0);
+        let Some(p) = self.ports.get_mut(index) else {
+            return false;
+        };
+        if !p.up {
+            self.stats.drop_link_down += 1;
+            return false;
+        }
+        let queued = p.sched.enqueue_nrt(now, frame);
+        if !queued {
+            if let Some(s) = self.stats.ports.get_mut(index) {
+                s.drop_queue_full += 1;
+            }
+        }
+        queued
+    }
+
+    /// Sends the IPv4 `packet` to `mac` out of `port` (Ethernet header added here).
+    fn send_ip(&mut self, now: Instant, port: PortId, mac: Address, packet: &[u8]) -> bool {
+        let Some(src) = self.config.ports.get(usize::from(port.0)).map(|p| p.mac) else {
+            return false;
+        };
+        let len = ETH_HEADER + packet.len();
+        if len > MAX_FRAME {
+            self.stats.drop_too_big += 1;
+            return false;
+        }
+        let mut frame = std::mem::take(&mut self.scratch);
+        frame[..6].copy_from_slice(&mac.0);
+        frame[6..12].copy_from_slice(&src.0);
+        frame[12..14].copy_from_slice(&u16::from(EtherType::Ipv4).to_be_bytes());
+        frame[ETH_HEADER..len].copy_from_slice(packet);
+        let queued = self.enqueue(now, port, &frame[..len]);
+        self.scratch = frame;
+        queued
+    }
+
+    /// Sends the IPv4 `packet` to `neighbour` out of `port`: at once if its MAC is known,
+    /// otherwise after ARP (held). `ingress` is where the packet came from (for an ICMP error
+    /// if the neighbour never answers). Returns whether it was queued or held.
+    fn send_to_neighbour(
+        &mut self,
+        now: Instant,
+        port: PortId,
+        neighbour: Ipv4Addr,
+        packet: &[u8],
+        ingress: PortId,
+    ) -> bool {
+        if !self.ports.get(usize::from(port.0)).is_some_and(|p| p.up) {
+            self.stats.drop_link_down += 1;
+            return false;
+        }
+        match self.neighbours.lookup(neighbour, port, now) {
+            Lookup::Resolved { mac, refresh } => {
+                if refresh {
+                    self.arp_request(now, port, neighbour);
+                }
+                self.send_ip(now, port, mac, packet)
+            }
+            Lookup::Unresolved => {
+                let waiting = Waiting {
+                    packet: packet.to_vec(),
+                    ingress,
+                };
+                match self.neighbours.hold(neighbour, port, waiting, now) {
+                    Hold::Queued => {
+                        self.stats.held += 1;
+                        true
+                    }
+                    Hold::QueuedSendRequest => {
+                        self.stats.held += 1;
+                        self.arp_request(now, port, neighbour);
+                        true
+                    }
+                    Hold::Full => {
+                        self.stats.drop_arp_full += 1;
+                        false
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_ipv4(&mut self, now: Instant, port: PortId, frame: &[u8]) {
+        let payload = &frame[ETH_HEADER..];
+        let Ok(ip) = ipv4::Packet::new_checked(payload) else {
+            self.stats.drop_malformed += 1;
+            return;
+        };
+        if !ip.verify_checksum() {
+            self.stats.drop_bad_checksum += 1;
+            return;
+        }
+        let packet = &payload[..usize::from(ip.total_len())];
+        let (src, dst) = (ip.src_addr(), ip.dst_addr());
+        if martian_src(src) || self.is_own(src) {
+            self.stats.drop_martian += 1;
+            return;
+        }
+        let protocol = u8::from(ip.protocol());
+        let first_fragment = ip.frag_offset() == 0;
+        let ports = match (protocol, first_fragment) {
+            (6 | 17, true) if ip.payload().len() >= 4 => {
+                let l4 = ip.payload();
+                Some((
+                    u16::from_be_bytes([l4[0], l4[1]]),
+                    u16::from_be_bytes([l4[2], l4[3]]),
+                ))
+            }
+            _ => None,
+        };
+        let fields = PacketFields {
+            src,
+            dst,
+            protocol,
+            ports,
+            has_options: ip.header_len() > ipv4::HEADER_LEN,
+            router_alert: ip.router_alert().is_some(),
+            to_router: self.is_own(dst) || self.is_subnet_broadcast(dst),
+        };
+        if !fields.to_router && martian_dst(dst) {
+            self.stats.drop_martian += 1;
+            return;
+        }
+        match self.tables.decide(&fields) {
+            Decision::Trap(reason) => self.trap(now, port, reason, frame, packet),
+            // No switched path yet: reserved flows and pipes go the default way until the RSVP
+            // engine splices them.
+            Decision::Reserved(_) | Decision::Pipe(_) => match self.tables.fib.next_hop(dst) {
+                Some(hop) => self.forward(now, port, hop, packet),
+                None => self.unreachable(now, port, packet, icmp::Unreachable::Net),
+            },
+            Decision::Forward(hop) => self.forward(now, port, hop, packet),
+            Decision::Unreachable => self.unreachable(now, port, packet, icmp::Unreachable::Net),
+        }
+    }
+
+    /// Whether `dst` is the directed broadcast address of one of the router's subnets.
+    fn is_subnet_broadcast(&self, dst: Ipv4Addr) -> bool {
+        self.config.ports.iter().any(|p| {
+            p.prefix_len < 31
+                && Ipv4Prefix::new(p.addr, p.prefix_len).is_ok_and(|net| {
+                    let host_bits = u32::MAX >> p.prefix_len;
+                    net.contains(dst) && u32::from(dst) & host_bits == host_bits
+                })
+        })
+    }
+
+    fn unreachable(&mut self, now: Instant, port: PortId, packet: &[u8], code: icmp::Unreachable) {
+        self.stats.drop_no_route += 1;
+        self.icmp_error(
+            now,
+            port,
+            packet,
+            icmp::Repr::DstUnreachable {
+                code,
+                next_hop_mtu: 0,
+                quote: icmp::Repr::error_quote(packet).to_vec(),
+            },
+        );
+    }
+
+    fn trap(
+        &mut self,
+        now: Instant,
+        port: PortId,
+        reason: TrapReason,
+        frame: &[u8],
+        packet: &[u8],
+    ) {
+        match reason {
+            TrapReason::Rsvp => self.stats.trapped_rsvp += 1,
+            TrapReason::RouterAlert => self.stats.trapped_router_alert += 1,
+            TrapReason::IpOptions => self.stats.trapped_options += 1,
+            TrapReason::Local => self.stats.trapped_local += 1,
+        }
+        if reason == TrapReason::Local
+            && self.config.answer_local
+            && self.answer_echo(now, port, packet)
+        {
+            return;
+        }
+        if self.trapped.len() >= self.config.trap_queue {
+            self.stats.drop_trap_full += 1;
+            return;
+        }
+        self.trapped.push_back(Trapped {
+            port,
+            reason,
+            frame: frame.to_vec(),
+        });
+    }
+
+    /// Answers an ICMP echo request to one of the router's addresses; whether it was one.
+    fn answer_echo(&mut self, now: Instant, port: PortId, packet: &[u8]) -> bool {
+        let Ok(ip) = ipv4::Packet::new_checked(packet) else {
+            return false;
+        };
+        if ip.protocol() != ipv4::Protocol::Icmp || ip.frag_offset() != 0 || ip.more_frags() {
+            return false;
+        }
+        let Ok(Ok(icmp::Repr::EchoRequest {
+            ident,
+            seq_no,
+            data,
+        })) = icmp::Packet::new_checked(ip.payload()).map(|m| icmp::Repr::parse(&m))
+        else {
+            return false;
+        };
+        let reply = icmp::Repr::EchoReply {
+            ident,
+            seq_no,
+            data,
+        };
+        let (src, dst) = (ip.dst_addr(), ip.src_addr());
+        if self.originate(now, port, src, dst, &reply) {
+            self.stats.icmp.echo_reply += 1;
+        }
+        true
+    }
+
+    fn forward(&mut self, now: Instant, ingress: PortId, hop: NextHop, packet: &[u8]) {
+        let Ok(ip) = ipv4::Packet::new_checked(packet) else {
+            self.stats.drop_malformed += 1;
+            return;
+        };
+        if ip.ttl() <= 1 {
+            self.stats.drop_ttl += 1;
+            self.icmp_error(
+                now,
+                ingress,
+                packet,
+                icmp::Repr::TimeExceeded {
+                    code: icmp::TimeExceeded::Ttl,
+                    quote: icmp::Repr::error_quote(packet).to_vec(),
+                },
+            );
+            return;
+        }
+        if ETH_HEADER + packet.len() > MAX_FRAME {
+            self.stats.drop_too_big += 1;
+            if ip.dont_frag() {
+                self.icmp_error(
+                    now,
+                    ingress,
+                    packet,
+                    icmp::Repr::DstUnreachable {
+                        code: icmp::Unreachable::FragNeeded,
+                        next_hop_mtu: (MAX_FRAME - ETH_HEADER) as u16,
+                        quote: icmp::Repr::error_quote(packet).to_vec(),
+                    },
+                );
+            }
+            return;
+        }
+        let neighbour = hop.neighbour(ip.dst_addr());
+        let mut copy = packet.to_vec();
+        if rtlan_wire::rewrite::ipv4_ttl_decrement(&mut copy).is_err() {
+            self.stats.drop_malformed += 1;
+            return;
+        }
+        if self.send_to_neighbour(now, hop.port, neighbour, &copy, ingress) {
+            self.stats.forwarded += 1;
+        }
+    }
+
+    /// Sends an ICMP error about `packet` (which arrived on `ingress`) to its source, unless
+    /// RFC 1812 §4.3.2.7 forbids it or the port's ICMP rate is spent.
+    fn icmp_error(&mut self, now: Instant, ingress: PortId, packet: &[u8], message: icmp::Repr) {
+        let Ok(ip) = ipv4::Packet::new_checked(packet) else {
+            return;
+        };
+        let about_error = ip.protocol() == ipv4::Protocol::Icmp
+            && ip.frag_offset() == 0
+            && icmp::Packet::new_checked(ip.payload()).is_ok_and(|m| {
+                !matches!(
+                    m.msg_type(),
+                    icmp::Message::EchoRequest
+                        | icmp::Message::EchoReply
+                        | icmp::Message::Unknown(13..=18)
+                )
+            });
+        let src = ip.src_addr();
+        if about_error
+            || ip.frag_offset() != 0
+            || martian_src(src)
+            || martian_dst(ip.dst_addr())
+            || self.is_subnet_broadcast(ip.dst_addr())
+        {
+            self.stats.icmp.suppressed += 1;
+            return;
+        }
+        let rate = self.config.icmp_errors;
+        let allowed = self
+            .ports
+            .get_mut(usize::from(ingress.0))
+            .is_some_and(|p| p.icmp_bucket.take(now, rate));
+        if !allowed {
+            self.stats.icmp.rate_limited += 1;
+            return;
+        }
+        let Some(from) = self
+            .config
+            .ports
+            .get(usize::from(ingress.0))
+            .map(|p| p.addr)
+        else {
+            return;
+        };
+        if self.originate(now, ingress, from, src, &message) {
+            let counter = match &message {
+                icmp::Repr::TimeExceeded { .. } => &mut self.stats.icmp.time_exceeded,
+                icmp::Repr::DstUnreachable {
+                    code: icmp::Unreachable::FragNeeded,
+                    ..
+                } => &mut self.stats.icmp.frag_needed,
+                icmp::Repr::DstUnreachable {
+                    code: icmp::Unreachable::Host,
+                    ..
+                } => &mut self.stats.icmp.host_unreachable,
+                _ => &mut self.stats.icmp.net_unreachable,
+            };
+            *counter += 1;
+        }
+    }
+
+    /// Sends an ICMP message from `src` (one of the router's addresses) to `dst`, routed like
+    /// any packet (`ingress` names the port that caused it).
+    fn originate(
+        &mut self,
+        now: Instant,
+        ingress: PortId,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        message: &icmp::Repr,
+    ) -> bool {
+        let icmp_len = message.buffer_len();
+        let total = ipv4::HEADER_LEN + icmp_len;
+        if ETH_HEADER + total > MAX_FRAME {
+            return false;
+        }
+        let mut packet = vec![0u8; total];
+        let header = ipv4::Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol: ipv4::Protocol::Icmp,
+            payload_len: icmp_len,
+            ttl: ORIGINATED_TTL,
+            dscp_ecn: 0,
+        };
+        header.emit(&mut ipv4::Packet::new_unchecked(&mut packet[..]));
+        if message.emit(&mut packet[ipv4::HEADER_LEN..]).is_err() {
+            return false;
+        }
+        let Some(hop) = self.tables.fib.next_hop(dst) else {
+            return false;
+        };
+        self.send_to_neighbour(now, hop.port, hop.neighbour(dst), &packet, ingress)
+    }
+
+    fn on_due(&mut self, now: Instant) {
+        for due in self.neighbours.poll_due(now) {
+            match due {
+                Due::Retry { ip, port } => self.arp_request(now, port, ip),
+                Due::Failed { waiting, .. } => {
+                    for w in waiting {
+                        self.stats.drop_arp_failed += 1;
+                        self.icmp_error(
+                            now,
+                            w.ingress,
+                            &w.packet,
+                            icmp::Repr::DstUnreachable {
+                                code: icmp::Unreachable::Host,
+                                next_hop_mtu: 0,
+                                quote: icmp::Repr::error_quote(&w.packet).to_vec(),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sources a router never accepts (RFC 1812 §5.3.7): 0.0.0.0/8 (but 0.0.0.0 itself is "this
+/// host" only before configuration, never forwarded), 127/8, multicast, class E and broadcast.
+fn martian_src(src: Ipv4Addr) -> bool {
+    src.octets()[0] == 0 || src.is_loopback() || src.is_multicast() || src.octets()[0] >= 240
+}
+
+/// Destinations a router never forwards (RFC 1812 §5.3.7), and multicast, which this router
+/// does not route.
+fn martian_dst(dst: Ipv4Addr) -> bool {
+    dst.octets()[0] == 0 || dst.is_loopback() || dst.is_multicast() || dst.octets()[0] >= 240
+}
+
+impl Node for Router {
+    fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    fn medium(&self, port: PortId) -> Medium {
+        self.ports
+            .get(usize::from(port.0))
+            .map_or(Medium::Unpaced, |p| p.sched.medium())
+    }
+
+    fn handle_frame(&mut self, now: Instant, port: PortId, frame: &[u8]) {
+        let index = usize::from(port.0);
+        let Some(own_mac) = self.config.ports.get(index).map(|p| p.mac) else {
+            return;
+        };
+        if let Some(s) = self.port_stats(port) {
+            s.rx_frames += 1;
+            s.rx_bytes += frame.len() as u64;
+        }
+        let Ok(eth) = Frame::new_checked(frame) else {
+            self.stats.drop_malformed += 1;
+            return;
+        };
+        let dst = eth.dst_addr();
+        if dst != own_mac && !dst.is_broadcast() {
+            self.stats.drop_not_for_us += 1;
+            return;
+        }
+        match eth.ethertype() {
+            EtherType::Arp => self.on_arp(now, port, eth.payload()),
+            EtherType::Ipv4 if dst == own_mac => self.on_ipv4(now, port, frame),
+            EtherType::Ipv4 => self.stats.drop_not_for_us += 1,
+            _ => self.stats.drop_unsupported += 1,
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Instant, port: PortId, buf: &mut [u8]) -> Option<usize> {
+        let index = usize::from(port.0);
+        let len = self.ports.get_mut(index)?.sched.poll_transmit(now, buf)?;
+        if let Some(s) = self.stats.ports.get_mut(index) {
+            s.tx_frames += 1;
+            s.tx_bytes += len as u64;
+        }
+        Some(len)
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.on_due(now);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let ports = self.ports.iter().filter_map(|p| p.sched.poll_timeout());
+        self.neighbours
+            .next_timeout()
+            .into_iter()
+            .chain(ports)
+            .min()
+    }
+
+    fn handle_link(&mut self, _now: Instant, port: PortId, up: bool) {
+        let Some(p) = self.ports.get_mut(usize::from(port.0)) else {
+            return;
+        };
+        p.up = up;
+        if !up {
+            let dropped = self.neighbours.flush_port(port).len() as u64;
+            self.stats.drop_link_down += dropped;
+        }
+    }
+}

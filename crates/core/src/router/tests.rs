@@ -1,0 +1,687 @@
+//! The router on virtual time (`docs/qsr.md` §2.1): two routers between two host subnets,
+//!
+//! ```text
+//! A 198.18.1.2 ─ p0 R1 p1 ─ 198.18.12.0/24 ─ p0 R2 p1 ─ B 198.18.2.2
+//!   198.18.1.1/24   198.18.12.1        198.18.12.2   198.18.2.1/24
+//! ```
+//!
+//! with static routes to the far subnet on each router, and hosts that ARP for their gateway
+//! like any IP stack.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use rtlan_wire::ethernet::{Address, EtherType, Frame};
+use rtlan_wire::{arp, icmp, ipv4, udp};
+
+use super::*;
+use crate::time::Instant;
+use crate::{Medium, Node, PortId};
+
+const RATE: u64 = 100_000_000;
+
+/// A host: one interface, a default gateway, ARP; records what it receives.
+struct Host {
+    mac: Address,
+    ip: Ipv4Addr,
+    gateway: Ipv4Addr,
+    gateway_mac: Option<Address>,
+    waiting: Vec<Vec<u8>>,
+    outbox: Vec<Vec<u8>>,
+    received: Vec<Vec<u8>>,
+}
+
+impl Host {
+    fn new(last: [u8; 2], gateway: Ipv4Addr) -> Host {
+        Host {
+            mac: Address([2, 0, 0, 0, last[0], last[1]]),
+            ip: Ipv4Addr::new(198, 18, last[0], last[1]),
+            gateway,
+            gateway_mac: None,
+            waiting: Vec::new(),
+            outbox: Vec::new(),
+            received: Vec::new(),
+        }
+    }
+
+    /// Sends the IPv4 `packet` through the gateway (ARP first if needed).
+    fn send(&mut self, packet: Vec<u8>) {
+        match self.gateway_mac {
+            Some(mac) => self.outbox.push(frame(self.mac, mac, &packet)),
+            None => {
+                if self.waiting.is_empty() {
+                    self.outbox.push(arp_frame(
+                        arp::Operation::Request,
+                        self.mac,
+                        self.ip,
+                        Address([0; 6]),
+                        self.gateway,
+                    ));
+                }
+                self.waiting.push(packet);
+            }
+        }
+    }
+
+    fn receive(&mut self, frame_bytes: &[u8]) {
+        let eth = Frame::new_checked(frame_bytes).expect("whole frames");
+        if eth.ethertype() == EtherType::Arp {
+            let a = arp::Repr::parse(&arp::Packet::new_checked(eth.payload()).expect("arp"))
+                .expect("arp");
+            if a.target_protocol_addr != self.ip {
+                return;
+            }
+            if a.operation == arp::Operation::Request {
+                self.outbox.push(arp_frame(
+                    arp::Operation::Reply,
+                    self.mac,
+                    self.ip,
+                    a.source_hardware_addr,
+                    a.source_protocol_addr,
+                ));
+            } else if a.source_protocol_addr == self.gateway {
+                self.gateway_mac = Some(a.source_hardware_addr);
+                for p in std::mem::take(&mut self.waiting) {
+                    self.outbox
+                        .push(frame(self.mac, a.source_hardware_addr, &p));
+                }
+            }
+            return;
+        }
+        if eth.dst_addr() == self.mac {
+            self.received.push(eth.payload().to_vec());
+        }
+    }
+}
+
+fn frame(src: Address, dst: Address, packet: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(14 + packet.len());
+    f.extend_from_slice(&dst.0);
+    f.extend_from_slice(&src.0);
+    f.extend_from_slice(&[0x08, 0x00]);
+    f.extend_from_slice(packet);
+    f
+}
+
+fn arp_frame(
+    op: arp::Operation,
+    mac: Address,
+    ip: Ipv4Addr,
+    target_mac: Address,
+    target_ip: Ipv4Addr,
+) -> Vec<u8> {
+    let repr = arp::Repr {
+        operation: op,
+        source_hardware_addr: mac,
+        source_protocol_addr: ip,
+        target_hardware_addr: target_mac,
+        target_protocol_addr: target_ip,
+    };
+    let dst = if op == arp::Operation::Request {
+        Address::BROADCAST
+    } else {
+        target_mac
+    };
+    let mut buf = vec![0u8; 60];
+    repr.emit_frame(mac, dst, &mut buf).expect("fits");
+    buf
+}
+
+/// A UDP packet `src` → `dst`:5000 with `ttl`, valid checksums, 32 bytes of `tag`.
+fn udp_packet(src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, tag: u8) -> Vec<u8> {
+    let payload = [tag; 32];
+    let mut p = vec![0u8; ipv4::HEADER_LEN + udp::HEADER_LEN + payload.len()];
+    ipv4::Repr {
+        src_addr: src,
+        dst_addr: dst,
+        protocol: ipv4::Protocol::Udp,
+        payload_len: udp::HEADER_LEN + payload.len(),
+        ttl,
+        dscp_ecn: 0,
+    }
+    .emit(&mut ipv4::Packet::new_unchecked(&mut p[..]));
+    let mut d = udp::Packet::new_unchecked(&mut p[ipv4::HEADER_LEN..]);
+    udp::Repr {
+        src_port: 4000,
+        dst_port: 5000,
+        payload_len: payload.len(),
+    }
+    .emit(&mut d);
+    d.payload_mut().copy_from_slice(&payload);
+    d.fill_checksum(src, dst);
+    p
+}
+
+enum N {
+    Router(Box<Router>),
+    Host(Box<Host>),
+}
+
+struct Net {
+    now: Instant,
+    nodes: Vec<N>,
+    links: HashMap<(usize, u16), (usize, u16)>,
+}
+
+const A: usize = 0;
+const R1: usize = 1;
+const R2: usize = 2;
+const B: usize = 3;
+
+fn port(name: &str, last: u8, net: [u8; 2]) -> RouterPort {
+    RouterPort {
+        name: name.to_string(),
+        mac: Address([2, 0xaa, 0, net[1], 0, last]),
+        addr: Ipv4Addr::new(198, 18, net[1], last),
+        prefix_len: net[0],
+        medium: Medium::FullDuplex { rate_bps: RATE },
+    }
+}
+
+fn route(net: u8, gateway: [u8; 4]) -> StaticRoute {
+    StaticRoute {
+        prefix: Ipv4Prefix::new(Ipv4Addr::new(198, 18, net, 0), 24).expect("valid"),
+        gateway: Ipv4Addr::from(gateway),
+        metric: 1,
+    }
+}
+
+impl Net {
+    fn new(adjust: impl Fn(&mut RouterConfig)) -> Net {
+        let mut c1 = RouterConfig::new(vec![port("p0", 1, [24, 1]), port("p1", 1, [24, 12])]);
+        c1.routes.push(route(2, [198, 18, 12, 2]));
+        let mut c2 = RouterConfig::new(vec![port("p0", 2, [24, 12]), port("p1", 1, [24, 2])]);
+        c2.routes.push(route(1, [198, 18, 12, 1]));
+        adjust(&mut c1);
+        adjust(&mut c2);
+        let now = Instant::ZERO;
+        let nodes = vec![
+            N::Host(Box::new(Host::new([1, 2], Ipv4Addr::new(198, 18, 1, 1)))),
+            N::Router(Box::new(Router::new(c1, now).expect("valid"))),
+            N::Router(Box::new(Router::new(c2, now).expect("valid"))),
+            N::Host(Box::new(Host::new([2, 2], Ipv4Addr::new(198, 18, 2, 1)))),
+        ];
+        let mut links = HashMap::new();
+        for (a, b) in [((A, 0), (R1, 0)), ((R1, 1), (R2, 0)), ((R2, 1), (B, 0))] {
+            links.insert(a, b);
+            links.insert(b, a);
+        }
+        Net { now, nodes, links }
+    }
+
+    fn r(&mut self, i: usize) -> &mut Router {
+        match &mut self.nodes[i] {
+            N::Router(r) => r,
+            N::Host(_) => panic!("{i} is a host"),
+        }
+    }
+
+    fn h(&mut self, i: usize) -> &mut Host {
+        match &mut self.nodes[i] {
+            N::Host(h) => h,
+            N::Router(_) => panic!("{i} is a router"),
+        }
+    }
+
+    fn flush(&mut self) {
+        let now = self.now;
+        let mut buf = vec![0u8; 2048];
+        loop {
+            let mut moving = Vec::new();
+            for (i, node) in self.nodes.iter_mut().enumerate() {
+                match node {
+                    N::Router(r) => {
+                        for p in 0..r.port_count() {
+                            while let Some(len) = r.poll_transmit(now, PortId(p as u16), &mut buf) {
+                                moving.push(((i, p as u16), buf[..len].to_vec()));
+                            }
+                        }
+                    }
+                    N::Host(h) => moving.extend(h.outbox.drain(..).map(|f| ((i, 0), f))),
+                }
+            }
+            if moving.is_empty() {
+                return;
+            }
+            for (from, f) in moving {
+                let Some(&(to, p)) = self.links.get(&from) else {
+                    continue;
+                };
+                match &mut self.nodes[to] {
+                    N::Router(r) => r.handle_frame(now, PortId(p), &f),
+                    N::Host(h) => h.receive(&f),
+                }
+            }
+        }
+    }
+
+    fn run_for(&mut self, d: Duration) {
+        let until = self.now + d;
+        for _ in 0..1_000_000 {
+            self.flush();
+            let next = self
+                .nodes
+                .iter()
+                .filter_map(|n| match n {
+                    N::Router(r) => r.poll_timeout(),
+                    N::Host(_) => None,
+                })
+                .min();
+            match next {
+                Some(t) if t <= until => {
+                    self.now = self.now.max(t);
+                    let now = self.now;
+                    for n in &mut self.nodes {
+                        if let N::Router(r) = n {
+                            if r.poll_timeout().is_some_and(|t| t <= now) {
+                                r.handle_timeout(now);
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    self.now = until;
+                    self.flush();
+                    return;
+                }
+            }
+        }
+        panic!("did not settle");
+    }
+}
+
+fn ip(a: [u8; 4]) -> Ipv4Addr {
+    Ipv4Addr::from(a)
+}
+
+const IP_A: Ipv4Addr = Ipv4Addr::new(198, 18, 1, 2);
+const IP_B: Ipv4Addr = Ipv4Addr::new(198, 18, 2, 2);
+
+/// The ICMP message in a received IPv4 packet, checked.
+fn icmp_of(packet: &[u8]) -> (Ipv4Addr, icmp::Repr) {
+    let ip = ipv4::Packet::new_checked(packet).expect("ipv4");
+    assert!(ip.verify_checksum(), "IP checksum of the ICMP message");
+    assert_eq!(ip.protocol(), ipv4::Protocol::Icmp);
+    let m = icmp::Packet::new_checked(ip.payload()).expect("icmp");
+    assert!(m.verify_checksum(), "ICMP checksum");
+    (ip.src_addr(), icmp::Repr::parse(&m).expect("icmp"))
+}
+
+#[test]
+fn a_datagram_crosses_two_routers_with_ttl_and_checksums_right() {
+    let mut net = Net::new(|_| {});
+    // Three at once, before anybody knows anybody's MAC: ARP at every hop, nothing lost, in
+    // order.
+    for tag in 1..=3 {
+        net.h(A).send(udp_packet(IP_A, IP_B, 64, tag));
+    }
+    net.run_for(Duration::from_millis(10));
+    let got = net.h(B).received.clone();
+    assert_eq!(got.len(), 3);
+    for (i, p) in got.iter().enumerate() {
+        let v = ipv4::Packet::new_checked(&p[..]).expect("ipv4");
+        assert!(v.verify_checksum());
+        assert_eq!(v.ttl(), 62, "one less per router");
+        assert_eq!((v.src_addr(), v.dst_addr()), (IP_A, IP_B));
+        let d = udp::Packet::new_checked(v.payload()).expect("udp");
+        assert!(d.verify_checksum(IP_A, IP_B));
+        assert_eq!(d.payload()[0], i as u8 + 1, "in order");
+    }
+    for r in [R1, R2] {
+        let s = net.r(r).stats().clone();
+        assert_eq!(s.forwarded, 3, "router {r}: {s:?}");
+        assert!(s.held >= 1, "router {r}: the first waited for ARP");
+        assert_eq!(s.released, s.held, "router {r}");
+        assert_eq!(
+            s.arp_requests_sent, 1,
+            "router {r}: one request per neighbour"
+        );
+    }
+    // The three reached R1 at the same instant: all three waited there. R1 paces them out at
+    // the line rate, so B's answer reaches R2 before the later ones do.
+    assert_eq!(net.r(R1).stats().held, 3);
+    assert_eq!(
+        net.r(R1).neighbours(),
+        vec![
+            (ip([198, 18, 1, 2]), PortId(0), net.h(A).mac),
+            (
+                ip([198, 18, 12, 2]),
+                PortId(1),
+                Address([2, 0xaa, 0, 12, 0, 2])
+            )
+        ]
+    );
+    // Now every MAC is known: the next one is not held.
+    net.h(A).send(udp_packet(IP_A, IP_B, 64, 9));
+    net.run_for(Duration::from_millis(1));
+    assert_eq!(net.h(B).received.len(), 4);
+    assert_eq!(net.r(R1).stats().held, 3, "not held again");
+}
+
+#[test]
+fn an_expiring_ttl_is_answered_with_time_exceeded_quoting_the_datagram() {
+    let mut net = Net::new(|_| {});
+    let sent = udp_packet(IP_A, IP_B, 1, 7);
+    net.h(A).send(sent.clone());
+    net.run_for(Duration::from_millis(10));
+    assert!(net.h(B).received.is_empty());
+    let got = net.h(A).received.clone();
+    assert_eq!(got.len(), 1);
+    let (from, message) = icmp_of(&got[0]);
+    assert_eq!(
+        from,
+        ip([198, 18, 1, 1]),
+        "from the interface it came in on"
+    );
+    assert_eq!(
+        message,
+        icmp::Repr::TimeExceeded {
+            code: icmp::TimeExceeded::Ttl,
+            quote: sent
+        },
+        "a short datagram is quoted whole"
+    );
+    assert_eq!(net.r(R1).stats().drop_ttl, 1);
+    assert_eq!(net.r(R1).stats().icmp.time_exceeded, 1);
+    // TTL 2 expires at R2: the error comes back across R1.
+    net.h(A).send(udp_packet(IP_A, IP_B, 2, 8));
+    net.run_for(Duration::from_millis(10));
+    let (from, _) = icmp_of(&net.h(A).received[1]);
+    assert_eq!(from, ip([198, 18, 12, 2]));
+}
+
+#[test]
+fn no_route_is_net_unreachable_and_a_silent_neighbour_host_unreachable() {
+    let mut net = Net::new(|_| {});
+    net.h(A).send(udp_packet(IP_A, ip([203, 0, 113, 5]), 64, 1));
+    net.run_for(Duration::from_millis(10));
+    let (_, m) = icmp_of(&net.h(A).received[0]);
+    assert!(matches!(
+        m,
+        icmp::Repr::DstUnreachable {
+            code: icmp::Unreachable::Net,
+            ..
+        }
+    ));
+    assert_eq!(net.r(R1).stats().drop_no_route, 1);
+
+    // 198.18.2.99 is on R2's subnet but nobody has it: three ARP requests a second apart, then
+    // host unreachable for each held packet.
+    for tag in 0..2 {
+        net.h(A)
+            .send(udp_packet(IP_A, ip([198, 18, 2, 99]), 64, tag));
+    }
+    net.run_for(Duration::from_millis(2_900));
+    assert_eq!(net.h(A).received.len(), 1, "still waiting");
+    net.run_for(Duration::from_millis(200));
+    let s = net.r(R2).stats().clone();
+    assert_eq!(s.arp_requests_sent, 3, "{s:?}");
+    assert_eq!(s.drop_arp_failed, 2);
+    assert_eq!(s.icmp.host_unreachable, 2);
+    assert_eq!(net.h(A).received.len(), 3);
+    let (from, m) = icmp_of(&net.h(A).received[2]);
+    assert_eq!(from, ip([198, 18, 12, 2]));
+    assert!(matches!(
+        m,
+        icmp::Repr::DstUnreachable {
+            code: icmp::Unreachable::Host,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn the_router_answers_pings_or_leaves_them_to_the_control_plane() {
+    let mut net = Net::new(|_| {});
+    let echo = |dst: Ipv4Addr| {
+        let m = icmp::Repr::EchoRequest {
+            ident: 7,
+            seq_no: 1,
+            data: b"ping".to_vec(),
+        };
+        let mut p = vec![0u8; ipv4::HEADER_LEN + m.buffer_len()];
+        ipv4::Repr {
+            src_addr: IP_A,
+            dst_addr: dst,
+            protocol: ipv4::Protocol::Icmp,
+            payload_len: m.buffer_len(),
+            ttl: 64,
+            dscp_ecn: 0,
+        }
+        .emit(&mut ipv4::Packet::new_unchecked(&mut p[..]));
+        m.emit(&mut p[ipv4::HEADER_LEN..]).expect("fits");
+        p
+    };
+    // R1's far address answers too (a router answers on any of its addresses).
+    net.h(A).send(echo(ip([198, 18, 12, 1])));
+    net.run_for(Duration::from_millis(5));
+    let (from, m) = icmp_of(&net.h(A).received[0]);
+    assert_eq!(from, ip([198, 18, 12, 1]));
+    assert_eq!(
+        m,
+        icmp::Repr::EchoReply {
+            ident: 7,
+            seq_no: 1,
+            data: b"ping".to_vec()
+        }
+    );
+    assert_eq!(net.r(R1).stats().trapped_local, 1);
+    assert!(net.r(R1).poll_trapped().is_none(), "answered, not trapped");
+
+    let mut quiet = Net::new(|c| c.answer_local = false);
+    // Without answer_local the router does not even answer ARP: the host's kernel does, so here
+    // the host learns R1's MAC by hand.
+    let mac_r1 = Address([2, 0xaa, 0, 1, 0, 1]);
+    quiet.h(A).gateway_mac = Some(mac_r1);
+    quiet.h(A).send(echo(ip([198, 18, 1, 1])));
+    quiet.run_for(Duration::from_millis(5));
+    assert!(quiet.h(A).received.is_empty());
+    let trapped = quiet
+        .r(R1)
+        .poll_trapped()
+        .expect("left to the control plane");
+    assert_eq!(trapped.reason, TrapReason::Local);
+    assert_eq!(trapped.port, PortId(0));
+}
+
+#[test]
+fn rsvp_router_alert_and_options_are_trapped_not_forwarded() {
+    let mut net = Net::new(|_| {});
+    let mut rsvp = udp_packet(IP_A, IP_B, 64, 1);
+    {
+        let mut v = ipv4::Packet::new_unchecked(&mut rsvp[..]);
+        v.set_protocol(ipv4::Protocol::from(46));
+        v.fill_checksum();
+    }
+    net.h(A).send(rsvp);
+    // A Path-like datagram with Router Alert (a 24-byte header).
+    let mut alert = vec![0u8; 24 + 8];
+    ipv4::Repr {
+        src_addr: IP_A,
+        dst_addr: IP_B,
+        protocol: ipv4::Protocol::Udp,
+        payload_len: 8,
+        ttl: 64,
+        dscp_ecn: 0,
+    }
+    .emit_with_router_alert(&mut ipv4::Packet::new_unchecked(&mut alert[..]));
+    net.h(A).send(alert);
+    net.run_for(Duration::from_millis(5));
+    assert!(net.h(B).received.is_empty(), "nothing forwarded");
+    let s = net.r(R1).stats().clone();
+    assert_eq!(
+        (s.trapped_rsvp, s.trapped_router_alert, s.forwarded),
+        (1, 1, 0)
+    );
+    let reasons: Vec<TrapReason> = std::iter::from_fn(|| net.r(R1).poll_trapped())
+        .map(|t| t.reason)
+        .collect();
+    assert_eq!(reasons, vec![TrapReason::Rsvp, TrapReason::RouterAlert]);
+}
+
+#[test]
+fn bad_headers_martians_and_other_macs_are_dropped_and_counted() {
+    let mut net = Net::new(|_| {});
+    net.h(A).send(udp_packet(IP_A, IP_B, 64, 1));
+    net.run_for(Duration::from_millis(5));
+    assert_eq!(net.h(B).received.len(), 1);
+    let mac_a = net.h(A).mac;
+    let mac_r1 = Address([2, 0xaa, 0, 1, 0, 1]);
+    let mut bad = udp_packet(IP_A, IP_B, 64, 2);
+    bad[10] ^= 0xff; // header checksum
+    let martian = udp_packet(ip([127, 0, 0, 1]), IP_B, 64, 3);
+    let multicast = udp_packet(IP_A, ip([239, 1, 2, 3]), 64, 4);
+    let own_src = udp_packet(ip([198, 18, 1, 1]), IP_B, 64, 5);
+    let r1 = match &mut net.nodes[R1] {
+        N::Router(r) => r,
+        N::Host(_) => unreachable!(),
+    };
+    let now = Instant::ZERO;
+    r1.handle_frame(now, PortId(0), &frame(mac_a, mac_r1, &bad));
+    r1.handle_frame(now, PortId(0), &frame(mac_a, mac_r1, &martian));
+    r1.handle_frame(now, PortId(0), &frame(mac_a, mac_r1, &multicast));
+    r1.handle_frame(now, PortId(0), &frame(mac_a, mac_r1, &own_src));
+    r1.handle_frame(
+        now,
+        PortId(0),
+        &frame(
+            mac_a,
+            Address([2, 9, 9, 9, 9, 9]),
+            &udp_packet(IP_A, IP_B, 64, 6),
+        ),
+    );
+    r1.handle_frame(now, PortId(0), &[0u8; 10]);
+    r1.handle_frame(now, PortId(0), &frame(mac_a, mac_r1, &[0x45, 0, 0]));
+    r1.handle_frame(
+        now,
+        PortId(7),
+        &frame(mac_a, mac_r1, &udp_packet(IP_A, IP_B, 64, 7)),
+    );
+    let s = r1.stats().clone();
+    assert_eq!(s.drop_bad_checksum, 1);
+    assert_eq!(s.drop_martian, 3);
+    assert_eq!(s.drop_not_for_us, 1);
+    assert_eq!(s.drop_malformed, 2);
+    assert_eq!(s.forwarded, 1, "only the first");
+}
+
+#[test]
+fn icmp_errors_are_rate_limited_per_input_port() {
+    let mut net = Net::new(|_| {});
+    net.h(A).send(udp_packet(IP_A, IP_B, 64, 0));
+    net.run_for(Duration::from_millis(5));
+    for tag in 0..200u8 {
+        net.h(A).send(udp_packet(IP_A, IP_B, 1, tag));
+    }
+    net.run_for(Duration::from_millis(5));
+    let s = net.r(R1).stats().clone();
+    assert_eq!(s.drop_ttl, 200);
+    // Burst 50 at once, and 100/s: within 5 ms at most one more token.
+    assert!((50..=51).contains(&s.icmp.time_exceeded), "{s:?}");
+    assert_eq!(s.icmp.time_exceeded + s.icmp.rate_limited, 200);
+    // No error about an ICMP error: A's own time exceeded with TTL 1 is dropped silently.
+    let quote = udp_packet(IP_A, IP_B, 64, 1);
+    let m = icmp::Repr::TimeExceeded {
+        code: icmp::TimeExceeded::Ttl,
+        quote,
+    };
+    let mut p = vec![0u8; ipv4::HEADER_LEN + m.buffer_len()];
+    ipv4::Repr {
+        src_addr: IP_A,
+        dst_addr: IP_B,
+        protocol: ipv4::Protocol::Icmp,
+        payload_len: m.buffer_len(),
+        ttl: 1,
+        dscp_ecn: 0,
+    }
+    .emit(&mut ipv4::Packet::new_unchecked(&mut p[..]));
+    m.emit(&mut p[ipv4::HEADER_LEN..]).expect("fits");
+    net.h(A).send(p);
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(net.r(R1).stats().icmp.suppressed, 1);
+}
+
+#[test]
+fn route_changes_are_acted_on_and_sources_keep_their_precedence() {
+    let mut net = Net::new(|_| {});
+    let far = Ipv4Prefix::new(ip([198, 18, 2, 0]), 24).expect("valid");
+    assert!(
+        !net.r(R1).remove_route(far, RouteSource::Kernel),
+        "it is static"
+    );
+    assert!(net.r(R1).remove_route(far, RouteSource::Static));
+    net.h(A).send(udp_packet(IP_A, IP_B, 64, 1));
+    net.run_for(Duration::from_millis(5));
+    assert!(net.h(B).received.is_empty());
+    assert_eq!(net.r(R1).stats().drop_no_route, 1);
+    // A routing daemon's route (mirrored from the kernel) brings it back.
+    let via_r2 = Route {
+        next_hop: NextHop {
+            gateway: Some(ip([198, 18, 12, 2])),
+            port: PortId(1),
+        },
+        source: RouteSource::Kernel,
+        metric: 20,
+    };
+    assert!(net.r(R1).install_route(far, via_r2));
+    net.h(A).send(udp_packet(IP_A, IP_B, 64, 2));
+    net.run_for(Duration::from_millis(5));
+    assert_eq!(net.h(B).received.len(), 1);
+    // A kernel route never replaces a connected one; a route out of a missing port is refused.
+    let own = Ipv4Prefix::new(ip([198, 18, 1, 0]), 24).expect("valid");
+    assert!(!net.r(R1).install_route(own, via_r2));
+    let nowhere = Route {
+        next_hop: NextHop {
+            gateway: None,
+            port: PortId(9),
+        },
+        ..via_r2
+    };
+    assert!(!net.r(R1).install_route(far, nowhere));
+    assert_eq!(net.r(R1).stats().route_changes, 2);
+}
+
+#[test]
+fn a_port_whose_carrier_is_down_drops_what_would_leave_by_it() {
+    let mut net = Net::new(|_| {});
+    net.h(A).send(udp_packet(IP_A, IP_B, 64, 1));
+    net.run_for(Duration::from_millis(5));
+    let now = net.now;
+    net.r(R1).handle_link(now, PortId(1), false);
+    net.h(A).send(udp_packet(IP_A, IP_B, 64, 2));
+    net.run_for(Duration::from_millis(5));
+    assert_eq!(net.h(B).received.len(), 1);
+    assert_eq!(net.r(R1).stats().drop_link_down, 1);
+    let now = net.now;
+    net.r(R1).handle_link(now, PortId(1), true);
+    net.h(A).send(udp_packet(IP_A, IP_B, 64, 3));
+    net.run_for(Duration::from_millis(5));
+    assert_eq!(net.h(B).received.len(), 2, "back after ARP again");
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    let now = Instant::ZERO;
+    assert_eq!(
+        Router::new(RouterConfig::new(vec![]), now).err(),
+        Some(RouterConfigError::NoPorts)
+    );
+    let same = RouterConfig::new(vec![port("p0", 1, [24, 1]), port("p1", 2, [24, 1])]);
+    assert!(matches!(
+        Router::new(same, now),
+        Err(RouterConfigError::SameSubnet { .. })
+    ));
+    let mut lost = RouterConfig::new(vec![port("p0", 1, [24, 1])]);
+    lost.routes.push(route(2, [10, 0, 0, 1]));
+    assert!(matches!(
+        Router::new(lost, now),
+        Err(RouterConfigError::GatewayNotConnected { .. })
+    ));
+    let mut long = RouterConfig::new(vec![port("p0", 1, [24, 1])]);
+    long.ports[0].prefix_len = 33;
+    assert!(matches!(
+        Router::new(long, now),
+        Err(RouterConfigError::BadPrefix { .. })
+    ));
+}
