@@ -17,6 +17,10 @@ use rtnetlink::sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
 /// `RTMGRP_LINK`: the link notifications multicast group (`<linux/rtnetlink.h>`).
 const RTMGRP_LINK: u32 = 1;
+/// `RTMGRP_IPV4_IFADDR`: IPv4 address changes.
+const RTMGRP_IPV4_IFADDR: u32 = 0x10;
+/// `RTMGRP_IPV4_ROUTE`: IPv4 route changes.
+const RTMGRP_IPV4_ROUTE: u32 = 0x40;
 
 /// A subscription to link notifications.
 #[derive(Debug)]
@@ -28,8 +32,19 @@ pub struct LinkWatch {
 impl LinkWatch {
     /// Subscribes to the link notifications of the current network namespace.
     pub fn open() -> io::Result<LinkWatch> {
+        LinkWatch::open_groups(RTMGRP_LINK)
+    }
+
+    /// Subscribes to the IPv4 route and address notifications of the current network namespace
+    /// (`RTMGRP_IPV4_ROUTE | RTMGRP_IPV4_IFADDR`): the router's mirror of the kernel's table
+    /// re-reads the routes when one arrives, as the link watch re-reads flags.
+    pub fn open_routes() -> io::Result<LinkWatch> {
+        LinkWatch::open_groups(RTMGRP_IPV4_ROUTE | RTMGRP_IPV4_IFADDR)
+    }
+
+    fn open_groups(groups: u32) -> io::Result<LinkWatch> {
         let mut socket = Socket::new(NETLINK_ROUTE)?;
-        socket.bind(&SocketAddr::new(0, RTMGRP_LINK))?;
+        socket.bind(&SocketAddr::new(0, groups))?;
         socket.set_non_blocking(true)?;
         Ok(LinkWatch {
             socket,

@@ -355,6 +355,95 @@ impl Netlink {
     }
 }
 
+/// One IPv4 unicast route of the kernel's main table, as a router mirrors it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelRoute {
+    /// Destination network.
+    pub dst: Ipv4Addr,
+    /// Its prefix length.
+    pub prefix_len: u8,
+    /// The next router, if any (none: on-link).
+    pub gateway: Option<Ipv4Addr>,
+    /// The output interface's index.
+    pub oif: Option<u32>,
+    /// Whether the kernel made it for an interface address (`proto kernel`).
+    pub connected: bool,
+    /// Its priority (metric), 0 if none.
+    pub metric: u32,
+}
+
+impl Netlink {
+    /// The IPv4 unicast routes of the main table (multipath routes give their first hop).
+    pub fn ipv4_routes(&mut self) -> Result<Vec<KernelRoute>, NetlinkError> {
+        let request = self
+            .handle
+            .route()
+            .get(RouteMessageBuilder::<Ipv4Addr>::new().build());
+        let messages: Vec<RouteMessage> = self
+            .runtime
+            .block_on(request.execute().try_collect())
+            .map_err(|e| map_err("dump routes", e))?;
+        Ok(messages
+            .into_iter()
+            .filter(|m| m.header.address_family == AddressFamily::Inet)
+            .filter(|m| route_table(m) == u32::from(RouteHeader::RT_TABLE_MAIN))
+            .filter(|m| m.header.kind == RouteType::Unicast)
+            .map(|m| {
+                let mut route = KernelRoute {
+                    dst: Ipv4Addr::UNSPECIFIED,
+                    prefix_len: m.header.destination_prefix_length,
+                    gateway: None,
+                    oif: None,
+                    connected: m.header.protocol == RouteProtocol::Kernel,
+                    metric: 0,
+                };
+                for a in &m.attributes {
+                    match a {
+                        RouteAttribute::Destination(RouteAddress::Inet(d)) => route.dst = *d,
+                        RouteAttribute::Gateway(RouteAddress::Inet(g)) => route.gateway = Some(*g),
+                        RouteAttribute::Oif(i) => route.oif = Some(*i),
+                        RouteAttribute::Priority(p) => route.metric = *p,
+                        RouteAttribute::MultiPath(hops) if route.oif.is_none() => {
+                            if let Some(hop) = hops.first() {
+                                route.oif = Some(hop.interface_index);
+                                route.gateway = hop.attributes.iter().find_map(|a| match a {
+                                    RouteAttribute::Gateway(RouteAddress::Inet(g)) => Some(*g),
+                                    _ => None,
+                                });
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                route
+            })
+            .collect())
+    }
+
+    /// The IPv4 addresses of `ifname` with their prefix lengths.
+    pub fn ipv4_addresses(&mut self, ifname: &str) -> Result<Vec<(Ipv4Addr, u8)>, NetlinkError> {
+        let index = self.ifindex(ifname)?;
+        let request = self.handle.address().get().set_link_index_filter(index);
+        let messages: Vec<rtnetlink::packet_route::address::AddressMessage> = self
+            .runtime
+            .block_on(request.execute().try_collect())
+            .map_err(|e| map_err("dump addresses", e))?;
+        Ok(messages
+            .into_iter()
+            .filter(|m| m.header.index == index)
+            .filter_map(|m| {
+                let len = m.header.prefix_len;
+                m.attributes.iter().find_map(|a| match a {
+                    rtnetlink::packet_route::address::AddressAttribute::Address(IpAddr::V4(v4)) => {
+                        Some((*v4, len))
+                    }
+                    _ => None,
+                })
+            })
+            .collect())
+    }
+}
+
 /// Routing table of a route message (the `RTA_TABLE` attribute wins over the 8-bit header field).
 fn route_table(m: &RouteMessage) -> u32 {
     m.attributes

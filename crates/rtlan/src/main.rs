@@ -69,6 +69,8 @@ fn init_logging(log_level: &str) {
 enum Command {
     /// Run the user-space switch on the interfaces named in a config file.
     Switch(cmd::switch::SwitchArgs),
+    /// Run the QSR router (IPv4 forwarding) on the interfaces named in a config file.
+    Router(cmd::router::RouterArgs),
     /// Run the host daemon that reserves real-time connections for local applications.
     Rtcd(cmd::rtcd::RtcdArgs),
     /// Reserve a real-time connection and hold it (prints the proxy IP to send to).
@@ -107,6 +109,7 @@ fn main() -> std::process::ExitCode {
     init_logging(&cli.log_level);
     let result = match cli.command {
         Command::Switch(args) => cmd::switch::run(args),
+        Command::Router(args) => cmd::router::run(args),
         Command::Rtcd(args) => cmd::rtcd::run(args),
         Command::Reserve(args) => cmd::reserve::run(args),
         Command::Send(args) => cmd::send::run(args),

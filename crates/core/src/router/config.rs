@@ -58,7 +58,9 @@ pub struct RouterConfig {
     /// Cycle of the ports' schedulers (the unit of their bookkeeping).
     pub cycle_time: Duration,
     /// Frames trapped for the control plane (RSVP, IP options, packets to the router) kept
-    /// until [`super::Router::poll_trapped`] takes them; beyond, dropped and counted.
+    /// until [`super::Router::poll_trapped`] takes them; beyond, dropped and counted. 0: there
+    /// is no control plane to hand them to (on Linux the kernel of the router's namespace gets
+    /// its own copy of every frame): they are only counted.
     pub trap_queue: usize,
 }
 

@@ -486,6 +486,11 @@ impl Router {
         {
             return;
         }
+        if self.config.trap_queue == 0 {
+            // No control plane here: the host stack's own copy of the frame is the one handled
+            // (the Linux shell), the counters above say what went there.
+            return;
+        }
         if self.trapped.len() >= self.config.trap_queue {
             self.stats.drop_trap_full += 1;
             return;

@@ -60,7 +60,9 @@ pub enum ConfigError {
         message: String,
     },
     /// The file has no `[[port]]` table.
-    #[error("the configuration has no [[port]] tables; a switch needs at least one port")]
+    #[error(
+        "the configuration has no [[port]] tables; a switch or router needs at least one port"
+    )]
     NoPorts,
 }
 
@@ -222,10 +224,10 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-struct Source<'a>(&'a str);
+pub(crate) struct Source<'a>(pub(crate) &'a str);
 
 impl Source<'_> {
-    fn error(&self, span: Range<usize>, message: impl Into<String>) -> ConfigError {
+    pub(crate) fn error(&self, span: Range<usize>, message: impl Into<String>) -> ConfigError {
         let (line, column) = line_column(self.0, span.start);
         ConfigError::Invalid {
             line,

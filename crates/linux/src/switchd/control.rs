@@ -66,7 +66,7 @@ pub const MAX_CONNECTIONS: usize = 32;
 
 /// The listening socket and its connections.
 #[derive(Debug)]
-pub(super) struct ControlServer {
+pub(crate) struct ControlServer {
     server: MgmtServer,
     /// Scratch list of what the server saw (kept to reuse its allocation).
     events: Vec<MgmtEvent>,
@@ -75,7 +75,7 @@ pub(super) struct ControlServer {
 impl ControlServer {
     /// Binds `path` (replacing a stale socket file, creating the parent directory) and registers
     /// the listener with `epoll` under the driver's first user token.
-    pub(super) fn bind(path: &Path, epoll: &Epoll) -> Result<Self, ControlError> {
+    pub(crate) fn bind(path: &Path, epoll: &Epoll) -> Result<Self, ControlError> {
         let limits = Limits {
             max_line: MAX_REQUEST_LINE,
             max_clients: MAX_CONNECTIONS,
@@ -98,27 +98,28 @@ impl ControlServer {
     }
 
     /// Request lines received (valid or not).
-    pub(super) fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.server.stats().requests
     }
 
     /// Replies with `"ok": false` sent.
-    pub(super) fn errors(&self) -> u64 {
+    pub(crate) fn errors(&self) -> u64 {
         self.server.stats().errors
     }
 
     /// Handles an epoll event for one of our tokens, answering every complete request line
-    /// with `respond`.
-    pub(super) fn on_event<F>(&mut self, epoll: &Epoll, token: u64, flags: u32, mut respond: F)
+    /// (decoded as `R`: the switch's [`Request`], or another daemon's) with `respond`.
+    pub(crate) fn on_event<R, F>(&mut self, epoll: &Epoll, token: u64, flags: u32, mut respond: F)
     where
-        F: FnMut(Request) -> Result<serde_json::Value, MgmtError>,
+        R: serde::de::DeserializeOwned,
+        F: FnMut(R) -> Result<serde_json::Value, MgmtError>,
     {
         if !self.server.owns(token) {
             return;
         }
         self.server
             .on_event(epoll, token, flags, &mut self.events, |_, _, request| {
-                Some(request.decode::<Request>().and_then(&mut respond))
+                Some(request.decode::<R>().and_then(&mut respond))
             });
         // Only closed connections are reported: every request was answered above.
         self.events.clear();

@@ -12,8 +12,8 @@
 //! [`ShellStats`], never returned.
 
 pub mod calibrate;
-mod config;
-mod control;
+pub(crate) mod config;
+pub(crate) mod control;
 mod daemon;
 mod stp_config;
 

@@ -1,0 +1,225 @@
+//! The router daemon's configuration file (`rtlan router --config FILE`, `docs/router.md`):
+//! TOML, every error at its `line:column`, unknown keys refused.
+//!
+//! ```toml
+//! name = "r1"
+//! control_socket = "/run/rtlan/r1.sock"   # optional
+//! answer_local = false                    # the kernel answers ARP and pings for the router
+//! kernel_routes = true                    # mirror the main routing table (a routing daemon's)
+//!
+//! [[port]]
+//! ifname = "eth1"                         # its IPv4 address is read from the interface
+//! rate = "100mbit"                        # optional: paced at this rate; absent = unpaced
+//!
+//! [[route]]
+//! prefix = "198.18.9.0/24"
+//! gateway = "198.18.12.2"
+//! metric = 10                             # optional
+//! ```
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use rtlan_core::router::Ipv4Prefix;
+use rtlan_core::units::parse_rate;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::switchd::config::Source;
+use crate::switchd::ConfigError;
+
+/// One router port.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RouterPortSpec {
+    /// The interface.
+    pub ifname: String,
+    /// Paced at this rate, bit/s; `None` = unpaced.
+    pub rate_bps: Option<u64>,
+}
+
+/// A configured route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RouteSpec {
+    /// The destinations.
+    #[serde(serialize_with = "display")]
+    pub prefix: Ipv4Prefix,
+    /// The next router.
+    pub gateway: Ipv4Addr,
+    /// Its metric.
+    pub metric: u32,
+}
+
+fn display<S: serde::Serializer>(p: &Ipv4Prefix, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(p)
+}
+
+/// The router daemon's configuration.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RouterDaemonConfig {
+    /// Name used in logs and reports.
+    pub name: String,
+    /// Path of the Unix control socket; `None` = none.
+    pub control_socket: Option<PathBuf>,
+    /// Whether the router answers ARP and pings for its addresses itself (the kernel of its
+    /// namespace does by default).
+    pub answer_local: bool,
+    /// Whether the kernel's main routing table is mirrored.
+    pub kernel_routes: bool,
+    /// The ports, in order.
+    pub ports: Vec<RouterPortSpec>,
+    /// Static routes.
+    pub routes: Vec<RouteSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    name: Option<String>,
+    control_socket: Option<PathBuf>,
+    answer_local: Option<bool>,
+    kernel_routes: Option<bool>,
+    #[serde(default)]
+    port: Vec<RawPort>,
+    #[serde(default)]
+    route: Vec<RawRoute>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPort {
+    ifname: Spanned<String>,
+    rate: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    prefix: Spanned<String>,
+    gateway: Spanned<String>,
+    metric: Option<u32>,
+}
+
+impl RouterDaemonConfig {
+    /// Reads and validates `path`.
+    pub fn from_file(path: &Path) -> Result<RouterDaemonConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        RouterDaemonConfig::from_toml_str(&text)
+    }
+
+    /// Parses and validates a configuration.
+    pub fn from_toml_str(text: &str) -> Result<RouterDaemonConfig, ConfigError> {
+        let src = Source(text);
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            src.error(span, e.message().to_string())
+        })?;
+        if raw.port.is_empty() {
+            return Err(ConfigError::NoPorts);
+        }
+        let mut ports: Vec<RouterPortSpec> = Vec::with_capacity(raw.port.len());
+        for p in raw.port {
+            let ifname = p.ifname.get_ref().clone();
+            if ifname.is_empty() || ifname.len() > 15 {
+                return Err(src.error(p.ifname.span(), "ifname must be 1 to 15 characters"));
+            }
+            if ports.iter().any(|q| q.ifname == ifname) {
+                return Err(src.error(p.ifname.span(), format!("port {ifname} is listed twice")));
+            }
+            let rate_bps = match p.rate {
+                None => None,
+                Some(r) => Some(
+                    parse_rate(r.get_ref())
+                        .ok()
+                        .filter(|&bps| bps > 0)
+                        .ok_or_else(|| {
+                            src.error(r.span(), "rate: expected a rate above 0, like \"100mbit\"")
+                        })?,
+                ),
+            };
+            ports.push(RouterPortSpec { ifname, rate_bps });
+        }
+        let mut routes = Vec::with_capacity(raw.route.len());
+        for r in raw.route {
+            let prefix: Ipv4Prefix = r
+                .prefix
+                .get_ref()
+                .parse()
+                .map_err(|e| src.error(r.prefix.span(), format!("prefix: {e}")))?;
+            let gateway: Ipv4Addr =
+                r.gateway.get_ref().parse().map_err(|_| {
+                    src.error(r.gateway.span(), "gateway: expected an IPv4 address")
+                })?;
+            routes.push(RouteSpec {
+                prefix,
+                gateway,
+                metric: r.metric.unwrap_or(0),
+            });
+        }
+        Ok(RouterDaemonConfig {
+            name: raw.name.unwrap_or_else(|| "router".to_string()),
+            control_socket: raw.control_socket,
+            answer_local: raw.answer_local.unwrap_or(false),
+            kernel_routes: raw.kernel_routes.unwrap_or(true),
+            ports,
+            routes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses() {
+        let c = RouterDaemonConfig::from_toml_str(
+            "name = \"r1\"\ncontrol_socket = \"/run/r1.sock\"\nanswer_local = true\n\
+             kernel_routes = false\n[[port]]\nifname = \"eth1\"\nrate = \"100mbit\"\n\
+             [[port]]\nifname = \"eth2\"\n[[route]]\nprefix = \"198.18.9.0/24\"\n\
+             gateway = \"198.18.12.2\"\nmetric = 10\n",
+        )
+        .expect("valid");
+        assert_eq!(c.name, "r1");
+        assert!(c.answer_local && !c.kernel_routes);
+        assert_eq!(c.ports[0].rate_bps, Some(100_000_000));
+        assert_eq!(c.ports[1].rate_bps, None);
+        assert_eq!(c.routes[0].prefix.to_string(), "198.18.9.0/24");
+        assert_eq!(c.routes[0].gateway, Ipv4Addr::new(198, 18, 12, 2));
+        assert_eq!(c.routes[0].metric, 10);
+        let d = RouterDaemonConfig::from_toml_str("[[port]]\nifname = \"eth1\"\n").expect("valid");
+        assert!(
+            !d.answer_local && d.kernel_routes,
+            "defaults: the kernel answers, routes mirrored"
+        );
+    }
+
+    #[test]
+    fn errors_name_their_line_and_column() {
+        for (text, line, column, needle) in [
+            ("[[port]]\nifname = \"eth1\"\nrate = \"fast\"\n", 3, 8, "rate"),
+            ("[[port]]\nifname = \"eth1\"\n[[port]]\nifname = \"eth1\"\n", 4, 10, "twice"),
+            ("[[port]]\nifname = \"eth1\"\n[[route]]\nprefix = \"198.18.9.0/33\"\ngateway = \"1.2.3.4\"\n", 4, 10, "prefix"),
+            ("[[port]]\nifname = \"eth1\"\n[[route]]\nprefix = \"198.18.9.0/24\"\ngateway = \"nowhere\"\n", 5, 11, "gateway"),
+            ("colour = \"red\"\n[[port]]\nifname = \"eth1\"\n", 1, 1, "colour"),
+        ] {
+            match RouterDaemonConfig::from_toml_str(text) {
+                Err(ConfigError::Invalid {
+                    line: l,
+                    column: c,
+                    message,
+                }) => {
+                    assert_eq!((l, c), (line, column), "{text}: {message}");
+                    assert!(message.contains(needle), "{message}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            RouterDaemonConfig::from_toml_str("name = \"r\"\n"),
+            Err(ConfigError::NoPorts)
+        ));
+    }
+}

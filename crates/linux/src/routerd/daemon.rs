@@ -1,0 +1,319 @@
+//! The router daemon's loop: the router core as the driver's node, the kernel route mirror and
+//! the control socket on the same `epoll`.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::AtomicBool;
+
+use rtlan_core::router::node::MAX_FRAME;
+use rtlan_core::router::{
+    Ipv4Prefix, NextHop, Route, RouteSource, Router, RouterConfig, RouterPort, StaticRoute,
+};
+use rtlan_core::{Medium, PortId};
+use rtlan_wire::ethernet::Address;
+
+use super::{nanos, Error, RouterDaemonConfig, RunReport};
+use crate::clock;
+use crate::driver::{Driver, DriverOptions, USER_TOKEN_BASE};
+use crate::linkwatch::LinkWatch;
+use crate::mgmt::MgmtError;
+use crate::netlink::{KernelRoute, Netlink};
+use crate::packet::{PacketPort, PortOptions};
+use crate::switchd::control::ControlServer;
+
+/// Token of the route notifications (above the control server's span).
+const ROUTE_TOKEN: u64 = USER_TOKEN_BASE + (1 << 41);
+
+/// A control request (`docs/router.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+enum Request {
+    /// Liveness; answers `"pong"`.
+    Ping,
+    /// The core's counters and the shell's.
+    Stats,
+    /// The forwarding table.
+    Routes,
+    /// Resolved neighbours.
+    Neighbours,
+    /// The configuration in force.
+    Config,
+}
+
+/// One route as `routes` lists it.
+#[derive(serde::Serialize)]
+struct RouteView {
+    prefix: String,
+    gateway: Option<std::net::Ipv4Addr>,
+    port: String,
+    source: &'static str,
+    metric: u32,
+}
+
+pub(super) struct Daemon {
+    config: RouterDaemonConfig,
+    driver: Driver<Router, PacketPort>,
+    control: Option<ControlServer>,
+    netlink: Netlink,
+    routes_watch: Option<LinkWatch>,
+    mirror: KernelMirror,
+}
+
+/// The kernel routes mirrored into the core.
+struct KernelMirror {
+    /// Interface index of each port.
+    ifindex: Vec<u32>,
+    /// The kernel routes installed in the core, to remove the ones that disappear.
+    installed: Vec<(Ipv4Prefix, Route)>,
+    /// Times the table was read.
+    syncs: u64,
+}
+
+impl KernelMirror {
+    /// Reads the kernel's main table and makes the core's kernel routes match it.
+    fn sync(&mut self, netlink: &mut Netlink, router: &mut Router) {
+        self.syncs += 1;
+        let routes = match netlink.ipv4_routes() {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("reading the kernel's routes: {e}");
+                return;
+            }
+        };
+        let wanted: Vec<(Ipv4Prefix, Route)> =
+            routes.iter().filter_map(|r| self.mirror_of(r)).collect();
+        for (prefix, route) in &self.installed {
+            if !wanted.contains(&(*prefix, *route)) {
+                router.remove_route(*prefix, RouteSource::Kernel);
+                if !wanted.iter().any(|(p, _)| p == prefix) {
+                    tracing::info!(%prefix, "kernel route removed");
+                }
+            }
+        }
+        let mut installed = Vec::with_capacity(wanted.len());
+        for (prefix, route) in wanted {
+            let fresh = !self.installed.contains(&(prefix, route));
+            if router.install_route(prefix, route) {
+                if fresh {
+                    tracing::info!(%prefix, gateway = ?route.next_hop.gateway, port = route.next_hop.port.0, "kernel route installed");
+                }
+                installed.push((prefix, route));
+            }
+        }
+        self.installed = installed;
+    }
+
+    /// The core route of a kernel route: only routes out of one of our ports, and not the
+    /// kernel's own routes for the interface addresses (the core has those as connected).
+    fn mirror_of(&self, r: &KernelRoute) -> Option<(Ipv4Prefix, Route)> {
+        if r.connected {
+            return None;
+        }
+        let port = self.ifindex.iter().position(|&i| Some(i) == r.oif)?;
+        let prefix = Ipv4Prefix::new(r.dst, r.prefix_len).ok()?;
+        Some((
+            prefix,
+            Route {
+                next_hop: NextHop {
+                    gateway: r.gateway,
+                    port: PortId(port as u16),
+                },
+                source: RouteSource::Kernel,
+                metric: r.metric,
+            },
+        ))
+    }
+}
+
+impl Daemon {
+    pub(super) fn new(config: RouterDaemonConfig) -> Result<Daemon, Error> {
+        let mut netlink = Netlink::open()?;
+        let options = PortOptions::default();
+        let mut ports = Vec::with_capacity(config.ports.len());
+        let mut router_ports = Vec::with_capacity(config.ports.len());
+        let mut ifindex = Vec::with_capacity(config.ports.len());
+        for spec in &config.ports {
+            let port = PacketPort::open(&spec.ifname, &options).map_err(|source| Error::Port {
+                ifname: spec.ifname.clone(),
+                source,
+            })?;
+            let (addr, prefix_len) = netlink
+                .ipv4_addresses(&spec.ifname)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::NoAddress(spec.ifname.clone()))?;
+            ifindex.push(port.ifindex());
+            router_ports.push(RouterPort {
+                name: spec.ifname.clone(),
+                mac: Address(port.mac().0),
+                addr,
+                prefix_len,
+                medium: match spec.rate_bps {
+                    Some(rate_bps) => Medium::FullDuplex { rate_bps },
+                    None => Medium::Unpaced,
+                },
+            });
+            ports.push(port);
+        }
+        let mut core = RouterConfig::new(router_ports);
+        core.answer_local = config.answer_local;
+        // Nothing consumes trapped frames here: the kernel has its own copy of each.
+        core.trap_queue = 0;
+        core.routes = config
+            .routes
+            .iter()
+            .map(|r| StaticRoute {
+                prefix: r.prefix,
+                gateway: r.gateway,
+                metric: r.metric,
+            })
+            .collect();
+        let router = Router::new(core, clock::now())?;
+        let driver = Driver::new(router, ports, DriverOptions::default())?;
+        let control = match &config.control_socket {
+            Some(path) => Some(ControlServer::bind(path, driver.epoll())?),
+            None => None,
+        };
+        let routes_watch = if config.kernel_routes {
+            let watch = LinkWatch::open_routes().map_err(|source| Error::Io {
+                what: "subscribing to route notifications",
+                source,
+            })?;
+            driver
+                .epoll()
+                .add(watch.as_raw_fd(), libc::EPOLLIN as u32, ROUTE_TOKEN)
+                .map_err(|source| Error::Io {
+                    what: "watching route notifications",
+                    source,
+                })?;
+            Some(watch)
+        } else {
+            None
+        };
+        let mut daemon = Daemon {
+            config,
+            driver,
+            control,
+            netlink,
+            routes_watch,
+            mirror: KernelMirror {
+                ifindex,
+                installed: Vec::new(),
+                syncs: 0,
+            },
+        };
+        if daemon.config.kernel_routes {
+            let Daemon {
+                driver,
+                netlink,
+                mirror,
+                ..
+            } = &mut daemon;
+            mirror.sync(netlink, driver.node_mut());
+        }
+        tracing::info!(
+            name = %daemon.config.name,
+            ports = ?daemon.config.ports.iter().map(|p| p.ifname.as_str()).collect::<Vec<_>>(),
+            routes = daemon.driver.node().tables().fib.len(),
+            "router running"
+        );
+        Ok(daemon)
+    }
+
+    pub(super) fn run(&mut self, shutdown: &AtomicBool) -> Result<(), Error> {
+        let Daemon {
+            config,
+            driver,
+            control,
+            netlink,
+            routes_watch,
+            mirror,
+            ..
+        } = self;
+        driver.run(shutdown, |driver, token, flags| {
+            if token == ROUTE_TOKEN {
+                if routes_watch.as_mut().is_some_and(|w| w.drain() > 0) {
+                    mirror.sync(netlink, driver.node_mut());
+                }
+                return;
+            }
+            let Some(control) = control.as_mut() else {
+                return;
+            };
+            let ports = driver.port_stats();
+            let uptime = driver.uptime();
+            let syncs = mirror.syncs;
+            let (epoll, router) = driver.epoll_and_node();
+            control.on_event(epoll, token, flags, |request: Request| {
+                respond(request, router, config, &ports, uptime, syncs)
+            });
+        })?;
+        tracing::info!(name = %self.config.name, "router stopped");
+        Ok(())
+    }
+
+    pub(super) fn report(&mut self) -> RunReport {
+        RunReport {
+            name: self.config.name.clone(),
+            uptime_ns: nanos(self.driver.uptime()),
+            router: self.driver.node().stats().clone(),
+            ports: self.driver.port_stats(),
+            route_syncs: self.mirror.syncs,
+        }
+    }
+}
+
+fn respond(
+    request: Request,
+    router: &mut Router,
+    config: &RouterDaemonConfig,
+    ports: &[crate::driver::PortStats],
+    uptime: std::time::Duration,
+    route_syncs: u64,
+) -> Result<serde_json::Value, MgmtError> {
+    let names: Vec<&str> = config.ports.iter().map(|p| p.ifname.as_str()).collect();
+    let value = match request {
+        Request::Ping => Ok(serde_json::Value::String("pong".to_string())),
+        Request::Stats => Ok(serde_json::json!({
+            "name": config.name,
+            "uptime_ns": nanos(uptime),
+            "router": router.stats(),
+            "shell": {"ports": ports, "route_syncs": route_syncs},
+            "max_frame": MAX_FRAME,
+        })),
+        Request::Routes => serde_json::to_value(
+            router
+                .tables()
+                .fib
+                .iter()
+                .map(|(prefix, r)| RouteView {
+                    prefix: prefix.to_string(),
+                    gateway: r.next_hop.gateway,
+                    port: names
+                        .get(usize::from(r.next_hop.port.0))
+                        .map_or_else(|| r.next_hop.port.0.to_string(), |n| (*n).to_string()),
+                    source: match r.source {
+                        RouteSource::Connected => "connected",
+                        RouteSource::Static => "static",
+                        RouteSource::Kernel => "kernel",
+                    },
+                    metric: r.metric,
+                })
+                .collect::<Vec<_>>(),
+        ),
+        Request::Neighbours => Ok(serde_json::Value::Array(
+            router
+                .neighbours()
+                .into_iter()
+                .map(|(ip, port, mac)| {
+                    serde_json::json!({
+                        "ip": ip,
+                        "port": names.get(usize::from(port.0)).copied().unwrap_or("?"),
+                        "mac": mac.to_string(),
+                    })
+                })
+                .collect(),
+        )),
+        Request::Config => serde_json::to_value(config),
+    };
+    value.map_err(|e| MgmtError::new("internal", e.to_string()))
+}

@@ -1,0 +1,96 @@
+//! `rtlan router`: runs the QSR router (default IP forwarding, QSR paper §4.1; `docs/router.md`)
+//! on real interfaces.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use rtlan_linux::routerd::{RouterDaemonConfig, RunReport};
+use rtlan_linux::switchd::ConfigError;
+
+/// Arguments of `rtlan router`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+The config file is TOML (docs/router.md). A minimal one:
+
+    name = \"r1\"
+    control_socket = \"/run/rtlan/r1.sock\"
+    [[port]]
+    ifname = \"eth1\"
+    rate = \"100mbit\"
+    [[port]]
+    ifname = \"eth2\"
+
+Each port's IPv4 address is read from its interface. The kernel of the namespace must not forward
+(net.ipv4.ip_forward = 0): it keeps answering ARP and pings for the router's addresses and runs the
+routing daemons, whose routes (the main table) the router mirrors. SIGINT/SIGTERM stop it cleanly
+and print its counters.")]
+pub(crate) struct RouterArgs {
+    /// The router configuration file (TOML).
+    #[arg(long, short)]
+    config: PathBuf,
+    /// Print the final counters as JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(args: RouterArgs) -> anyhow::Result<ExitCode> {
+    let config = match RouterDaemonConfig::from_file(&args.config) {
+        Ok(c) => c,
+        Err(ConfigError::Invalid {
+            line,
+            column,
+            message,
+        }) => anyhow::bail!("{}:{line}:{column}: {message}", args.config.display()),
+        Err(e) => anyhow::bail!("{}: {e}", args.config.display()),
+    };
+    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
+    let report = rtlan_linux::routerd::run(config, stop)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(report: &RunReport) {
+    let r = &report.router;
+    println!(
+        "router {} stopped after {:.1}s",
+        report.name,
+        report.uptime_ns as f64 / 1e9
+    );
+    println!(
+        "  {:<8} {:>12} {:>12} {:>12} {:>12} {:>10}",
+        "port", "rx frames", "rx bytes", "tx frames", "tx bytes", "q drops"
+    );
+    for (i, p) in r.ports.iter().enumerate() {
+        let name = report
+            .ports
+            .get(i)
+            .map_or_else(|| format!("#{i}"), |s| s.ifname.clone());
+        println!(
+            "  {:<8} {:>12} {:>12} {:>12} {:>12} {:>10}",
+            name, p.rx_frames, p.rx_bytes, p.tx_frames, p.tx_bytes, p.drop_queue_full
+        );
+    }
+    println!(
+        "  forwarded {}  held {}  trapped: local {} rsvp {} options {}  icmp: ttl {} net {} host {}  \
+         drops: ttl {} no-route {} arp {} martian {} bad-checksum {}  route syncs {}",
+        r.forwarded,
+        r.held,
+        r.trapped_local,
+        r.trapped_rsvp,
+        r.trapped_options + r.trapped_router_alert,
+        r.icmp.time_exceeded,
+        r.icmp.net_unreachable,
+        r.icmp.host_unreachable,
+        r.drop_ttl,
+        r.drop_no_route,
+        r.drop_arp_failed + r.drop_arp_full,
+        r.drop_martian,
+        r.drop_bad_checksum,
+        report.route_syncs
+    );
+}
