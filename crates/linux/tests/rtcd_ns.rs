@@ -77,21 +77,20 @@ impl Drop for Stopper {
     }
 }
 
-#[test]
-fn open_installs_and_close_removes() {
-    if !can_run_lab("rtcd open_installs_and_close_removes") {
-        return;
-    }
-    let ns = Netns::new(&format!("rtl-rtcd{}", std::process::id()));
+/// A namespace `name` with the veth pair `eth0` (198.18.0.1/16) — `p0`, the fake first switch on
+/// `p0` and the daemon on `eth0` (socket in the temporary directory), both on threads inside
+/// the namespace; returns the namespace, the socket and the stopper of the threads (drop it
+/// before the namespace).
+fn host_with_daemon(name: &str) -> (Netns, std::path::PathBuf, Stopper) {
+    let ns = Netns::new(name);
     ns.exec(&[
         "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
     ]);
     ns.exec(&["ip", "link", "set", "eth0", "up"]);
     ns.exec(&["ip", "link", "set", "p0", "up"]);
     ns.exec(&["ip", "addr", "add", "198.18.0.1/16", "dev", "eth0"]);
-    let socket = std::env::temp_dir().join(format!("rtl-rtcd{}.sock", std::process::id()));
+    let socket = std::env::temp_dir().join(format!("{name}.sock"));
     let config = Config::new("eth0", &socket);
-
     let stop = Arc::new(AtomicBool::new(false));
     let mut stopper = Stopper {
         flag: stop.clone(),
@@ -105,7 +104,15 @@ fn open_installs_and_close_removes() {
         assert_eq!(report.netlink_errors, 0, "{report:?}");
     }));
     wait_for_socket(&socket);
+    (ns, socket, stopper)
+}
 
+#[test]
+fn open_installs_and_close_removes() {
+    if !can_run_lab("rtcd open_installs_and_close_removes") {
+        return;
+    }
+    let (ns, socket, stopper) = host_with_daemon(&format!("rtl-rtcd{}", std::process::id()));
     let mut client = RtcdClient::connect(&socket).expect("connect");
     // Not registered yet: refused, connection stays up.
     let err = client.list().expect_err("unregistered list");
@@ -241,28 +248,8 @@ fn a_kernel_shaped_close_sends_the_queued_burst_before_the_teardown() {
     if !can_run_lab("rtcd a_kernel_shaped_close_sends_the_queued_burst_before_the_teardown") {
         return;
     }
-    let ns = Netns::new(&format!("rtl-rtkd{}", std::process::id()));
-    ns.exec(&[
-        "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
-    ]);
-    ns.exec(&["ip", "link", "set", "eth0", "up"]);
-    ns.exec(&["ip", "link", "set", "p0", "up"]);
-    ns.exec(&["ip", "addr", "add", "198.18.0.1/16", "dev", "eth0"]);
-    let socket = std::env::temp_dir().join(format!("rtl-rtkd{}.sock", std::process::id()));
-    let config = Config::new("eth0", &socket);
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut stopper = Stopper {
-        flag: stop.clone(),
-        threads: Vec::new(),
-    };
-    let s = stop.clone();
-    stopper.threads.push(ns.spawn(move || fake_switch(&s)));
-    let s = stop.clone();
-    stopper.threads.push(ns.spawn(move || {
-        rtlan_linux::rtcd::run(&config, &s).expect("rtcd runs");
-    }));
-    wait_for_socket(&socket);
+    let (ns, socket, mut stopper) = host_with_daemon(&format!("rtl-rtkd{}", std::process::id()));
+    let stop = stopper.flag.clone();
     let mut client = RtcdClient::connect(&socket).expect("connect");
     client.register(std::process::id()).expect("register");
     let opened = client
