@@ -580,11 +580,114 @@ fn decide(c: &mut Criterion) {
     g.finish();
 }
 
+/// A two-port router (unpaced ports, so the scheduler hands each frame out at once) with
+/// `extra` more routes in its table, B's MAC learnt from B's ARP request, and the 60-byte UDP
+/// frame from A to B it will forward.
+fn forwarding_router(extra: &[(Ipv4Prefix, Route)]) -> (rtlan_core::router::Router, Vec<u8>) {
+    use rtlan_core::router::{Router, RouterConfig, RouterPort};
+    use rtlan_core::{Instant, Medium, Node};
+    use rtlan_wire::ethernet::Address;
+    let port = |i: u8| RouterPort {
+        name: format!("p{i}"),
+        mac: Address([2, 0xaa, 0, 0, 0, i]),
+        addr: Ipv4Addr::new(10, 200, i, 1),
+        prefix_len: 24,
+        medium: Medium::Unpaced,
+    };
+    let mut router =
+        Router::new(RouterConfig::new(vec![port(0), port(1)]), Instant::ZERO).expect("valid");
+    for &(prefix, route) in extra {
+        router.install_route(
+            prefix,
+            Route {
+                next_hop: NextHop {
+                    gateway: Some(Ipv4Addr::new(10, 200, 1, 2)),
+                    port: PortId(1),
+                },
+                ..route
+            },
+        );
+    }
+    let (mac_a, mac_b) = (Address([2, 0, 0, 0, 0, 1]), Address([2, 0, 0, 0, 0, 2]));
+    let arp = rtlan_wire::arp::Repr {
+        operation: rtlan_wire::arp::Operation::Request,
+        source_hardware_addr: mac_b,
+        source_protocol_addr: Ipv4Addr::new(10, 200, 1, 2),
+        target_hardware_addr: Address([0; 6]),
+        target_protocol_addr: Ipv4Addr::new(10, 200, 1, 1),
+    };
+    let mut buf = [0u8; 60];
+    arp.emit_frame(mac_b, Address::BROADCAST, &mut buf)
+        .expect("fits");
+    router.handle_frame(Instant::ZERO, PortId(1), &buf);
+    let mut out = [0u8; 1514];
+    while router
+        .poll_transmit(Instant::ZERO, PortId(1), &mut out)
+        .is_some()
+    {}
+    // A minimum-size frame (60 bytes without FCS): 14 + 20 + 8 + 18 bytes of payload.
+    let mut frame = vec![0u8; 60];
+    frame[..6].copy_from_slice(&[2, 0xaa, 0, 0, 0, 0]);
+    frame[6..12].copy_from_slice(&mac_a.0);
+    frame[12..14].copy_from_slice(&[0x08, 0x00]);
+    rtlan_wire::ipv4::Repr {
+        src_addr: Ipv4Addr::new(10, 200, 0, 2),
+        dst_addr: Ipv4Addr::new(10, 200, 1, 2),
+        protocol: rtlan_wire::ipv4::Protocol::Udp,
+        payload_len: 26,
+        ttl: 64,
+        dscp_ecn: 0,
+    }
+    .emit(&mut rtlan_wire::ipv4::Packet::new_unchecked(
+        &mut frame[14..],
+    ));
+    (router, frame)
+}
+
+/// Default forwarding through the whole router node (QSR paper §4.1; §6.1 measures this loop):
+/// `handle_frame` of a minimum-size UDP frame and `poll_transmit` of the forwarded one — parse,
+/// checks, traps, classifiers, LPM, ARP look-up, TTL rewrite, queue and dequeue — with only the
+/// connected routes, and with 10⁵ routes.
+fn forward(c: &mut Criterion) {
+    use rtlan_core::{Instant, Node};
+    let mut group = c.benchmark_group("forward");
+    const BATCH: u64 = 1024;
+    group.throughput(Throughput::Elements(BATCH));
+    let table = routes();
+    for (name, extra) in [("connected", &table[..0]), ("routes_100k", &table[..])] {
+        let (mut router, frame) = forwarding_router(extra);
+        let mut out = [0u8; 1514];
+        let mut now = Instant::ZERO;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                for _ in 0..BATCH {
+                    now += std::time::Duration::from_nanos(10);
+                    router.handle_frame(now, PortId(0), black_box(&frame));
+                    black_box(router.poll_transmit(now, PortId(1), &mut out));
+                }
+            })
+        });
+        assert!(
+            router.stats().forwarded > 0,
+            "the benchmark forwarded nothing"
+        );
+        assert_eq!(router.stats().held, 0, "{:?}", router.stats());
+    }
+    group.finish();
+}
+
 /// The benchmark group (in its own module because `criterion_group!` writes an undocumented
 /// `pub fn`).
 pub mod group {
     #![allow(missing_docs)]
-    criterion::criterion_group!(benches, super::lpm, super::rsvp, super::psip, super::decide);
+    criterion::criterion_group!(
+        benches,
+        super::lpm,
+        super::rsvp,
+        super::psip,
+        super::decide,
+        super::forward
+    );
 }
 
 criterion_main!(group::benches);

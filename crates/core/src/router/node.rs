@@ -323,6 +323,19 @@ impl Router {
 
     /// Sends the IPv4 `packet` to `mac` out of `port` (Ethernet header added here).
     fn send_ip(&mut self, now: Instant, port: PortId, mac: Address, packet: &[u8]) -> bool {
+        self.send_frame(now, port, mac, packet, false)
+    }
+
+    /// Builds the frame of `packet` to `mac` out of `port` in the scratch buffer — decrementing
+    /// its TTL there when it is being forwarded (one copy of the packet in all) — and queues it.
+    fn send_frame(
+        &mut self,
+        now: Instant,
+        port: PortId,
+        mac: Address,
+        packet: &[u8],
+        decrement_ttl: bool,
+    ) -> bool {
         let Some(src) = self.config.ports.get(usize::from(port.0)).map(|p| p.mac) else {
             return false;
         };
@@ -336,7 +349,14 @@ impl Router {
         frame[6..12].copy_from_slice(&src.0);
         frame[12..14].copy_from_slice(&u16::from(EtherType::Ipv4).to_be_bytes());
         frame[ETH_HEADER..len].copy_from_slice(packet);
-        let queued = self.enqueue(now, port, &frame[..len]);
+        let rewritten = !decrement_ttl
+            || rtlan_wire::rewrite::ipv4_ttl_decrement(&mut frame[ETH_HEADER..len]).is_ok();
+        let queued = if rewritten {
+            self.enqueue(now, port, &frame[..len])
+        } else {
+            self.stats.drop_malformed += 1;
+            false
+        };
         self.scratch = frame;
         queued
     }
@@ -565,6 +585,25 @@ impl Router {
             return;
         }
         let neighbour = hop.neighbour(ip.dst_addr());
+        // The common case first: the next hop's MAC is known, and the packet is copied once,
+        // into the frame, and its TTL decremented there.
+        let port_up = self
+            .ports
+            .get(usize::from(hop.port.0))
+            .is_some_and(|p| p.up);
+        if port_up {
+            if let Lookup::Resolved { mac, refresh } =
+                self.neighbours.lookup(neighbour, hop.port, now)
+            {
+                if refresh {
+                    self.arp_request(now, hop.port, neighbour);
+                }
+                if self.send_frame(now, hop.port, mac, packet, true) {
+                    self.stats.forwarded += 1;
+                }
+                return;
+            }
+        }
         let mut copy = packet.to_vec();
         if rtlan_wire::rewrite::ipv4_ttl_decrement(&mut copy).is_err() {
             self.stats.drop_malformed += 1;
