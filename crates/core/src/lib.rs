@@ -8,6 +8,7 @@ pub mod auth;
 pub mod bwm;
 pub mod egress;
 pub mod node;
+pub mod prefix;
 pub mod router;
 pub mod rtcd;
 pub mod shaper;

@@ -16,16 +16,15 @@ pub mod decide;
 pub mod fib;
 pub mod neighbours;
 pub mod node;
-mod prefix;
 pub mod psip;
 
 #[cfg(test)]
 mod tests;
 
+pub use crate::prefix::{Ipv4Prefix, PrefixError};
 pub use classify::{ClassifyError, FlowKey, RsvpClassifier};
 pub use decide::{Decision, PacketFields, Tables, TrapReason};
 pub use fib::{Fib, FibError, NextHop, Route, RouteSource};
-pub use prefix::{Ipv4Prefix, PrefixError};
 pub use psip::{CidrFilter, PsipClassifier, PsipError};
 
 pub use config::{RouterConfig, RouterConfigError, RouterPort, RouterStats, StaticRoute};

@@ -94,24 +94,22 @@ pub enum RtcdError {
     NotOwner,
 }
 
-/// An IPv4 prefix (network address and length) from which proxy IPs are drawn.
+/// The IPv4 prefix (network address and length) from which proxy IPs are drawn: an
+/// [`Ipv4Prefix`](crate::prefix::Ipv4Prefix) of 8 to 30 bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ProxyPrefix {
-    network: Ipv4Addr,
-    len: u8,
-}
+pub struct ProxyPrefix(crate::prefix::Ipv4Prefix);
 
 impl ProxyPrefix {
     /// The default proxy prefix, 198.19.0.0/16 (DESIGN.md §4).
-    pub const DEFAULT: ProxyPrefix = ProxyPrefix {
-        network: Ipv4Addr::new(198, 19, 0, 0),
-        len: 16,
-    };
+    pub const DEFAULT: ProxyPrefix = ProxyPrefix(crate::prefix::Ipv4Prefix::from_parts(
+        Ipv4Addr::new(198, 19, 0, 0),
+        16,
+    ));
     /// The paper-compatible proxy prefix, 1.1.0.0/16 (EtheReal §3.2, proxy IP 1.1.X.Y).
-    pub const PAPER: ProxyPrefix = ProxyPrefix {
-        network: Ipv4Addr::new(1, 1, 0, 0),
-        len: 16,
-    };
+    pub const PAPER: ProxyPrefix = ProxyPrefix(crate::prefix::Ipv4Prefix::from_parts(
+        Ipv4Addr::new(1, 1, 0, 0),
+        16,
+    ));
 
     /// `addr/len` with the host bits cleared; [`RtcdError::Config`] if `len` is above 30 (too
     /// few addresses to be useful) or below 8.
@@ -119,43 +117,40 @@ impl ProxyPrefix {
         if !(8..=30).contains(&len) {
             return Err(RtcdError::Config("proxy prefix length must be 8..=30"));
         }
-        let mask = u32::MAX << (32 - u32::from(len));
-        Ok(ProxyPrefix {
-            network: Ipv4Addr::from(u32::from(addr) & mask),
-            len,
-        })
+        crate::prefix::Ipv4Prefix::new(addr, len)
+            .map(ProxyPrefix)
+            .map_err(|_| RtcdError::Config("proxy prefix length must be 8..=30"))
     }
 
     /// The network address.
     pub const fn network(&self) -> Ipv4Addr {
-        self.network
+        self.0.network()
     }
 
     /// The prefix length.
     pub const fn prefix_len(&self) -> u8 {
-        self.len
-    }
-
-    /// Number of host bits.
-    fn host_bits(&self) -> u32 {
-        32 - u32::from(self.len)
+        self.0.prefix_len()
     }
 
     /// The proxy IP of connection id `id`: the network address plus `id`.
     pub fn ip_for(&self, id: u16) -> Ipv4Addr {
-        Ipv4Addr::from(u32::from(self.network).wrapping_add(u32::from(id)))
+        Ipv4Addr::from(u32::from(self.network()).wrapping_add(u32::from(id)))
     }
 
     /// Whether `ip` lies inside the prefix.
     pub fn contains(&self, ip: Ipv4Addr) -> bool {
-        let mask = u32::MAX << self.host_bits();
-        u32::from(ip) & mask == u32::from(self.network)
+        self.0.contains(ip)
+    }
+
+    /// The prefix itself.
+    pub const fn prefix(&self) -> crate::prefix::Ipv4Prefix {
+        self.0
     }
 }
 
 impl std::fmt::Display for ProxyPrefix {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.network, self.len)
+        self.0.fmt(f)
     }
 }
 

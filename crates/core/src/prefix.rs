@@ -1,9 +1,10 @@
-//! IPv4 prefixes (CIDR blocks, RFC 4632): the key of the forwarding table (QSR paper §4.1) and of
-//! the PSIP classifier's filters (QSR paper §5).
+//! IPv4 prefixes (CIDR blocks, RFC 4632): the key of the router's forwarding table (QSR paper
+//! §4.1) and of the PSIP classifier's filters (QSR paper §5), and what the host daemon's proxy
+//! prefix (EtheReal §3.2) is made of.
 //!
 //! [`Ipv4Prefix`] always holds its network address with the host bits cleared, so two prefixes
 //! that cover the same addresses compare equal. It implements `prefix_trie::Prefix`, which is how
-//! the tables in this module store it without converting to another crate's IP types.
+//! the router's tables store it without converting to another crate's IP types.
 
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -52,6 +53,16 @@ impl Ipv4Prefix {
             bits: u32::from(addr) & mask(len),
             len,
         })
+    }
+
+    /// The prefix of `len` bits containing `addr`, for constants: the host bits are cleared,
+    /// and a `len` above 32 is taken as 32.
+    pub const fn from_parts(addr: Ipv4Addr, len: u8) -> Self {
+        let len = if len > 32 { 32 } else { len };
+        Self {
+            bits: addr.to_bits() & mask(len),
+            len,
+        }
     }
 
     /// The host prefix (/32) of `addr`.
