@@ -247,12 +247,10 @@ impl Router {
             return;
         }
         let for_us = repr.target_protocol_addr == own_ip;
-        // RFC 826: update an existing entry; create one when the packet is for us, or when it
-        // answers a request of ours.
-        let refreshed = self
-            .neighbours
-            .refresh(sender, repr.source_hardware_addr, port, now);
-        if !refreshed && (for_us || self.neighbours.is_pending(sender)) {
+        // RFC 826: create an entry when the packet is for us or answers a request of ours (and
+        // release what waited for it — also when an older entry of the neighbour exists, on
+        // another port); otherwise only update an existing entry.
+        if for_us || self.neighbours.is_pending(sender) {
             let (out, waiting) =
                 self.neighbours
                     .learn(sender, repr.source_hardware_addr, port, now);
@@ -260,6 +258,9 @@ impl Router {
                 self.stats.released += 1;
                 self.send_ip(now, out, repr.source_hardware_addr, &w.packet);
             }
+        } else {
+            self.neighbours
+                .refresh(sender, repr.source_hardware_addr, port, now);
         }
         if for_us && repr.operation == arp::Operation::Request && self.config.answer_local {
             let reply = arp::Repr {

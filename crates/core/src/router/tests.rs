@@ -685,3 +685,69 @@ fn bad_configurations_are_refused() {
         Err(RouterConfigError::BadPrefix { .. })
     ));
 }
+
+/// A neighbour the router first heard on one port and then resolves on another (a host moved,
+/// or was misconfigured): the answer on the new port releases what waited for it there, at
+/// once — not after three unanswered requests.
+#[test]
+fn an_answer_releases_held_packets_even_when_the_neighbour_was_known_on_another_port() {
+    let now = Instant::ZERO;
+    let mut c = RouterConfig::new(vec![port("p0", 1, [24, 1]), port("p1", 1, [24, 2])]);
+    c.routes.push(StaticRoute {
+        prefix: Ipv4Prefix::new(ip([10, 0, 0, 0]), 8).expect("valid"),
+        gateway: ip([198, 18, 2, 2]),
+        metric: 1,
+    });
+    let mut r = Router::new(c, now).expect("valid");
+    let x = ip([198, 18, 2, 2]);
+    let mac_x = Address([2, 0, 0, 0, 2, 2]);
+    let mac_p0 = Address([2, 0xaa, 0, 1, 0, 1]);
+    // X asks for the router's p0 address from p0's side: learnt on p0.
+    r.handle_frame(
+        now,
+        PortId(0),
+        &arp_frame(
+            arp::Operation::Request,
+            mac_x,
+            x,
+            Address([0; 6]),
+            ip([198, 18, 1, 1]),
+        ),
+    );
+    // A packet to 10.1.2.3 goes via X out of p1: unresolved there, held, requested.
+    r.handle_frame(
+        now,
+        PortId(0),
+        &frame(
+            IP_A_MAC,
+            mac_p0,
+            &udp_packet(IP_A, ip([10, 1, 2, 3]), 64, 1),
+        ),
+    );
+    assert_eq!(r.stats().held, 1);
+    // X answers on p1.
+    r.handle_frame(
+        now,
+        PortId(1),
+        &arp_frame(
+            arp::Operation::Reply,
+            mac_x,
+            x,
+            Address([2, 0xaa, 0, 2, 0, 1]),
+            ip([198, 18, 2, 1]),
+        ),
+    );
+    assert_eq!(r.stats().released, 1, "{:?}", r.stats());
+    let mut buf = [0u8; 1514];
+    let mut sent = Vec::new();
+    while let Some(len) = r.poll_transmit(now + Duration::from_millis(1), PortId(1), &mut buf) {
+        sent.push(buf[..len].to_vec());
+    }
+    assert!(
+        sent.iter()
+            .any(|f| f[..6] == mac_x.0 && f[12..14] == [0x08, 0x00]),
+        "the held packet went to X on p1"
+    );
+}
+
+const IP_A_MAC: Address = Address([2, 0, 0, 0, 1, 2]);
