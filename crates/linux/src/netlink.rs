@@ -324,33 +324,15 @@ impl Netlink {
         }
     }
 
-    /// IPv4 routes of the main table whose output interface is ifname, as (prefix, length).
+    /// IPv4 unicast routes of the main table whose output interface is ifname, as (prefix,
+    /// length).
     pub fn routes(&mut self, ifname: &str) -> Result<Vec<(Ipv4Addr, u8)>, NetlinkError> {
         let index = self.ifindex(ifname)?;
-        let request = self
-            .handle
-            .route()
-            .get(RouteMessageBuilder::<Ipv4Addr>::new().build());
-        let messages: Vec<RouteMessage> = self
-            .runtime
-            .block_on(request.execute().try_collect())
-            .map_err(|e| map_err("dump routes", e))?;
-        Ok(messages
+        Ok(self
+            .ipv4_routes()?
             .into_iter()
-            .filter(|m| m.header.address_family == AddressFamily::Inet)
-            .filter(|m| route_table(m) == u32::from(RouteHeader::RT_TABLE_MAIN))
-            .filter(|m| m.attributes.contains(&RouteAttribute::Oif(index)))
-            .map(|m| {
-                let dst = m
-                    .attributes
-                    .iter()
-                    .find_map(|a| match a {
-                        RouteAttribute::Destination(RouteAddress::Inet(d)) => Some(*d),
-                        _ => None,
-                    })
-                    .unwrap_or(Ipv4Addr::UNSPECIFIED);
-                (dst, m.header.destination_prefix_length)
-            })
+            .filter(|r| r.oif == Some(index))
+            .map(|r| (r.dst, r.prefix_len))
             .collect())
     }
 }
