@@ -7,13 +7,15 @@
 #![no_main]
 
 use std::net::Ipv4Addr;
-use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use rtlan_core::router::node::MAX_FRAME;
 use rtlan_core::router::{Ipv4Prefix, Router, RouterConfig, RouterPort, StaticRoute};
-use rtlan_core::{Instant, Medium, Node, PortId};
+use rtlan_core::{Instant, Medium};
 use rtlan_wire::ethernet::Address;
+
+#[path = "node_driver.rs"]
+mod node_driver;
 
 const PORTS: u16 = 3;
 
@@ -46,43 +48,13 @@ fn config() -> RouterConfig {
     config
 }
 
-fn drain(router: &mut Router, now: Instant, buf: &mut [u8]) {
-    for port in 0..PORTS {
-        while let Some(len) = router.poll_transmit(now, PortId(port), buf) {
-            assert!(len <= buf.len());
-        }
-    }
-    while router.poll_trapped().is_some() {}
-}
 
 fuzz_target!(|data: &[u8]| {
     let Ok(mut router) = Router::new(config(), Instant::ZERO) else {
         panic!("the fixed configuration is valid");
     };
     let mut buf = vec![0u8; MAX_FRAME];
-    let mut now = Instant::ZERO;
-    let mut rest = data;
-    while let [port, advance, hi, lo, tail @ ..] = rest {
-        let len = usize::from(u16::from_be_bytes([*hi, *lo])).min(tail.len());
-        let (frame, next) = tail.split_at(len);
-        rest = next;
-        now += Duration::from_micros(u64::from(*advance) * 37);
-        if router.poll_timeout().is_some_and(|t| t <= now) {
-            router.handle_timeout(now);
-        }
-        router.handle_frame(now, PortId(u16::from(*port) % PORTS), frame);
-        drain(&mut router, now, &mut buf);
-    }
-    let end = now + Duration::from_secs(60);
-    for _ in 0..200 {
-        let Some(t) = router.poll_timeout() else {
-            break;
-        };
-        if t > end {
-            break;
-        }
-        now = now.max(t);
-        router.handle_timeout(now);
-        drain(&mut router, now, &mut buf);
-    }
+    node_driver::drive(&mut router, data, &mut buf, |r| {
+        while r.poll_trapped().is_some() {}
+    });
 });

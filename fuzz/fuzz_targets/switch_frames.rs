@@ -13,8 +13,11 @@ use libfuzzer_sys::fuzz_target;
 use rtlan_core::switch::{
     PortConfig, RtConfig, Switch, SwitchConfig, UnknownUnicast, MAX_FRAME_LEN,
 };
-use rtlan_core::{Instant, Medium, PortId};
+use rtlan_core::{Instant, Medium};
 use rtlan_wire::ethernet::Address;
+
+#[path = "node_driver.rs"]
+mod node_driver;
 
 const PORTS: u16 = 3;
 
@@ -48,43 +51,11 @@ fn config() -> SwitchConfig {
     }
 }
 
-fn drain(switch: &mut Switch, now: Instant, buf: &mut [u8]) {
-    for port in 0..PORTS {
-        while let Some(len) = switch.poll_transmit(now, PortId(port), buf) {
-            assert!(len <= buf.len());
-        }
-    }
-}
 
 fuzz_target!(|data: &[u8]| {
     let Ok(mut switch) = Switch::new(config(), Instant::ZERO) else {
         panic!("the fixed configuration is valid");
     };
     let mut buf = vec![0u8; MAX_FRAME_LEN];
-    let mut now = Instant::ZERO;
-    let mut rest = data;
-    while let [port, advance, hi, lo, tail @ ..] = rest {
-        let len = usize::from(u16::from_be_bytes([*hi, *lo])).min(tail.len());
-        let (frame, next) = tail.split_at(len);
-        rest = next;
-        now += Duration::from_micros(u64::from(*advance) * 37);
-        if switch.poll_timeout().is_some_and(|t| t <= now) {
-            switch.handle_timeout(now);
-        }
-        switch.handle_frame(now, PortId(u16::from(*port) % PORTS), frame);
-        drain(&mut switch, now, &mut buf);
-    }
-    // Let the switch's own deadlines run: at most 200 steps or 60 s of virtual time.
-    let end = now + Duration::from_secs(60);
-    for _ in 0..200 {
-        let Some(t) = switch.poll_timeout() else {
-            break;
-        };
-        if t > end {
-            break;
-        }
-        now = now.max(t);
-        switch.handle_timeout(now);
-        drain(&mut switch, now, &mut buf);
-    }
+    node_driver::drive(&mut switch, data, &mut buf, |_| {});
 });
