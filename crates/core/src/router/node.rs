@@ -364,7 +364,9 @@ impl Router {
 
     /// Sends the IPv4 `packet` to `neighbour` out of `port`: at once if its MAC is known,
     /// otherwise after ARP (held). `ingress` is where the packet came from (for an ICMP error
-    /// if the neighbour never answers). Returns whether it was queued or held.
+    /// if the neighbour never answers). A packet being forwarded (`decrement_ttl`) loses one
+    /// TTL on the way: in its frame when the MAC is known (one copy of the packet in all), in
+    /// the held copy otherwise. Returns whether it was queued or held.
     fn send_to_neighbour(
         &mut self,
         now: Instant,
@@ -372,6 +374,7 @@ impl Router {
         neighbour: Ipv4Addr,
         packet: &[u8],
         ingress: PortId,
+        decrement_ttl: bool,
     ) -> bool {
         if !self.ports.get(usize::from(port.0)).is_some_and(|p| p.up) {
             self.stats.drop_link_down += 1;
@@ -382,13 +385,15 @@ impl Router {
                 if refresh {
                     self.arp_request(now, port, neighbour);
                 }
-                self.send_ip(now, port, mac, packet)
+                self.send_frame(now, port, mac, packet, decrement_ttl)
             }
             Lookup::Unresolved => {
-                let waiting = Waiting {
-                    packet: packet.to_vec(),
-                    ingress,
-                };
+                let mut packet = packet.to_vec();
+                if decrement_ttl && rtlan_wire::rewrite::ipv4_ttl_decrement(&mut packet).is_err() {
+                    self.stats.drop_malformed += 1;
+                    return false;
+                }
+                let waiting = Waiting { packet, ingress };
                 match self.neighbours.hold(neighbour, port, waiting, now) {
                     Hold::Queued => {
                         self.stats.held += 1;
@@ -586,31 +591,7 @@ impl Router {
             return;
         }
         let neighbour = hop.neighbour(ip.dst_addr());
-        // The common case first: the next hop's MAC is known, and the packet is copied once,
-        // into the frame, and its TTL decremented there.
-        let port_up = self
-            .ports
-            .get(usize::from(hop.port.0))
-            .is_some_and(|p| p.up);
-        if port_up {
-            if let Lookup::Resolved { mac, refresh } =
-                self.neighbours.lookup(neighbour, hop.port, now)
-            {
-                if refresh {
-                    self.arp_request(now, hop.port, neighbour);
-                }
-                if self.send_frame(now, hop.port, mac, packet, true) {
-                    self.stats.forwarded += 1;
-                }
-                return;
-            }
-        }
-        let mut copy = packet.to_vec();
-        if rtlan_wire::rewrite::ipv4_ttl_decrement(&mut copy).is_err() {
-            self.stats.drop_malformed += 1;
-            return;
-        }
-        if self.send_to_neighbour(now, hop.port, neighbour, &copy, ingress) {
+        if self.send_to_neighbour(now, hop.port, neighbour, packet, ingress, true) {
             self.stats.forwarded += 1;
         }
     }
@@ -706,7 +687,7 @@ impl Router {
         let Some(hop) = self.tables.fib.next_hop(dst) else {
             return false;
         };
-        self.send_to_neighbour(now, hop.port, hop.neighbour(dst), &packet, ingress)
+        self.send_to_neighbour(now, hop.port, hop.neighbour(dst), &packet, ingress, false)
     }
 
     fn on_due(&mut self, now: Instant) {

@@ -75,14 +75,9 @@ impl Switch {
     /// not emptied within twice this hop's latency θ (at least two cycles: only late wake-ups
     /// make it so) is dropped then.
     fn close_connection(&mut self, now: Instant, key: (PortId, u16), entry: RtEntry) {
-        let out = usize::from(entry.out_port.0);
-        let queued = match (self.ports.get(out), entry.flow) {
-            (Some(port), Some(flow)) => port.sched.flow_queued(flow).unwrap_or(0),
-            _ => 0,
-        };
-        let link_down = self.rt.link_down.get(out).copied().unwrap_or(true);
+        let (queued, link_down) = self.drain_state(&entry);
         let held = match self.rt.held.remove(&key) {
-            Some(held) if queued > 0 && !link_down => held,
+            Some(held) if queued && !link_down => held,
             held => {
                 return self.release_entry(
                     now,
@@ -106,23 +101,32 @@ impl Switch {
         });
     }
 
+    /// Whether connection `entry` still has frames queued on its output port, and whether that
+    /// port's link is down.
+    fn drain_state(&self, entry: &RtEntry) -> (bool, bool) {
+        let out = usize::from(entry.out_port.0);
+        let queued = match (self.ports.get(out), entry.flow) {
+            (Some(port), Some(flow)) => port.sched.flow_queued(flow).unwrap_or(0),
+            _ => 0,
+        };
+        (
+            queued > 0,
+            self.rt.link_down.get(out).copied().unwrap_or(true),
+        )
+    }
+
     /// Releases the closed connections whose queues are empty, whose output link went down or
     /// whose drain deadline passed (what is still queued is dropped, counted by the scheduler).
     pub(super) fn finish_drained(&mut self, now: Instant) {
         let mut index = 0;
         while let Some(d) = self.rt.draining.get(index) {
-            let out = usize::from(d.entry.out_port.0);
-            let queued = match (self.ports.get(out), d.entry.flow) {
-                (Some(port), Some(flow)) => port.sched.flow_queued(flow).unwrap_or(0),
-                _ => 0,
-            };
-            let link_down = self.rt.link_down.get(out).copied().unwrap_or(true);
-            if queued > 0 && !link_down && now < d.deadline {
+            let (queued, link_down) = self.drain_state(&d.entry);
+            if queued && !link_down && now < d.deadline {
                 index += 1;
                 continue;
             }
             let d = self.rt.draining.swap_remove(index);
-            if queued > 0 {
+            if queued {
                 self.stats.signal.close_drain_expired += 1;
             }
             let reason = TeardownReason::Closed;

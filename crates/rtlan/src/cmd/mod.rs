@@ -17,3 +17,17 @@ pub(crate) mod signals;
 pub(crate) mod sim;
 pub(crate) mod switch;
 pub(crate) mod tc_config;
+
+/// Prints the per-port counter table of a stopped switch or router: name, rx frames and bytes,
+/// tx frames and bytes, frames the port's queue had no room for.
+pub(crate) fn print_port_table(rows: impl IntoIterator<Item = (String, [u64; 5])>) {
+    println!(
+        "  {:<8} {:>12} {:>12} {:>12} {:>12} {:>10}",
+        "port", "rx frames", "rx bytes", "tx frames", "tx bytes", "q drops"
+    );
+    for (name, [rx_frames, rx_bytes, tx_frames, tx_bytes, drops]) in rows {
+        println!(
+            "  {name:<8} {rx_frames:>12} {rx_bytes:>12} {tx_frames:>12} {tx_bytes:>12} {drops:>10}"
+        );
+    }
+}

@@ -61,20 +61,22 @@ fn print_report(report: &RunReport) {
         report.name,
         report.uptime_ns as f64 / 1e9
     );
-    println!(
-        "  {:<8} {:>12} {:>12} {:>12} {:>12} {:>10}",
-        "port", "rx frames", "rx bytes", "tx frames", "tx bytes", "q drops"
-    );
-    for (i, p) in r.ports.iter().enumerate() {
+    super::print_port_table(r.ports.iter().enumerate().map(|(i, p)| {
         let name = report
             .ports
             .get(i)
             .map_or_else(|| format!("#{i}"), |s| s.ifname.clone());
-        println!(
-            "  {:<8} {:>12} {:>12} {:>12} {:>12} {:>10}",
-            name, p.rx_frames, p.rx_bytes, p.tx_frames, p.tx_bytes, p.drop_queue_full
-        );
-    }
+        (
+            name,
+            [
+                p.rx_frames,
+                p.rx_bytes,
+                p.tx_frames,
+                p.tx_bytes,
+                p.drop_queue_full,
+            ],
+        )
+    }));
     println!(
         "  forwarded {}  held {}  trapped: local {} rsvp {} options {}  icmp: ttl {} net {} host {}  \
          drops: ttl {} no-route {} arp {} martian {} bad-checksum {}  route syncs {}",

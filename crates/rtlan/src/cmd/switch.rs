@@ -50,21 +50,23 @@ fn print_report(report: &rtlan_linux::switchd::RunReport) {
         report.name,
         report.uptime.as_secs_f64()
     );
-    println!(
-        "  {:<8} {:>12} {:>12} {:>12} {:>12} {:>10}",
-        "port", "rx frames", "rx bytes", "tx frames", "tx bytes", "q drops"
-    );
-    for (i, p) in sw.ports.iter().enumerate() {
+    super::print_port_table(sw.ports.iter().enumerate().map(|(i, p)| {
         let name = report
             .shell
             .ports
             .get(i)
             .map_or_else(|| format!("#{i}"), |s| s.ifname.clone());
-        println!(
-            "  {:<8} {:>12} {:>12} {:>12} {:>12} {:>10}",
-            name, p.rx_frames, p.rx_bytes, p.tx_frames, p.tx_bytes, p.drop_queue_full
-        );
-    }
+        (
+            name,
+            [
+                p.rx_frames,
+                p.rx_bytes,
+                p.tx_frames,
+                p.tx_bytes,
+                p.drop_queue_full,
+            ],
+        )
+    }));
     println!(
         "  flooded {}  arp probes {}  arp replies {}  drops: malformed {} to-switch {} \
          same-port {} pending-full {} pending-timeout {}",
