@@ -14,8 +14,11 @@
 mod flows;
 mod network;
 mod parse;
+mod routed;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_routed;
 pub mod units;
 
 use std::net::Ipv4Addr;
@@ -85,7 +88,7 @@ pub enum TopologyError {
         /// The name as written.
         name: String,
     },
-    /// Two nodes (hosts or switches) have the same name.
+    /// Two nodes (hosts, switches or routers) have the same name.
     #[error("{at}: duplicate name `{name}` (first defined at line {first_line})")]
     DuplicateName {
         /// Where the second definition is.
@@ -95,8 +98,8 @@ pub enum TopologyError {
         /// Line of the first definition.
         first_line: usize,
     },
-    /// The file defines no host and no switch.
-    #[error("{at}: the topology defines no hosts or switches")]
+    /// The file defines no host, no switch and no router.
+    #[error("{at}: the topology defines no hosts, switches or routers")]
     Empty {
         /// Where (the start of the file).
         at: Location,
@@ -278,13 +281,56 @@ pub enum TopologyError {
         /// The switch.
         name: String,
     },
-    /// More hosts need an automatic address than 198.18.0.0/16 has left.
-    #[error("{at}: no free address left in 198.18.0.0/16 for `{name}`")]
+    /// More hosts need an automatic address than 198.18.0.0/16 (or, with routers, their
+    /// segment's subnet) has left.
+    #[error("{at}: no free address left in {subnet} for `{name}`")]
     AddressesExhausted {
         /// Where the node is defined.
         at: Location,
         /// The node.
         name: String,
+        /// The address range that is full.
+        subnet: String,
+    },
+    /// A router has no link.
+    #[error("{at}: router `{name}` has no link")]
+    RouterWithoutLink {
+        /// Where the router is defined.
+        at: Location,
+        /// The router.
+        name: String,
+    },
+    /// A network file (`rtlan analyze`, `rtlan bwm`) with `[[router]]` tables.
+    #[error("{at}: routers are not analysed yet: `rtlan analyze` and `rtlan bwm` read switched networks only (docs/qsr.md §2.3)")]
+    RoutersNotAnalysed {
+        /// Where the first router is defined.
+        at: Location,
+    },
+    /// A second port of one router on the same segment (subnet).
+    #[error("{at}: router `{router}` already has a port on this segment (line {first_line}); a router has one port per subnet")]
+    TwoPortsOnSegment {
+        /// Where the second link is.
+        at: Location,
+        /// The router.
+        router: String,
+        /// Line of the link of its first port there.
+        first_line: usize,
+    },
+    /// Some routers run OSPF and others do not.
+    #[error("{at}: `ospf` is set on router `{on}` but not on `{off}`: either every router runs OSPF or the lab writes static routes for all")]
+    OspfMixed {
+        /// Where.
+        at: Location,
+        /// A router with `ospf`.
+        on: String,
+        /// A router without.
+        off: String,
+    },
+    /// More segments than the automatic address plan has subnets.
+    #[error("{at}: more than 255 segments: the automatic plan gives each a /24 of 198.18.0.0/16; give the hosts explicit `ip`s in other subnets")]
+    TooManySegments {
+        /// Where the segment's first link is.
+        at: Location,
     },
 }
 
@@ -313,6 +359,11 @@ impl TopologyError {
             | E::HostWithoutLink { at, .. }
             | E::SwitchWithoutLink { at, .. }
             | E::AddressesExhausted { at, .. }
+            | E::RouterWithoutLink { at, .. }
+            | E::RoutersNotAnalysed { at }
+            | E::TwoPortsOnSegment { at, .. }
+            | E::OspfMixed { at, .. }
+            | E::TooManySegments { at }
             | E::BadNetworkName { at, .. }
             | E::Missing { at, .. }
             | E::HostToHost { at, .. }
@@ -335,6 +386,13 @@ pub struct Topology {
     pub hosts: Vec<Host>,
     /// Switches, in file order.
     pub switches: Vec<Switch>,
+    /// Routers, in file order (`[[router]]`, docs/qsr.md §2.3).
+    #[serde(default)]
+    pub routers: Vec<Router>,
+    /// The IP subnets of a topology with routers: removing the routers splits it into
+    /// segments (docs/lab.md "Routers"); empty without routers (one flat 198.18.0.0/16).
+    #[serde(default)]
+    pub segments: Vec<Segment>,
     /// Links, in file order.
     pub links: Vec<Link>,
     /// Flows, in file order (`[[flow]]`; the lab ignores them).
@@ -362,8 +420,12 @@ pub struct Host {
     pub name: String,
     /// IPv4 address of `eth0`.
     pub ip: Ipv4Addr,
-    /// Prefix length of that address (16 unless given).
+    /// Prefix length of that address (16 unless given; 24 with routers).
     pub prefix_len: u8,
+    /// The default route's gateway: the first router port on the host's segment (topologies
+    /// with routers only).
+    #[serde(default)]
+    pub gateway: Option<Ipv4Addr>,
     /// The host daemon's `host_delay`, its term in every bound (`docs/delay.md` § "The host's
     /// term"); `None` = the daemon's default.
     #[serde(default)]
@@ -452,6 +514,118 @@ impl SchedulerKind {
             SchedulerKind::Cyclic => "cyclic",
             SchedulerKind::Wheel => "wheel",
         }
+    }
+}
+
+/// A router node (QSR, docs/qsr.md §2): `rtlan router` in its own namespace, one port per
+/// link (`p0, p1, …` in link order), each port addressed on its segment's subnet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Router {
+    /// Node name.
+    pub name: String,
+    /// What forwards in the router's namespace.
+    #[serde(default)]
+    pub kind: RouterKind,
+    /// The routing daemon that feeds the router's kernel table, if any; without one the lab
+    /// gives the router [`Router::routes`].
+    #[serde(default)]
+    pub ospf: Option<Ospf>,
+    /// The ports, in port order.
+    pub ports: Vec<RouterPort>,
+    /// Static routes to every segment the router is not on, from shortest paths over the
+    /// routers (fewest router hops; equal costs go to the next router whose name sorts
+    /// first); empty when the router runs OSPF.
+    pub routes: Vec<Route>,
+}
+
+/// What forwards in a router's namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RouterKind {
+    /// `rtlan router --config …` with the kernel's forwarding off (docs/router.md).
+    #[default]
+    Rtlan,
+    /// The kernel itself (`ip_forward = 1`): the baseline a router is measured against.
+    LinuxRouter,
+}
+
+impl RouterKind {
+    /// The name used in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            RouterKind::Rtlan => "rtlan",
+            RouterKind::LinuxRouter => "linux-router",
+        }
+    }
+}
+
+/// The routing daemon of a router with `ospf`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ospf {
+    /// BIRD 2 (`bird`), OSPFv2 with one area over the router–router links and the hosts'
+    /// segments as stub networks.
+    Bird,
+}
+
+impl Ospf {
+    /// The name used in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ospf::Bird => "bird",
+        }
+    }
+}
+
+/// One router port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouterPort {
+    /// Interface name in the router's namespace.
+    pub ifname: String,
+    /// Its IPv4 address.
+    pub ip: Ipv4Addr,
+    /// The prefix length of its segment.
+    pub prefix_len: u8,
+    /// Index of its segment in [`Topology::segments`].
+    pub segment: usize,
+}
+
+/// A static route of a router.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Route {
+    /// The destination network (host bits clear).
+    pub prefix: Ipv4Addr,
+    /// Its length.
+    pub prefix_len: u8,
+    /// The next router's address on a segment this router is on.
+    pub gateway: Ipv4Addr,
+    /// Routers crossed to the destination segment, this one included.
+    pub metric: u32,
+}
+
+/// An IP subnet of a topology with routers: the hosts and switches that reach each other
+/// without a router, or one router–router link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    /// The network address.
+    pub prefix: Ipv4Addr,
+    /// Its length.
+    pub prefix_len: u8,
+}
+
+impl Segment {
+    /// Whether `ip` is inside this subnet.
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        let mask = u32::MAX
+            .checked_shl(32 - u32::from(self.prefix_len))
+            .unwrap_or(0);
+        u32::from(ip) & mask == u32::from(self.prefix)
+    }
+}
+
+impl std::fmt::Display for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.prefix, self.prefix_len)
     }
 }
 
@@ -585,15 +759,21 @@ impl Topology {
         self.switches.iter().find(|s| s.name == name)
     }
 
-    /// Whether a host or switch is called `name` (a declared one: a network file's hosts implied
-    /// by link ends are not).
-    pub fn has_node(&self, name: &str) -> bool {
-        self.host(name).is_some() || self.switch(name).is_some()
+    /// The router named `name`.
+    pub fn router(&self, name: &str) -> Option<&Router> {
+        self.routers.iter().find(|r| r.name == name)
     }
 
-    /// Whether `name` is a host: a declared one, or a link end that is not a switch.
+    /// Whether a host, switch or router is called `name` (a declared one: a network file's
+    /// hosts implied by link ends are not).
+    pub fn has_node(&self, name: &str) -> bool {
+        self.host(name).is_some() || self.switch(name).is_some() || self.router(name).is_some()
+    }
+
+    /// Whether `name` is a host: a declared one, or a link end that is not a switch or router.
     pub fn is_host(&self, name: &str) -> bool {
         self.switch(name).is_none()
+            && self.router(name).is_none()
             && (self.host(name).is_some()
                 || self
                     .links
@@ -601,12 +781,13 @@ impl Topology {
                     .any(|l| l.ends.iter().any(|e| e.node == name)))
     }
 
-    /// All node names: hosts first, then switches, each in file order.
+    /// All node names: hosts first, then switches, then routers, each in file order.
     pub fn node_names(&self) -> impl Iterator<Item = &str> {
         self.hosts
             .iter()
             .map(|h| h.name.as_str())
             .chain(self.switches.iter().map(|s| s.name.as_str()))
+            .chain(self.routers.iter().map(|r| r.name.as_str()))
     }
 
     /// The interfaces of `node` with their link: `(own end, peer end, rate)`, in port order.
@@ -625,9 +806,13 @@ impl Topology {
     }
 
     /// Whether the link between `a` and `b` carries keys: one end is an rtlan switch with
-    /// `auth = true` and the other is a host or such a switch (never a kernel bridge).
+    /// `auth = true` and the other is a host or such a switch (never a kernel bridge or a
+    /// router).
     pub fn link_authenticated(&self, a: &str, b: &str) -> bool {
         let auth = |n: &str| {
+            if self.router(n).is_some() {
+                return Some(None);
+            }
             self.switches
                 .iter()
                 .find(|s| s.name == n)

@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 use std::ops::Range;
 
 use crate::flows::{self, RawFlow};
+use crate::routed;
 use crate::units::{parse_duration, parse_rate, parse_size};
 use crate::{Profile, SchedulerKind, UnknownUnicast};
 use serde::Deserialize;
@@ -20,14 +21,16 @@ use crate::{
 /// The top-level tables of a topology file; any other top-level key is refused by
 /// [`unknown_tables`] unless the caller reads it itself (see [`parse`]'s `extras`).
 #[derive(Deserialize)]
-struct RawFile {
+pub(crate) struct RawFile {
     lab: Option<RawLab>,
     #[serde(default)]
-    host: Vec<RawHost>,
+    pub(crate) host: Vec<RawHost>,
     #[serde(default)]
-    switch: Vec<RawSwitch>,
+    pub(crate) switch: Vec<RawSwitch>,
     #[serde(default)]
-    link: Vec<RawLink>,
+    pub(crate) router: Vec<RawRouter>,
+    #[serde(default)]
+    pub(crate) link: Vec<RawLink>,
     #[serde(default)]
     flow: Vec<RawFlow>,
 }
@@ -41,19 +44,27 @@ struct RawLab {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawHost {
-    name: Spanned<String>,
-    ip: Option<Spanned<String>>,
+pub(crate) struct RawHost {
+    pub(crate) name: Spanned<String>,
+    pub(crate) ip: Option<Spanned<String>>,
     host_delay: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawSwitch {
-    name: Spanned<String>,
+pub(crate) struct RawRouter {
+    pub(crate) name: Spanned<String>,
+    pub(crate) kind: Option<Spanned<String>>,
+    pub(crate) ospf: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSwitch {
+    pub(crate) name: Spanned<String>,
     kind: Option<Spanned<String>>,
     unknown_unicast: Option<Spanned<String>>,
-    mgmt_ip: Option<Spanned<String>>,
+    pub(crate) mgmt_ip: Option<Spanned<String>>,
     cycle_time: Option<Spanned<String>>,
     nrt_queue_bytes: Option<Spanned<u64>>,
     cpu: Option<Spanned<u32>>,
@@ -67,8 +78,8 @@ struct RawSwitch {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawLink {
-    ends: Spanned<Vec<Spanned<String>>>,
+pub(crate) struct RawLink {
+    pub(crate) ends: Spanned<Vec<Spanned<String>>>,
     rate: Option<Spanned<String>>,
     effective_rate: Option<Spanned<String>>,
     delay: Option<Spanned<String>>,
@@ -147,7 +158,13 @@ fn bad_name(profile: Profile, at: Location, name: &str) -> TopologyError {
 }
 
 /// Parses `a.b.c.d` or `a.b.c.d/len` (default /16) and refuses addresses a host cannot have.
+#[cfg(test)]
 pub(super) fn parse_cidr(text: &str) -> Result<(Ipv4Addr, u8), String> {
+    parse_cidr_or(text, 16)
+}
+
+/// [`parse_cidr`] with `default_len` when the text gives no length.
+pub(super) fn parse_cidr_or(text: &str, default_len: u8) -> Result<(Ipv4Addr, u8), String> {
     let (addr, len) = match text.split_once('/') {
         Some((a, l)) => {
             let len: u8 = l
@@ -155,7 +172,7 @@ pub(super) fn parse_cidr(text: &str) -> Result<(Ipv4Addr, u8), String> {
                 .map_err(|_| format!("prefix length `{l}` is not a number"))?;
             (a, len)
         }
-        None => (text, 16),
+        None => (text, default_len),
     };
     let ip: Ipv4Addr = addr
         .parse()
@@ -197,6 +214,9 @@ struct IpPlan {
     used: HashMap<Ipv4Addr, String>,
 }
 
+/// The addresses taken so far and by whom.
+pub(crate) type Used = HashMap<Ipv4Addr, String>;
+
 impl IpPlan {
     fn claim(&mut self, ip: Ipv4Addr, node: &str, at: Location) -> Result<(), TopologyError> {
         if let Some(other) = self.used.get(&ip) {
@@ -226,7 +246,7 @@ impl IpPlan {
 }
 
 /// The top-level tables this reader knows.
-const TABLES: [&str; 5] = ["lab", "host", "switch", "link", "flow"];
+const TABLES: [&str; 6] = ["lab", "host", "switch", "router", "link", "flow"];
 
 /// Refuses a top-level key that is neither one of [`TABLES`] nor one of `extras` (tables another
 /// reader of the same file takes, such as the simulator's). Its location is the first line that
@@ -284,19 +304,26 @@ pub(super) fn parse(
         at: loc.at(&e.span().unwrap_or(0..0)),
         message: e.message().trim().to_string(),
     })?;
-    if raw.host.is_empty() && raw.switch.is_empty() {
+    if raw.host.is_empty() && raw.switch.is_empty() && raw.router.is_empty() {
         return Err(TopologyError::Empty {
             at: loc.at(&(0..0)),
         });
     }
+    if let (Profile::Network, Some(r)) = (profile, raw.router.first()) {
+        return Err(TopologyError::RoutersNotAnalysed {
+            at: loc.at(&r.name.span()),
+        });
+    }
+    let routed = !raw.router.is_empty();
 
-    // Names: valid and unique across hosts and switches.
+    // Names: valid and unique across hosts, switches and routers.
     let mut defined: BTreeMap<String, Range<usize>> = BTreeMap::new();
     let names = raw
         .host
         .iter()
         .map(|h| &h.name)
-        .chain(raw.switch.iter().map(|s| &s.name));
+        .chain(raw.switch.iter().map(|s| &s.name))
+        .chain(raw.router.iter().map(|r| &r.name));
     for name in names {
         if !valid_name(profile, name.get_ref()) {
             return Err(bad_name(profile, loc.at(&name.span()), name.get_ref()));
@@ -316,7 +343,7 @@ pub(super) fn parse(
     let mut switches = Vec::with_capacity(raw.switch.len());
     let mut mgmt_pending = Vec::new();
     for (i, s) in raw.switch.iter().enumerate() {
-        let (switch, needs_auto_ip) = resolve_switch(s, &loc, &mut explicit, profile)?;
+        let (switch, needs_auto_ip) = resolve_switch(s, &loc, &mut explicit, profile, routed)?;
         if needs_auto_ip {
             mgmt_pending.push(i);
         }
@@ -328,17 +355,19 @@ pub(super) fn parse(
         let (ip, prefix_len) = match &h.ip {
             Some(text) => {
                 let (ip, len) =
-                    parse_cidr(text.get_ref()).map_err(|reason| TopologyError::BadIp {
-                        at: loc.at(&text.span()),
-                        text: text.get_ref().clone(),
-                        reason,
+                    parse_cidr_or(text.get_ref(), default_len(routed)).map_err(|reason| {
+                        TopologyError::BadIp {
+                            at: loc.at(&text.span()),
+                            text: text.get_ref().clone(),
+                            reason,
+                        }
                     })?;
                 explicit.push((text.span(), ip, h.name.get_ref().clone()));
                 (ip, len)
             }
             None => {
                 host_pending.push(i);
-                (Ipv4Addr::UNSPECIFIED, 16)
+                (Ipv4Addr::UNSPECIFIED, default_len(routed))
             }
         };
         let host_delay = h
@@ -351,8 +380,11 @@ pub(super) fn parse(
             ip,
             prefix_len,
             host_delay,
+            gateway: None,
         });
     }
+    let kinds = routed::resolve_kinds(&raw.router, &loc)?;
+    let ospf = routed::resolve_ospf(&raw.router, &loc)?;
     let mut plan = IpPlan {
         used: HashMap::new(),
     };
@@ -360,12 +392,42 @@ pub(super) fn parse(
     for (span, ip, node) in explicit {
         plan.claim(ip, &node, loc.at(&span))?;
     }
+    if routed {
+        let links = resolve_links(&raw, &loc, &defined, profile)?;
+        let plan = routed::Plan {
+            raw: &raw,
+            loc: &loc,
+            used: plan.used,
+            ospf: &ospf,
+            kinds: &kinds,
+        };
+        let (routers, segments) = plan.assign(
+            &mut hosts,
+            &host_pending,
+            &mut switches,
+            &mgmt_pending,
+            &links,
+        )?;
+        let flows = flows::resolve(&raw.flow, &loc, &switches, &links)?;
+        return Ok(Topology {
+            origin: origin.to_string(),
+            offloads: raw.lab.as_ref().and_then(|l| l.offloads).unwrap_or(false),
+            ipv6: raw.lab.as_ref().and_then(|l| l.ipv6).unwrap_or(false),
+            hosts,
+            switches,
+            routers,
+            segments,
+            links,
+            flows,
+        });
+    }
     let mut cursor = 0;
     for i in mgmt_pending {
         let ip = plan.next_free(auto_mgmt_ip, &mut cursor).ok_or_else(|| {
             TopologyError::AddressesExhausted {
                 at: loc.at(&raw.switch[i].name.span()),
                 name: switches[i].name.clone(),
+                subnet: "198.18.255.0/24".to_string(),
             }
         })?;
         plan.claim(ip, &switches[i].name, loc.at(&raw.switch[i].name.span()))?;
@@ -379,6 +441,7 @@ pub(super) fn parse(
             TopologyError::AddressesExhausted {
                 at: loc.at(&raw.host[i].name.span()),
                 name: hosts[i].name.clone(),
+                subnet: "198.18.0.0/16".to_string(),
             }
         })?;
         plan.claim(ip, &hosts[i].name, loc.at(&raw.host[i].name.span()))?;
@@ -393,9 +456,21 @@ pub(super) fn parse(
         ipv6: raw.lab.as_ref().and_then(|l| l.ipv6).unwrap_or(false),
         hosts,
         switches,
+        routers: Vec::new(),
+        segments: Vec::new(),
         links,
         flows,
     })
+}
+
+/// The prefix length of a host address written without one: /16 in a flat lab, /24 (a
+/// segment's subnet) with routers.
+fn default_len(routed: bool) -> u8 {
+    if routed {
+        24
+    } else {
+        16
+    }
 }
 
 /// Resolves one `[[switch]]`; the bool says whether it still needs an automatic management IP.
@@ -404,6 +479,7 @@ fn resolve_switch(
     loc: &Locator<'_>,
     explicit: &mut Vec<(Range<usize>, Ipv4Addr, String)>,
     profile: Profile,
+    routed: bool,
 ) -> Result<(Switch, bool), TopologyError> {
     let name = s.name.get_ref().clone();
     let t_mux = s
@@ -556,15 +632,18 @@ fn resolve_switch(
     };
     let (mgmt_ip, mgmt_prefix_len, auto) = match &s.mgmt_ip {
         Some(text) => {
-            let (ip, len) = parse_cidr(text.get_ref()).map_err(|reason| TopologyError::BadIp {
-                at: loc.at(&text.span()),
-                text: text.get_ref().clone(),
-                reason,
-            })?;
+            let (ip, len) =
+                parse_cidr_or(text.get_ref(), default_len(routed)).map_err(|reason| {
+                    TopologyError::BadIp {
+                        at: loc.at(&text.span()),
+                        text: text.get_ref().clone(),
+                        reason,
+                    }
+                })?;
             explicit.push((text.span(), ip, name.clone()));
             (ip, len, false)
         }
-        None => (Ipv4Addr::UNSPECIFIED, 16, true),
+        None => (Ipv4Addr::UNSPECIFIED, default_len(routed), true),
     };
     Ok((
         Switch {
@@ -588,13 +667,14 @@ fn resolve_switch(
     ))
 }
 
-/// Union-find over node names, to refuse loops.
-struct Components {
+/// Union-find over node names, to refuse loops (and, with routers, to find segments).
+#[derive(Default)]
+pub(crate) struct Components {
     parent: HashMap<String, String>,
 }
 
 impl Components {
-    fn root(&mut self, node: &str) -> String {
+    pub(crate) fn root(&mut self, node: &str) -> String {
         let mut cur = node.to_string();
         while let Some(p) = self.parent.get(&cur) {
             if *p == cur {
@@ -606,7 +686,7 @@ impl Components {
     }
 
     /// Joins the components of `a` and `b`; false if they were already joined.
-    fn join(&mut self, a: &str, b: &str) -> bool {
+    pub(crate) fn join(&mut self, a: &str, b: &str) -> bool {
         let (ra, rb) = (self.root(a), self.root(b));
         if ra == rb {
             return false;
@@ -623,6 +703,7 @@ fn resolve_links(
     profile: Profile,
 ) -> Result<Vec<Link>, TopologyError> {
     let is_switch = |n: &str| raw.switch.iter().any(|s| s.name.get_ref() == n);
+    let is_router = |n: &str| raw.router.iter().any(|r| r.name.get_ref() == n);
     // Loops are safe only when every switch runs the spanning tree (docs/stp.md): a kernel
     // bridge here has STP off, an rtlan switch has it when `stp = true`.
     let loops_allowed = !raw.switch.is_empty()
@@ -692,7 +773,7 @@ fn resolve_links(
         match profile {
             Profile::Lab => {
                 for end in ends {
-                    if !is_switch(end.get_ref()) {
+                    if !is_switch(end.get_ref()) && !is_router(end.get_ref()) {
                         if let Some(first) = host_link.get(end.get_ref()) {
                             return Err(TopologyError::HostHasTwoLinks {
                                 at: loc.at(&end.span()),
@@ -703,7 +784,11 @@ fn resolve_links(
                         host_link.insert(end.get_ref().clone(), end.span());
                     }
                 }
-                if !components.join(a, b) && !loops_allowed {
+                // A router ends every Ethernet segment: loops through routers are IP routing's
+                // business, not a broadcast storm (`routed` refuses two ports of one router on
+                // one segment).
+                let through_router = is_router(a) || is_router(b);
+                if !through_router && !components.join(a, b) && !loops_allowed {
                     return Err(TopologyError::Loop {
                         at: loc.at(&l.ends.span()),
                         a: a.clone(),
@@ -791,7 +876,7 @@ fn resolve_links(
         let mut end_of = |node: &str| {
             let n = next_port.entry(node.to_string()).or_insert(0);
             *n += 1;
-            let ifname = match (is_switch(node), *n - 1) {
+            let ifname = match (is_switch(node) || is_router(node), *n - 1) {
                 (true, k) => format!("p{k}"),
                 (false, 0) => HOST_IFNAME.to_string(),
                 (false, k) => format!("eth{k}"),
@@ -821,6 +906,14 @@ fn resolve_links(
             return Err(TopologyError::SwitchWithoutLink {
                 at: loc.at(&s.name.span()),
                 name: s.name.get_ref().clone(),
+            });
+        }
+    }
+    for r in &raw.router {
+        if !next_port.contains_key(r.name.get_ref()) {
+            return Err(TopologyError::RouterWithoutLink {
+                at: loc.at(&r.name.span()),
+                name: r.name.get_ref().clone(),
             });
         }
     }

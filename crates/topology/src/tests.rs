@@ -220,7 +220,7 @@ fn wrong_type_and_missing_field() {
 
 #[test]
 fn empty_file() {
-    err_at("# nothing\n", 1, 1, "no hosts or switches");
+    err_at("# nothing\n", 1, 1, "no hosts, switches or routers");
 }
 
 #[test]
@@ -435,7 +435,7 @@ fn extra_tables_are_left_to_their_reader_and_others_refused() {
     let err = Topology::from_str(&with_sim, "t.toml").expect_err("sim unknown to the lab");
     assert_eq!(
         err.to_string(),
-        "t.toml:7:1: unknown table `sim`, expected one of `lab`, `host`, `switch`, `link`, `flow`"
+        "t.toml:7:1: unknown table `sim`, expected one of `lab`, `host`, `switch`, `router`, `link`, `flow`"
     );
     let typo = format!("{base}\n  [[trafic]]\nx = 1\n");
     let err = Topology::from_str_with(&typo, "t.toml", &["sim", "traffic"]).expect_err("typo");
