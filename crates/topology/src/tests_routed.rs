@@ -226,9 +226,9 @@ const TWO: &str = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n";
 
 #[test]
 fn router_errors_name_their_line() {
-    let e = err(&format!(
+    let e = err(
         "[[host]]\nname = \"a\"\nip = \"10.0.0.1\"\n[[host]]\nname = \"b\"\nip = \"10.9.0.1\"\n[[switch]]\nname = \"s1\"\n[[router]]\nname = \"r1\"\n[[link]]\nends = [\"a\", \"s1\"]\n[[link]]\nends = [\"b\", \"s1\"]\n[[link]]\nends = [\"s1\", \"r1\"]\n"
-    ));
+    );
     assert!(
         e.starts_with("t.toml:6:6: bad IP address `10.9.0.1/24`")
             && e.contains("10.0.0.0/24 (from `a`)"),
