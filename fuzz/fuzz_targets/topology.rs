@@ -1,7 +1,9 @@
 //! Fuzzes the one topology reader (`rtlan_topology`, docs/lab.md) under the lab's rules with a
 //! simulator's extra table: any text either is refused with an error at `file:line:column` or
 //! gives a topology whose links join declared nodes with distinct interface names, and whose
-//! unit values print back to what was read.
+//! unit values print back to what was read; with routers, every address is unique and inside
+//! its segment's subnet, gateways are router ports on the host's segment, and every static
+//! route's gateway is on one of its router's segments.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -34,6 +36,28 @@ fuzz_target!(|data: &[u8]| {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), ifaces.len(), "duplicate interface on {name}");
+    }
+    let mut seen = std::collections::HashSet::new();
+    for r in &topo.routers {
+        for p in &r.ports {
+            assert!(topo.segments[p.segment].contains(p.ip), "{} {}", r.name, p.ip);
+            assert!(seen.insert(p.ip), "address {} twice", p.ip);
+        }
+        for route in &r.routes {
+            assert!(r
+                .ports
+                .iter()
+                .any(|p| topo.segments[p.segment].contains(route.gateway)));
+        }
+    }
+    if !topo.routers.is_empty() {
+        for h in &topo.hosts {
+            assert!(seen.insert(h.ip), "address {} twice", h.ip);
+            if let Some(gw) = h.gateway {
+                let on = topo.segments.iter().any(|s| s.contains(gw) && s.contains(h.ip));
+                assert!(on, "{} gateway {gw} off its segment", h.name);
+            }
+        }
     }
     // A lab topology without calculus values is refused by the conversion, never a panic.
     let _ = topo.network();
