@@ -1,10 +1,11 @@
-//! Fuzzes the RSVP message view, the object walk, `Repr::parse`, `validate` and `emit`; and,
+//! Fuzzes the RSVP message view, the object walk, `Repr::parse`, `validate`, `emit` and the
+//! typed decode (`Message::from_repr`, whose result must survive its own round trip); and,
 //! for the same bytes read as an IPv4 packet, the Router Alert scan.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use rtlan_wire::ipv4;
-use rtlan_wire::rsvp::{ObjectRepr, Packet, Repr, RsvpError, HEADER_LEN};
+use rtlan_wire::rsvp::{Message, ObjectRepr, Packet, Repr, RsvpError, HEADER_LEN};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(ip) = ipv4::Packet::new_checked(data) {
@@ -41,6 +42,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = repr.validate();
+    if let Ok(message) = Message::from_repr(&repr) {
+        let written = message.to_repr(repr.send_ttl);
+        assert_eq!(Message::from_repr(&written).as_ref(), Ok(&message));
+    }
     // A parsed message re-emits to the same length and parses back to itself.
     let bytes = repr.to_bytes().expect("a parsed message can be written");
     assert_eq!(bytes.len(), usize::from(packet.length()));

@@ -48,6 +48,12 @@ pub enum RsvpError {
         /// The class of the missing object.
         class: ClassNum,
     },
+    /// A message type RFC 2205 does not define (decoding a typed [`super::Message`]).
+    #[error("unknown RSVP message type {0}")]
+    UnknownMessage(u8),
+    /// A STYLE whose option vector names none of WF, FF, SE (RFC 2205 §A.7).
+    #[error("unknown reservation style option vector {0:#x}")]
+    UnknownStyle(u32),
     /// A message or an object to be written does not fit its 16-bit Length field, or an
     /// unknown object's body is not a multiple of 4 bytes long.
     #[error("RSVP message or object too long or misaligned to be written")]

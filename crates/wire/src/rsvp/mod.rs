@@ -24,6 +24,7 @@
 //! Written here rather than taken from a crate: smoltcp's `wire` has neither RSVP nor MPLS, and
 //! no maintained Rust crate parses RSVP with Integrated Services objects.
 
+mod decode;
 mod error;
 mod message;
 mod object;
@@ -32,6 +33,7 @@ mod repr;
 #[cfg(test)]
 mod tests;
 
+pub use decode::Message;
 pub use error::RsvpError;
 pub use message::{
     FlowDescriptors, Path, PathErr, PathTear, Resv, ResvConf, ResvErr, ResvTear, SenderDescriptor,

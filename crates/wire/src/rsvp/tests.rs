@@ -747,7 +747,212 @@ fn object() -> impl Strategy<Value = ObjectRepr> {
     ]
 }
 
+fn sender_descriptor() -> impl Strategy<Value = SenderDescriptor> {
+    (
+        addr(),
+        any::<u16>(),
+        token_bucket(),
+        proptest::option::of(adspec_strategy()),
+    )
+        .prop_map(
+            |(src_addr, src_port, sender_tspec, adspec)| SenderDescriptor {
+                sender_template: FilterSpec { src_addr, src_port },
+                sender_tspec,
+                adspec,
+            },
+        )
+}
+
+fn descriptors() -> impl Strategy<Value = FlowDescriptors> {
+    let filter = || {
+        (addr(), any::<u16>()).prop_map(|(src_addr, src_port)| FilterSpec { src_addr, src_port })
+    };
+    prop_oneof![
+        flowspec().prop_map(FlowDescriptors::WildcardFilter),
+        proptest::collection::vec((flowspec(), filter()), 1..4)
+            .prop_map(FlowDescriptors::FixedFilter),
+        (flowspec(), proptest::collection::vec(filter(), 1..4))
+            .prop_map(|(f, filters)| FlowDescriptors::SharedExplicit(f, filters)),
+    ]
+}
+
+/// Every typed message the builders can make.
+fn message() -> impl Strategy<Value = Message> {
+    let session = || {
+        (addr(), any::<u8>(), any::<u8>(), any::<u16>()).prop_map(|(a, p, f, port)| Session {
+            dst_addr: a,
+            protocol_id: p,
+            flags: f,
+            dst_port: port,
+        })
+    };
+    let hop = || (addr(), any::<u32>()).prop_map(|(address, lih)| RsvpHop { address, lih });
+    let time = || {
+        any::<u32>().prop_map(|r| TimeValues {
+            refresh_period_ms: r,
+        })
+    };
+    let error = || {
+        (addr(), any::<u8>(), any::<u8>(), any::<u16>()).prop_map(|(node, flags, code, value)| {
+            ErrorSpec {
+                node,
+                flags,
+                code: ErrorCode::from(code),
+                value,
+            }
+        })
+    };
+    let confirm = || addr().prop_map(|receiver| ResvConfirm { receiver });
+    prop_oneof![
+        (session(), hop(), time(), sender_descriptor()).prop_map(
+            |(session, hop, time_values, sender)| {
+                Message::Path(Path {
+                    session,
+                    hop,
+                    time_values,
+                    sender,
+                })
+            }
+        ),
+        (
+            session(),
+            hop(),
+            time(),
+            proptest::option::of(confirm()),
+            descriptors()
+        )
+            .prop_map(|(session, hop, time_values, resv_confirm, descriptors)| {
+                Message::Resv(Resv {
+                    session,
+                    hop,
+                    time_values,
+                    resv_confirm,
+                    descriptors,
+                })
+            }),
+        (
+            session(),
+            error(),
+            proptest::option::of(sender_descriptor())
+        )
+            .prop_map(|(session, error, sender)| Message::PathErr(PathErr {
+                session,
+                error,
+                sender
+            })),
+        (session(), hop(), error(), descriptors()).prop_map(
+            |(session, hop, error, descriptors)| {
+                Message::ResvErr(ResvErr {
+                    session,
+                    hop,
+                    error,
+                    descriptors,
+                })
+            }
+        ),
+        (session(), hop(), proptest::option::of(sender_descriptor())).prop_map(
+            |(session, hop, sender)| Message::PathTear(PathTear {
+                session,
+                hop,
+                sender
+            })
+        ),
+        (session(), hop(), descriptors()).prop_map(
+            |(session, hop, descriptors)| Message::ResvTear(ResvTear {
+                session,
+                hop,
+                descriptors
+            })
+        ),
+        (session(), error(), confirm(), descriptors()).prop_map(
+            |(session, error, resv_confirm, descriptors)| {
+                Message::ResvConf(ResvConf {
+                    session,
+                    error,
+                    resv_confirm,
+                    descriptors,
+                })
+            }
+        ),
+    ]
+}
+
+#[test]
+fn decoding_names_what_is_missing_and_reads_ff_filters_sharing_a_flowspec() {
+    let repr = Repr::parse(&Packet::new_checked(&RESV_FF[..]).unwrap()).unwrap();
+    let Message::Resv(resv) = Message::from_repr(&repr).unwrap() else {
+        panic!("a Resv")
+    };
+    assert_eq!(resv.hop.label(), Some(1000));
+    let FlowDescriptors::FixedFilter(pairs) = &resv.descriptors else {
+        panic!("FF")
+    };
+    assert_eq!(pairs.len(), 1);
+    // A second FILTER_SPEC without its own FLOWSPEC shares the one before it (§3.1.4).
+    let mut two = repr.clone();
+    let second = FilterSpec {
+        src_addr: Ipv4Addr::new(198, 18, 0, 9),
+        src_port: 7,
+    };
+    two.objects.push(ObjectRepr::FilterSpec(second));
+    let Message::Resv(resv) = Message::from_repr(&two).unwrap() else {
+        panic!("a Resv")
+    };
+    let FlowDescriptors::FixedFilter(pairs) = &resv.descriptors else {
+        panic!("FF")
+    };
+    assert_eq!(pairs.len(), 2);
+    assert_eq!((pairs[1].0, pairs[1].1), (pairs[0].0, second));
+    // Missing objects and unknown styles and types are named.
+    let mut no_style = repr.clone();
+    no_style
+        .objects
+        .retain(|o| !matches!(o, ObjectRepr::Style(_)));
+    assert_eq!(
+        Message::from_repr(&no_style),
+        Err(RsvpError::MissingObject {
+            message: MessageType::Resv,
+            class: ClassNum::Style
+        })
+    );
+    let mut odd = repr.clone();
+    for o in &mut odd.objects {
+        if let ObjectRepr::Style(s) = o {
+            s.options = 0x1f;
+        }
+    }
+    assert_eq!(Message::from_repr(&odd), Err(RsvpError::UnknownStyle(0x1f)));
+    let unknown = Repr::new(MessageType::Unknown(9), 64, repr.objects.clone());
+    assert_eq!(
+        Message::from_repr(&unknown),
+        Err(RsvpError::UnknownMessage(9))
+    );
+    let path = Repr::parse(&Packet::new_checked(&PATH[..]).unwrap()).unwrap();
+    let mut no_template = path.clone();
+    no_template
+        .objects
+        .retain(|o| !matches!(o, ObjectRepr::SenderTemplate(_)));
+    assert_eq!(
+        Message::from_repr(&no_template),
+        Err(RsvpError::MissingObject {
+            message: MessageType::Path,
+            class: ClassNum::SenderTemplate
+        })
+    );
+    assert!(matches!(Message::from_repr(&path), Ok(Message::Path(_))));
+}
+
 proptest! {
+    /// A typed message survives writing and decoding exactly.
+    #[test]
+    fn message_round_trip(message in message(), ttl in any::<u8>()) {
+        let repr = message.to_repr(ttl);
+        let bytes = repr.to_bytes().unwrap();
+        let parsed = Repr::parse(&Packet::new_checked(&bytes[..]).unwrap()).unwrap();
+        prop_assert_eq!(parsed.msg_type, message.msg_type());
+        prop_assert_eq!(Message::from_repr(&parsed), Ok(message));
+    }
+
     #[test]
     fn repr_round_trip(
         msg_type in any::<u8>(),
