@@ -10,6 +10,7 @@ pub mod egress;
 pub mod node;
 pub mod prefix;
 pub mod router;
+pub mod rsvp;
 pub mod rtcd;
 pub mod shaper;
 pub mod stats;
