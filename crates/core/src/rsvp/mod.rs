@@ -168,7 +168,9 @@ pub struct Outgoing {
     pub message: Message,
 }
 
-/// A sender's path, now reserved: how the data path switches its frames.
+/// A sender's path, now reserved: how the data path switches its frames. A splice for a
+/// (reservation, sender) already spliced replaces it (the FLOWSPEC changed); whenever the input
+/// side moves, an [`Unsplice`] of the old one comes first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Splice {
     /// The reservation (the flow the frames go on).

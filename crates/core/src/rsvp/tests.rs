@@ -118,6 +118,8 @@ struct NodeSim {
     events: Vec<Event>,
     splices: Vec<Splice>,
     unsplices: Vec<Unsplice>,
+    /// Splices and unsplices in the order they came.
+    dataplane: Vec<Output>,
     /// (port, the message) of everything sent, for assertions.
     sent: Vec<(PortId, Message)>,
 }
@@ -150,6 +152,7 @@ impl Net {
             events: Vec::new(),
             splices: Vec::new(),
             unsplices: Vec::new(),
+            dataplane: Vec::new(),
             sent: Vec::new(),
         });
         self.nodes.len() - 1
@@ -173,8 +176,14 @@ impl Net {
                     moved = true;
                     match out {
                         Output::Send(o) => self.deliver(i, o),
-                        Output::Splice(s) => self.nodes[i].splices.push(s),
-                        Output::Unsplice(u) => self.nodes[i].unsplices.push(u),
+                        Output::Splice(s) => {
+                            self.nodes[i].splices.push(s);
+                            self.nodes[i].dataplane.push(Output::Splice(s));
+                        }
+                        Output::Unsplice(u) => {
+                            self.nodes[i].unsplices.push(u);
+                            self.nodes[i].dataplane.push(Output::Unsplice(u));
+                        }
                         Output::Event(e) => self.nodes[i].events.push(e),
                     }
                 }
@@ -914,5 +923,156 @@ fn state_is_bounded() {
 impl Rsvp {
     fn config_max_paths(&mut self, n: usize) {
         self.set_max_paths(n);
+    }
+}
+
+/// What a random run does.
+#[derive(Debug, Clone)]
+enum Op {
+    /// Sender `a` or `c` (0, 1) opens with source port `port`.
+    Open(usize, u16),
+    /// It closes.
+    Close(usize, u16),
+    /// b reserves FF for these (host, port) senders at `rate` bytes/s each.
+    ReserveFf(Vec<(usize, u16)>, u32),
+    /// b reserves SE for these senders.
+    ReserveSe(Vec<(usize, u16)>, u32),
+    /// b releases.
+    Release,
+    /// Time passes.
+    Wait(u32),
+    /// The link r1–r2 loses everything for a while, then heals.
+    Outage(u32),
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    let who = || (0usize..2, 1u16..3);
+    prop_oneof![
+        4 => who().prop_map(|(h, p)| Op::Open(h, p)),
+        1 => who().prop_map(|(h, p)| Op::Close(h, p)),
+        3 => (proptest::collection::vec(who(), 1..3), 1000u32..200_000)
+            .prop_map(|(s, r)| Op::ReserveFf(s, r)),
+        3 => (proptest::collection::vec(who(), 1..3), 1000u32..200_000)
+            .prop_map(|(s, r)| Op::ReserveSe(s, r)),
+        1 => Just(Op::Release),
+        2 => (1u32..120).prop_map(Op::Wait),
+        1 => (1u32..400).prop_map(Op::Outage),
+    ]
+}
+
+/// The splices a router has in force, replayed in order: a splice installs or replaces the
+/// (reservation, sender) entry, an unsplice removes it.
+fn active(node: &NodeSim) -> HashMap<(ResvId, FilterSpec), Splice> {
+    let mut on = HashMap::new();
+    for o in &node.dataplane {
+        match o {
+            Output::Splice(s) => {
+                on.insert((s.resv, s.sender), *s);
+            }
+            Output::Unsplice(u) => {
+                let gone = on.remove(&(u.resv, u.sender));
+                // An unsplice names what it undoes: the entry and its input label.
+                let gone = gone.expect("an unsplice undoes a splice in force");
+                assert_eq!((gone.in_port, gone.in_label), (u.in_port, u.in_label));
+            }
+            _ => {}
+        }
+    }
+    on
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Whatever happens — senders come and go, reservations change style and size, links lose
+    /// messages for minutes — every router books exactly the reservations it has spliced, its
+    /// labels are those of its live paths, and once everyone has left and the lifetimes have
+    /// passed nothing is left anywhere.
+    #[test]
+    fn bookings_splices_and_labels_never_leak(ops in proptest::collection::vec(op(), 1..25)) {
+        let mut net = chain();
+        let hosts = ["a", "c"];
+        let addrs = ["198.18.1.2", "198.18.3.2"];
+        let (r1, r2) = (net.by_name("r1"), net.by_name("r2"));
+        for op in &ops {
+            match op {
+                Op::Open(h, port) => {
+                    let n = net.by_name(hosts[*h]);
+                    let now = net.now;
+                    let node = &mut net.nodes[n];
+                    node.engine.open_sender(now, SESSION, SenderDescriptor {
+                        sender_template: sender(addrs[*h], *port),
+                        sender_tspec: tspec(1000.0),
+                        adspec: Some(adspec()),
+                    }, &node.routes, &mut node.res);
+                }
+                Op::Close(h, port) => {
+                    let n = net.by_name(hosts[*h]);
+                    let node = &mut net.nodes[n];
+                    node.engine.close_sender(SESSION, sender(addrs[*h], *port), &mut node.res);
+                }
+                Op::ReserveFf(senders, rate) => {
+                    let pairs = senders.iter().map(|(h, p)| (guaranteed(*rate as f32), sender(addrs[*h], *p))).collect();
+                    reserve(&mut net, FlowDescriptors::FixedFilter(pairs));
+                }
+                Op::ReserveSe(senders, rate) => {
+                    let list = senders.iter().map(|(h, p)| sender(addrs[*h], *p)).collect();
+                    reserve(&mut net, FlowDescriptors::SharedExplicit(guaranteed(*rate as f32), list));
+                }
+                Op::Release => {
+                    let b = net.by_name("b");
+                    let node = &mut net.nodes[b];
+                    node.engine.release(SESSION, &mut node.res);
+                }
+                Op::Wait(s) => net.run_for(Duration::from_secs(u64::from(*s))),
+                Op::Outage(s) => {
+                    net.cut = vec![(r1, 1), (r2, 0)];
+                    net.run_for(Duration::from_secs(u64::from(*s)));
+                    net.cut.clear();
+                }
+            }
+            net.settle();
+            for r in [r1, r2] {
+                let node = &net.nodes[r];
+                let spliced: std::collections::BTreeSet<ResvId> =
+                    active(node).keys().map(|(id, _)| *id).collect();
+                let booked: std::collections::BTreeSet<ResvId> = node.res.booked.keys().copied().collect();
+                proptest::prop_assert_eq!(&spliced, &booked, "{}: spliced vs booked", node.name);
+                proptest::prop_assert_eq!(node.engine.stats().resvs as usize, booked.len());
+                // No two splices in force take the same input label on the same port.
+                let mut inputs = std::collections::HashSet::new();
+                for s in active(node).values() {
+                    if let Some(l) = s.in_label {
+                        proptest::prop_assert!(inputs.insert((s.in_port, l)), "{}: label {} twice", node.name, l);
+                    }
+                }
+                // r1 labels its link to r2: one label per live path.
+                if r == r1 {
+                    proptest::prop_assert_eq!(node.engine.labels_in_use(PortId(1)) as u64, node.engine.stats().paths);
+                }
+            }
+        }
+        // Everyone leaves; lifetimes pass.
+        for (h, host) in hosts.iter().enumerate() {
+            let n = net.by_name(host);
+            for port in 1..3 {
+                let node = &mut net.nodes[n];
+                node.engine.close_sender(SESSION, sender(addrs[h], port), &mut node.res);
+            }
+        }
+        let b = net.by_name("b");
+        let node = &mut net.nodes[b];
+        node.engine.release(SESSION, &mut node.res);
+        net.run_for(6 * R);
+        for r in [r1, r2] {
+            let node = &net.nodes[r];
+            let st = node.engine.stats();
+            proptest::prop_assert_eq!((st.paths, st.resvs), (0, 0), "{}", node.name);
+            proptest::prop_assert!(node.res.booked.is_empty());
+            proptest::prop_assert!(active(node).is_empty());
+            proptest::prop_assert_eq!(node.engine.labels_in_use(PortId(1)), 0);
+            proptest::prop_assert!(node.engine.poll_timeout().is_none());
+        }
     }
 }
