@@ -79,3 +79,41 @@ fn sim_bad_scenario_names_line_and_fails() {
     assert!(msg.contains("bad.toml:25:8:"), "{msg}");
     assert!(msg.contains("teleport"), "{msg}");
 }
+
+#[test]
+fn sim_routed_scenario_reports_routers_and_refuses_a_linux_router_by_name() {
+    let path = scenario("routed.toml");
+    let out = rtlan(&["sim", &path, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let routers = json["routers"].as_array().expect("routers");
+    let names: Vec<&str> = routers.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(names, ["r1", "r2"]);
+    for r in routers {
+        assert!(r["stats"]["forwarded"].as_u64().unwrap_or(0) > 0, "{r}");
+    }
+    let out = rtlan(&["sim", &path]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("router r2: "), "{table}");
+
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sim-cli-linux-router");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("kernel.toml");
+    let text = std::fs::read_to_string(&path).expect("routed.toml");
+    let text = text.replace(
+        "name = \"r2\"\n",
+        "name = \"r2\"\nkind = \"linux-router\"\n",
+    );
+    std::fs::write(&file, text).expect("write");
+    let out = rtlan(&["sim", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        msg.contains("router `r2`") && msg.contains("linux-router"),
+        "{msg}"
+    );
+}

@@ -1,15 +1,18 @@
 //! From a [`Scenario`] to an [`Engine`]: the real EtheReal switch core for every `rtlan` switch
 //! (EtheReal §3.3/§3.4; ports in link order, deterministic MACs, port rate = link rate, cycle
-//! time, queue bound and unknown-unicast policy from the topology), a [`Host`] for every host,
-//! and the links between their ports.
+//! time, queue bound and unknown-unicast policy from the topology), the real QSR router core for
+//! every `rtlan` router (default IP forwarding, QSR paper §4.1, with the address plan's static
+//! routes; docs/qsr.md §2.3), a [`Host`] for every host (with its subnet and gateway in a routed
+//! topology), and the links between their ports.
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use rtlan_core::node::Medium;
+use rtlan_core::router::{Ipv4Prefix, Router, RouterConfig, RouterPort, StaticRoute};
 use rtlan_core::switch::{PortConfig, RtConfig, Switch, SwitchConfig};
 use rtlan_core::time::Instant;
-use rtlan_topology::SwitchKind;
+use rtlan_topology::{RouterKind, SwitchKind};
 use rtlan_wire::ethernet::Address;
 
 use crate::engine::{Engine, Fault, PortEnd, SimNode};
@@ -27,6 +30,80 @@ pub fn switch_mac(index: usize, port: u16) -> Address {
     let [i0, i1] = i.to_be_bytes();
     let [p0, p1] = port.to_be_bytes();
     Address([0x02, 0x53, i0, i1, p0, p1])
+}
+
+/// The MAC of port `port` of router number `index`: locally administered, `02:72` + index +
+/// port (`02:53` are switches', `02:00` hosts', `02:52:54:4c` the proxy-MAC plan's).
+pub fn router_mac(index: usize, port: u16) -> Address {
+    let i = index as u16;
+    let [i0, i1] = i.to_be_bytes();
+    let [p0, p1] = port.to_be_bytes();
+    Address([0x02, 0x72, i0, i1, p0, p1])
+}
+
+/// The configuration of router `index` of `scenario`: its ports in link order with the plan's
+/// addresses, [`router_mac`] MACs and the link's rate, the plan's static routes, answering ARP
+/// and pings itself (no kernel beside it here), and no control plane to hand trapped frames to
+/// (they are counted). `kind = "linux-router"` and `ospf` are refused: the simulator runs the
+/// rtlan router core with static routes only.
+pub fn router_config(scenario: &Scenario, index: usize) -> Result<RouterConfig, SimError> {
+    let topo = &scenario.topology;
+    let router = &topo.routers[index];
+    if router.kind != RouterKind::Rtlan {
+        return Err(SimError::Unsupported(format!(
+            "router `{}`: only kind \"rtlan\" is simulated (the kernel's forwarding of kind \"{}\" is not modelled)",
+            router.name,
+            router.kind.name()
+        )));
+    }
+    if router.ospf.is_some() {
+        return Err(SimError::Unsupported(format!(
+            "router `{}`: `ospf` is not simulated (the simulator runs the rtlan router with the \
+             address plan's static routes; no routing daemon)",
+            router.name
+        )));
+    }
+    let links = topo.interfaces(&router.name);
+    if links.len() != router.ports.len() {
+        return Err(SimError::Unsupported(format!(
+            "router `{}`: {} links but {} addressed ports",
+            router.name,
+            links.len(),
+            router.ports.len()
+        )));
+    }
+    let ports = router
+        .ports
+        .iter()
+        .zip(links)
+        .enumerate()
+        .map(|(p, (port, (_, _, rate)))| RouterPort {
+            name: port.ifname.clone(),
+            mac: router_mac(index, p as u16),
+            addr: port.ip,
+            prefix_len: port.prefix_len,
+            medium: rate.map_or(Medium::Unpaced, |rate_bps| Medium::FullDuplex { rate_bps }),
+        })
+        .collect();
+    let mut routes = Vec::with_capacity(router.routes.len());
+    for r in &router.routes {
+        let prefix = Ipv4Prefix::new(r.prefix, r.prefix_len).map_err(|e| {
+            SimError::Unsupported(format!(
+                "router `{}`: route {}/{}: {e}",
+                router.name, r.prefix, r.prefix_len
+            ))
+        })?;
+        routes.push(StaticRoute {
+            prefix,
+            gateway: r.gateway,
+            metric: r.metric,
+        });
+    }
+    let mut config = RouterConfig::new(ports);
+    config.routes = routes;
+    config.answer_local = true;
+    config.trap_queue = 0;
+    Ok(config)
 }
 
 /// The switch configuration of switch `index` of `scenario`.
@@ -98,15 +175,35 @@ pub fn switch_config(scenario: &Scenario, index: usize) -> Result<SwitchConfig, 
     })
 }
 
-/// Index of each node: hosts first (topology order), then switches.
+/// Index of each node: hosts first (topology order), then switches, then routers.
 fn node_index(scenario: &Scenario, name: &str) -> Option<usize> {
     let topo = &scenario.topology;
-    topo.hosts.iter().position(|h| h.name == name).or_else(|| {
-        topo.switches
-            .iter()
-            .position(|s| s.name == name)
-            .map(|i| i + topo.hosts.len())
-    })
+    let hosts = topo.hosts.len();
+    let switches = topo.switches.len();
+    topo.hosts
+        .iter()
+        .position(|h| h.name == name)
+        .or_else(|| {
+            topo.switches
+                .iter()
+                .position(|s| s.name == name)
+                .map(|i| i + hosts)
+        })
+        .or_else(|| {
+            topo.routers
+                .iter()
+                .position(|r| r.name == name)
+                .map(|i| i + hosts + switches)
+        })
+}
+
+/// The index in [`rtlan_topology::Topology::segments`] of the subnet holding `ip`.
+fn segment_of(scenario: &Scenario, ip: Ipv4Addr) -> Option<usize> {
+    scenario
+        .topology
+        .segments
+        .iter()
+        .position(|s| s.contains(ip))
 }
 
 /// Builds the network of `scenario` at time zero.
@@ -117,7 +214,7 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
         Instant::ZERO + scenario.sim.warmup,
         Instant::ZERO + scenario.sim.duration,
     );
-    let count = topo.hosts.len() + topo.switches.len();
+    let count = topo.hosts.len() + topo.switches.len() + topo.routers.len();
     let mut node_ports: Vec<Vec<PortEnd>> = vec![Vec::new(); count];
     // Port numbers in link order, as the switch's configuration lists them.
     let mut next_port = vec![0u16; count];
@@ -158,6 +255,8 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
             now,
         )
         .map_err(|e| SimError::Unsupported(format!("host `{}`: {e}", h.name)))?;
+        // Without routers every address is on-link (no gateway), as on one flat lab subnet.
+        host.set_subnet(h.prefix_len, h.gateway);
         if let Some(span) = scenario.sim.announce {
             let offset = span.as_nanos() * i as u128 / topo.hosts.len() as u128;
             host.announce_at(now + Duration::from_nanos(u64::try_from(offset).unwrap_or(0)));
@@ -170,6 +269,16 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
             .map_err(|_| SimError::Unsupported("too many traffic sources".into()))?;
         hosts[spec.dst].add_sink(flow, spec.kind == SourceKind::Greedy);
         let dst_ip = ips[spec.dst];
+        if spec.reserve.is_some()
+            && !topo.routers.is_empty()
+            && segment_of(scenario, ips[spec.src]) != segment_of(scenario, dst_ip)
+        {
+            return Err(SimError::Unsupported(format!(
+                "traffic `{}`: reservations across routers are not simulated yet (they need RSVP, \
+                 docs/qsr.md §3); reserve between hosts of one segment",
+                spec.name
+            )));
+        }
         hosts[spec.src].add_source(flow, spec.clone(), dst_ip, scenario.sim.seed, now);
     }
     let mut nodes: Vec<SimNode> = hosts
@@ -183,6 +292,13 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
         })?;
         nodes.push(SimNode::Switch(Box::new(switch)));
     }
+    for index in 0..topo.routers.len() {
+        let config = router_config(scenario, index)?;
+        let router = Router::new(config, now).map_err(|e| {
+            SimError::Unsupported(format!("router `{}`: {e}", topo.routers[index].name))
+        })?;
+        nodes.push(SimNode::Router(Box::new(router)));
+    }
     let mut engine = Engine::new(nodes, node_ports);
     for (i, fault) in scenario.faults.iter().enumerate() {
         let at = now + fault.at;
@@ -194,6 +310,12 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
                 // has the default epoch, each restart 2 + its fault's index.
                 let epoch = 2 + i as u64;
                 engine.schedule(at + down_for, Fault::Start { node, epoch });
+            }
+            FaultKind::RestartRouter { router, down_for } => {
+                let node = (topo.hosts.len() + topo.switches.len() + router) as u32;
+                engine.schedule(at, Fault::Crash { node });
+                // A router has no boot epoch: it starts from its configuration alone.
+                engine.schedule(at + down_for, Fault::Start { node, epoch: 0 });
             }
             FaultKind::LinkDown { link, down_for } => {
                 let ((na, pa), (nb, pb)) = ends[link];

@@ -15,7 +15,7 @@
 //! send asks for the instant its pacer frees the line.
 //!
 //! Faults (issue 12: recovery measured in the simulator, EtheReal §5's fault tolerance): a
-//! switch crashes — it hears, sends and times nothing — and starts again from nothing with a new
+//! switch (or a router) crashes — it hears, sends and times nothing — and starts again from nothing with a new
 //! boot epoch, exactly as `Switch::new` builds it; a link loses its carrier at both ends (each
 //! end's `handle_link`, frames put on it dropped) and regains it.
 
@@ -24,6 +24,7 @@ use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use rtlan_core::node::{Node, PortId};
+use rtlan_core::router::Router;
 use rtlan_core::switch::{tx_time, Switch, MAX_FRAME_LEN};
 use rtlan_core::time::Instant;
 
@@ -37,6 +38,8 @@ pub enum SimNode {
     Switch(Box<Switch>),
     /// A host with its daemon and traffic.
     Host(Box<Host>),
+    /// A QSR router (the real core, default IP forwarding with static routes).
+    Router(Box<Router>),
 }
 
 impl SimNode {
@@ -44,6 +47,7 @@ impl SimNode {
         match self {
             SimNode::Switch(s) => s.as_mut(),
             SimNode::Host(h) => h.as_mut(),
+            SimNode::Router(r) => r.as_mut(),
         }
     }
 
@@ -51,6 +55,7 @@ impl SimNode {
         match self {
             SimNode::Switch(s) => s.poll_timeout(),
             SimNode::Host(h) => h.poll_timeout(),
+            SimNode::Router(r) => r.poll_timeout(),
         }
     }
 }
@@ -102,7 +107,8 @@ enum EventKind {
 pub(crate) enum Fault {
     /// `node` stops: arrivals are lost, its timer is dropped, it sends nothing.
     Crash { node: u32 },
-    /// `node`, a crashed switch, starts again from nothing with boot epoch `epoch`.
+    /// `node`, a crashed switch or router, starts again from nothing (a switch with boot epoch
+    /// `epoch`; a router has none).
     Start { node: u32, epoch: u64 },
     /// The link between `a` and `b` (each `(node, port)`) loses (`up == false`) or regains its
     /// carrier.
@@ -264,15 +270,23 @@ impl Engine {
             }
             Fault::Start { node, epoch } => {
                 let index = node as usize;
-                let SimNode::Switch(old) = &self.nodes[index] else {
+                let fresh = match &self.nodes[index] {
+                    SimNode::Switch(old) => {
+                        let mut config = old.config().clone();
+                        config.rt.epoch = epoch;
+                        Switch::new(config, now)
+                            .ok()
+                            .map(|s| SimNode::Switch(Box::new(s)))
+                    }
+                    SimNode::Router(old) => Router::new(old.config().clone(), now)
+                        .ok()
+                        .map(|r| SimNode::Router(Box::new(r))),
+                    SimNode::Host(_) => None,
+                };
+                let Some(fresh) = fresh else {
                     return;
                 };
-                let mut config = old.config().clone();
-                config.rt.epoch = epoch;
-                let Ok(switch) = Switch::new(config, now) else {
-                    return;
-                };
-                self.nodes[index] = SimNode::Switch(Box::new(switch));
+                self.nodes[index] = fresh;
                 self.down[index] = false;
                 // A new process finds its links as they are.
                 let (first, end) = (self.first_port[index], self.first_port[index + 1]);

@@ -5,10 +5,14 @@
 //! sends plain UDP to the proxy IP.
 //!
 //! The stack answers ARP requests for its address (also the switch's probes from 0.0.0.0,
-//! EtheReal §3.4), resolves destinations by ARP (queueing up to [`UNRESOLVED_QUEUE`] datagrams
+//! EtheReal §3.4), resolves next hops by ARP (queueing up to [`UNRESOLVED_QUEUE`] datagrams
 //! per address, retrying every [`ARP_RETRY`] up to [`ARP_TRIES`] times), and transmits through
-//! a bounded NIC queue paced at the link rate ([`Medium::FullDuplex`]). Traffic sources and
-//! sinks are [`crate::traffic`].
+//! a bounded NIC queue paced at the link rate ([`Medium::FullDuplex`]). Its routing table is
+//! what a Linux host's is: its subnet on-link, the daemon's on-link route for the proxy prefix,
+//! and, in a topology with routers, a default route via the segment's gateway — a destination
+//! outside the subnet is sent to the gateway's MAC (one ARP entry for the gateway). Without a
+//! gateway every address is on-link, as on the lab's one flat subnet. Traffic sources and sinks
+//! are [`crate::traffic`].
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
@@ -76,6 +80,12 @@ pub struct Host {
     pub(crate) name: String,
     mac: Address,
     ip: Ipv4Addr,
+    /// The length of the host's subnet prefix (on-link destinations).
+    prefix_len: u8,
+    /// The default route's gateway; `None`: every destination is on-link.
+    gateway: Option<Ipv4Addr>,
+    /// On-link routes the daemon installed (its proxy prefix while connections are open).
+    proxy_routes: Vec<rtcd::ProxyPrefix>,
     rate_bps: u64,
     rtcd: Rtcd,
     neighbours: BTreeMap<Ipv4Addr, Address>,
@@ -139,6 +149,9 @@ impl Host {
             name: name.to_string(),
             mac,
             ip,
+            prefix_len: 32,
+            gateway: None,
+            proxy_routes: Vec::new(),
             rate_bps,
             rtcd,
             neighbours: BTreeMap::new(),
@@ -165,6 +178,30 @@ impl Host {
     /// their SETUP routing finds it without probing (EtheReal §3.4).
     pub(crate) fn announce_at(&mut self, at: Instant) {
         self.announce_at = Some(at);
+    }
+
+    /// The host's subnet (`ip/prefix_len` on-link) and default gateway. Without a gateway every
+    /// destination is on-link, whatever the prefix.
+    pub(crate) fn set_subnet(&mut self, prefix_len: u8, gateway: Option<Ipv4Addr>) {
+        self.prefix_len = prefix_len.min(32);
+        self.gateway = gateway;
+    }
+
+    /// The next hop towards `dst`: `dst` itself when it is on-link (the host's subnet or an
+    /// on-link route of the daemon), else the gateway.
+    fn next_hop(&self, dst: Ipv4Addr) -> Ipv4Addr {
+        let Some(gateway) = self.gateway else {
+            return dst;
+        };
+        let mask = u32::MAX
+            .checked_shl(32 - u32::from(self.prefix_len))
+            .unwrap_or(0);
+        let same_subnet = u32::from(dst) & mask == u32::from(self.ip) & mask;
+        if same_subnet || self.proxy_routes.iter().any(|p| p.contains(dst)) {
+            dst
+        } else {
+            gateway
+        }
     }
 
     /// The host daemon core.
@@ -231,14 +268,15 @@ impl Host {
         true
     }
 
-    /// Sends an IPv4 frame to `next_hop` (resolving it by ARP if needed).
+    /// Sends an IPv4 frame to `dst` through its next hop (resolving that by ARP if needed).
     fn send_ip(
         &mut self,
         now: Instant,
-        next_hop: Ipv4Addr,
+        dst: Ipv4Addr,
         mut frame: Vec<u8>,
         owner: Option<usize>,
     ) -> bool {
+        let next_hop = self.next_hop(dst);
         if let Some(&mac) = self.neighbours.get(&next_hop) {
             if let Ok(mut eth) = Frame::new_checked(&mut frame[..]) {
                 eth.set_dst_addr(mac);
@@ -353,8 +391,14 @@ impl Host {
                 Action::RemoveNeighbour { proxy_ip } => {
                     self.neighbours.remove(&proxy_ip);
                 }
-                // Every destination is on-link here; the route changes nothing.
-                Action::InstallRoute { .. } | Action::RemoveRoute { .. } => {}
+                // The proxy prefix on-link, as the daemon does on Linux (it matters only with a
+                // gateway: without one every destination is on-link anyway).
+                Action::InstallRoute { prefix } => {
+                    if !self.proxy_routes.contains(&prefix) {
+                        self.proxy_routes.push(prefix);
+                    }
+                }
+                Action::RemoveRoute { prefix } => self.proxy_routes.retain(|p| *p != prefix),
                 Action::Reply { client, reply, .. } => self.on_reply(now, client, reply),
                 // Sources shape themselves; no kernel shaper to install.
                 Action::InstallShaper { .. } | Action::RemoveShaper { .. } => {}

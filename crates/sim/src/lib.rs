@@ -4,7 +4,9 @@
 //!
 //! Every `rtlan` switch of a scenario is the EtheReal switch core ([`rtlan_core::switch::Switch`],
 //! EtheReal §3.3 classification, queueing and cyclic scheduling, §3.4 learning, ARP probing and
-//! signalling); every host runs the host daemon core ([`rtlan_core::rtcd::Rtcd`], EtheReal §2.2
+//! signalling); every `rtlan` router is the QSR router core ([`rtlan_core::router::Router`],
+//! default IP forwarding, QSR paper §4.1, with the address plan's static routes); every host
+//! runs the host daemon core ([`rtlan_core::rtcd::Rtcd`], EtheReal §2.2
 //! and §3.2) behind a small IPv4/UDP/ARP stack built on `rtlan-wire`, so a simulated reservation
 //! is a SETUP on the wire exactly like a real one. The setting follows RETHER §5's simulation:
 //! stations on virtual time, traffic sources (constant rate, on-off, Poisson, token-bucket
@@ -34,14 +36,14 @@ use std::time::Duration;
 
 use rtlan_core::time::Instant;
 
-pub use build::{switch_config, switch_mac};
+pub use build::{router_config, router_mac, switch_config, switch_mac};
 pub use engine::EngineStats;
 pub use host::{host_mac, HostStats};
 pub use results::{DelayStats, FlowResult, Results};
 pub use scenario::{Scenario, ScenarioError};
 
 use engine::SimNode;
-use results::{HostResult, SwitchResult};
+use results::{HostResult, RouterResult, SwitchResult};
 use traffic::Reservation;
 
 /// A scenario the simulator cannot run, or output it cannot write.
@@ -145,11 +147,11 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
                 ),
                 None => continue,
             },
-            SimNode::Switch(_) => continue,
+            SimNode::Switch(_) | SimNode::Router(_) => continue,
         };
         let mut sink = match &mut engine.nodes[spec.dst] {
             SimNode::Host(h) => h.sinks.remove(&(flow as u32)).unwrap_or_default(),
-            SimNode::Switch(_) => continue,
+            SimNode::Switch(_) | SimNode::Router(_) => continue,
         };
         let (reservation_name, refusal, hops, bound_us) = match reservation {
             Reservation::None => ("none", None, None, None),
@@ -201,6 +203,7 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
     }
     let mut hosts = Vec::new();
     let mut switches = Vec::new();
+    let mut routers = Vec::new();
     for (i, node) in engine.nodes.iter().enumerate() {
         match node {
             SimNode::Host(h) => hosts.push(HostResult {
@@ -212,6 +215,13 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
                 name: topo.switches[i - topo.hosts.len()].name.clone(),
                 connections: s.connections().len(),
                 stats: s.stats().clone(),
+            }),
+            SimNode::Router(r) => routers.push(RouterResult {
+                name: topo.routers[i - topo.hosts.len() - topo.switches.len()]
+                    .name
+                    .clone(),
+                neighbours: r.neighbours().len(),
+                stats: r.stats().clone(),
             }),
         }
     }
@@ -226,5 +236,6 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
         flows,
         hosts,
         switches,
+        routers,
     }
 }

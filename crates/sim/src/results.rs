@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use rtlan_core::router::RouterStats;
 use rtlan_core::stats::nearest_rank;
 use rtlan_core::switch::SwitchStats;
 use serde::Serialize;
@@ -37,6 +38,10 @@ pub struct Results {
     pub hosts: Vec<HostResult>,
     /// One entry per switch, in topology order.
     pub switches: Vec<SwitchResult>,
+    /// One entry per router, in topology order; left out of the JSON when there are none, so
+    /// the envelope of a topology without routers is what it was before routers existed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routers: Vec<RouterResult>,
 }
 
 /// One-way delay statistics over the datagrams received in the measuring window, µs.
@@ -151,6 +156,17 @@ pub struct SwitchResult {
     pub stats: SwitchStats,
 }
 
+/// One router's counters ([`rtlan_core::router::Router::stats`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RouterResult {
+    /// Name.
+    pub name: String,
+    /// Resolved neighbours in its ARP table at the end of the run.
+    pub neighbours: usize,
+    /// The core's counters.
+    pub stats: RouterStats,
+}
+
 impl Results {
     /// The JSON envelope, pretty-printed, with a final newline.
     pub fn to_json(&self) -> String {
@@ -226,6 +242,34 @@ impl Results {
                 queue_full,
                 st.drop_preemptive,
                 st.rt.queue_drops + st.rt.unknown_id_drops + st.rt.malformed_drops + st.rt.rewrite_drops
+            );
+        }
+        for r in &self.routers {
+            let st = &r.stats;
+            let queue_full: u64 = st.ports.iter().map(|p| p.drop_queue_full).sum();
+            let icmp = st.icmp.time_exceeded
+                + st.icmp.net_unreachable
+                + st.icmp.host_unreachable
+                + st.icmp.frag_needed
+                + st.icmp.echo_reply;
+            let _ = writeln!(
+                out,
+                "router {}: {} forwarded, {} ICMP sent, drops: {} queue full, {} no route, {} ARP failed or full, {} link down, {} TTL, {} other",
+                r.name,
+                st.forwarded,
+                icmp,
+                queue_full,
+                st.drop_no_route,
+                st.drop_arp_failed + st.drop_arp_full,
+                st.drop_link_down,
+                st.drop_ttl,
+                st.drop_not_for_us
+                    + st.drop_malformed
+                    + st.drop_bad_checksum
+                    + st.drop_unsupported
+                    + st.drop_martian
+                    + st.drop_too_big
+                    + st.drop_trap_full
             );
         }
         out

@@ -206,6 +206,15 @@ pub enum FaultKind {
         /// How long it is gone.
         down_for: Duration,
     },
+    /// Router `router` (index into the topology's routers) crashes: it loses its neighbours,
+    /// queues and counters, receives and sends nothing for `down_for`, then starts again from
+    /// its configuration (its links keep their carrier).
+    RestartRouter {
+        /// The router.
+        router: usize,
+        /// How long it is gone.
+        down_for: Duration,
+    },
     /// Link `link` (index into the topology's links) loses its carrier at both ends; it comes
     /// back after `down_for` (never when `None`).
     LinkDown {
@@ -231,6 +240,7 @@ struct RawFault {
     at: Spanned<String>,
     kind: Spanned<String>,
     switch: Option<Spanned<String>>,
+    router: Option<Spanned<String>>,
     ends: Option<Spanned<Vec<String>>>,
     down_for: Option<Spanned<String>>,
 }
@@ -494,32 +504,62 @@ fn fault_spec(
     };
     let kind = match raw.kind.get_ref().as_str() {
         "restart" => {
-            let Some(name) = &raw.switch else {
-                return Err(src.invalid(table, "a `restart` fault needs `switch`"));
-            };
             if raw.ends.is_some() {
-                return Err(src.invalid(table, "a `restart` fault takes `switch`, not `ends`"));
+                return Err(src.invalid(
+                    table,
+                    "a `restart` fault takes `switch` or `router`, not `ends`",
+                ));
             }
-            let Some(switch) = topology
-                .switches
-                .iter()
-                .position(|s| &s.name == name.get_ref())
-            else {
-                return Err(
-                    src.invalid(name.span().start, format!("no switch `{}`", name.get_ref()))
-                );
-            };
-            FaultKind::Restart {
-                switch,
-                down_for: down_for.unwrap_or(Duration::ZERO),
+            let down_for = down_for.unwrap_or(Duration::ZERO);
+            match (&raw.switch, &raw.router) {
+                (Some(name), None) => {
+                    let Some(switch) = topology
+                        .switches
+                        .iter()
+                        .position(|s| &s.name == name.get_ref())
+                    else {
+                        let hint = if topology.router(name.get_ref()).is_some() {
+                            format!(" (`{}` is a router: `router = ...`)", name.get_ref())
+                        } else {
+                            String::new()
+                        };
+                        return Err(src.invalid(
+                            name.span().start,
+                            format!("no switch `{}`{hint}", name.get_ref()),
+                        ));
+                    };
+                    FaultKind::Restart { switch, down_for }
+                }
+                (None, Some(name)) => {
+                    let Some(router) = topology
+                        .routers
+                        .iter()
+                        .position(|r| &r.name == name.get_ref())
+                    else {
+                        return Err(src.invalid(
+                            name.span().start,
+                            format!("no router `{}`", name.get_ref()),
+                        ));
+                    };
+                    FaultKind::RestartRouter { router, down_for }
+                }
+                _ => {
+                    return Err(src.invalid(
+                        table,
+                        "a `restart` fault needs `switch` or `router` (one of them)",
+                    ));
+                }
             }
         }
         "link_down" => {
             let Some(ends) = &raw.ends else {
                 return Err(src.invalid(table, "a `link_down` fault needs `ends`"));
             };
-            if raw.switch.is_some() {
-                return Err(src.invalid(table, "a `link_down` fault takes `ends`, not `switch`"));
+            if raw.switch.is_some() || raw.router.is_some() {
+                return Err(src.invalid(
+                    table,
+                    "a `link_down` fault takes `ends`, not `switch` or `router`",
+                ));
             }
             let names = ends.get_ref();
             let link = topology.links.iter().position(|l| {
