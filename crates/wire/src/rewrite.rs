@@ -88,6 +88,19 @@ pub fn ipv4_ttl_decrement(ip_packet: &mut [u8]) -> Result<u8> {
     Ok(ttl - 1)
 }
 
+/// Sets the TTL of the IPv4 packet at the start of `ip_packet` to `ttl`, updating its header
+/// checksum incrementally (RFC 1624 eqn. 3): what the last router of a label-switched path does
+/// when it restores plain IP with the TTL the path left (RFC 3443's uniform model).
+pub fn ipv4_ttl_set(ip_packet: &mut [u8], ttl: u8) -> Result<()> {
+    let mut ip = ipv4::Packet::new_checked(&mut *ip_packet)?;
+    let protocol = u8::from(ip.protocol());
+    let old_word = u16::from_be_bytes([ip.ttl(), protocol]);
+    let new_word = u16::from_be_bytes([ttl, protocol]);
+    ip.set_checksum(checksum::update_u16(ip.checksum(), old_word, new_word));
+    ip.set_ttl(ttl);
+    Ok(())
+}
+
 /// Like [`ipv4_dst`] for a whole Ethernet frame, looking past up to two VLAN tags.
 /// [`Error::Unsupported`] if the frame does not carry IPv4.
 pub fn frame_ipv4_dst(frame: &mut [u8], new_dst: Ipv4Addr) -> Result<()> {
@@ -155,6 +168,19 @@ mod tests {
         let before = zero;
         assert_eq!(ipv4_ttl_decrement(&mut zero), Err(Error::Malformed));
         assert_eq!(zero, before);
+    }
+
+    #[test]
+    fn ttl_set_keeps_a_valid_checksum_for_every_ttl() {
+        for ttl in 0..=255u8 {
+            let mut bytes = UDP_PACKET;
+            ipv4_ttl_set(&mut bytes, ttl).unwrap();
+            assert_eq!(bytes[8], ttl);
+            assert!(ipv4::Packet::new_checked(&bytes[..])
+                .unwrap()
+                .verify_checksum());
+            assert_eq!(bytes[12..], UDP_PACKET[12..]);
+        }
     }
 
     #[test]

@@ -62,6 +62,40 @@ pub struct RouterConfig {
     /// is no control plane to hand them to (on Linux the kernel of the router's namespace gets
     /// its own copy of every frame): they are only counted.
     pub trap_queue: usize,
+    /// RSVP in the router (QSR §3): the engine handles the RSVP messages itself and splices
+    /// reserved flows; `None`: RSVP messages are trapped like other control traffic.
+    pub rsvp: Option<RsvpSettings>,
+}
+
+/// RSVP and the switched paths of a router (`docs/rsvp.md` §7, `docs/qsr.md` §4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RsvpSettings {
+    /// Refresh period R of the router's own state (RFC 2205 default 30 s).
+    pub refresh: Duration,
+    /// Share of every port's line rate that reservations never take (the default-IP floor,
+    /// QSR §3.1's "nominal rate"), percent, 0–99.
+    pub default_floor_percent: u8,
+    /// Guaranteed-Service buffer of each port, bytes: every Guaranteed flow takes 2M of it
+    /// (QSR §3.1).
+    pub gs_buffer_bytes: usize,
+    /// Most path states and most reservations.
+    pub max_states: usize,
+    /// Seed of the refresh jitter.
+    pub seed: u64,
+}
+
+impl Default for RsvpSettings {
+    /// R = 30 s, a 10 % default floor, 256 KiB of Guaranteed buffer per port (87 flows of
+    /// 1,500-byte packets), 100,000 states.
+    fn default() -> Self {
+        RsvpSettings {
+            refresh: Duration::from_secs(30),
+            default_floor_percent: 10,
+            gs_buffer_bytes: 256 * 1024,
+            max_states: 100_000,
+            seed: 1,
+        }
+    }
 }
 
 impl RouterConfig {
@@ -81,6 +115,7 @@ impl RouterConfig {
             default_queue_bytes: None,
             cycle_time: Duration::from_millis(10),
             trap_queue: 256,
+            rsvp: None,
         }
     }
 }
@@ -218,4 +253,24 @@ pub struct RouterStats {
     pub icmp: IcmpStats,
     /// Route changes applied (`install_route`, `remove_route`).
     pub route_changes: u64,
+    /// Labelled (MPLS) frames received.
+    pub labelled_in: u64,
+    /// Labelled frames switched on (swapped) or popped to plain IP.
+    pub labelled_switched: u64,
+    /// Labelled frames with a label no splice installed.
+    pub drop_unknown_label: u64,
+    /// Labelled frames whose MPLS TTL ran out.
+    pub drop_label_ttl: u64,
+    /// Packets the RSVP classifier put on a reservation at this (first) router.
+    pub reserved_in: u64,
+    /// Packets of a reserved sender beyond its TSpec, forwarded as default IP instead.
+    pub demoted_excess: u64,
+    /// Reserved frames the flow's queue refused (the flow sent faster than reserved).
+    pub drop_reserved_queue: u64,
+    /// Reserved frames whose next hop's MAC was not known (an ARP request went out).
+    pub drop_switched_unresolved: u64,
+    /// RSVP messages that did not parse or decode.
+    pub drop_bad_rsvp: u64,
+    /// The RSVP engine's counters (zero without RSVP).
+    pub rsvp: crate::rsvp::RsvpStats,
 }

@@ -17,6 +17,7 @@ pub mod fib;
 pub mod neighbours;
 pub mod node;
 pub mod psip;
+pub mod switched;
 
 #[cfg(test)]
 mod tests;
@@ -27,5 +28,7 @@ pub use decide::{Decision, PacketFields, Tables, TrapReason};
 pub use fib::{Fib, FibError, NextHop, Route, RouteSource};
 pub use psip::{CidrFilter, PsipClassifier, PsipError};
 
-pub use config::{RouterConfig, RouterConfigError, RouterPort, RouterStats, StaticRoute};
+pub use config::{
+    RouterConfig, RouterConfigError, RouterPort, RouterStats, RsvpSettings, StaticRoute,
+};
 pub use node::{Router, Trapped};

@@ -61,6 +61,8 @@ pub struct Waiting {
     pub packet: Vec<u8>,
     /// Where it came from.
     pub ingress: PortId,
+    /// Whether it goes in the port's control queue (RSVP) rather than its default queue.
+    pub control: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -313,6 +315,7 @@ mod tests {
         Waiting {
             packet: vec![tag; 20],
             ingress: PortId(0),
+            control: false,
         }
     }
 

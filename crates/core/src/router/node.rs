@@ -11,8 +11,12 @@
 //! exchange if the next hop is not known yet. TTL expiry and missing routes or neighbours are
 //! answered with ICMP errors (RFC 1812 §4.3), rate-limited per input port.
 //!
-//! Reserved flows and pipes (the classifiers' hits) have no switched path yet: the RSVP engine
-//! that fills the classifiers comes next; until then their tables stay empty.
+//! With RSVP configured ([`super::RsvpSettings`]) the router runs the RSVP engine
+//! ([`crate::rsvp`]) on the RSVP messages it traps, and its splices switch reserved flows
+//! (QSR §3.2, §4.2; [`super::switched`]): the RSVP classifier puts a sender's packets on its
+//! reservation's flow with the first label pushed, labelled (MPLS) frames are switched by
+//! (port, label) without an IP look-up, and the last router pops the label. Pipes (the PSIP
+//! classifier's hits) have no switched path yet and go the default way.
 //!
 //! Driver call order, as for every node (`core/src/node.rs`): [`Router::handle_frame`] per
 //! received frame, [`Router::handle_link`] on carrier changes, [`Router::handle_timeout`] when
@@ -24,20 +28,27 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use rtlan_wire::ethernet::{Address, EtherType, Frame};
-use rtlan_wire::{arp, icmp, ipv4};
+use rtlan_wire::{arp, icmp, ipv4, mpls, rsvp as wire_rsvp};
 
+use super::classify::FlowKey;
 use super::config::{RouterConfig, RouterConfigError, RouterPortStats, RouterStats};
 use super::decide::{Decision, PacketFields, Tables, TrapReason};
 use super::fib::{NextHop, Route, RouteSource};
 use super::neighbours::{Due, Hold, Lookup, Neighbours, Waiting};
+use super::switched::{self, FibRouting, Ingress, LabelEntry, RouterResources, Switched};
 use super::Ipv4Prefix;
 use crate::egress::{PortScheduler, SchedConfig, SchedulerKind};
+use crate::rsvp::{HopTerms, Output as RsvpOutput, Received, Rsvp, RsvpConfig};
 use crate::switch::protect::TokenBucket;
 use crate::time::Instant;
 use crate::{Medium, Node, PortId};
 
 /// Rate the default queue of an unpaced port is sized for, bit/s.
 const UNPACED_NOMINAL_BPS: u64 = 1_000_000_000;
+
+/// Bound of each port's control queue with RSVP: 64 KiB, some forty Path or Resv messages per
+/// port between two transmissions — refreshes are spread over R, triggers come one per change.
+const CONTROL_QUEUE_BYTES: usize = 64 * 1024;
 
 /// TTL of the packets the router originates (ICMP errors and replies).
 const ORIGINATED_TTL: u8 = 64;
@@ -53,6 +64,20 @@ pub type FlowId = u32;
 
 /// A pipe of the PSIP classifier (filled by the pipe manager, next).
 pub type PipeId = u32;
+
+/// How a packet leaves through [`Router::send_to_neighbour`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sending {
+    /// Forwarded: loses one TTL, default queue.
+    Forwarded,
+    /// Originated by the router (ICMP): default queue.
+    Originated,
+    /// Signalling (RSVP): the port's control queue, the protected channel of QSR §6.2.
+    Control,
+}
+
+/// A label-table row: (input port, input label) → (output port, output label; `None` pops).
+pub type LabelRow = ((PortId, u32), (PortId, Option<u32>));
 
 /// A frame the router hands to its control plane.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +108,12 @@ pub struct Router {
     stats: RouterStats,
     /// Scratch for building frames.
     scratch: Vec<u8>,
+    /// The RSVP engine, when configured.
+    rsvp: Option<Rsvp>,
+    /// Label table, ingress entries and bookings of the switched paths.
+    switched: Switched,
+    /// Routing changed since the RSVP engine last looked.
+    routes_dirty: bool,
 }
 
 impl Router {
@@ -146,12 +177,25 @@ impl Router {
                 max_frame: MAX_FRAME,
                 ..SchedConfig::for_medium(p.medium, UNPACED_NOMINAL_BPS)
             };
-            let sched = PortScheduler::new(SchedulerKind::Cyclic, cfg, now).map_err(|error| {
+            // Guaranteed Service needs the timing wheel (QSR §3.1); without RSVP the cyclic
+            // scheduler's default queue is all a port uses.
+            let kind = if config.rsvp.is_some() {
+                SchedulerKind::Wheel
+            } else {
+                SchedulerKind::Cyclic
+            };
+            let sched = PortScheduler::new(kind, cfg, now).map_err(|error| {
                 RouterConfigError::Scheduler {
                     port: p.name.clone(),
                     error,
                 }
             })?;
+            // RSVP goes in the control queue (QSR §6.2); without RSVP nothing does.
+            let sched = if config.rsvp.is_some() {
+                sched.with_control_queue(CONTROL_QUEUE_BYTES)
+            } else {
+                sched
+            };
             ports.push(Port {
                 sched,
                 icmp_bucket: TokenBucket::new(),
@@ -162,6 +206,30 @@ impl Router {
             ports: vec![RouterPortStats::default(); config.ports.len()],
             ..RouterStats::default()
         };
+        let mut switched = Switched {
+            reserved_bps: vec![0; ports.len()],
+            gs_buffer_used: vec![0; ports.len()],
+            ..Switched::default()
+        };
+        let rsvp = config.rsvp.as_ref().map(|settings| {
+            for p in &ports {
+                let line = p.sched.line_rate_bps();
+                let floor = line / 100 * u64::from(settings.default_floor_percent.min(99));
+                switched.floor_bps.push(floor);
+                switched.terms.push(hop_terms(&p.sched, floor));
+            }
+            switched.gs_buffer_bytes = settings.gs_buffer_bytes;
+            Rsvp::new(RsvpConfig {
+                refresh: settings.refresh,
+                max_paths: settings.max_states,
+                max_resvs: settings.max_states,
+                seed: settings.seed,
+                ..RsvpConfig::new(
+                    crate::rsvp::Role::Router,
+                    config.ports.iter().map(|p| p.addr).collect(),
+                )
+            })
+        });
         Ok(Router {
             neighbours: Neighbours::new(config.neighbours),
             tables,
@@ -170,7 +238,27 @@ impl Router {
             stats,
             scratch: vec![0; MAX_FRAME],
             config,
+            rsvp,
+            switched,
+            routes_dirty: false,
         })
+    }
+
+    /// Labels in force: (input port, input label) → (output port, output label; `None` pops).
+    pub fn label_table(&self) -> Vec<LabelRow> {
+        let mut v: Vec<_> = self
+            .switched
+            .labels
+            .iter()
+            .map(|(k, e)| (*k, (e.out_port, e.out_label)))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The RSVP engine's counters, `None` without RSVP.
+    pub fn rsvp_stats(&self) -> Option<crate::rsvp::RsvpStats> {
+        self.rsvp.as_ref().map(Rsvp::stats)
     }
 
     /// The configuration.
@@ -207,6 +295,7 @@ impl Router {
         }
         self.tables.fib.replace(prefix, route);
         self.stats.route_changes += 1;
+        self.routes_dirty = self.rsvp.is_some();
         true
     }
 
@@ -217,6 +306,7 @@ impl Router {
         }
         self.tables.fib.remove(&prefix);
         self.stats.route_changes += 1;
+        self.routes_dirty = self.rsvp.is_some();
         true
     }
 
@@ -256,7 +346,14 @@ impl Router {
                     .learn(sender, repr.source_hardware_addr, port, now);
             for w in waiting {
                 self.stats.released += 1;
-                self.send_ip(now, out, repr.source_hardware_addr, &w.packet);
+                self.send_frame(
+                    now,
+                    out,
+                    repr.source_hardware_addr,
+                    &w.packet,
+                    false,
+                    w.control,
+                );
             }
         } else {
             self.neighbours
@@ -305,6 +402,12 @@ impl Router {
 
     /// Queues `frame` on `port`'s default queue, counted.
     fn enqueue(&mut self, now: Instant, port: PortId, frame: &[u8]) -> bool {
+        self.enqueue_class(now, port, frame, false)
+    }
+
+    /// Queues `frame` on `port`'s control queue (the protected channel of QSR §6.2) or its
+    /// default queue, counted.
+    fn enqueue_class(&mut self, now: Instant, port: PortId, frame: &[u8], control: bool) -> bool {
         let index = usize::from(port.0);
         let Some(p) = self.ports.get_mut(index) else {
             return false;
@@ -313,18 +416,17 @@ impl Router {
             self.stats.drop_link_down += 1;
             return false;
         }
-        let queued = p.sched.enqueue_nrt(now, frame);
+        let queued = if control {
+            p.sched.enqueue_control(now, frame)
+        } else {
+            p.sched.enqueue_nrt(now, frame)
+        };
         if !queued {
             if let Some(s) = self.stats.ports.get_mut(index) {
                 s.drop_queue_full += 1;
             }
         }
         queued
-    }
-
-    /// Sends the IPv4 `packet` to `mac` out of `port` (Ethernet header added here).
-    fn send_ip(&mut self, now: Instant, port: PortId, mac: Address, packet: &[u8]) -> bool {
-        self.send_frame(now, port, mac, packet, false)
     }
 
     /// Builds the frame of `packet` to `mac` out of `port` in the scratch buffer — decrementing
@@ -336,6 +438,7 @@ impl Router {
         mac: Address,
         packet: &[u8],
         decrement_ttl: bool,
+        control: bool,
     ) -> bool {
         let Some(src) = self.config.ports.get(usize::from(port.0)).map(|p| p.mac) else {
             return false;
@@ -353,7 +456,7 @@ impl Router {
         let rewritten = !decrement_ttl
             || rtlan_wire::rewrite::ipv4_ttl_decrement(&mut frame[ETH_HEADER..len]).is_ok();
         let queued = if rewritten {
-            self.enqueue(now, port, &frame[..len])
+            self.enqueue_class(now, port, &frame[..len], control)
         } else {
             self.stats.drop_malformed += 1;
             false
@@ -374,8 +477,10 @@ impl Router {
         neighbour: Ipv4Addr,
         packet: &[u8],
         ingress: PortId,
-        decrement_ttl: bool,
+        how: Sending,
     ) -> bool {
+        let decrement_ttl = how == Sending::Forwarded;
+        let control = how == Sending::Control;
         if !self.ports.get(usize::from(port.0)).is_some_and(|p| p.up) {
             self.stats.drop_link_down += 1;
             return false;
@@ -385,7 +490,7 @@ impl Router {
                 if refresh {
                     self.arp_request(now, port, neighbour);
                 }
-                self.send_frame(now, port, mac, packet, decrement_ttl)
+                self.send_frame(now, port, mac, packet, decrement_ttl, control)
             }
             Lookup::Unresolved => {
                 let mut packet = packet.to_vec();
@@ -393,7 +498,11 @@ impl Router {
                     self.stats.drop_malformed += 1;
                     return false;
                 }
-                let waiting = Waiting { packet, ingress };
+                let waiting = Waiting {
+                    packet,
+                    ingress,
+                    control,
+                };
                 match self.neighbours.hold(neighbour, port, waiting, now) {
                     Hold::Queued => {
                         self.stats.held += 1;
@@ -455,10 +564,10 @@ impl Router {
             return;
         }
         match self.tables.decide(&fields) {
-            Decision::Trap(reason) => self.trap(now, port, reason, frame, packet),
-            // No switched path yet: reserved flows and pipes go the default way until the RSVP
-            // engine splices them.
-            Decision::Reserved(_) | Decision::Pipe(_) => match self.tables.fib.next_hop(dst) {
+            Decision::Trap(reason) => self.trap(now, port, reason, frame, packet, &fields),
+            Decision::Reserved(id) => self.on_reserved(now, port, id, packet),
+            // No switched pipes yet: their packets go the default way.
+            Decision::Pipe(_) => match self.tables.fib.next_hop(dst) {
                 Some(hop) => self.forward(now, port, hop, packet),
                 None => self.unreachable(now, port, packet, icmp::Unreachable::Net),
             },
@@ -499,7 +608,20 @@ impl Router {
         reason: TrapReason,
         frame: &[u8],
         packet: &[u8],
+        fields: &PacketFields,
     ) {
+        if reason == TrapReason::Rsvp && self.rsvp.is_some() {
+            // Path, PathTear and ResvConf travel with the Router Alert towards the session's
+            // receiver; the others are addressed hop by hop. An RSVP message neither for us
+            // nor alerted is just passing through.
+            if fields.to_router || fields.router_alert {
+                self.stats.trapped_rsvp += 1;
+                self.on_rsvp(now, port, packet);
+            } else if let Some(hop) = self.tables.fib.next_hop(fields.dst) {
+                self.forward(now, port, hop, packet);
+            }
+            return;
+        }
         match reason {
             TrapReason::Rsvp => self.stats.trapped_rsvp += 1,
             TrapReason::RouterAlert => self.stats.trapped_router_alert += 1,
@@ -591,7 +713,14 @@ impl Router {
             return;
         }
         let neighbour = hop.neighbour(ip.dst_addr());
-        if self.send_to_neighbour(now, hop.port, neighbour, packet, ingress, true) {
+        if self.send_to_neighbour(
+            now,
+            hop.port,
+            neighbour,
+            packet,
+            ingress,
+            Sending::Forwarded,
+        ) {
             self.stats.forwarded += 1;
         }
     }
@@ -687,7 +816,14 @@ impl Router {
         let Some(hop) = self.tables.fib.next_hop(dst) else {
             return false;
         };
-        self.send_to_neighbour(now, hop.port, hop.neighbour(dst), &packet, ingress, false)
+        self.send_to_neighbour(
+            now,
+            hop.port,
+            hop.neighbour(dst),
+            &packet,
+            ingress,
+            Sending::Originated,
+        )
     }
 
     fn on_due(&mut self, now: Instant) {
@@ -710,6 +846,368 @@ impl Router {
                     }
                 }
             }
+        }
+    }
+}
+
+/// What a port adds to a path's ADSPEC: the rate left for reservations, the MTU, and the
+/// timing wheel's RFC 2212 terms — C = the largest IP packet (the rate-dependent M/R of a flow
+/// shaped to bucket M), D = one largest frame at line rate plus one wheel slot (the
+/// non-preemptive blocking and the release granularity, `docs/scheduler.md`).
+fn hop_terms(sched: &PortScheduler, floor_bps: u64) -> HopTerms {
+    let line = sched.line_rate_bps();
+    let reservable = line
+        .saturating_sub(floor_bps)
+        .saturating_sub(sched.control_rate_bps());
+    let max_frame = sched.max_frame() as u64;
+    let frame_us = (max_frame + 24) * 8 * 1_000_000 / line.max(1);
+    let slot_us = u64::try_from(crate::egress::DEFAULT_GRANULARITY.as_micros()).unwrap_or(0);
+    HopTerms {
+        bandwidth: reservable as f32 / 8.0,
+        latency_us: 0,
+        mtu: (max_frame - ETH_HEADER as u64) as u32,
+        guaranteed: Some((
+            (max_frame - ETH_HEADER as u64) as u32,
+            u32::try_from(frame_us + slot_us).unwrap_or(u32::MAX),
+        )),
+        controlled_load: true,
+    }
+}
+
+impl Router {
+    /// Runs `f` on the RSVP engine with the router's routing and resources, then carries out
+    /// what the engine asks: messages, splices, unsplices.
+    fn drive_rsvp(
+        &mut self,
+        now: Instant,
+        f: impl FnOnce(&mut Rsvp, &FibRouting<'_>, &mut RouterResources<'_>),
+    ) {
+        let Some(mut engine) = self.rsvp.take() else {
+            return;
+        };
+        {
+            let up: Vec<bool> = self.ports.iter().map(|p| p.up).collect();
+            let routing = FibRouting {
+                fib: &self.tables.fib,
+                up: &up,
+            };
+            let mut resources = RouterResources {
+                scheds: self.ports.iter_mut().map(|p| &mut p.sched).collect(),
+                switched: &mut self.switched,
+            };
+            f(&mut engine, &routing, &mut resources);
+        }
+        while let Some(out) = engine.poll_output() {
+            self.apply_rsvp(now, out);
+        }
+        self.stats.rsvp = engine.stats();
+        self.rsvp = Some(engine);
+    }
+
+    /// An RSVP message for this router (trapped).
+    fn on_rsvp(&mut self, now: Instant, port: PortId, packet: &[u8]) {
+        let Ok(ip) = ipv4::Packet::new_checked(packet) else {
+            self.stats.drop_bad_rsvp += 1;
+            return;
+        };
+        let message = wire_rsvp::Packet::new_checked(ip.payload())
+            .and_then(|p| wire_rsvp::Repr::parse(&p))
+            .and_then(|r| wire_rsvp::Message::from_repr(&r));
+        let Ok(message) = message else {
+            self.stats.drop_bad_rsvp += 1;
+            return;
+        };
+        let rx = Received {
+            port,
+            src: ip.src_addr(),
+            ttl: ip.ttl(),
+        };
+        self.drive_rsvp(now, |engine, routing, resources| {
+            engine.handle_message(now, rx, message, routing, resources)
+        });
+    }
+
+    fn apply_rsvp(&mut self, now: Instant, out: RsvpOutput) {
+        match out {
+            RsvpOutput::Send(o) => {
+                let Ok(body) = o.message.to_repr(o.ttl).to_bytes() else {
+                    return;
+                };
+                let header_len = if o.router_alert {
+                    ipv4::ROUTER_ALERT_HEADER_LEN
+                } else {
+                    ipv4::HEADER_LEN
+                };
+                let mut packet = vec![0u8; header_len + body.len()];
+                let header = ipv4::Repr {
+                    src_addr: o.src,
+                    dst_addr: o.dst,
+                    protocol: wire_rsvp::IP_PROTOCOL,
+                    payload_len: body.len(),
+                    ttl: o.ttl,
+                    dscp_ecn: 0,
+                };
+                let mut ip = ipv4::Packet::new_unchecked(&mut packet[..]);
+                if o.router_alert {
+                    header.emit_with_router_alert(&mut ip);
+                } else {
+                    header.emit(&mut ip);
+                }
+                packet[header_len..].copy_from_slice(&body);
+                self.send_to_neighbour(now, o.port, o.next_hop, &packet, o.port, Sending::Control);
+            }
+            RsvpOutput::Splice(s) => {
+                let Some(in_port) = s.in_port else {
+                    return;
+                };
+                match s.in_label {
+                    Some(label) => {
+                        self.switched.labels.insert(
+                            (in_port, label),
+                            LabelEntry {
+                                out_port: s.out_port,
+                                next_hop: s.next_hop,
+                                out_label: s.out_label,
+                                resv: s.resv,
+                            },
+                        );
+                    }
+                    None => {
+                        let key = FlowKey {
+                            src: s.sender.src_addr,
+                            dst: s.session.dst_addr,
+                            protocol: s.session.protocol_id,
+                            src_port: s.sender.src_port,
+                            dst_port: s.session.dst_port,
+                        };
+                        let (bucket, min_unit, max_packet) = switched::policer(s.flowspec.tspec());
+                        let entry = Ingress {
+                            out_port: s.out_port,
+                            next_hop: s.next_hop,
+                            out_label: s.out_label,
+                            resv: s.resv,
+                            policer: bucket,
+                            min_policed_unit: min_unit,
+                            max_packet,
+                        };
+                        let sender = (s.resv, s.sender.src_addr, s.sender.src_port);
+                        let id = match self.switched.ingress_of.get(&sender) {
+                            Some(&(id, _)) => id,
+                            None => {
+                                let id = self.switched.next_ingress;
+                                self.switched.next_ingress = id.wrapping_add(1);
+                                // The 5-tuple belongs to this sender's path alone.
+                                self.tables.rsvp.remove(&key);
+                                if self.tables.rsvp.insert(key, id).is_err() {
+                                    return;
+                                }
+                                self.switched.ingress_of.insert(sender, (id, key));
+                                id
+                            }
+                        };
+                        self.switched.ingress.insert(id, entry);
+                    }
+                }
+                // Make sure the next hop's MAC is known before the first frame.
+                if let Lookup::Unresolved = self.neighbours.lookup(s.next_hop, s.out_port, now) {
+                    self.arp_request(now, s.out_port, s.next_hop);
+                }
+            }
+            RsvpOutput::Unsplice(u) => {
+                let Some(in_port) = u.in_port else {
+                    return;
+                };
+                match u.in_label {
+                    Some(label) => {
+                        if self
+                            .switched
+                            .labels
+                            .get(&(in_port, label))
+                            .is_some_and(|e| e.resv == u.resv)
+                        {
+                            self.switched.labels.remove(&(in_port, label));
+                        }
+                    }
+                    None => {
+                        let sender = (u.resv, u.sender.src_addr, u.sender.src_port);
+                        if let Some((id, key)) = self.switched.ingress_of.remove(&sender) {
+                            self.tables.rsvp.remove(&key);
+                            self.switched.ingress.remove(&id);
+                        }
+                    }
+                }
+            }
+            // Sessions ending at the router itself (provisioned pipes) come with PSIP.
+            RsvpOutput::Event(_) => {}
+        }
+    }
+
+    /// A packet the RSVP classifier matched at this first router: onto its reservation with
+    /// the first label, or forwarded as default IP beyond the sender's TSpec.
+    fn on_reserved(&mut self, now: Instant, ingress: PortId, id: u32, packet: &[u8]) {
+        let Ok(ip) = ipv4::Packet::new_checked(packet) else {
+            self.stats.drop_malformed += 1;
+            return;
+        };
+        let dst = ip.dst_addr();
+        let ttl = ip.ttl();
+        let conforming = ttl > 1
+            && self
+                .switched
+                .ingress
+                .get_mut(&id)
+                .is_some_and(|e| e.police(now, packet.len()));
+        let Some(entry) = self.switched.ingress.get(&id) else {
+            return;
+        };
+        if !conforming {
+            if ttl > 1 {
+                self.stats.demoted_excess += 1;
+            }
+            match self.tables.fib.next_hop(dst) {
+                Some(hop) => self.forward(now, ingress, hop, packet),
+                None => self.unreachable(now, ingress, packet, icmp::Unreachable::Net),
+            }
+            return;
+        }
+        let (out_port, next_hop, out_label, resv) =
+            (entry.out_port, entry.next_hop, entry.out_label, entry.resv);
+        let shim = if out_label.is_some() {
+            mpls::ENTRY_LEN
+        } else {
+            0
+        };
+        let len = ETH_HEADER + shim + packet.len();
+        if len > MAX_FRAME + shim {
+            self.stats.drop_too_big += 1;
+            return;
+        }
+        let mut frame = vec![0u8; len];
+        frame[ETH_HEADER + shim..].copy_from_slice(packet);
+        if rtlan_wire::rewrite::ipv4_ttl_decrement(&mut frame[ETH_HEADER + shim..]).is_err() {
+            self.stats.drop_malformed += 1;
+            return;
+        }
+        let ethertype = match out_label {
+            Some(label) => {
+                let entry = mpls::Repr {
+                    label,
+                    traffic_class: 0,
+                    bottom_of_stack: true,
+                    ttl: ttl - 1,
+                };
+                entry.emit(&mut mpls::Packet::new_unchecked(
+                    &mut frame[ETH_HEADER..ETH_HEADER + shim],
+                ));
+                EtherType::Mpls
+            }
+            None => EtherType::Ipv4,
+        };
+        frame[12..14].copy_from_slice(&u16::from(ethertype).to_be_bytes());
+        self.stats.reserved_in += 1;
+        self.send_switched(now, resv, out_port, next_hop, &mut frame);
+    }
+
+    /// A labelled frame: swapped onto the next link's label, or popped to plain IP at the last
+    /// router, without an IP look-up (QSR §4.2).
+    fn on_mpls(&mut self, now: Instant, port: PortId, frame: &[u8]) {
+        self.stats.labelled_in += 1;
+        let Ok(shim) = mpls::Packet::new_checked(&frame[ETH_HEADER..]) else {
+            self.stats.drop_malformed += 1;
+            return;
+        };
+        let (label, ttl) = (shim.label(), shim.ttl());
+        if !shim.bottom_of_stack() {
+            // Our paths carry one entry; a deeper stack is not ours.
+            self.stats.drop_unknown_label += 1;
+            return;
+        }
+        let Some(entry) = self.switched.labels.get(&(port, label)).copied() else {
+            self.stats.drop_unknown_label += 1;
+            return;
+        };
+        if ttl <= 1 {
+            self.stats.drop_label_ttl += 1;
+            return;
+        }
+        let mut out = match entry.out_label {
+            Some(next) => {
+                let mut out = frame.to_vec();
+                let mut shim = mpls::Packet::new_unchecked(&mut out[ETH_HEADER..]);
+                shim.set_label(next);
+                shim.set_ttl(ttl - 1);
+                out
+            }
+            None => {
+                let ip_start = ETH_HEADER + mpls::ENTRY_LEN;
+                let mut out = Vec::with_capacity(frame.len() - mpls::ENTRY_LEN);
+                out.extend_from_slice(&frame[..ETH_HEADER]);
+                out.extend_from_slice(&frame[ip_start..]);
+                let Ok(ip) = ipv4::Packet::new_checked(&out[ETH_HEADER..]) else {
+                    self.stats.drop_malformed += 1;
+                    return;
+                };
+                // RFC 3443's uniform model: the IP TTL leaves with what the path left of it.
+                let new_ttl = ip.ttl().min(ttl) - 1;
+                let total = usize::from(ip.total_len());
+                out.truncate(ETH_HEADER + total);
+                if new_ttl == 0
+                    || rtlan_wire::rewrite::ipv4_ttl_set(&mut out[ETH_HEADER..], new_ttl).is_err()
+                {
+                    self.stats.drop_label_ttl += 1;
+                    return;
+                }
+                out[12..14].copy_from_slice(&u16::from(EtherType::Ipv4).to_be_bytes());
+                out
+            }
+        };
+        self.stats.labelled_switched += 1;
+        self.send_switched(now, entry.resv, entry.out_port, entry.next_hop, &mut out);
+    }
+
+    /// Queues a switched frame (its Ethernet addresses filled in here) on its reservation's
+    /// flow. Its next hop's MAC must be known: the path's own signalling resolved it; if it is
+    /// not (an entry expired), an ARP request goes out and the frame is dropped, counted.
+    fn send_switched(
+        &mut self,
+        now: Instant,
+        resv: crate::rsvp::ResvId,
+        port: PortId,
+        next_hop: Ipv4Addr,
+        frame: &mut [u8],
+    ) {
+        let Some(booking) = self.switched.bookings.get(&resv).copied() else {
+            self.stats.drop_unknown_label += 1;
+            return;
+        };
+        if booking.port != port || !self.ports.get(usize::from(port.0)).is_some_and(|p| p.up) {
+            self.stats.drop_link_down += 1;
+            return;
+        }
+        let mac = match self.neighbours.lookup(next_hop, port, now) {
+            Lookup::Resolved { mac, refresh } => {
+                if refresh {
+                    self.arp_request(now, port, next_hop);
+                }
+                mac
+            }
+            Lookup::Unresolved => {
+                self.stats.drop_switched_unresolved += 1;
+                self.arp_request(now, port, next_hop);
+                return;
+            }
+        };
+        let src = self.config.ports[usize::from(port.0)].mac;
+        frame[..6].copy_from_slice(&mac.0);
+        frame[6..12].copy_from_slice(&src.0);
+        let index = usize::from(port.0);
+        if self.ports[index]
+            .sched
+            .enqueue_flow(now, booking.handle, frame)
+        {
+            self.stats.forwarded += 1;
+        } else {
+            self.stats.drop_reserved_queue += 1;
         }
     }
 }
@@ -759,6 +1257,9 @@ impl Node for Router {
             EtherType::Arp => self.on_arp(now, port, eth.payload()),
             EtherType::Ipv4 if dst == own_mac => self.on_ipv4(now, port, frame),
             EtherType::Ipv4 => self.stats.drop_not_for_us += 1,
+            EtherType::Mpls if dst == own_mac && self.rsvp.is_some() => {
+                self.on_mpls(now, port, frame)
+            }
             _ => self.stats.drop_unsupported += 1,
         }
     }
@@ -775,14 +1276,34 @@ impl Node for Router {
 
     fn handle_timeout(&mut self, now: Instant) {
         self.on_due(now);
+        if self.routes_dirty {
+            self.routes_dirty = false;
+            self.drive_rsvp(now, |engine, routing, resources| {
+                engine.route_changed(now, routing, resources)
+            });
+        }
+        if self
+            .rsvp
+            .as_ref()
+            .and_then(Rsvp::poll_timeout)
+            .is_some_and(|t| t <= now)
+        {
+            self.drive_rsvp(now, |engine, _, resources| {
+                engine.handle_timeout(now, resources)
+            });
+        }
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
+        if self.routes_dirty {
+            return Some(Instant::ZERO);
+        }
         let ports = self.ports.iter().filter_map(|p| p.sched.poll_timeout());
         self.neighbours
             .next_timeout()
             .into_iter()
             .chain(ports)
+            .chain(self.rsvp.as_ref().and_then(Rsvp::poll_timeout))
             .min()
     }
 
@@ -790,6 +1311,10 @@ impl Node for Router {
         let Some(p) = self.ports.get_mut(usize::from(port.0)) else {
             return;
         };
+        if p.up != up && self.rsvp.is_some() {
+            // Paths out of a dead port have no route any more (and come back with it).
+            self.routes_dirty = true;
+        }
         p.up = up;
         if !up {
             let dropped = self.neighbours.flush_port(port).len() as u64;

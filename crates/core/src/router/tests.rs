@@ -30,6 +30,10 @@ struct Host {
     waiting: Vec<Vec<u8>>,
     outbox: Vec<Vec<u8>>,
     received: Vec<Vec<u8>>,
+    /// An RSVP host engine, for the switched-path tests.
+    rsvp: Option<crate::rsvp::Rsvp>,
+    rsvp_events: Vec<crate::rsvp::Event>,
+    now: Instant,
 }
 
 impl Host {
@@ -42,6 +46,9 @@ impl Host {
             waiting: Vec::new(),
             outbox: Vec::new(),
             received: Vec::new(),
+            rsvp: None,
+            rsvp_events: Vec::new(),
+            now: Instant::ZERO,
         }
     }
 
@@ -90,8 +97,101 @@ impl Host {
             return;
         }
         if eth.dst_addr() == self.mac {
-            self.received.push(eth.payload().to_vec());
+            let payload = eth.payload();
+            if self.rsvp.is_some() && eth.ethertype() == EtherType::Ipv4 {
+                let ip = ipv4::Packet::new_checked(payload).expect("ipv4");
+                if u8::from(ip.protocol()) == 46 {
+                    let message = rtlan_wire::rsvp::Packet::new_checked(ip.payload())
+                        .and_then(|p| rtlan_wire::rsvp::Repr::parse(&p))
+                        .and_then(|r| rtlan_wire::rsvp::Message::from_repr(&r))
+                        .expect("the routers send valid RSVP");
+                    let rx = crate::rsvp::Received {
+                        port: PortId(0),
+                        src: ip.src_addr(),
+                        ttl: ip.ttl(),
+                    };
+                    let (now, gw) = (self.now, self.gateway);
+                    let engine = self.rsvp.as_mut().expect("checked");
+                    engine.handle_message(now, rx, message, &ViaGateway(gw), &mut NoResources);
+                    self.drain_rsvp();
+                    return;
+                }
+            }
+            self.received.push(payload.to_vec());
         }
+    }
+
+    /// Sends what the host's RSVP engine asks and keeps its events.
+    fn drain_rsvp(&mut self) {
+        let Some(engine) = self.rsvp.as_mut() else {
+            return;
+        };
+        let mut out = Vec::new();
+        while let Some(o) = engine.poll_output() {
+            out.push(o);
+        }
+        for o in out {
+            match o {
+                crate::rsvp::Output::Send(o) => {
+                    let body = o.message.to_repr(o.ttl).to_bytes().expect("encodes");
+                    let hl = if o.router_alert {
+                        ipv4::ROUTER_ALERT_HEADER_LEN
+                    } else {
+                        ipv4::HEADER_LEN
+                    };
+                    let mut p = vec![0u8; hl + body.len()];
+                    let repr = ipv4::Repr {
+                        src_addr: o.src,
+                        dst_addr: o.dst,
+                        protocol: rtlan_wire::rsvp::IP_PROTOCOL,
+                        payload_len: body.len(),
+                        ttl: o.ttl,
+                        dscp_ecn: 0,
+                    };
+                    let mut ip = ipv4::Packet::new_unchecked(&mut p[..]);
+                    if o.router_alert {
+                        repr.emit_with_router_alert(&mut ip);
+                    } else {
+                        repr.emit(&mut ip);
+                    }
+                    p[hl..].copy_from_slice(&body);
+                    assert_eq!(o.next_hop, self.gateway, "a host sends through its gateway");
+                    self.send(p);
+                }
+                crate::rsvp::Output::Event(e) => self.rsvp_events.push(e),
+                crate::rsvp::Output::Splice(_) | crate::rsvp::Output::Unsplice(_) => {}
+            }
+        }
+    }
+}
+
+/// A host's routing: everything through its gateway.
+struct ViaGateway(Ipv4Addr);
+
+impl crate::rsvp::Routing for ViaGateway {
+    fn route(&self, _dst: Ipv4Addr) -> Option<crate::rsvp::RouteTo> {
+        Some(crate::rsvp::RouteTo {
+            port: PortId(0),
+            gateway: Some(self.0),
+        })
+    }
+}
+
+/// A host books nothing (its shaping is its daemon's business).
+struct NoResources;
+
+impl crate::rsvp::Resources for NoResources {
+    fn reserve(
+        &mut self,
+        _: PortId,
+        _: crate::rsvp::ResvId,
+        _: &crate::rsvp::ResvRequest<'_>,
+    ) -> Result<(), crate::rsvp::Refusal> {
+        Ok(())
+    }
+    fn release(&mut self, _: PortId, _: crate::rsvp::ResvId) {}
+    fn hop_terms(&self, _: PortId) -> Option<crate::rsvp::HopTerms> {
+        None
     }
 }
 
@@ -162,6 +262,8 @@ struct Net {
     now: Instant,
     nodes: Vec<N>,
     links: HashMap<(usize, u16), (usize, u16)>,
+    /// Every frame that crossed a link, by its sending end.
+    wire: Vec<((usize, u16), Vec<u8>)>,
 }
 
 const A: usize = 0;
@@ -207,7 +309,12 @@ impl Net {
             links.insert(a, b);
             links.insert(b, a);
         }
-        Net { now, nodes, links }
+        Net {
+            now,
+            nodes,
+            links,
+            wire: Vec::new(),
+        }
     }
 
     fn r(&mut self, i: usize) -> &mut Router {
@@ -250,8 +357,12 @@ impl Net {
                 };
                 match &mut self.nodes[to] {
                     N::Router(r) => r.handle_frame(now, PortId(p), &f),
-                    N::Host(h) => h.receive(&f),
+                    N::Host(h) => {
+                        h.now = now;
+                        h.receive(&f);
+                    }
                 }
+                self.wire.push((from, f));
             }
         }
     }
@@ -265,7 +376,7 @@ impl Net {
                 .iter()
                 .filter_map(|n| match n {
                     N::Router(r) => r.poll_timeout(),
-                    N::Host(_) => None,
+                    N::Host(h) => h.rsvp.as_ref().and_then(|e| e.poll_timeout()),
                 })
                 .min();
             match next {
@@ -273,9 +384,18 @@ impl Net {
                     self.now = self.now.max(t);
                     let now = self.now;
                     for n in &mut self.nodes {
-                        if let N::Router(r) = n {
-                            if r.poll_timeout().is_some_and(|t| t <= now) {
-                                r.handle_timeout(now);
+                        match n {
+                            N::Router(r) => {
+                                if r.poll_timeout().is_some_and(|t| t <= now) {
+                                    r.handle_timeout(now);
+                                }
+                            }
+                            N::Host(h) => {
+                                h.now = now;
+                                if let Some(e) = h.rsvp.as_mut() {
+                                    e.handle_timeout(now, &mut NoResources);
+                                }
+                                h.drain_rsvp();
                             }
                         }
                     }
@@ -751,3 +871,348 @@ fn an_answer_releases_held_packets_even_when_the_neighbour_was_known_on_another_
 }
 
 const IP_A_MAC: Address = Address([2, 0, 0, 0, 1, 2]);
+
+// ----- RSVP switched paths (QSR §3.2, §4.2; docs/rsvp.md §7) ---------------------------------
+
+mod switched_paths {
+    use super::*;
+    use crate::rsvp::{Event, Role, Rsvp, RsvpConfig};
+    use rtlan_wire::mpls;
+    use rtlan_wire::rsvp::{
+        Adspec, ControlledLoadAdspec, ErrorCode, F32Bits, FilterSpec, FlowDescriptors, Flowspec,
+        GeneralAdspec, GuaranteedAdspec, GuaranteedTerms, Rspec, SenderDescriptor, Session,
+        TokenBucket as Tspec,
+    };
+
+    const SESSION: Session = Session {
+        dst_addr: IP_B,
+        protocol_id: 17,
+        flags: 0,
+        dst_port: 5000,
+    };
+    const SENDER: FilterSpec = FilterSpec {
+        src_addr: IP_A,
+        src_port: 4000,
+    };
+
+    fn tspec(rate: f32, bucket: f32) -> Tspec {
+        Tspec {
+            rate: F32Bits::from_f32(rate),
+            size: F32Bits::from_f32(bucket),
+            peak: F32Bits::from_f32(f32::INFINITY),
+            min_policed_unit: 64,
+            max_packet_size: 1500,
+        }
+    }
+
+    fn guaranteed(rate: f32) -> Flowspec {
+        Flowspec::Guaranteed {
+            tspec: tspec(rate, 3000.0),
+            rspec: Rspec {
+                rate: F32Bits::from_f32(rate),
+                slack: 0,
+            },
+        }
+    }
+
+    /// The two-router net with RSVP on the routers and RSVP engines in a and b.
+    fn net() -> Net {
+        let mut net = Net::new(|c| {
+            c.rsvp = Some(RsvpSettings {
+                refresh: Duration::from_secs(1),
+                ..RsvpSettings::default()
+            })
+        });
+        for (h, addr) in [(A, IP_A), (B, IP_B)] {
+            let mut config = RsvpConfig::new(Role::Host, vec![addr]);
+            config.refresh = Duration::from_secs(1);
+            net.h(h).rsvp = Some(Rsvp::new(config));
+        }
+        net
+    }
+
+    fn open(net: &mut Net, rate: f32, bucket: f32) {
+        let now = net.now;
+        let host = net.h(A);
+        let adspec = Adspec {
+            general: GeneralAdspec {
+                break_bit: false,
+                hop_count: 0,
+                path_bandwidth: F32Bits::from_f32(f32::INFINITY),
+                min_latency: 0,
+                composed_mtu: 1500,
+            },
+            guaranteed: Some(GuaranteedAdspec {
+                break_bit: false,
+                terms: Some(GuaranteedTerms::default()),
+            }),
+            controlled_load: Some(ControlledLoadAdspec { break_bit: false }),
+        };
+        let gw = host.gateway;
+        host.rsvp.as_mut().unwrap().open_sender(
+            now,
+            SESSION,
+            SenderDescriptor {
+                sender_template: SENDER,
+                sender_tspec: tspec(rate, bucket),
+                adspec: Some(adspec),
+            },
+            &ViaGateway(gw),
+            &mut NoResources,
+        );
+        host.drain_rsvp();
+    }
+
+    fn reserve(net: &mut Net, flowspec: Flowspec) {
+        let now = net.now;
+        let host = net.h(B);
+        host.rsvp.as_mut().unwrap().reserve(
+            now,
+            SESSION,
+            FlowDescriptors::FixedFilter(vec![(flowspec, SENDER)]),
+            false,
+            &mut NoResources,
+        );
+        host.drain_rsvp();
+    }
+
+    /// a sends `n` datagrams of `size` bytes of UDP payload, `gap` apart.
+    fn stream(net: &mut Net, n: usize, size: usize, gap: Duration) {
+        for i in 0..n {
+            let mut p = udp_packet(IP_A, IP_B, 64, i as u8);
+            // Grow the payload: rebuild with the size wanted.
+            if size > 32 {
+                p = sized_udp(IP_A, IP_B, size, i as u8);
+            }
+            net.h(A).send(p);
+            net.run_for(gap);
+        }
+    }
+
+    fn sized_udp(src: Ipv4Addr, dst: Ipv4Addr, size: usize, tag: u8) -> Vec<u8> {
+        let payload = vec![tag; size];
+        let mut p = vec![0u8; ipv4::HEADER_LEN + udp::HEADER_LEN + size];
+        ipv4::Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol: ipv4::Protocol::Udp,
+            payload_len: udp::HEADER_LEN + size,
+            ttl: 64,
+            dscp_ecn: 0,
+        }
+        .emit(&mut ipv4::Packet::new_unchecked(&mut p[..]));
+        let mut d = udp::Packet::new_unchecked(&mut p[ipv4::HEADER_LEN..]);
+        udp::Repr {
+            src_port: 4000,
+            dst_port: 5000,
+            payload_len: size,
+        }
+        .emit(&mut d);
+        d.payload_mut().copy_from_slice(&payload);
+        d.fill_checksum(src, dst);
+        p
+    }
+
+    fn reserved() -> Net {
+        let mut net = net();
+        open(&mut net, 125_000.0, 3000.0);
+        net.run_for(Duration::from_millis(10));
+        let arrived = net.h(B).rsvp_events.iter().find_map(|e| match e {
+            Event::PathArrived { sender, .. } => sender.adspec,
+            _ => None,
+        });
+        let Some(adspec) = arrived else {
+            let r1 = net.r(R1).stats().clone();
+            let r2 = net.r(R2).stats().clone();
+            panic!("b learnt no path: r1 {r1:?}\nr2 {r2:?}");
+        };
+        assert_eq!(
+            adspec.general.hop_count, 2,
+            "two routers composed the ADSPEC"
+        );
+        let d = adspec.guaranteed.unwrap().terms.unwrap().d_tot;
+        // Each 100 Mbit/s hop: one 1538-byte frame (123 µs) + one wheel slot.
+        assert!(d >= 2 * 123, "D_tot {d} µs");
+        reserve(&mut net, guaranteed(125_000.0));
+        net.run_for(Duration::from_millis(10));
+        assert!(
+            net.h(A)
+                .rsvp_events
+                .iter()
+                .any(|e| matches!(e, Event::Reserved { .. })),
+            "a: {:?}",
+            net.h(A).rsvp_events
+        );
+        net
+    }
+
+    #[test]
+    fn a_reserved_flow_is_label_switched_from_the_first_to_the_last_router() {
+        let mut net = reserved();
+        // r2 switches r1's label on p0 and pops towards b; r1 classifies by 5-tuple.
+        let table = net.r(R2).label_table();
+        assert_eq!(table.len(), 1);
+        let ((in_port, label), (out_port, out_label)) = table[0];
+        assert_eq!((in_port, out_port, out_label), (PortId(0), PortId(1), None));
+        assert!(net.r(R1).label_table().is_empty());
+        assert_eq!(net.r(R1).tables().rsvp.len(), 1);
+
+        net.wire.clear();
+        stream(&mut net, 20, 32, Duration::from_millis(1));
+        net.run_for(Duration::from_millis(5));
+        let got = std::mem::take(&mut net.h(B).received);
+        let data: Vec<&Vec<u8>> = got
+            .iter()
+            .filter(|p| {
+                ipv4::Packet::new_checked(&p[..])
+                    .is_ok_and(|ip| ip.protocol() == ipv4::Protocol::Udp)
+            })
+            .collect();
+        assert_eq!(data.len(), 20);
+        for p in &data {
+            let ip = ipv4::Packet::new_checked(&p[..]).unwrap();
+            assert!(ip.verify_checksum());
+            assert_eq!(ip.ttl(), 62, "two router hops, as when routed");
+            let u = udp::Packet::new_checked(ip.payload()).unwrap();
+            assert!(u.verify_checksum(ip.src_addr(), ip.dst_addr()));
+        }
+        // Between the routers every data frame carried r1's label.
+        let labelled: Vec<_> = net
+            .wire
+            .iter()
+            .filter(|(from, f)| *from == (R1, 1) && f[12..14] == [0x88, 0x47])
+            .collect();
+        assert_eq!(labelled.len(), 20);
+        for (_, f) in &labelled {
+            let shim = mpls::Packet::new_checked(&f[14..]).unwrap();
+            assert_eq!(shim.label(), label);
+            assert!(shim.bottom_of_stack());
+            assert_eq!(shim.ttl(), 63);
+        }
+        let (s1, s2) = (net.r(R1).stats().clone(), net.r(R2).stats().clone());
+        assert_eq!(s1.reserved_in, 20);
+        assert_eq!(s2.labelled_in, 20);
+        assert_eq!(s2.labelled_switched, 20);
+        assert_eq!(s1.demoted_excess + s2.drop_unknown_label, 0);
+        assert!(s1.rsvp.path_in >= 1 && s2.rsvp.resv_in >= 1);
+    }
+
+    #[test]
+    fn traffic_beyond_the_tspec_is_forwarded_as_default_ip() {
+        let mut net = reserved();
+        // 10 back-to-back 1000-byte datagrams: the 3000-byte bucket passes 2 (1028-byte IP
+        // packets), the rest go the default way — and all arrive, nothing else competes.
+        for i in 0..10 {
+            let p = sized_udp(IP_A, IP_B, 1000, i);
+            net.h(A).send(p);
+        }
+        net.run_for(Duration::from_millis(20));
+        let s1 = net.r(R1).stats().clone();
+        assert_eq!(s1.reserved_in, 2);
+        assert_eq!(s1.demoted_excess, 8);
+        let data = net.h(B).received.iter().filter(|p| p.len() == 1028).count();
+        assert_eq!(data, 10);
+    }
+
+    #[test]
+    fn a_path_tear_returns_the_flow_to_default_forwarding() {
+        let mut net = reserved();
+        let host = net.h(A);
+        host.rsvp
+            .as_mut()
+            .unwrap()
+            .close_sender(SESSION, SENDER, &mut NoResources);
+        host.drain_rsvp();
+        net.run_for(Duration::from_millis(10));
+        assert!(net.r(R2).label_table().is_empty());
+        assert_eq!(net.r(R1).tables().rsvp.len(), 0);
+        let before = net.r(R2).stats().labelled_in;
+        stream(&mut net, 5, 32, Duration::from_millis(1));
+        net.run_for(Duration::from_millis(5));
+        assert_eq!(net.r(R2).stats().labelled_in, before);
+        assert_eq!(
+            net.h(B)
+                .received
+                .iter()
+                .filter(|p| p.len() == ipv4::HEADER_LEN + udp::HEADER_LEN + 32)
+                .count(),
+            5
+        );
+    }
+
+    #[test]
+    fn a_reservation_beyond_the_reservable_rate_is_refused_to_the_receiver() {
+        let mut net = net();
+        open(&mut net, 125_000.0, 3000.0);
+        net.run_for(Duration::from_millis(10));
+        // 100 Mbit/s ports keep 10 % for default IP and 1 % for control: 89 Mbit/s of wire
+        // rate is reservable; 11 MB/s of 64-byte packets is 11e6 × 8 × 106 / 64 ≈ 146 Mbit/s.
+        reserve(&mut net, guaranteed(11_000_000.0));
+        net.run_for(Duration::from_millis(10));
+        let err = net.h(B).rsvp_events.iter().find_map(|e| match e {
+            Event::ResvError { error, .. } => Some(*error),
+            _ => None,
+        });
+        let err = err.expect("b is told");
+        assert_eq!(err.code, ErrorCode::AdmissionControlFailure);
+        assert_eq!(err.value, 2, "bandwidth");
+        assert!(net.r(R2).label_table().is_empty());
+        assert_eq!(net.r(R1).tables().rsvp.len(), 0);
+    }
+
+    #[test]
+    fn a_default_ip_flood_does_not_touch_the_reserved_flow() {
+        let mut net = reserved();
+        // Each millisecond: one reserved datagram, and 20 default datagrams of 1400 bytes to
+        // another port (224 Mbit/s offered to a 100 Mbit/s link for 50 ms).
+        let mut flood = 0u32;
+        for i in 0..50u8 {
+            let mut p = udp_packet(IP_A, IP_B, 64, i);
+            p[20..22].copy_from_slice(&4000u16.to_be_bytes());
+            net.h(A).send(p);
+            for _ in 0..20 {
+                let mut q = sized_udp(IP_A, IP_B, 1400, i);
+                // Another source port: not the reserved sender.
+                q[20..22].copy_from_slice(&4001u16.to_be_bytes());
+                let u = &mut q[20..];
+                u[6..8].copy_from_slice(&[0, 0]);
+                net.h(A).send(q);
+                flood += 1;
+            }
+            net.run_for(Duration::from_millis(1));
+        }
+        net.run_for(Duration::from_millis(200));
+        let got = &net.h(B).received;
+        let reserved = got
+            .iter()
+            .filter(|p| p.len() == ipv4::HEADER_LEN + udp::HEADER_LEN + 32)
+            .count();
+        let default = got.iter().filter(|p| p.len() == 1428).count() as u32;
+        let s1 = net.r(R1).stats().clone();
+        assert_eq!(reserved, 50, "every reserved datagram arrives");
+        assert!(
+            default < flood,
+            "the flood overflowed: {default} of {flood}"
+        );
+        assert!(s1.ports[1].drop_queue_full > 0);
+        assert_eq!(s1.reserved_in, 50);
+        assert_eq!(s1.drop_reserved_queue, 0);
+    }
+
+    #[test]
+    fn the_switched_path_survives_refreshes() {
+        let mut net = reserved();
+        net.run_for(Duration::from_secs(20));
+        assert_eq!(net.r(R2).label_table().len(), 1);
+        let st = net.r(R2).rsvp_stats().unwrap();
+        assert_eq!(
+            (st.paths, st.resvs, st.path_timeouts, st.resv_timeouts),
+            (1, 1, 0, 0)
+        );
+        assert!(
+            st.path_in >= 10,
+            "refreshed about every second: {}",
+            st.path_in
+        );
+    }
+}

@@ -1,0 +1,306 @@
+//! The router's switched paths (QSR paper §3.1, §3.2, §4.2; `docs/qsr.md` §2.1, §4): what the
+//! RSVP engine's splices install, and the resources its reservations take.
+//!
+//! - **Label table**: (input port, input label) → output port, next hop, output label (swap) or
+//!   none (pop: the last router restores plain IP), and the reservation's flow.
+//! - **Ingress entries**: at the first router the RSVP classifier maps a sender's 5-tuple to an
+//!   entry that pushes the first label (or, on a one-router path, sends plain IP) onto the
+//!   reservation's flow, after a policer at the sender's TSpec: excess is forwarded as default
+//!   IP (§3.1: "excess … detected when entering the network and forwarded as default IP").
+//! - **Resources** ([`RouterResources`], the engine's [`Resources`]): a reservation becomes a
+//!   flow on the output port's timing wheel — Guaranteed at rate R with bucket M, Controlled-Load
+//!   at its TSpec rate r (on the same wheel until the work-conserving Controlled-Load discipline
+//!   lands) — admitted only if the port's reservations stay below the line rate minus the
+//!   default-IP floor and the control rate, and a Guaranteed flow's 2M of buffer fits the
+//!   port's Guaranteed pool.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use rtlan_wire::rsvp::{ErrorCode, Flowspec, TokenBucket as Tspec};
+
+use super::classify::FlowKey;
+use super::fib::Fib;
+use crate::egress::bucket::TokenBucket;
+use crate::egress::{FlowHandle, FlowSpec, PortScheduler};
+use crate::rsvp::{HopTerms, Refusal, Resources, ResvId, ResvRequest, RouteTo, Routing};
+use crate::time::Instant;
+use crate::PortId;
+
+/// Wire bytes a frame costs beyond its IP packet on a labelled link: Ethernet header 14, MPLS
+/// entry 4, FCS 4, preamble and start delimiter 8, inter-frame gap 12.
+pub const LABELLED_OVERHEAD: u64 = 42;
+
+/// A label-table entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LabelEntry {
+    pub(crate) out_port: PortId,
+    pub(crate) next_hop: Ipv4Addr,
+    pub(crate) out_label: Option<u32>,
+    pub(crate) resv: ResvId,
+}
+
+/// An ingress entry of the first router.
+#[derive(Debug, Clone)]
+pub(crate) struct Ingress {
+    pub(crate) out_port: PortId,
+    pub(crate) next_hop: Ipv4Addr,
+    pub(crate) out_label: Option<u32>,
+    pub(crate) resv: ResvId,
+    /// The sender's TSpec as a bucket in IP bits (packets under m count as m).
+    pub(crate) policer: TokenBucket,
+    pub(crate) min_policed_unit: u64,
+    pub(crate) max_packet: u64,
+}
+
+impl Ingress {
+    /// Whether a packet of `len` bytes conforms to the sender's TSpec at `now`; takes its
+    /// tokens if so.
+    pub(crate) fn police(&mut self, now: Instant, len: usize) -> bool {
+        let len = len as u64;
+        if len > self.max_packet {
+            return false;
+        }
+        let bits = len.max(self.min_policed_unit) * 8;
+        let t = now.as_nanos();
+        if !self.policer.conforms(t, bits) {
+            return false;
+        }
+        self.policer.take(t, bits);
+        true
+    }
+}
+
+/// A reservation's flow on an output port.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Booking {
+    pub(crate) port: PortId,
+    pub(crate) handle: FlowHandle,
+    pub(crate) rate_bps: u64,
+    pub(crate) gs_buffer: usize,
+}
+
+/// The switched state of a router.
+#[derive(Debug, Default)]
+pub(crate) struct Switched {
+    pub(crate) labels: HashMap<(PortId, u32), LabelEntry>,
+    pub(crate) ingress: HashMap<u32, Ingress>,
+    /// (reservation, sender address, sender port) → (ingress id, its classifier key).
+    pub(crate) ingress_of: HashMap<(ResvId, Ipv4Addr, u16), (u32, FlowKey)>,
+    pub(crate) next_ingress: u32,
+    pub(crate) bookings: HashMap<ResvId, Booking>,
+    /// Per port: reserved wire bit/s and Guaranteed buffer in use.
+    pub(crate) reserved_bps: Vec<u64>,
+    pub(crate) gs_buffer_used: Vec<usize>,
+    /// Per port: bit/s never reservable (the default-IP floor).
+    pub(crate) floor_bps: Vec<u64>,
+    /// Guaranteed buffer per port, bytes.
+    pub(crate) gs_buffer_bytes: usize,
+    /// Per port: what it adds to a path's ADSPEC.
+    pub(crate) terms: Vec<HopTerms>,
+}
+
+/// The sender's TSpec as an ingress policer.
+pub(crate) fn policer(tspec: &Tspec) -> (TokenBucket, u64, u64) {
+    let rate = f64::from(tspec.rate.to_f32());
+    let size = f64::from(tspec.size.to_f32());
+    let rate_bps = if rate.is_finite() && rate > 0.0 {
+        (rate * 8.0).ceil() as u64
+    } else {
+        0
+    };
+    let depth_bits = if size.is_finite() && size > 0.0 {
+        (size * 8.0).ceil() as u64
+    } else {
+        0
+    };
+    let max_packet = u64::from(tspec.max_packet_size.max(1));
+    // A bucket shallower than one packet would refuse every packet.
+    let depth_bits = depth_bits.max(max_packet * 8);
+    (
+        TokenBucket::new(rate_bps, depth_bits),
+        u64::from(tspec.min_policed_unit),
+        max_packet,
+    )
+}
+
+/// The flow's wire rate for a reservation of `rate` IP bytes/s whose packets are at least
+/// `min_unit` bytes: every packet costs [`LABELLED_OVERHEAD`] more on the wire, and the
+/// smallest packets the TSpec allows cost the most per byte (RFC 2212: packets under m count as
+/// m).
+pub fn wire_rate_bps(rate: f32, min_unit: u32) -> Option<u64> {
+    let rate = f64::from(rate);
+    if !rate.is_finite() || rate <= 0.0 {
+        return None;
+    }
+    let m = f64::from(min_unit.max(64));
+    let bps = rate * 8.0 * (m + LABELLED_OVERHEAD as f64) / m;
+    (bps < u64::MAX as f64).then(|| bps.ceil() as u64)
+}
+
+/// The router's routing as the RSVP engine sees it.
+pub(crate) struct FibRouting<'a> {
+    pub(crate) fib: &'a Fib,
+    pub(crate) up: &'a [bool],
+}
+
+impl Routing for FibRouting<'_> {
+    fn route(&self, dst: Ipv4Addr) -> Option<RouteTo> {
+        let hop = self.fib.next_hop(dst)?;
+        // A route out of a port whose carrier is down is no route for a reservation.
+        if !self
+            .up
+            .get(usize::from(hop.port.0))
+            .copied()
+            .unwrap_or(false)
+        {
+            return None;
+        }
+        Some(RouteTo {
+            port: hop.port,
+            gateway: hop.gateway,
+        })
+    }
+}
+
+/// The router's output ports as the RSVP engine's [`Resources`].
+pub(crate) struct RouterResources<'a> {
+    pub(crate) scheds: Vec<&'a mut PortScheduler>,
+    pub(crate) switched: &'a mut Switched,
+}
+
+impl Resources for RouterResources<'_> {
+    fn reserve(
+        &mut self,
+        port: PortId,
+        id: ResvId,
+        request: &ResvRequest<'_>,
+    ) -> Result<(), Refusal> {
+        let index = usize::from(port.0);
+        let bandwidth = Refusal {
+            code: ErrorCode::AdmissionControlFailure,
+            value: 2,
+        };
+        let buffer = Refusal {
+            code: ErrorCode::AdmissionControlFailure,
+            value: 3,
+        };
+        let Some(sched) = self.scheds.get_mut(index) else {
+            return Err(Refusal {
+                code: ErrorCode::TrafficControlSystemError,
+                value: 0,
+            });
+        };
+        let tspec = request.flowspec.tspec();
+        let (rate, guaranteed) = match request.flowspec {
+            Flowspec::Guaranteed { rspec, .. } => (rspec.rate.to_f32(), true),
+            Flowspec::ControlledLoad { tspec } => (tspec.rate.to_f32(), false),
+        };
+        let rate_bps = wire_rate_bps(rate, tspec.min_policed_unit).ok_or(bandwidth)?;
+        let max_packet = usize::try_from(tspec.max_packet_size)
+            .unwrap_or(usize::MAX)
+            .clamp(60, sched.max_frame());
+        // QSR §3.1: bucket M (reshaping at R), 2M of buffer from the Guaranteed pool.
+        let gs_buffer = if guaranteed { 2 * max_packet } else { 0 };
+        let old = self.switched.bookings.get(&id).copied();
+        let (old_rate, old_buffer) = old
+            .filter(|b| b.port == port)
+            .map_or((0, 0), |b| (b.rate_bps, b.gs_buffer));
+        let reserved = self.switched.reserved_bps[index] - old_rate;
+        let limit = sched
+            .line_rate_bps()
+            .saturating_sub(self.switched.floor_bps[index])
+            .saturating_sub(sched.control_rate_bps());
+        if reserved.saturating_add(rate_bps) > limit {
+            return Err(bandwidth);
+        }
+        let buffer_used = self.switched.gs_buffer_used[index] - old_buffer;
+        if buffer_used + gs_buffer > self.switched.gs_buffer_bytes {
+            return Err(buffer);
+        }
+        let spec = FlowSpec {
+            rate_bps,
+            max_burst: max_packet,
+            max_packet,
+            queue_bytes: 2 * max_packet.max(60),
+        };
+        // A change replaces the flow: the old one goes first so its rate is free again.
+        if let Some(b) = old {
+            if let Some(s) = self.scheds.get_mut(usize::from(b.port.0)) {
+                s.remove_flow(b.handle);
+            }
+            self.switched.reserved_bps[usize::from(b.port.0)] -= b.rate_bps;
+            self.switched.gs_buffer_used[usize::from(b.port.0)] -= b.gs_buffer;
+            self.switched.bookings.remove(&id);
+        }
+        let sched = &mut self.scheds[index];
+        let handle = match sched.add_flow(spec) {
+            Ok(h) => h,
+            Err(_) => {
+                // Put the old flow back as it was, if there was one.
+                if let Some(b) = old {
+                    let back = FlowSpec {
+                        rate_bps: b.rate_bps,
+                        ..spec
+                    };
+                    if let Ok(h) = self.scheds[usize::from(b.port.0)].add_flow(back) {
+                        self.book(id, Booking { handle: h, ..b });
+                    }
+                }
+                return Err(bandwidth);
+            }
+        };
+        self.book(
+            id,
+            Booking {
+                port,
+                handle,
+                rate_bps,
+                gs_buffer,
+            },
+        );
+        Ok(())
+    }
+
+    fn release(&mut self, port: PortId, id: ResvId) {
+        let Some(b) = self.switched.bookings.remove(&id) else {
+            return;
+        };
+        debug_assert_eq!(b.port, port);
+        let index = usize::from(b.port.0);
+        if let Some(s) = self.scheds.get_mut(index) {
+            s.remove_flow(b.handle);
+        }
+        self.switched.reserved_bps[index] -= b.rate_bps;
+        self.switched.gs_buffer_used[index] -= b.gs_buffer;
+    }
+
+    fn hop_terms(&self, port: PortId) -> Option<HopTerms> {
+        self.switched.terms.get(usize::from(port.0)).copied()
+    }
+}
+
+impl RouterResources<'_> {
+    fn book(&mut self, id: ResvId, b: Booking) {
+        let index = usize::from(b.port.0);
+        self.switched.reserved_bps[index] += b.rate_bps;
+        self.switched.gs_buffer_used[index] += b.gs_buffer;
+        self.switched.bookings.insert(id, b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wire_rate_covers_the_smallest_packets_overhead() {
+        // 125,000 B/s of 64-byte packets: 1 Mbit/s × (64 + 42) / 64.
+        assert_eq!(wire_rate_bps(125_000.0, 64), Some(1_656_250));
+        // m below 64 counts as 64 (Ethernet's minimum).
+        assert_eq!(wire_rate_bps(125_000.0, 20), Some(1_656_250));
+        assert_eq!(wire_rate_bps(125_000.0, 1458), Some(1_028_807));
+        assert_eq!(wire_rate_bps(0.0, 64), None);
+        assert_eq!(wire_rate_bps(f32::INFINITY, 64), None);
+    }
+}
