@@ -2,15 +2,18 @@
 //! `[port, advance, len_hi, len_lo, frame…]` as in `switch_frames` — virtual time advances by
 //! `advance × 37 µs`, due timers run, the frame goes to `Router::handle_frame` on port
 //! `port % 3`, every port is drained and trapped frames taken — then the router's own deadlines
-//! (ARP retries and give-ups) run for up to 60 s. Three paced ports on 198.18.{1,2,3}.0/24 with
-//! a static route and a default route, answering locally.
+//! (ARP retries, give-ups, RSVP refreshes and lifetimes) run for up to 60 s. Three paced ports
+//! on 198.18.{1,2,3}.0/24 with a static route and a default route, answering locally, with RSVP
+//! on (1 s refreshes), so RSVP messages drive the engine and labelled frames the label table.
 #![no_main]
 
 use std::net::Ipv4Addr;
 
 use libfuzzer_sys::fuzz_target;
 use rtlan_core::router::node::MAX_FRAME;
-use rtlan_core::router::{Ipv4Prefix, Router, RouterConfig, RouterPort, StaticRoute};
+use rtlan_core::router::{
+    Ipv4Prefix, Router, RouterConfig, RouterPort, RsvpSettings, StaticRoute,
+};
 use rtlan_core::{Instant, Medium};
 use rtlan_wire::ethernet::Address;
 
@@ -45,6 +48,10 @@ fn config() -> RouterConfig {
         },
     ];
     config.default_queue_bytes = Some(64 * 1024);
+    config.rsvp = Some(RsvpSettings {
+        refresh: std::time::Duration::from_secs(1),
+        ..RsvpSettings::default()
+    });
     config
 }
 
