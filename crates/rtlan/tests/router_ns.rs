@@ -291,3 +291,38 @@ fn a_bad_router_config_names_file_line_and_column() {
         "{stderr}"
     );
 }
+
+/// With `[rsvp]` the router holds an IPPROTO_RSVP raw socket in its namespace (so its kernel
+/// does not answer RSVP to the router with "protocol unreachable"), still forwards, and its
+/// statistics carry the RSVP engine's counters.
+#[test]
+fn with_rsvp_the_router_claims_the_protocol_and_still_forwards() {
+    if !root_or_skip("with_rsvp_the_router_claims_the_protocol_and_still_forwards") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let mut net = Net::up();
+    // The extra text goes before the [[port]] tables: a top-level table here would swallow
+    // them, so the RSVP table is written after, by hand.
+    let config = net.write_config("");
+    let mut text = std::fs::read_to_string(&config).expect("config");
+    text.push_str("[rsvp]\nrefresh = \"5s\"\n");
+    std::fs::write(&config, text).expect("config written");
+    let raw_before = net.ok("r", &["cat", "/proc/net/raw"]);
+    assert!(!raw_before.contains(":002E "), "{raw_before}");
+    net.start_router(&config);
+    // /proc/net/raw lists a raw socket's protocol as its local "port", in hex.
+    let raw = net.ok("r", &["cat", "/proc/net/raw"]);
+    assert!(raw.contains(":002E "), "no RSVP socket: {raw}");
+    let ping = net.ok(
+        "a",
+        &["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"],
+    );
+    assert!(ping.contains("2 received"), "{ping}");
+    let stats = net.ctl("stats");
+    let path_in = stats
+        .pointer("/router/rsvp/path_in")
+        .or_else(|| stats.pointer("/data/router/rsvp/path_in"));
+    assert_eq!(path_in, Some(&serde_json::json!(0)), "{stats}");
+    net.stop_router();
+}

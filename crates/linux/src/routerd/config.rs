@@ -15,13 +15,18 @@
 //! prefix = "198.18.9.0/24"
 //! gateway = "198.18.12.2"
 //! metric = 10                             # optional
+//!
+//! [rsvp]                                  # optional: RSVP and switched paths (docs/rsvp.md §7)
+//! refresh = "30s"                         # R of the router's own state
+//! default_floor_percent = 10              # of each port's rate, never reservable
+//! gs_buffer = "256KiB"                    # Guaranteed-Service buffer per port
 //! ```
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
-use rtlan_core::router::Ipv4Prefix;
-use rtlan_core::units::parse_rate;
+use rtlan_core::router::{Ipv4Prefix, RsvpSettings};
+use rtlan_core::units::{parse_duration, parse_rate, parse_size};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -69,6 +74,9 @@ pub struct RouterDaemonConfig {
     pub ports: Vec<RouterPortSpec>,
     /// Static routes.
     pub routes: Vec<RouteSpec>,
+    /// RSVP and switched paths, `None` without an `[rsvp]` table.
+    #[serde(skip)]
+    pub rsvp: Option<RsvpSettings>,
 }
 
 #[derive(Deserialize)]
@@ -82,6 +90,15 @@ struct RawConfig {
     port: Vec<RawPort>,
     #[serde(default)]
     route: Vec<RawRoute>,
+    rsvp: Option<RawRsvp>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRsvp {
+    refresh: Option<Spanned<String>>,
+    default_floor_percent: Option<Spanned<u8>>,
+    gs_buffer: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -158,6 +175,38 @@ impl RouterDaemonConfig {
                 metric: r.metric.unwrap_or(0),
             });
         }
+        let rsvp = match raw.rsvp {
+            None => None,
+            Some(r) => {
+                let mut settings = RsvpSettings::default();
+                if let Some(v) = r.refresh {
+                    settings.refresh = parse_duration(v.get_ref())
+                        .ok()
+                        .filter(|d| !d.is_zero() && d.as_millis() <= u128::from(u32::MAX))
+                        .ok_or_else(|| {
+                            src.error(
+                                v.span(),
+                                "refresh: expected a duration above 0, like \"30s\"",
+                            )
+                        })?;
+                }
+                if let Some(v) = r.default_floor_percent {
+                    if *v.get_ref() > 99 {
+                        return Err(src.error(v.span(), "default_floor_percent: 0 to 99"));
+                    }
+                    settings.default_floor_percent = *v.get_ref();
+                }
+                if let Some(v) = r.gs_buffer {
+                    settings.gs_buffer_bytes = parse_size(v.get_ref())
+                        .ok()
+                        .and_then(|b| usize::try_from(b).ok())
+                        .ok_or_else(|| {
+                            src.error(v.span(), "gs_buffer: expected a size, like \"256KiB\"")
+                        })?;
+                }
+                Some(settings)
+            }
+        };
         Ok(RouterDaemonConfig {
             name: raw.name.unwrap_or_else(|| "router".to_string()),
             control_socket: raw.control_socket,
@@ -165,6 +214,7 @@ impl RouterDaemonConfig {
             kernel_routes: raw.kernel_routes.unwrap_or(true),
             ports,
             routes,
+            rsvp,
         })
     }
 }
@@ -194,6 +244,18 @@ mod tests {
             !d.answer_local && d.kernel_routes,
             "defaults: the kernel answers, routes mirrored"
         );
+        assert!(d.rsvp.is_none());
+        let r = RouterDaemonConfig::from_toml_str(
+            "[[port]]\nifname = \"eth1\"\n[rsvp]\nrefresh = \"5s\"\ndefault_floor_percent = 20\ngs_buffer = \"1MiB\"\n",
+        )
+        .expect("valid")
+        .rsvp
+        .expect("rsvp on");
+        assert_eq!(r.refresh, std::time::Duration::from_secs(5));
+        assert_eq!((r.default_floor_percent, r.gs_buffer_bytes), (20, 1 << 20));
+        let on = RouterDaemonConfig::from_toml_str("[[port]]\nifname = \"eth1\"\n[rsvp]\n")
+            .expect("valid");
+        assert_eq!(on.rsvp, Some(RsvpSettings::default()));
     }
 
     #[test]
@@ -204,6 +266,8 @@ mod tests {
             ("[[port]]\nifname = \"eth1\"\n[[route]]\nprefix = \"198.18.9.0/33\"\ngateway = \"1.2.3.4\"\n", 4, 10, "prefix"),
             ("[[port]]\nifname = \"eth1\"\n[[route]]\nprefix = \"198.18.9.0/24\"\ngateway = \"nowhere\"\n", 5, 11, "gateway"),
             ("colour = \"red\"\n[[port]]\nifname = \"eth1\"\n", 1, 1, "colour"),
+            ("[[port]]\nifname = \"eth1\"\n[rsvp]\nrefresh = \"0s\"\n", 4, 11, "refresh"),
+            ("[[port]]\nifname = \"eth1\"\n[rsvp]\ndefault_floor_percent = 100\n", 4, 25, "floor"),
         ] {
             match RouterDaemonConfig::from_toml_str(text) {
                 Err(ConfigError::Invalid {

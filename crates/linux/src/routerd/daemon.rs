@@ -56,6 +56,39 @@ pub(super) struct Daemon {
     netlink: Netlink,
     routes_watch: Option<LinkWatch>,
     mirror: KernelMirror,
+    /// With RSVP: a raw IPPROTO_RSVP socket that is never read, so that the kernel of the
+    /// router's namespace, which gets its own copy of every RSVP message addressed to the
+    /// router, delivers it there instead of answering "protocol unreachable" (the core's
+    /// engine handles the copy from the port).
+    _rsvp_sink: Option<std::os::fd::OwnedFd>,
+}
+
+/// A raw IPv4 socket for protocol 46 (RSVP) with a small receive buffer: the kernel queues its
+/// copies there and drops them when full, which is all it is for.
+fn rsvp_sink() -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: socket(2) with constant arguments; the descriptor is owned from here on.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 46) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a new, valid descriptor nothing else owns.
+    let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    let size: libc::c_int = 4096;
+    // SAFETY: a valid socket, a pointer to a c_int and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(owned)
 }
 
 /// The kernel routes mirrored into the core.
@@ -158,6 +191,7 @@ impl Daemon {
         core.answer_local = config.answer_local;
         // Nothing consumes trapped frames here: the kernel has its own copy of each.
         core.trap_queue = 0;
+        core.rsvp = config.rsvp.clone();
         core.routes = config
             .routes
             .iter()
@@ -189,12 +223,20 @@ impl Daemon {
         } else {
             None
         };
+        let rsvp_sink = match config.rsvp {
+            Some(_) => Some(rsvp_sink().map_err(|source| Error::Io {
+                what: "opening the RSVP socket",
+                source,
+            })?),
+            None => None,
+        };
         let mut daemon = Daemon {
             config,
             driver,
             control,
             netlink,
             routes_watch,
+            _rsvp_sink: rsvp_sink,
             mirror: KernelMirror {
                 ifindex,
                 installed: Vec::new(),
