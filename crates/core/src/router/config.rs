@@ -82,11 +82,15 @@ pub struct RsvpSettings {
     pub max_states: usize,
     /// Seed of the refresh jitter.
     pub seed: u64,
+    /// RSVP leaves by each port's control queue, ahead of data (QSR §6.2's protected channel);
+    /// `false` puts it in the default queue with the data, as before the paper's fix — for
+    /// experiments that show the failure.
+    pub protected: bool,
 }
 
 impl Default for RsvpSettings {
     /// R = 30 s, a 10 % default floor, 256 KiB of Guaranteed buffer per port (87 flows of
-    /// 1,500-byte packets), 100,000 states.
+    /// 1,500-byte packets), 100,000 states, RSVP on the protected control queue.
     fn default() -> Self {
         RsvpSettings {
             refresh: Duration::from_secs(30),
@@ -94,6 +98,7 @@ impl Default for RsvpSettings {
             gs_buffer_bytes: 256 * 1024,
             max_states: 100_000,
             seed: 1,
+            protected: true,
         }
     }
 }

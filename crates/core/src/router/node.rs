@@ -954,7 +954,12 @@ impl Router {
                     header.emit(&mut ip);
                 }
                 packet[header_len..].copy_from_slice(&body);
-                self.send_to_neighbour(now, o.port, o.next_hop, &packet, o.port, Sending::Control);
+                let how = if self.config.rsvp.as_ref().is_some_and(|r| r.protected) {
+                    Sending::Control
+                } else {
+                    Sending::Originated
+                };
+                self.send_to_neighbour(now, o.port, o.next_hop, &packet, o.port, how);
             }
             RsvpOutput::Splice(s) => {
                 let Some(in_port) = s.in_port else {
