@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use rtlan_core::node::Medium;
-use rtlan_core::router::{Ipv4Prefix, Router, RouterConfig, RouterPort, StaticRoute};
+use rtlan_core::router::{Ipv4Prefix, Router, RouterConfig, RouterPort, RsvpSettings, StaticRoute};
 use rtlan_core::switch::{PortConfig, RtConfig, Switch, SwitchConfig};
 use rtlan_core::time::Instant;
 use rtlan_topology::{RouterKind, SwitchKind};
@@ -19,6 +19,9 @@ use crate::engine::{Engine, Fault, PortEnd, SimNode};
 use crate::host::Host;
 use crate::scenario::{FaultKind, Scenario, SourceKind};
 use crate::SimError;
+
+/// Refresh period of RSVP state in simulated routers and hosts (RFC 2205 §3.7's default).
+pub const RSVP_REFRESH: Duration = Duration::from_secs(30);
 
 /// Default scheduling cycle of a switch (EtheReal: 10 ms).
 pub const DEFAULT_CYCLE: Duration = Duration::from_millis(10);
@@ -103,6 +106,13 @@ pub fn router_config(scenario: &Scenario, index: usize) -> Result<RouterConfig, 
     config.routes = routes;
     config.answer_local = true;
     config.trap_queue = 0;
+    // RSVP on every router: reservations across routers are signalled hop by hop and switched
+    // (docs/qsr.md §3); the RFC's 30 s refresh, the jitter seeded by the router's index.
+    config.rsvp = Some(RsvpSettings {
+        refresh: RSVP_REFRESH,
+        seed: scenario.sim.seed ^ (index as u64 + 1),
+        ..RsvpSettings::default()
+    });
     Ok(config)
 }
 
@@ -269,15 +279,14 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
             .map_err(|_| SimError::Unsupported("too many traffic sources".into()))?;
         hosts[spec.dst].add_sink(flow, spec.kind == SourceKind::Greedy);
         let dst_ip = ips[spec.dst];
-        if spec.reserve.is_some()
+        // A reservation across routers is signalled with RSVP (docs/qsr.md §3): the sender's
+        // Path, the receiver's Resv, the routers' switched path.
+        let across = spec.reserve.is_some()
             && !topo.routers.is_empty()
-            && segment_of(scenario, ips[spec.src]) != segment_of(scenario, dst_ip)
-        {
-            return Err(SimError::Unsupported(format!(
-                "traffic `{}`: reservations across routers are not simulated yet (they need RSVP, \
-                 docs/qsr.md §3); reserve between hosts of one segment",
-                spec.name
-            )));
+            && segment_of(scenario, ips[spec.src]) != segment_of(scenario, dst_ip);
+        if across {
+            hosts[spec.src].use_rsvp(RSVP_REFRESH, Some(flow));
+            hosts[spec.dst].use_rsvp(RSVP_REFRESH, None);
         }
         hosts[spec.src].add_source(flow, spec.clone(), dst_ip, scenario.sim.seed, now);
     }

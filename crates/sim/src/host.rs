@@ -19,6 +19,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use rtlan_core::node::{Medium, Node, PortId};
+use rtlan_core::rsvp::{self as rsvp_engine, Rsvp, RsvpConfig};
 use rtlan_core::rtcd::{self, Action, ClientId, ManagerAnswer, Reply, Request, Rtcd};
 use rtlan_core::shaper::wire_bytes;
 use rtlan_core::switch::tx_time;
@@ -115,6 +116,51 @@ pub struct Host {
     wake: std::cell::Cell<Option<Option<Instant>>>,
     /// Frames built but not yet queued (acks, replies) are pushed straight to `nic`.
     scratch: Vec<u8>,
+    /// RSVP signalling for reservations across routers (docs/qsr.md §3): the host side of the
+    /// same engine the routers run; `None` until a flow here needs it.
+    rsvp: Option<Rsvp>,
+    /// Source flows whose reservation is signalled with RSVP rather than through the daemon.
+    rsvp_flows: Vec<u32>,
+}
+
+/// A host's routing for its RSVP engine: on-link inside its subnet, the gateway beyond.
+struct HostRouting {
+    ip: Ipv4Addr,
+    prefix_len: u8,
+    gateway: Option<Ipv4Addr>,
+}
+
+impl rsvp_engine::Routing for HostRouting {
+    fn route(&self, dst: Ipv4Addr) -> Option<rsvp_engine::RouteTo> {
+        let mask = u32::MAX
+            .checked_shl(32 - u32::from(self.prefix_len))
+            .unwrap_or(0);
+        let on_link = u32::from(dst) & mask == u32::from(self.ip) & mask;
+        Some(rsvp_engine::RouteTo {
+            port: PortId(0),
+            gateway: if on_link { None } else { self.gateway },
+        })
+    }
+}
+
+/// A host books nothing with RSVP: its sources shape themselves to their reservation.
+struct HostResources;
+
+impl rsvp_engine::Resources for HostResources {
+    fn reserve(
+        &mut self,
+        _: PortId,
+        _: rsvp_engine::ResvId,
+        _: &rsvp_engine::ResvRequest<'_>,
+    ) -> Result<(), rsvp_engine::Refusal> {
+        Ok(())
+    }
+
+    fn release(&mut self, _: PortId, _: rsvp_engine::ResvId) {}
+
+    fn hop_terms(&self, _: PortId) -> Option<rsvp_engine::HopTerms> {
+        None
+    }
 }
 
 /// The MAC address the simulator gives a host with address `ip`: locally administered,
@@ -170,6 +216,8 @@ impl Host {
             stats: HostStats::default(),
             wake: std::cell::Cell::new(None),
             scratch: vec![0u8; 2048],
+            rsvp: None,
+            rsvp_flows: Vec::new(),
         })
     }
 
@@ -185,6 +233,245 @@ impl Host {
     pub(crate) fn set_subnet(&mut self, prefix_len: u8, gateway: Option<Ipv4Addr>) {
         self.prefix_len = prefix_len.min(32);
         self.gateway = gateway;
+    }
+
+    /// Signals with RSVP (refresh period `refresh`) from now on; `flow`, if given, is a source
+    /// of this host whose reservation crosses routers.
+    pub(crate) fn use_rsvp(&mut self, refresh: Duration, flow: Option<u32>) {
+        if self.rsvp.is_none() {
+            let mut config = RsvpConfig::new(rsvp_engine::Role::Host, vec![self.ip]);
+            config.refresh = refresh;
+            config.seed = u64::from(u32::from(self.ip));
+            self.rsvp = Some(Rsvp::new(config));
+        }
+        if let Some(flow) = flow {
+            self.rsvp_flows.push(flow);
+        }
+    }
+
+    /// The RSVP engine, if the host signals with RSVP.
+    pub fn rsvp(&self) -> Option<&Rsvp> {
+        self.rsvp.as_ref()
+    }
+
+    fn routing(&self) -> HostRouting {
+        HostRouting {
+            ip: self.ip,
+            prefix_len: self.prefix_len,
+            gateway: self.gateway,
+        }
+    }
+
+    /// A source's RSVP sender: its Path goes out (the reservation follows when the receiver's
+    /// Resv comes back, [`rsvp_engine::Event::Reserved`]).
+    fn open_rsvp_sender(&mut self, now: Instant, i: usize) {
+        let source = &self.sources[i];
+        let Some(r) = source.spec.reserve else {
+            return;
+        };
+        let ip_len = (source.spec.size + 28) as u32;
+        let rate = r.rate_bps as f32 / 8.0;
+        let bucket = (r.burst as f32).max(ip_len as f32);
+        let tspec = rsvp_tspec(rate, bucket, ip_len);
+        let session = rtlan_wire::rsvp::Session {
+            dst_addr: source.dst_ip,
+            protocol_id: 17,
+            flags: 0,
+            dst_port: source.spec.dst_port,
+        };
+        let sender = rtlan_wire::rsvp::SenderDescriptor {
+            sender_template: rtlan_wire::rsvp::FilterSpec {
+                src_addr: self.ip,
+                src_port: source.spec.src_port,
+            },
+            sender_tspec: tspec,
+            adspec: Some(initial_adspec()),
+        };
+        let routing = self.routing();
+        if let Some(engine) = self.rsvp.as_mut() {
+            engine.open_sender(now, session, sender, &routing, &mut HostResources);
+        }
+        self.sources[i].reservation = Reservation::Pending;
+        self.drain_rsvp(now);
+    }
+
+    /// Carries out what the RSVP engine asks: messages out through the gateway, events to the
+    /// sources (a reservation opens or goes) and sinks (a sender's path arrives: the receiver
+    /// reserves for it, Guaranteed at the sender's token rate, as a receiver's daemon does).
+    fn drain_rsvp(&mut self, now: Instant) {
+        self.wake.set(None);
+        let mut outputs = Vec::new();
+        if let Some(engine) = self.rsvp.as_mut() {
+            while let Some(o) = engine.poll_output() {
+                outputs.push(o);
+            }
+        }
+        for o in outputs {
+            match o {
+                rsvp_engine::Output::Send(o) => self.send_rsvp(now, &o),
+                rsvp_engine::Output::Event(e) => self.on_rsvp_event(now, e),
+                rsvp_engine::Output::Splice(_) | rsvp_engine::Output::Unsplice(_) => {}
+            }
+        }
+    }
+
+    fn send_rsvp(&mut self, now: Instant, o: &rsvp_engine::Outgoing) {
+        let Ok(body) = o.message.to_repr(o.ttl).to_bytes() else {
+            return;
+        };
+        let header_len = if o.router_alert {
+            ipv4::ROUTER_ALERT_HEADER_LEN
+        } else {
+            ipv4::HEADER_LEN
+        };
+        let mut frame = vec![0u8; 14 + header_len + body.len()];
+        frame[6..12].copy_from_slice(&self.mac.0);
+        frame[12..14].copy_from_slice(&[0x08, 0x00]);
+        let header = ipv4::Repr {
+            src_addr: o.src,
+            dst_addr: o.dst,
+            protocol: rtlan_wire::rsvp::IP_PROTOCOL,
+            payload_len: body.len(),
+            ttl: o.ttl,
+            dscp_ecn: 0,
+        };
+        let mut ip = ipv4::Packet::new_unchecked(&mut frame[14..]);
+        if o.router_alert {
+            header.emit_with_router_alert(&mut ip);
+        } else {
+            header.emit(&mut ip);
+        }
+        frame[14 + header_len..].copy_from_slice(&body);
+        if frame.len() < 60 {
+            frame.resize(60, 0);
+        }
+        self.stats.control_tx += 1;
+        self.send_ip(now, o.dst, frame, None);
+    }
+
+    fn on_rsvp_event(&mut self, now: Instant, event: rsvp_engine::Event) {
+        use rsvp_engine::Event;
+        match event {
+            Event::PathArrived { session, sender } => {
+                // The receiver's side: reserve what the sender announced.
+                let tspec = sender.sender_tspec;
+                let flowspec = rtlan_wire::rsvp::Flowspec::Guaranteed {
+                    tspec,
+                    rspec: rtlan_wire::rsvp::Rspec {
+                        rate: tspec.rate,
+                        slack: 0,
+                    },
+                };
+                let descriptors = rtlan_wire::rsvp::FlowDescriptors::FixedFilter(vec![(
+                    flowspec,
+                    sender.sender_template,
+                )]);
+                if let Some(engine) = self.rsvp.as_mut() {
+                    engine.reserve(now, session, descriptors, false, &mut HostResources);
+                }
+                self.drain_rsvp(now);
+            }
+            Event::Reserved {
+                session, sender, ..
+            } => {
+                let Some(i) = self.rsvp_source(&session, &sender) else {
+                    return;
+                };
+                let source = &mut self.sources[i];
+                match source.reservation {
+                    Reservation::Pending => {
+                        source.reservation = Reservation::Opened {
+                            proxy_ip: source.dst_ip,
+                            hops: 0,
+                            bound_us: None,
+                            at_ns: now.as_nanos(),
+                        };
+                        if let Err(e) = source.build_shaper(now) {
+                            source.reservation = Reservation::Refused(format!("shaper: {e}"));
+                            return;
+                        }
+                        source.begin(now);
+                    }
+                    _ => {
+                        if let Some(open) = source.outages.last_mut().filter(|o| o.end_ns.is_none())
+                        {
+                            open.end_ns = Some(now.as_nanos());
+                        }
+                    }
+                }
+            }
+            Event::ReservationGone { session, sender } => {
+                if let Some(i) = self.rsvp_source(&session, &sender) {
+                    self.sources[i].outages.push(Outage {
+                        reason: "reservation gone".to_string(),
+                        start_ns: now.as_nanos(),
+                        end_ns: None,
+                        revoked: false,
+                    });
+                }
+            }
+            Event::PathError {
+                session,
+                sender,
+                error,
+            } => {
+                if let Some(i) = self.rsvp_source(&session, &sender) {
+                    if matches!(self.sources[i].reservation, Reservation::Pending) {
+                        self.sources[i].reservation =
+                            Reservation::Refused(format!("PathErr {:?}", error.code));
+                    }
+                }
+            }
+            Event::PathGone { .. } | Event::ResvError { .. } | Event::Confirmed { .. } => {}
+        }
+    }
+
+    /// The RSVP-signalled source of `sender` in `session`.
+    fn rsvp_source(
+        &self,
+        session: &rtlan_wire::rsvp::Session,
+        sender: &rtlan_wire::rsvp::FilterSpec,
+    ) -> Option<usize> {
+        self.sources.iter().position(|s| {
+            self.rsvp_flows.contains(&s.flow)
+                && s.dst_ip == session.dst_addr
+                && s.spec.dst_port == session.dst_port
+                && s.spec.src_port == sender.src_port
+        })
+    }
+
+    /// An RSVP message for this host; `true` if it was one.
+    fn handle_rsvp(&mut self, now: Instant, frame: &[u8]) -> bool {
+        if self.rsvp.is_none() {
+            return false;
+        }
+        let Ok(eth) = Frame::new_checked(frame) else {
+            return false;
+        };
+        let Ok(ip) = ipv4::Packet::new_checked(eth.payload()) else {
+            return false;
+        };
+        if u8::from(ip.protocol()) != 46 || ip.dst_addr() != self.ip {
+            return false;
+        }
+        let message = rtlan_wire::rsvp::Packet::new_checked(ip.payload())
+            .and_then(|p| rtlan_wire::rsvp::Repr::parse(&p))
+            .and_then(|r| rtlan_wire::rsvp::Message::from_repr(&r));
+        let Ok(message) = message else {
+            return true;
+        };
+        self.stats.control_rx += 1;
+        let rx = rsvp_engine::Received {
+            port: PortId(0),
+            src: ip.src_addr(),
+            ttl: ip.ttl(),
+        };
+        let routing = self.routing();
+        if let Some(engine) = self.rsvp.as_mut() {
+            engine.handle_message(now, rx, message, &routing, &mut HostResources);
+        }
+        self.drain_rsvp(now);
+        true
     }
 
     /// The next hop towards `dst`: `dst` itself when it is on-link (the host's subnet or an
@@ -218,7 +505,7 @@ impl Host {
         seed: u64,
         now: Instant,
     ) {
-        if spec.reserve.is_some() {
+        if spec.reserve.is_some() && !self.rsvp_flows.contains(&flow) {
             let client = ClientId(u64::from(flow));
             let pid = flow.saturating_add(1);
             self.rtcd
@@ -484,6 +771,10 @@ impl Host {
     /// Source `i` reaches its start time: a reserved flow asks the daemon (and sends once the
     /// grant comes back), a plain one starts at once.
     fn start_source(&mut self, now: Instant, i: usize) {
+        if self.rsvp_flows.contains(&self.sources[i].flow) {
+            self.open_rsvp_sender(now, i);
+            return;
+        }
         let source = &mut self.sources[i];
         if let Some(r) = source.spec.reserve {
             let request = Request::Open {
@@ -759,6 +1050,9 @@ impl Node for Host {
             self.run_daemon(now);
             // A grant starts its source.
             self.run_sources(now);
+        } else if ethertype == EtherType::Ipv4 && self.handle_rsvp(now, frame) {
+            // A grant may start a source.
+            self.run_sources(now);
         } else if ethertype == EtherType::Ipv4 && self.handle_udp(now, frame) {
             // An ack opened a greedy window.
             self.run_sources(now);
@@ -798,6 +1092,17 @@ impl Node for Host {
             self.rtcd.handle_timeout(now);
             self.run_daemon(now);
         }
+        if self
+            .rsvp
+            .as_ref()
+            .and_then(Rsvp::poll_timeout)
+            .is_some_and(|t| t <= now)
+        {
+            if let Some(engine) = self.rsvp.as_mut() {
+                engine.handle_timeout(now, &mut HostResources);
+            }
+            self.drain_rsvp(now);
+        }
         let due: Vec<Ipv4Addr> = self
             .unresolved
             .iter()
@@ -830,6 +1135,9 @@ impl Node for Host {
 impl Host {
     fn compute_wake(&self) -> Option<Instant> {
         let mut next = self.rtcd.poll_timeout();
+        if let Some(t) = self.rsvp.as_ref().and_then(Rsvp::poll_timeout) {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
         let mut consider = |t: Option<Instant>| {
             if let Some(t) = t {
                 next = Some(next.map_or(t, |n| n.min(t)));
@@ -853,5 +1161,40 @@ impl Host {
             }
         }
         next
+    }
+}
+
+/// The TSpec of a source that sends `ip_len`-byte IP packets at `rate` bytes/s with a bucket of
+/// `bucket` bytes: m = M = the packet (the router's wire-rate conversion then adds only the
+/// framing of these packets).
+fn rsvp_tspec(rate: f32, bucket: f32, ip_len: u32) -> rtlan_wire::rsvp::TokenBucket {
+    use rtlan_wire::rsvp::F32Bits;
+    rtlan_wire::rsvp::TokenBucket {
+        rate: F32Bits::from_f32(rate),
+        size: F32Bits::from_f32(bucket),
+        peak: F32Bits::from_f32(f32::INFINITY),
+        min_policed_unit: ip_len,
+        max_packet_size: ip_len,
+    }
+}
+
+/// The ADSPEC a sender starts with: no hop yet, every service possible.
+fn initial_adspec() -> rtlan_wire::rsvp::Adspec {
+    use rtlan_wire::rsvp::{
+        Adspec, ControlledLoadAdspec, F32Bits, GeneralAdspec, GuaranteedAdspec, GuaranteedTerms,
+    };
+    Adspec {
+        general: GeneralAdspec {
+            break_bit: false,
+            hop_count: 0,
+            path_bandwidth: F32Bits::from_f32(f32::INFINITY),
+            min_latency: 0,
+            composed_mtu: 1500,
+        },
+        guaranteed: Some(GuaranteedAdspec {
+            break_bit: false,
+            terms: Some(GuaranteedTerms::default()),
+        }),
+        controlled_load: Some(ControlledLoadAdspec { break_bit: false }),
     }
 }

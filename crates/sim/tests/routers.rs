@@ -431,7 +431,7 @@ fn refusal(text: &str) -> String {
 }
 
 #[test]
-fn linux_routers_ospf_and_reservations_across_routers_are_refused_by_name() {
+fn linux_routers_and_ospf_are_refused_by_name() {
     let sim = "[sim]\nduration = \"100ms\"\n";
     let linux = CHAIN.replace(
         "name = \"r2\"\n",
@@ -448,12 +448,6 @@ fn linux_routers_ospf_and_reservations_across_routers_are_refused_by_name() {
         .replace("name = \"r2\"\n", "name = \"r2\"\nospf = \"bird\"\n");
     let e = refusal(&format!("{ospf}{sim}"));
     assert!(e.contains("router `r1`") && e.contains("ospf"), "{e}");
-    let reserved = format!(
-        "{CHAIN}{sim}\n[[traffic]]\nname = \"rt\"\nsrc = \"a\"\ndst = \"b\"\nkind = \"constant\"\n\
-         rate = \"1mbit\"\nreserve = {{ rate = \"1mbit\" }}\n"
-    );
-    let e = refusal(&reserved);
-    assert!(e.contains("`rt`") && e.contains("across routers"), "{e}");
     // A restart names a router with `router`, not `switch`.
     let wrong =
         format!("{CHAIN}{sim}\n[[fault]]\nat = \"10ms\"\nkind = \"restart\"\nswitch = \"r1\"\n");
@@ -507,4 +501,109 @@ fn every_shipped_scenario_reads() {
         }
     }
     assert!(seen >= 7, "only {seen} scenarios");
+}
+
+/// a and c on r1, b on r2, r1–r2 one 100 Mbit/s link: c floods b at 150 Mbit/s of 1472-byte
+/// datagrams while a sends b a 10 Mbit/s stream — reserved with RSVP across both routers, or
+/// not. QSR §6's "video under blast", in the simulator.
+fn blast(reserved: bool) -> Results {
+    let reserve = if reserved {
+        "reserve = { rate = \"10mbit\" }\n"
+    } else {
+        ""
+    };
+    simulate(&format!(
+        r#"
+[[host]]
+name = "a"
+[[host]]
+name = "c"
+[[host]]
+name = "b"
+[[switch]]
+name = "s1"
+[[router]]
+name = "r1"
+[[router]]
+name = "r2"
+[[link]]
+ends = ["a", "s1"]
+rate = "100mbit"
+[[link]]
+ends = ["c", "s1"]
+rate = "1gbit"
+[[link]]
+ends = ["s1", "r1"]
+rate = "1gbit"
+[[link]]
+ends = ["r1", "r2"]
+rate = "100mbit"
+[[link]]
+ends = ["r2", "b"]
+rate = "100mbit"
+[sim]
+duration = "2s"
+warmup = "500ms"
+[[traffic]]
+name = "video"
+src = "a"
+dst = "b"
+kind = "constant"
+rate = "10mbit"
+size = 1000
+start = "100ms"
+{reserve}
+[[traffic]]
+name = "blast"
+src = "c"
+dst = "b"
+kind = "constant"
+rate = "150mbit"
+size = 1472
+"#
+    ))
+}
+
+#[test]
+fn a_reservation_across_routers_keeps_its_stream_whole_under_a_blast() {
+    let plain = blast(false);
+    let video = flow(&plain, "video");
+    let lost = video.loss_frames.expect("counted");
+    // Unreserved, the stream shares r1's default queue with a 150 Mbit/s blast into a
+    // 100 Mbit/s link: it loses about a third of its datagrams.
+    assert!(
+        lost > 100,
+        "the blast should hurt an unreserved stream: {video:?}"
+    );
+
+    let reserved = blast(true);
+    let video = flow(&reserved, "video");
+    assert_eq!(video.reservation, "opened", "{video:?}");
+    assert_eq!(
+        video.loss_frames,
+        Some(0),
+        "{video:?}\nr1 {:?}\nr2 {:?}",
+        router(&reserved, "r1").stats,
+        router(&reserved, "r2").stats
+    );
+    assert!(
+        (video.delivered_bps - 10.0 * MBIT).abs() < 0.2 * MBIT,
+        "{video:?}"
+    );
+    // The blast still got the rest of the link and lost the excess at r1.
+    let blast = flow(&reserved, "blast");
+    assert!(blast.delivered_bps > 70.0 * MBIT, "{blast:?}");
+    let r1 = router(&reserved, "r1");
+    assert!(
+        r1.stats.reserved_in > 0,
+        "r1 classified the stream: {:?}",
+        r1.stats
+    );
+    let r2 = router(&reserved, "r2");
+    assert!(
+        r2.stats.labelled_switched > 0,
+        "r2 switched it by label: {:?}",
+        r2.stats
+    );
+    assert_eq!(r1.stats.demoted_excess, 0);
 }

@@ -174,7 +174,12 @@ impl Router {
             let cfg = SchedConfig {
                 cycle: config.cycle_time,
                 nrt_queue_bytes: config.default_queue_bytes,
-                max_frame: MAX_FRAME,
+                // With RSVP a full-size packet may carry a label: 4 bytes more on the wire.
+                max_frame: if config.rsvp.is_some() {
+                    MAX_FRAME + mpls::ENTRY_LEN
+                } else {
+                    MAX_FRAME
+                },
                 ..SchedConfig::for_medium(p.medium, UNPACED_NOMINAL_BPS)
             };
             // Guaranteed Service needs the timing wheel (QSR §3.1); without RSVP the cyclic
@@ -861,13 +866,14 @@ fn hop_terms(sched: &PortScheduler, floor_bps: u64) -> HopTerms {
         .saturating_sub(sched.control_rate_bps());
     let max_frame = sched.max_frame() as u64;
     let frame_us = (max_frame + 24) * 8 * 1_000_000 / line.max(1);
+    let max_packet = (MAX_FRAME - ETH_HEADER) as u32;
     let slot_us = u64::try_from(crate::egress::DEFAULT_GRANULARITY.as_micros()).unwrap_or(0);
     HopTerms {
         bandwidth: reservable as f32 / 8.0,
         latency_us: 0,
-        mtu: (max_frame - ETH_HEADER as u64) as u32,
+        mtu: max_packet,
         guaranteed: Some((
-            (max_frame - ETH_HEADER as u64) as u32,
+            max_packet,
             u32::try_from(frame_us + slot_us).unwrap_or(u32::MAX),
         )),
         controlled_load: true,

@@ -31,6 +31,9 @@ use crate::PortId;
 /// entry 4, FCS 4, preamble and start delimiter 8, inter-frame gap 12.
 pub const LABELLED_OVERHEAD: u64 = 42;
 
+/// Ethernet header and one MPLS entry: what a labelled frame adds to its IP packet in memory.
+const LABELLED_FRAME_HEADERS: usize = 14 + rtlan_wire::mpls::ENTRY_LEN;
+
 /// A label-table entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LabelEntry {
@@ -197,8 +200,10 @@ impl Resources for RouterResources<'_> {
             Flowspec::ControlledLoad { tspec } => (tspec.rate.to_f32(), false),
         };
         let rate_bps = wire_rate_bps(rate, tspec.min_policed_unit).ok_or(bandwidth)?;
+        // The flow's frames: its largest IP packet with an Ethernet header and a label.
         let max_packet = usize::try_from(tspec.max_packet_size)
             .unwrap_or(usize::MAX)
+            .saturating_add(LABELLED_FRAME_HEADERS)
             .clamp(60, sched.max_frame());
         // QSR §3.1: bucket M (reshaping at R), 2M of buffer from the Guaranteed pool.
         let gs_buffer = if guaranteed { 2 * max_packet } else { 0 };
