@@ -13,11 +13,13 @@
 //! are what users search for, and every step can be replayed by hand from the debug log.
 
 mod cmd;
+mod daemon;
 mod down;
 mod keys;
 mod lab;
 mod lock;
 mod registry;
+mod routers;
 mod shaping;
 mod state;
 mod switches;
@@ -25,13 +27,16 @@ pub mod tools;
 pub use rtlan_topology as topology;
 
 pub use cmd::CmdError;
+pub use daemon::DaemonError;
 pub use down::{down, DownError, DownReport};
 pub use lab::{Lab, LabError, LabOptions};
 pub use lock::{serial_lock, LabLock, LockError, LOCK_PATH};
 pub use registry::{install_signal_cleanup, SignalError};
 pub use shaping::{TbfParams, FRAME_OVERHEAD, MAX_WIRE_FRAME, MIN_WIRE_FRAME};
-pub use switches::SwitchError;
-pub use topology::{Host, Link, LinkEnd, RtlanSwitch, Switch, SwitchKind, Topology, TopologyError};
+pub use topology::{
+    Host, Link, LinkEnd, Ospf, Router, RouterKind, RtlanSwitch, Switch, SwitchKind, Topology,
+    TopologyError,
+};
 
 /// Directory holding one state directory per lab (`/run/rtlan/labs/<lab>/`).
 pub const LABS_DIR: &str = "/run/rtlan/labs";
