@@ -151,7 +151,10 @@ pub(crate) fn render_bird_config(topology: &Topology, router: &Router) -> String
          protocol kernel {{\n    ipv4 {{\n        export where source ~ [ RTS_OSPF, RTS_OSPF_IA, \
          RTS_OSPF_EXT1, RTS_OSPF_EXT2 ];\n    }};\n    scan time {BIRD_SCAN_S};\n}}\n\
          \n\
-         protocol ospf v2 {{\n    tick {OSPF_TICK_S};\n    ipv4 {{\n        import all;\n        \
+         # One next hop per destination, as rtlan's forwarding table holds: equal-cost paths\n\
+         # would otherwise make a multipath route, which a linux-router spreads over its hops\n\
+         # and `rtlan router` reduces to the first.\n\
+         protocol ospf v2 {{\n    tick {OSPF_TICK_S};\n    ecmp no;\n    ipv4 {{\n        import all;\n        \
          export none;\n    }};\n    area 0 {{\n",
         name = router.name
     );
