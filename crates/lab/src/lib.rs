@@ -4,8 +4,8 @@
 //! The flow is: [`Topology::from_file`] reads and validates a topology file (every error names its
 //! line and column), [`Lab::up`] builds it (one namespace `rtl-<lab>-<node>` per node, veth pairs
 //! created directly inside the namespaces, `tbf` qdiscs for link rates, switches, routers and
-//! their BIRD started), and
-//! [`Lab::down`] or [`down`] removes it again — also after a crash, from the namespace names alone.
+//! their BIRD started), and [`Lab::down`] or [`down`] removes it again — also after a crash, from
+//! the namespace names alone.
 //! A [`Lab`] tears itself down when dropped unless [`Lab::keep`] was called, and
 //! [`install_signal_cleanup`] extends that to SIGINT/SIGTERM/SIGHUP.
 //!
