@@ -12,7 +12,7 @@ use rtlan_lab::{Lab, LabOptions, Topology};
 pub(crate) enum LabCommand {
     /// Build a lab from a topology file; it keeps running until `rtlan lab down`.
     #[command(after_help = "\
-Every host, switch and router becomes a network namespace `rtl-<lab>-<node>`, every link a veth pair.
+Every host, switch and router becomes a namespace `rtl-<lab>-<node>`, every link a veth pair.
 Rate-limited links get a tbf qdisc on the host's egress; rtlan switches and routers pace their own
 ports. Routers ([[router]], docs/lab.md \"Routers\") split the lab into subnets.
 Example topology (docs/lab.md has the full format):
