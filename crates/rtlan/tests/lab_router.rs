@@ -11,7 +11,7 @@
 //!   queue anywhere is ever loaded; what loss remains is the 2-core machine preempting a
 //!   router's data plane long enough for a socket buffer to fill. A router that drops under
 //!   load, paces wrongly or forwards only some packets loses far more.
-//! - **route change within 10 s** of the link going down (measured 4.3–4.4 s in three runs,
+//! - **route change within 10 s** of the link going down (measured 3.4–4.4 s in four runs,
 //!   1.1 s by hand when the link fails long after start-up). The link is set down at both ends,
 //!   so BIRD sees its interfaces go down at once (netlink) rather than after the 4 s dead
 //!   interval, but it may originate its new router LSA only `MinLSInterval` (5 s, RFC 2328
