@@ -34,9 +34,10 @@ pub enum CmdError {
     },
 }
 
-fn package_of(program: &str) -> &'static str {
+pub(crate) fn package_of(program: &str) -> &'static str {
     match program {
         "ip" | "tc" => "iproute2",
+        "bird" => "bird2",
         "ethtool" => "ethtool",
         "sysctl" => "procps",
         _ => "?",

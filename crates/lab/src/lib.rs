@@ -1,10 +1,11 @@
 //! The lab testbed (DESIGN.md §5): topology files become network namespaces, veth links and
-//! emulated link rates; switches run inside; everything is removed afterwards.
+//! emulated link rates; switches and routers run inside; everything is removed afterwards.
 //!
 //! The flow is: [`Topology::from_file`] reads and validates a topology file (every error names its
 //! line and column), [`Lab::up`] builds it (one namespace `rtl-<lab>-<node>` per node, veth pairs
-//! created directly inside the namespaces, `tbf` qdiscs for link rates, switches started), and
-//! [`Lab::down`] or [`down`] removes it again — also after a crash, from the namespace names alone.
+//! created directly inside the namespaces, `tbf` qdiscs for link rates, switches, routers and
+//! their BIRD started), and [`Lab::down`] or [`down`] removes it again — also after a crash, from
+//! the namespace names alone.
 //! A [`Lab`] tears itself down when dropped unless [`Lab::keep`] was called, and
 //! [`install_signal_cleanup`] extends that to SIGINT/SIGTERM/SIGHUP.
 //!
@@ -13,11 +14,13 @@
 //! are what users search for, and every step can be replayed by hand from the debug log.
 
 mod cmd;
+mod daemon;
 mod down;
 mod keys;
 mod lab;
 mod lock;
 mod registry;
+mod routers;
 mod shaping;
 mod state;
 mod switches;
@@ -25,13 +28,16 @@ pub mod tools;
 pub use rtlan_topology as topology;
 
 pub use cmd::CmdError;
+pub use daemon::DaemonError;
 pub use down::{down, DownError, DownReport};
 pub use lab::{Lab, LabError, LabOptions};
 pub use lock::{serial_lock, LabLock, LockError, LOCK_PATH};
 pub use registry::{install_signal_cleanup, SignalError};
 pub use shaping::{TbfParams, FRAME_OVERHEAD, MAX_WIRE_FRAME, MIN_WIRE_FRAME};
-pub use switches::SwitchError;
-pub use topology::{Host, Link, LinkEnd, RtlanSwitch, Switch, SwitchKind, Topology, TopologyError};
+pub use topology::{
+    Host, Link, LinkEnd, Ospf, Router, RouterKind, RtlanSwitch, Switch, SwitchKind, Topology,
+    TopologyError,
+};
 
 /// Directory holding one state directory per lab (`/run/rtlan/labs/<lab>/`).
 pub const LABS_DIR: &str = "/run/rtlan/labs";

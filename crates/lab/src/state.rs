@@ -1,5 +1,5 @@
 //! `state.json`: what a running lab consists of (topology, namespaces, interfaces with their MACs,
-//! host IPs, switch PIDs and files), so that `rtlan lab exec` and tests can find their way around
+//! host IPs, PIDs and files of switches, routers and BIRD), so that `rtlan lab exec` and tests can find their way around
 //! a lab another process built. `down` never needs it: it works from namespace names alone.
 
 use std::net::Ipv4Addr;
@@ -11,6 +11,17 @@ use crate::topology::Topology;
 
 /// Version of the `state.json` layout.
 pub(crate) const STATE_VERSION: u32 = 1;
+
+/// Role of a host.
+pub(crate) const ROLE_HOST: &str = "host";
+/// Role of an rtlan switch.
+pub(crate) const ROLE_RTLAN_SWITCH: &str = "rtlan";
+/// Role of a kernel bridge.
+pub(crate) const ROLE_LINUX_BRIDGE: &str = "linux-bridge";
+/// Role of an rtlan router.
+pub(crate) const ROLE_RTLAN_ROUTER: &str = "rtlan-router";
+/// Role of a kernel router.
+pub(crate) const ROLE_LINUX_ROUTER: &str = "linux-router";
 
 /// The whole of `state.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,20 +45,36 @@ pub(crate) struct NodeState {
     pub(crate) name: String,
     /// Its namespace, `rtl-<lab>-<node>`.
     pub(crate) netns: String,
-    /// `host`, `rtlan` or `linux-bridge`.
+    /// `host`, `rtlan` (an rtlan switch), `linux-bridge`, `rtlan-router` or `linux-router`.
     pub(crate) role: String,
     /// A host's address and prefix length.
     pub(crate) ip: Option<(Ipv4Addr, u8)>,
     /// The node's link interfaces, in port order.
     pub(crate) interfaces: Vec<IfaceState>,
-    /// PID of an rtlan switch process.
+    /// PID of an rtlan switch or router process.
     pub(crate) pid: Option<u32>,
-    /// Control socket of an rtlan switch.
+    /// Control socket of an rtlan switch or router.
     pub(crate) socket: Option<PathBuf>,
-    /// Config file of an rtlan switch.
+    /// Config file of an rtlan switch or router.
     pub(crate) config: Option<PathBuf>,
-    /// Log file of an rtlan switch.
+    /// Log file of an rtlan switch or router.
     pub(crate) log: Option<PathBuf>,
+    /// The BIRD daemon of a router with `ospf = "bird"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) bird: Option<DaemonState>,
+}
+
+/// A daemon the lab started beside a node's own process (BIRD in a router's namespace).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct DaemonState {
+    /// Its PID.
+    pub(crate) pid: u32,
+    /// Its control socket.
+    pub(crate) socket: PathBuf,
+    /// Its config file.
+    pub(crate) config: PathBuf,
+    /// Its log file (stdout and stderr).
+    pub(crate) log: PathBuf,
 }
 
 /// One link interface of a node.

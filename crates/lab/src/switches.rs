@@ -1,69 +1,13 @@
-//! Running an rtlan switch in a lab: its config file (docs/switch.md), the detached process inside
-//! the switch's namespace, and the wait until its control socket answers.
+//! An rtlan switch in a lab: its config file (docs/switch.md); `crate::daemon` starts it.
 
-use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 use rtlan_core::switch::UnknownUnicast;
 use rtlan_core::units::{format_duration, format_rate};
 use serde::Serialize;
 
+use crate::daemon::DaemonError;
 use crate::topology::{RtlanSwitch, Topology};
-
-/// How many lines of the switch's log an error quotes.
-const LOG_TAIL_LINES: usize = 15;
-
-/// An rtlan switch could not be configured or started.
-#[derive(Debug, thiserror::Error)]
-pub enum SwitchError {
-    /// The config file could not be written.
-    #[error("writing {path}: {source}")]
-    WriteConfig {
-        /// The config file.
-        path: PathBuf,
-        /// The operating-system error.
-        source: std::io::Error,
-    },
-    /// The config could not be rendered as TOML (a bug).
-    #[error("rendering the switch config: {0}")]
-    Render(#[from] toml::ser::Error),
-    /// The process could not be started.
-    #[error("starting `{command}`: {source}")]
-    Spawn {
-        /// The command line.
-        command: String,
-        /// The operating-system error.
-        source: std::io::Error,
-    },
-    /// The switch exited before its control socket answered.
-    #[error("exited ({status}) before its control socket answered; last lines of {}:\n{tail}", log.display())]
-    Exited {
-        /// How it exited.
-        status: std::process::ExitStatus,
-        /// Its log file.
-        log: PathBuf,
-        /// The last lines of the log.
-        tail: String,
-    },
-    /// The control socket did not accept a connection in time.
-    #[error("control socket {} did not accept a connection within {timeout:?}; last lines of {}:\n{tail}", socket.display(), log.display())]
-    Timeout {
-        /// The control socket.
-        socket: PathBuf,
-        /// How long we waited.
-        timeout: Duration,
-        /// Its log file.
-        log: PathBuf,
-        /// The last lines of the log.
-        tail: String,
-    },
-    /// A termination signal arrived while waiting.
-    #[error("interrupted by a signal")]
-    Interrupted,
-}
 
 /// The switch config file as `rtlan switch --config` reads it (docs/switch.md).
 #[derive(Debug, Serialize)]
@@ -131,7 +75,7 @@ pub(crate) fn render_config(
     opts: &RtlanSwitch,
     dir: &Path,
     socket: &Path,
-) -> Result<String, SwitchError> {
+) -> Result<String, DaemonError> {
     let file = SwitchFile {
         name: name.to_string(),
         mgmt_ip: opts.mgmt_ip.to_string(),
@@ -163,114 +107,6 @@ pub(crate) fn render_config(
             .collect(),
     };
     Ok(toml::to_string(&file)?)
-}
-
-/// Writes `config` to `path`.
-pub(crate) fn write_config(path: &Path, config: &str) -> Result<(), SwitchError> {
-    std::fs::write(path, config).map_err(|source| SwitchError::WriteConfig {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// The last [`LOG_TAIL_LINES`] lines of `log`, or a note why there are none.
-pub(crate) fn log_tail(log: &Path) -> String {
-    match std::fs::read(log) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            let lines: Vec<&str> = text.lines().collect();
-            let start = lines.len().saturating_sub(LOG_TAIL_LINES);
-            if lines.is_empty() {
-                "(log is empty)".to_string()
-            } else {
-                lines[start..].join("\n")
-            }
-        }
-        Err(e) => format!("(cannot read log: {e})"),
-    }
-}
-
-/// Where a switch's files are and how it is started.
-pub(crate) struct Launch<'a> {
-    /// The rtlan executable.
-    pub(crate) exe: &'a Path,
-    /// The namespace to run in.
-    pub(crate) netns: &'a str,
-    /// Its config file.
-    pub(crate) config: &'a Path,
-    /// Where stdout and stderr go.
-    pub(crate) log: &'a Path,
-    /// The control socket named in the config.
-    pub(crate) socket: &'a Path,
-    /// How long to wait for the socket.
-    pub(crate) timeout: Duration,
-}
-
-/// Starts `exe switch --config CONFIG` in the namespace, detached in its own session with output
-/// to the log, and waits until the control socket accepts a connection. Returns the PID.
-/// `abort` is polled while waiting; when it returns true the wait stops with
-/// [`SwitchError::Interrupted`] (the caller's roll-back kills the process).
-pub(crate) fn start(launch: &Launch<'_>, abort: impl Fn() -> bool) -> Result<u32, SwitchError> {
-    let command = format!(
-        "ip netns exec {} {} switch --config {}",
-        launch.netns,
-        launch.exe.display(),
-        launch.config.display()
-    );
-    let spawn_err = |source| SwitchError::Spawn {
-        command: command.clone(),
-        source,
-    };
-    let log = std::fs::File::create(launch.log).map_err(spawn_err)?;
-    let log2 = log.try_clone().map_err(spawn_err)?;
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", launch.netns])
-        .arg(launch.exe)
-        .arg("switch")
-        .arg("--config")
-        .arg(launch.config)
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log2);
-    // SAFETY: the closure runs in the forked child before exec and only calls setsid(2), which
-    // is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    tracing::debug!(%command, "lab: starting switch");
-    let mut child = cmd.spawn().map_err(spawn_err)?;
-    let pid = child.id();
-    let deadline = Instant::now() + launch.timeout;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(SwitchError::Exited {
-                status,
-                log: launch.log.to_path_buf(),
-                tail: log_tail(launch.log),
-            });
-        }
-        if UnixStream::connect(launch.socket).is_ok() {
-            // Dropping `child` neither waits for nor kills it; `down` reaps it.
-            return Ok(pid);
-        }
-        if abort() {
-            return Err(SwitchError::Interrupted);
-        }
-        if Instant::now() >= deadline {
-            return Err(SwitchError::Timeout {
-                socket: launch.socket.to_path_buf(),
-                timeout: launch.timeout,
-                log: launch.log.to_path_buf(),
-                tail: log_tail(launch.log),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[cfg(test)]
@@ -358,77 +194,10 @@ ends = ["s1", "b"]
 
     #[test]
     fn durations_stay_exact() {
+        use std::time::Duration;
         assert_eq!(format_duration(Duration::from_millis(10)), "10ms");
         assert_eq!(format_duration(Duration::from_secs(2)), "2s");
         assert_eq!(format_duration(Duration::from_micros(1500)), "1500us");
         assert_eq!(format_duration(Duration::from_nanos(1001)), "1001ns");
-    }
-
-    /// Deletes a scratch namespace when dropped (also when an assertion fails).
-    struct NetnsGuard(String);
-
-    impl Drop for NetnsGuard {
-        fn drop(&mut self) {
-            let _ = crate::cmd::ip(&["netns", "del", &self.0]);
-        }
-    }
-
-    /// Runs [`start`] on a fake switch script in a scratch namespace; `None` when not root.
-    fn start_fake(tag: &str, script: &str, timeout: Duration) -> Option<SwitchError> {
-        // SAFETY: geteuid(2) has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: needs root");
-            return None;
-        }
-        let dir = std::env::temp_dir().join(format!("rtlan-lab-sw-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let exe = dir.join("fake-rtlan");
-        std::fs::write(&exe, script).unwrap();
-        std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-        let guard = NetnsGuard(format!("rtlsw{tag}{}", std::process::id()));
-        crate::cmd::ip(&["netns", "add", &guard.0]).unwrap();
-        let launch = Launch {
-            exe: &exe,
-            netns: &guard.0,
-            config: &dir.join("s1.toml"),
-            log: &dir.join("s1.log"),
-            socket: &dir.join("s1.sock"),
-            timeout,
-        };
-        let started = Instant::now();
-        let err = start(&launch, || false).unwrap_err();
-        assert!(started.elapsed() < timeout + Duration::from_secs(2));
-        // Kill whatever the fake left running in the namespace before deleting it.
-        for pid in crate::cmd::netns_pids(&guard.0).unwrap() {
-            // SAFETY: kill(2) has no memory-safety preconditions; the pid is in our namespace.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        drop(guard);
-        std::fs::remove_dir_all(&dir).unwrap();
-        Some(err)
-    }
-
-    #[test]
-    fn early_exit_reports_log_tail() {
-        let script = "#!/bin/sh\necho \"starting $*\"\necho 'boom: no port p0' >&2\nexit 3\n";
-        let Some(err) = start_fake("x", script, Duration::from_secs(10)) else {
-            return;
-        };
-        let text = err.to_string();
-        assert!(matches!(err, SwitchError::Exited { .. }), "{text}");
-        assert!(text.contains("boom: no port p0"), "{text}");
-        assert!(text.contains("starting switch --config"), "{text}");
-    }
-
-    #[test]
-    fn silent_switch_times_out_with_log_tail() {
-        let script = "#!/bin/sh\necho 'listening nowhere'\nexec sleep 30\n";
-        let Some(err) = start_fake("t", script, Duration::from_millis(500)) else {
-            return;
-        };
-        let text = err.to_string();
-        assert!(matches!(err, SwitchError::Timeout { .. }), "{text}");
-        assert!(text.contains("listening nowhere"), "{text}");
     }
 }

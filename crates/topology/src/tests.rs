@@ -423,6 +423,15 @@ fn shipped_topologies_parse() {
         .switch_ports("s1")
         .iter()
         .any(|(_, peer)| peer == "s2"));
+    let routed = Topology::from_file(format!("{dir}/routed.toml")).unwrap();
+    assert_eq!(routed.routers.len(), 2);
+    assert_eq!(routed.segments.len(), 3);
+    assert!(routed.routers.iter().all(|r| r.kind == RouterKind::Rtlan));
+    assert!(routed.routers.iter().all(|r| r.routes.len() == 1));
+    assert_eq!(
+        routed.host("a").unwrap().gateway,
+        Some("198.18.0.1".parse().unwrap())
+    );
 }
 
 #[test]

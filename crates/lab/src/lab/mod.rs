@@ -10,9 +10,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::cmd::CmdError;
+use crate::daemon::DaemonError;
 use crate::down::{DownError, DownReport};
 use crate::state::{self, LabState, NodeState};
-use crate::switches::SwitchError;
 use crate::topology::Topology;
 
 /// Something went wrong building, opening or using a lab.
@@ -60,7 +60,41 @@ pub enum LabError {
         /// The switch.
         switch: String,
         /// Why.
-        source: SwitchError,
+        source: DaemonError,
+    },
+    /// An rtlan router did not come up.
+    #[error("router `{router}`: {source}")]
+    Router {
+        /// The router.
+        router: String,
+        /// Why.
+        source: DaemonError,
+    },
+    /// BIRD did not come up in a router's namespace.
+    #[error("router `{router}`: BIRD: {source}")]
+    Bird {
+        /// The router.
+        router: String,
+        /// Why.
+        source: DaemonError,
+    },
+    /// A router's routes did not cover every segment in time.
+    #[error("router `{router}` has no route to {missing} after {waited:?}")]
+    RoutesMissing {
+        /// The router.
+        router: String,
+        /// The segments still without a route, comma-separated.
+        missing: String,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// A router's control socket did not answer a request.
+    #[error("router `{router}`: {source}")]
+    RouterControl {
+        /// The router.
+        router: String,
+        /// Why.
+        source: rtlan_linux::ctl::CtlError,
     },
     /// Interfaces did not become operationally up in time.
     #[error("{netns}: interfaces {interfaces} did not come up within 5 s")]
@@ -109,9 +143,10 @@ pub enum LabError {
 #[derive(Debug, Clone)]
 pub struct LabOptions {
     /// The rtlan executable (`std::env::current_exe()` in the binary,
-    /// `env!("CARGO_BIN_EXE_rtlan")` in its tests); only used for rtlan switches.
+    /// `env!("CARGO_BIN_EXE_rtlan")` in its tests); only used for rtlan switches and routers.
     pub rtlan_exe: PathBuf,
-    /// How long a switch may take until its control socket accepts a connection.
+    /// How long a switch, router or BIRD may take until its control socket accepts a
+    /// connection.
     pub switch_timeout: Duration,
 }
 
@@ -281,19 +316,156 @@ impl Lab {
         t.switches.iter().map(|s| s.name.as_str()).collect()
     }
 
-    /// The control socket of an rtlan switch; `None` for hosts, bridges and unknown names.
-    pub fn switch_socket(&self, switch: &str) -> Option<PathBuf> {
-        self.node(switch).ok()?.socket.clone()
+    /// The names of the routers, in file order.
+    pub fn routers(&self) -> Vec<&str> {
+        let t = &self.state.topology;
+        t.routers.iter().map(|r| r.name.as_str()).collect()
     }
 
-    /// The PID of an rtlan switch process; `None` for hosts, bridges and unknown names.
+    /// The node `name` if its role is `role`.
+    fn node_of_role(&self, name: &str, role: &str) -> Option<&NodeState> {
+        self.node(name).ok().filter(|n| n.role == role)
+    }
+
+    /// The control socket of an rtlan switch; `None` for hosts, bridges, routers and unknown
+    /// names.
+    pub fn switch_socket(&self, switch: &str) -> Option<PathBuf> {
+        self.node_of_role(switch, state::ROLE_RTLAN_SWITCH)?
+            .socket
+            .clone()
+    }
+
+    /// The PID of an rtlan switch process; `None` for hosts, bridges, routers and unknown names.
     pub fn switch_pid(&self, switch: &str) -> Option<u32> {
-        self.node(switch).ok()?.pid
+        self.node_of_role(switch, state::ROLE_RTLAN_SWITCH)?.pid
     }
 
     /// The log file (stdout and stderr) of an rtlan switch.
     pub fn switch_log(&self, switch: &str) -> Option<PathBuf> {
-        self.node(switch).ok()?.log.clone()
+        self.node_of_role(switch, state::ROLE_RTLAN_SWITCH)?
+            .log
+            .clone()
+    }
+
+    /// The control socket of an rtlan router (docs/router.md); `None` for a `linux-router`,
+    /// other nodes and unknown names.
+    pub fn router_socket(&self, router: &str) -> Option<PathBuf> {
+        self.node_of_role(router, state::ROLE_RTLAN_ROUTER)?
+            .socket
+            .clone()
+    }
+
+    /// The PID of an rtlan router process.
+    pub fn router_pid(&self, router: &str) -> Option<u32> {
+        self.node_of_role(router, state::ROLE_RTLAN_ROUTER)?.pid
+    }
+
+    /// The log file (stdout and stderr) of an rtlan router.
+    pub fn router_log(&self, router: &str) -> Option<PathBuf> {
+        self.node_of_role(router, state::ROLE_RTLAN_ROUTER)?
+            .log
+            .clone()
+    }
+
+    /// The PID of the BIRD daemon of a router with `ospf = "bird"`.
+    pub fn bird_pid(&self, router: &str) -> Option<u32> {
+        Some(self.node(router).ok()?.bird.as_ref()?.pid)
+    }
+
+    /// The control socket of a router's BIRD (for `birdc -s SOCKET`).
+    pub fn bird_socket(&self, router: &str) -> Option<PathBuf> {
+        Some(self.node(router).ok()?.bird.as_ref()?.socket.clone())
+    }
+
+    /// The log file of a router's BIRD.
+    pub fn bird_log(&self, router: &str) -> Option<PathBuf> {
+        Some(self.node(router).ok()?.bird.as_ref()?.log.clone())
+    }
+
+    /// A router's ports as `(ifname, peer node)` in port order.
+    pub fn router_ports(&self, router: &str) -> Result<Vec<(String, String)>, LabError> {
+        if self.state.topology.router(router).is_none() {
+            self.node(router)?;
+            return Err(LabError::WrongKind {
+                node: router.to_string(),
+                expected: "a router",
+            });
+        }
+        Ok(self.state.topology.switch_ports(router))
+    }
+
+    /// The segments (`prefix/len`) `router` has no route to yet: for an rtlan router, the routes
+    /// its control socket lists (its connected, static and mirrored kernel routes); for a
+    /// `linux-router`, its namespace's main kernel table.
+    pub fn router_missing_routes(&self, router: &str) -> Result<Vec<String>, LabError> {
+        let Some(r) = self.state.topology.router(router) else {
+            self.node(router)?;
+            return Err(LabError::WrongKind {
+                node: router.to_string(),
+                expected: "a router",
+            });
+        };
+        let have: Vec<String> = match self.router_socket(router) {
+            Some(socket) => {
+                let routes = rtlan_linux::ctl::request(&socket, "routes").map_err(|source| {
+                    LabError::RouterControl {
+                        router: router.to_string(),
+                        source,
+                    }
+                })?;
+                routes
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| r["prefix"].as_str().map(str::to_string))
+                    .collect()
+            }
+            None => {
+                let text = crate::cmd::ip(&["-j", "-4", "-n", self.netns(router)?, "route"])?;
+                let routes: Vec<serde_json::Value> =
+                    serde_json::from_str(&text).map_err(|source| LabError::BadState {
+                        path: format!("<output of ip -j -4 -n {} route>", r.name).into(),
+                        source,
+                    })?;
+                routes
+                    .iter()
+                    .filter_map(|r| r["dst"].as_str().map(str::to_string))
+                    .collect()
+            }
+        };
+        Ok(self
+            .state
+            .topology
+            .segments
+            .iter()
+            .map(|s| s.to_string())
+            .filter(|s| !have.contains(s))
+            .collect())
+    }
+
+    /// Waits until `router` has a route to every segment of the topology (see
+    /// [`Lab::router_missing_routes`]), polling every 50 ms for at most `timeout`; returns how
+    /// long it took. With OSPF, this is the wait for convergence.
+    pub fn router_wait_routes(
+        &self,
+        router: &str,
+        timeout: Duration,
+    ) -> Result<Duration, LabError> {
+        let start = std::time::Instant::now();
+        loop {
+            let missing = self.router_missing_routes(router)?;
+            if missing.is_empty() {
+                return Ok(start.elapsed());
+            }
+            if start.elapsed() >= timeout {
+                return Err(LabError::RoutesMissing {
+                    router: router.to_string(),
+                    missing: missing.join(", "),
+                    waited: start.elapsed(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// A switch's ports as `(ifname, peer node)` in port order, so that port index `i` of the

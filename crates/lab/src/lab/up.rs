@@ -1,18 +1,22 @@
 //! Building a lab, step by step (docs/lab.md "What `up` does"): namespaces, veth pairs created
-//! directly inside them, offloads off, bridges, addresses, `tbf` link emulation, interfaces up,
-//! `state.json`, then the rtlan switches. Any failure rolls everything back.
+//! directly inside them (routers' forwarding and reverse-path filter set first), offloads off,
+//! bridges, addresses, `tbf` link emulation, interfaces up, gateways and static routes,
+//! `state.json`, then the rtlan switches, the routers and their BIRD. Any failure rolls
+//! everything back.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{LabError, LabOptions};
 use crate::cmd::{self, CmdError};
+use crate::daemon::{self, DaemonError, Launch};
 use crate::shaping::TbfParams;
-use crate::state::{self, IfaceState, LabState, NodeState, STATE_VERSION};
-use crate::switches::{self, Launch, SwitchError};
-use crate::topology::{SwitchKind, Topology, HOST_IFNAME};
+use crate::state::{self, DaemonState, IfaceState, LabState, NodeState, STATE_VERSION};
+use crate::topology::{Ospf, Router, RouterKind, SwitchKind, Topology, HOST_IFNAME};
 use crate::{netns_name, registry};
+use crate::{routers, switches};
 
 /// The bridge interface of a `linux-bridge` switch.
 const BRIDGE_IFNAME: &str = "br0";
@@ -30,9 +34,17 @@ pub(super) fn up(
     let has_rtlan = topology
         .switches
         .iter()
-        .any(|s| matches!(s.kind, SwitchKind::Rtlan(_)));
+        .any(|s| matches!(s.kind, SwitchKind::Rtlan(_)))
+        || topology.routers.iter().any(|r| r.kind == RouterKind::Rtlan);
     if has_rtlan && !options.rtlan_exe.is_file() {
         return Err(LabError::RtlanExe(options.rtlan_exe.clone()));
+    }
+    if topology.routers.iter().any(|r| r.ospf == Some(Ospf::Bird)) && find_bird().is_none() {
+        return Err(CmdError::NotFound {
+            program: BIRD.to_string(),
+            package: cmd::package_of(BIRD),
+        }
+        .into());
     }
     let _guard = registry::lifecycle();
     check_abort()?;
@@ -79,13 +91,27 @@ fn check_abort() -> Result<(), LabError> {
     }
 }
 
-/// Whether `node` gets a `tbf` on its link interfaces: hosts and kernel bridges do; rtlan
-/// switches pace their own output.
+/// Whether `node` gets a `tbf` on its link interfaces: hosts, kernel bridges and kernel routers
+/// do; rtlan switches and routers pace their own output.
 fn shaped_by_qdisc(topology: &Topology, node: &str) -> bool {
-    match topology.switch(node) {
-        Some(s) => s.kind == SwitchKind::LinuxBridge,
-        None => true,
+    if let Some(s) = topology.switch(node) {
+        return s.kind == SwitchKind::LinuxBridge;
     }
+    if let Some(r) = topology.router(node) {
+        return r.kind == RouterKind::LinuxRouter;
+    }
+    true
+}
+
+/// The BIRD executable's name.
+const BIRD: &str = "bird";
+
+/// Where `bird` is on `PATH`, if anywhere.
+fn find_bird() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(BIRD))
+        .find(|p| p.is_file())
 }
 
 fn build(
@@ -116,6 +142,28 @@ fn build(
                     "-qw",
                     "net.ipv6.conf.all.disable_ipv6=1",
                     "net.ipv6.conf.default.disable_ipv6=1",
+                ],
+            )?;
+        }
+        if let Some(r) = topology.router(node) {
+            // Before any interface exists, so that every port inherits `default`. A new
+            // namespace copies IPv4 settings from the root namespace, whatever they are there.
+            // rtlan routers forward in user space and refuse to start while the kernel also
+            // forwards; a linux-router is the kernel forwarding. Reverse-path filtering off:
+            // with OSPF, a packet may arrive on a port other than the one its reply takes
+            // while routes change.
+            let forward = match r.kind {
+                RouterKind::Rtlan => "net.ipv4.ip_forward=0",
+                RouterKind::LinuxRouter => "net.ipv4.ip_forward=1",
+            };
+            cmd::in_netns(
+                netns,
+                "sysctl",
+                &[
+                    "-qw",
+                    forward,
+                    "net.ipv4.conf.all.rp_filter=0",
+                    "net.ipv4.conf.default.rp_filter=0",
                 ],
             )?;
         }
@@ -200,6 +248,13 @@ fn build(
         ])?;
     }
 
+    for r in &topology.routers {
+        for p in &r.ports {
+            let cidr = format!("{}/{}", p.ip, p.prefix_len);
+            cmd::ip(&["-n", ns_of(&r.name), "addr", "add", &cidr, "dev", &p.ifname])?;
+        }
+    }
+
     let mut use_stab = true;
     let mut qdiscs: HashMap<(String, String), String> = HashMap::new();
     for link in &topology.links {
@@ -236,6 +291,19 @@ fn build(
         links_of.insert(node, wait_oper_up(ns_of(node), &want, deadline)?);
     }
 
+    // Routes need their gateway on a connected subnet, and the kernel only has the connected
+    // routes of interfaces that are up.
+    for h in &topology.hosts {
+        let Some(gw) = h.gateway else { continue };
+        let gw = gw.to_string();
+        cmd::ip(&["-n", ns_of(&h.name), "route", "add", "default", "via", &gw])?;
+    }
+    for r in &topology.routers {
+        if r.kind == RouterKind::LinuxRouter {
+            add_static_routes(ns_of(&r.name), r)?;
+        }
+    }
+
     let mut nodes = Vec::new();
     for node in topology.node_names() {
         let netns = ns_of(node).to_string();
@@ -255,10 +323,15 @@ fn build(
                 qdisc: qdiscs.get(&(node.to_string(), own.ifname.clone())).cloned(),
             })
             .collect();
-        let role = match topology.switch(node).map(|s| &s.kind) {
-            None => "host",
-            Some(SwitchKind::Rtlan(_)) => "rtlan",
-            Some(SwitchKind::LinuxBridge) => "linux-bridge",
+        let role = match (
+            topology.switch(node).map(|s| &s.kind),
+            topology.router(node).map(|r| r.kind),
+        ) {
+            (Some(SwitchKind::Rtlan(_)), _) => state::ROLE_RTLAN_SWITCH,
+            (Some(SwitchKind::LinuxBridge), _) => state::ROLE_LINUX_BRIDGE,
+            (None, Some(RouterKind::Rtlan)) => state::ROLE_RTLAN_ROUTER,
+            (None, Some(RouterKind::LinuxRouter)) => state::ROLE_LINUX_ROUTER,
+            (None, None) => state::ROLE_HOST,
         };
         nodes.push(NodeState {
             name: node.to_string(),
@@ -270,6 +343,7 @@ fn build(
             socket: None,
             config: None,
             log: None,
+            bird: None,
         });
     }
     let mut state = LabState {
@@ -299,24 +373,16 @@ fn build(
         let log = dir.join(format!("{}.log", s.name));
         let text =
             switches::render_config(topology, &s.name, opts, dir, &socket).map_err(switch_err)?;
-        switches::write_config(&config, &text).map_err(switch_err)?;
+        daemon::write_config(&config, &text).map_err(switch_err)?;
         let launch = Launch {
             exe: &options.rtlan_exe,
+            args: vec!["switch".into(), "--config".into(), config.clone().into()],
             netns: ns_of(&s.name),
-            config: &config,
             log: &log,
             socket: &socket,
             timeout: options.switch_timeout,
         };
-        let started = switches::start(&launch, registry::shutting_down);
-        if let Ok(pid) = started {
-            registry::add_child(name, pid);
-        }
-        let pid = match started {
-            Ok(pid) => pid,
-            Err(SwitchError::Interrupted) => return Err(LabError::Interrupted),
-            Err(e) => return Err(switch_err(e)),
-        };
+        let pid = start(name, &launch).map_err(|e| e.map(switch_err))?;
         if let Some(n) = state.nodes.iter_mut().find(|n| n.name == s.name) {
             n.pid = Some(pid);
             n.socket = Some(socket);
@@ -325,8 +391,134 @@ fn build(
         }
         write_state(&state)?;
     }
+    for r in &topology.routers {
+        check_abort()?;
+        start_router(&mut state, r, ns_of(&r.name), options)?;
+    }
     tracing::info!(lab = name, nodes = state.nodes.len(), "lab up");
     Ok(state)
+}
+
+/// A daemon failed to start: interrupted, or the error of the daemon.
+enum StartError {
+    Interrupted,
+    Failed(DaemonError),
+}
+
+impl StartError {
+    /// The lab error, with a failed daemon's error wrapped by `wrap`.
+    fn map(self, wrap: impl FnOnce(DaemonError) -> LabError) -> LabError {
+        match self {
+            StartError::Interrupted => LabError::Interrupted,
+            StartError::Failed(e) => wrap(e),
+        }
+    }
+}
+
+/// Starts a daemon of lab `lab` and registers it to be reaped; its PID.
+fn start(lab: &str, launch: &Launch<'_>) -> Result<u32, StartError> {
+    let started = daemon::start(launch, registry::shutting_down);
+    match started {
+        Ok(pid) => {
+            registry::add_child(lab, pid);
+            Ok(pid)
+        }
+        Err(DaemonError::Interrupted) => Err(StartError::Interrupted),
+        Err(e) => Err(StartError::Failed(e)),
+    }
+}
+
+/// Starts BIRD (with `ospf = "bird"`) and then `rtlan router` (kind `rtlan`) for router `r`,
+/// recording each in `state` as soon as it runs.
+fn start_router(
+    state: &mut LabState,
+    r: &Router,
+    netns: &str,
+    options: &LabOptions,
+) -> Result<(), LabError> {
+    let dir = state.state_dir.clone();
+    let lab = state.name.clone();
+    let router_err = |source| LabError::Router {
+        router: r.name.clone(),
+        source,
+    };
+    if r.ospf == Some(Ospf::Bird) {
+        let bird_err = |source| LabError::Bird {
+            router: r.name.clone(),
+            source,
+        };
+        let config = dir.join(format!("{}.bird.conf", r.name));
+        let socket = dir.join(format!("{}.bird.ctl", r.name));
+        let log = dir.join(format!("{}.bird.log", r.name));
+        let pidfile = dir.join(format!("{}.bird.pid", r.name));
+        daemon::write_config(&config, &routers::render_bird_config(&state.topology, r))
+            .map_err(bird_err)?;
+        let exe = find_bird().unwrap_or_else(|| PathBuf::from(BIRD));
+        let args: Vec<OsString> = vec![
+            "-f".into(),
+            "-c".into(),
+            config.clone().into(),
+            "-s".into(),
+            socket.clone().into(),
+            "-P".into(),
+            pidfile.into(),
+        ];
+        let launch = Launch {
+            exe: &exe,
+            args,
+            netns,
+            log: &log,
+            socket: &socket,
+            timeout: options.switch_timeout,
+        };
+        let pid = start(&lab, &launch).map_err(|e| e.map(bird_err))?;
+        if let Some(n) = state.nodes.iter_mut().find(|n| n.name == r.name) {
+            n.bird = Some(DaemonState {
+                pid,
+                socket,
+                config,
+                log,
+            });
+        }
+        write_state(state)?;
+    }
+    if r.kind != RouterKind::Rtlan {
+        return Ok(());
+    }
+    let config = dir.join(format!("{}.toml", r.name));
+    let socket = dir.join(format!("{}.sock", r.name));
+    let log = dir.join(format!("{}.log", r.name));
+    let text = routers::render_config(&state.topology, r, &socket).map_err(router_err)?;
+    daemon::write_config(&config, &text).map_err(router_err)?;
+    let launch = Launch {
+        exe: &options.rtlan_exe,
+        args: vec!["router".into(), "--config".into(), config.clone().into()],
+        netns,
+        log: &log,
+        socket: &socket,
+        timeout: options.switch_timeout,
+    };
+    let pid = start(&lab, &launch).map_err(|e| e.map(router_err))?;
+    if let Some(n) = state.nodes.iter_mut().find(|n| n.name == r.name) {
+        n.pid = Some(pid);
+        n.socket = Some(socket);
+        n.config = Some(config);
+        n.log = Some(log);
+    }
+    write_state(state)
+}
+
+/// Installs a `linux-router`'s static routes into its namespace's kernel.
+fn add_static_routes(netns: &str, r: &Router) -> Result<(), LabError> {
+    for route in &r.routes {
+        let prefix = format!("{}/{}", route.prefix, route.prefix_len);
+        let gateway = route.gateway.to_string();
+        let metric = route.metric.to_string();
+        cmd::ip(&[
+            "-n", netns, "route", "add", &prefix, "via", &gateway, "metric", &metric,
+        ])?;
+    }
+    Ok(())
 }
 
 /// Adds the link-rate `tbf` on `ifname` and returns the qdisc spec used. Falls back to plain

@@ -12,8 +12,9 @@ use rtlan_lab::{Lab, LabOptions, Topology};
 pub(crate) enum LabCommand {
     /// Build a lab from a topology file; it keeps running until `rtlan lab down`.
     #[command(after_help = "\
-Every host and switch becomes a network namespace `rtl-<lab>-<node>`, every link a veth pair.
-Rate-limited links get a tbf qdisc on the host's egress; rtlan switches pace their own ports.
+Every host, switch and router becomes a namespace `rtl-<lab>-<node>`, every link a veth pair.
+Rate-limited links get a tbf qdisc on the host's egress; rtlan switches and routers pace their own
+ports. Routers ([[router]], docs/lab.md \"Routers\") split the lab into subnets.
 Example topology (docs/lab.md has the full format):
 
     [[host]]
@@ -156,7 +157,29 @@ pub(crate) fn describe(lab: &Lab) -> anyhow::Result<serde_json::Value> {
             "ports": ports,
         }));
     }
-    Ok(serde_json::json!({"lab": lab.name(), "hosts": hosts, "switches": switches}))
+    let mut routers = Vec::new();
+    for r in lab.routers() {
+        let ports: Vec<_> = lab
+            .router_ports(r)?
+            .into_iter()
+            .map(|(ifname, peer)| serde_json::json!({"ifname": ifname, "peer": peer}))
+            .collect();
+        routers.push(serde_json::json!({
+            "name": r,
+            "netns": lab.netns(r)?,
+            "pid": lab.router_pid(r),
+            "control_socket": lab.router_socket(r),
+            "bird_pid": lab.bird_pid(r),
+            "bird_socket": lab.bird_socket(r),
+            "ports": ports,
+        }));
+    }
+    Ok(serde_json::json!({
+        "lab": lab.name(),
+        "hosts": hosts,
+        "switches": switches,
+        "routers": routers,
+    }))
 }
 
 fn print_lab(lab: &Lab) -> anyhow::Result<()> {
@@ -181,6 +204,21 @@ fn print_lab(lab: &Lab) -> anyhow::Result<()> {
             None => "linux-bridge".to_string(),
         };
         println!("  switch {:<8} {:<16} ports {}", s, kind, ports.join(" "));
+    }
+    for r in lab.routers() {
+        let ports: Vec<String> = lab
+            .router_ports(r)?
+            .into_iter()
+            .map(|(ifname, peer)| format!("{ifname}→{peer}"))
+            .collect();
+        let mut kind = match lab.router_pid(r) {
+            Some(pid) => format!("rtlan pid {pid}"),
+            None => "linux-router".to_string(),
+        };
+        if let Some(pid) = lab.bird_pid(r) {
+            kind.push_str(&format!(", bird pid {pid}"));
+        }
+        println!("  router {:<8} {:<16} ports {}", r, kind, ports.join(" "));
     }
     println!(
         "run commands with `rtlan lab exec --name {0} <node> -- <cmd>`, remove with `rtlan lab down --name {0}`",
