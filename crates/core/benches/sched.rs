@@ -13,7 +13,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant as WallClock};
 
 use criterion::{criterion_main, Criterion, Throughput};
-use rtlan_core::egress::{CyclicScheduler, FlowHandle, FlowSpec, SchedConfig, WheelScheduler};
+use rtlan_core::egress::{
+    CyclicScheduler, FlowHandle, FlowSpec, SchedConfig, Service, WheelScheduler,
+};
 use rtlan_core::Instant;
 
 const CONNECTIONS: u32 = 10_000;
@@ -33,6 +35,7 @@ fn port() -> (CyclicScheduler, Vec<FlowHandle>) {
         max_burst: 200,
         max_packet: 100,
         queue_bytes: 0,
+        service: Service::Guaranteed,
     };
     let flows = (0..CONNECTIONS)
         .map(|_| {
@@ -56,6 +59,7 @@ fn wheel_port() -> (WheelScheduler, Vec<FlowHandle>) {
         max_burst: 200,
         max_packet: 100,
         queue_bytes: 0,
+        service: Service::Guaranteed,
     };
     let flows = (0..CONNECTIONS)
         .map(|_| {

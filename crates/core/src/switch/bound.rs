@@ -106,7 +106,8 @@ pub fn port_server(params: &ServerParams, line_rate_bps: u64) -> Server {
             cycle_ns: nanos(params.cycle_time),
             rt_share_percent: params.cap_percent,
         }),
-        SchedulerKind::Wheel => Server::Wheel(WheelParams {
+        // A QSR port serves the switch's connections (all Guaranteed) on the same wheel.
+        SchedulerKind::Wheel | SchedulerKind::Qsr => Server::Wheel(WheelParams {
             port,
             granularity_ns: nanos(sched.granularity),
         }),
