@@ -28,7 +28,7 @@
 //! The algorithm, the deviations from the paper and the bounds are written up in
 //! `docs/scheduler.md`.
 
-
+pub mod admission;
 pub(crate) mod bucket;
 pub mod config;
 pub mod cyclic;
@@ -42,6 +42,7 @@ pub mod sched;
 pub mod wfq;
 pub mod wheel;
 
+pub use admission::{cl_buffer_admits, cl_overflow_probability, normal_quantile};
 pub use config::{
     SchedConfig, SchedError, CONTROL_RATE_DIVISOR, DEFAULT_CONTROL_BURST_BYTES,
     DEFAULT_GRANULARITY, DEFAULT_MAX_FRAME, DEFAULT_WHEEL_SLOTS, MAX_GRANULARITY, MIN_GRANULARITY,
