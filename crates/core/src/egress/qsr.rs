@@ -33,6 +33,9 @@ use super::wfq::WfqDiscipline;
 use super::wheel::WheelDiscipline;
 use crate::time::Instant;
 
+#[cfg(test)]
+mod tests;
+
 /// A QSR port: the shared port part and the QSR discipline.
 pub type QsrScheduler = Port<QsrDiscipline>;
 

@@ -199,8 +199,8 @@ impl Switch {
     }
 }
 
-/// The cycle-work budget `U·C·T` of a cyclic port (`None` for a wheel or WF²Q+ port, or one whose budget
-/// cannot be computed): what admission books cycle work against.
+/// The cycle-work budget `U·C·T` of a cyclic port (`None` for a wheel or WF²Q+ port, or one
+/// whose budget cannot be computed): what admission books cycle work against.
 pub fn work_budget(server: &Server) -> Option<u64> {
     match server {
         Server::Cyclic(params) => servers::cyclic_work_budget_bits(params).ok(),
