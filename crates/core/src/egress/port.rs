@@ -30,8 +30,9 @@ pub enum PortDiscipline {
     Cyclic(CyclicDiscipline),
     /// QSR §3.1 Guaranteed Service.
     Wheel(WheelDiscipline),
-    /// QSR §3.1 Guaranteed Service, Controlled Load and default IP.
-    Qsr(QsrDiscipline),
+    /// QSR §3.1 Guaranteed Service, Controlled Load and default IP (boxed: a wheel and a fair
+    /// queue side by side are twice the others' size).
+    Qsr(Box<QsrDiscipline>),
 }
 
 impl Port<PortDiscipline> {
@@ -86,7 +87,7 @@ impl From<QsrScheduler> for PortScheduler {
     fn from(s: QsrScheduler) -> PortScheduler {
         Port {
             core: s.core,
-            rt: PortDiscipline::Qsr(s.rt),
+            rt: PortDiscipline::Qsr(Box::new(s.rt)),
         }
     }
 }
