@@ -16,8 +16,8 @@
 //!   Guaranteed Service (QSR §3.1);
 //! - [`port_core`]: what a port's scheduler keeps whatever its real-time discipline — control
 //!   FIFO and bucket, non-real-time FIFO, pools, pacer, counters — once ([`PortCore`]), and the
-//!   [`Port`] that joins it to a [`Discipline`] (the cyclic and the wheel schedulers are
-//!   `Port<CyclicDiscipline>` and `Port<WheelDiscipline>`);
+//!   [`Port`] that joins it to a [`Discipline`] (the cyclic, wheel and QSR schedulers are
+//!   `Port<CyclicDiscipline>`, `Port<WheelDiscipline>` and `Port<QsrDiscipline>`);
 //! - [`wfq`]: work-conserving weighted fair queueing (WF²Q+) for Controlled-Load flows and
 //!   default traffic (QSR §3.1's work-conserving wheel);
 //! - [`qsr`]: the QSR port — Guaranteed flows on the timing wheel, Controlled Load and default

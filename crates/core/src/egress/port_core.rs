@@ -2,8 +2,9 @@
 //! ([`PortCore`]: the control FIFO and its token bucket, the non-real-time FIFO, the buffer pools
 //! of QSR §3.1, the line-rate pacer and the port's counters), and the real-time discipline that
 //! decides when a reserved flow's frame may go ([`Discipline`]: EtheReal §3.3's cyclic round
-//! robin, [`super::cyclic::CyclicDiscipline`], or QSR §3.1's rate-controlled EDF timing wheel,
-//! [`super::wheel::WheelDiscipline`]).
+//! robin, [`super::cyclic::CyclicDiscipline`], QSR §3.1's rate-controlled EDF timing wheel,
+//! [`super::wheel::WheelDiscipline`], or the QSR port's wheel plus WF²Q+,
+//! [`super::qsr::QsrDiscipline`], which also serves the default FIFO at a weight).
 //!
 //! [`Port`] owns one of each and is the [`Scheduler`]: it validates flows, books the line,
 //! serves control frames within and beyond their bucket and the non-real-time FIFO once for
@@ -12,7 +13,9 @@
 //!
 //! Order at every transmit opportunity, whatever the discipline: control frames within the
 //! control bucket; the reserved frame the discipline picks; control frames beyond the bucket;
-//! the non-real-time FIFO.
+//! the non-real-time FIFO. (The QSR discipline's pick is work-conserving and includes the
+//! default class — control beyond the bucket, then the non-real-time FIFO — in its weighted
+//! turn, so on a QSR port the last two steps find nothing.)
 
 use std::time::Duration;
 
@@ -30,7 +33,7 @@ use crate::time::Instant;
 const NANOS_PER_SEC: u128 = 1_000_000_000;
 
 /// The real-time half of a port's scheduler: how reserved flows are served. Implemented by the
-/// two disciplines of this crate; [`Port`] calls it with the shared [`PortCore`].
+/// disciplines of this crate; [`Port`] calls it with the shared [`PortCore`].
 pub trait Discipline: std::fmt::Debug {
     /// Processes time up to `now` (cycle boundaries, wheel releases); counts into `stats`.
     fn advance(&mut self, now: Instant, stats: &mut SchedStats);

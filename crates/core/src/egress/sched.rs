@@ -126,7 +126,8 @@ pub struct SchedStats {
     pub budget_violations: u64,
     /// Reserved frames handed out too late to finish by their deadline (timing wheel: the
     /// frame's eligibility time plus its flow's relative deadline; 0 for the cyclic scheduler,
-    /// which has no per-frame deadline). Zero while the driver wakes on time and the
+    /// which has no per-frame deadline, and never for Controlled-Load frames, whose bound is a
+    /// service curve, not a per-frame deadline). Zero while the driver wakes on time and the
     /// reservations plus the control rate fit the line; late wake-ups cause them.
     pub deadline_misses: u64,
 }
