@@ -20,7 +20,7 @@
 //! [`super::admission::cl_buffer_admits`], for the router's resource manager to call with its
 //! pool and the flows' bucket depths.
 //!
-//! Handles: one [`FlowSlab`] of members maps each handle to the flow's handle inside the wheel
+//! Handles: one `FlowSlab` of members maps each handle to the flow's handle inside the wheel
 //! or the fair queue (one more index per frame, never a hash), so handles of both services share
 //! one slot space and go stale the same way.
 

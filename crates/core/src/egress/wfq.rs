@@ -30,7 +30,7 @@
 //!
 //! **Default class.** The default FIFO and control frames beyond their bucket live in the
 //! port's shared part ([`PortCore`]); in the default class's turn the control head goes before
-//! the default head ([`PortCore::send_default`]), as control beyond its bucket goes before
+//! the default head (`PortCore::send_default`), as control beyond its bucket goes before
 //! default frames on every port. Their arrivals are noticed when the discipline next chooses:
 //! `V` moves only when this discipline sends, and every send is preceded by a choice, so the
 //! start tag is the one an arrival hook would have given.
@@ -41,7 +41,7 @@
 //! class of weight 1 bit/s moves its tags by about 1.2 × 10²² units per largest frame: `u128`
 //! holds 3 × 10³⁸, some 10¹⁶ such frames; all sums saturate.
 //!
-//! Storage: a [`FlowSlab`] of flows and two binary heaps (starts of the backlogged flows not yet
+//! Storage: a `FlowSlab` of flows and two binary heaps (starts of the backlogged flows not yet
 //! eligible, finishes of the eligible ones), each holding at most one entry per flow — only a
 //! flow's head frame is tagged — with room reserved in `add`; nothing allocates per frame. A
 //! frame costs two heap operations.
