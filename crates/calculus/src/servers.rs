@@ -44,6 +44,29 @@
 //! The regulator is a packetized greedy shaper whose bucket holds a largest frame, so it offers
 //! the service curve `λ_{R_i}` (Le Boudec & Thiran §1.7) and EDF adds the pure delay `d_i`.
 //!
+//! **WF²Q+ behind the wheel** (QSR §3.1's Controlled Load: the QSR port serves Controlled-Load
+//! flows, weight = token rate `r_i`, and default traffic, weight = the default floor, by WF²Q+
+//! whenever the wheel has nothing released and control has no tokens):
+//!
+//! ```text
+//!   C_w = C − ρ_c − R_GS                               (what control and the wheel leave)
+//!   T_w = (σ_c + Σ_GS (L_j + R_j·g)) / C_w             (their bursts, drained at C_w)
+//!   θ_wfq = T_w + L_i/r_i + L_max/C_w + λ + d_link
+//! ```
+//!
+//! with `R_GS = Σ R_j` and `Σ_GS L_j` over the port's Guaranteed flows, valid when the fair
+//! queue's weights fit, `Σ r_CL + floor ≤ C_w` (admission's check). The fair-queued classes as a
+//! whole see a rate-latency server `β_{C_w, T_w}`: in a busy period of the line, control within
+//! its bucket takes at most `σ_c + ρ_c·t` and the wheel releases at most `Σ (L_j + R_j (t + g))`
+//! (each regulator's `L_j + R_j·u` over eligibility windows `g` longer). WF²Q+ over a server of
+//! rate `C_w` is a latency-rate server of latency `L_i/r_i + L_max/C_w` for a flow of weight
+//! `r_i` when the weights sum to at most `C_w` (Bennett & Zhang 1997; Stiliadis & Varma's LR
+//! servers), and latencies of the two stages add. Unlike the wheel's, this `θ` depends on the
+//! Guaranteed flows admitted at the port: the router should pass the Guaranteed share it lets
+//! the port book at most (`R_GS`, `Σ L_j` as caps), so that admitting a Guaranteed flow never
+//! breaks a Controlled-Load bound already given. [`wfq_latency_ns`] is `θ_wfq` without `λ` and
+//! `d_link`.
+//!
 //! **Lateness.** `λ` is the hop's lateness budget: the most a frame may lose at one hop to late
 //! wake-ups of the data plane's thread, its receive and its transmit together. The switch checks
 //! every wake-up and send against `λ/2` (a frame meets at most one late receive and one late send)
@@ -191,6 +214,21 @@ pub struct WheelParams {
     pub granularity_ns: u64,
 }
 
+/// A QSR port's weighted fair queue (WF²Q+) behind its timing wheel: the Controlled-Load
+/// flows' server (QSR §3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WfqParams {
+    /// The port.
+    pub port: PortParams,
+    /// `g`: width of the wheel's slots, ns (Guaranteed releases come in slot-sized clumps).
+    pub granularity_ns: u64,
+    /// `R_GS`: the Guaranteed rates the port books (or the most it will book), wire bit/s.
+    pub gs_rate_bps: u64,
+    /// `Σ_GS L_j`: the Guaranteed flows' largest frames summed (or the most admission allows),
+    /// wire bits.
+    pub gs_frames_bits: u64,
+}
+
 /// A real-time scheduler on one output port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Server {
@@ -198,6 +236,8 @@ pub enum Server {
     Cyclic(CyclicParams),
     /// Rate-controlled EDF on a timing wheel.
     Wheel(WheelParams),
+    /// WF²Q+ behind a QSR port's timing wheel (Controlled Load).
+    Wfq(WfqParams),
 }
 
 impl Server {
@@ -206,6 +246,7 @@ impl Server {
         match self {
             Server::Cyclic(p) => &p.port,
             Server::Wheel(p) => &p.port,
+            Server::Wfq(p) => &p.port,
         }
     }
 
@@ -215,6 +256,7 @@ impl Server {
         let core = match self {
             Server::Cyclic(p) => cyclic_core(p, flow)?,
             Server::Wheel(p) => wheel_relative_deadline(p, flow)?,
+            Server::Wfq(p) => wfq_core(p, flow)?,
         };
         let port = self.port();
         Ok(core
@@ -225,7 +267,8 @@ impl Server {
     /// Per-hop latency θ (ns, rounded up) of the rate-latency service curve β = r·(t−θ)+ this
     /// port guarantees `flow`, including lateness and link delay. Independent of the other flows
     /// admitted (it uses the admission cap `Σ w_j ≤ U·C·T` for the cyclic scheduler and
-    /// `Σ R_j + ρ_c ≤ C` for the wheel).
+    /// `Σ R_j + ρ_c ≤ C` for the wheel); for WF²Q+, of the other Controlled-Load flows, given
+    /// the Guaranteed share in [`WfqParams`].
     pub fn latency_ns(&self, flow: &HopTspec) -> Result<u64, ServerError> {
         ceil_ns(self.latency(flow)?)
     }
@@ -241,6 +284,22 @@ impl Server {
 /// delay. The scheduler and [`Server::service_curve`] use this one formula.
 pub fn wheel_deadline_ns(params: &WheelParams, flow: &HopTspec) -> Result<u64, ServerError> {
     ceil_ns(wheel_relative_deadline(params, flow)?)
+}
+
+/// The latency `θ_wfq` of a Controlled-Load flow in a QSR port's WF²Q+ in ns, rounded up,
+/// without lateness or link delay: `T_w + L_i/r_i + L_max/C_w`, `C_w = C − ρ_c − R_GS`,
+/// `T_w = (σ_c + Σ_GS (L_j + R_j·g))/C_w` (see the module docs). Its RFC 2212-style error terms
+/// for a flow reserved at `r`: `C = L_i` (bits, the rate-dependent term) and
+/// `D = T_w + L_max/C_w` ([`wfq_fixed_delay_ns`]).
+pub fn wfq_latency_ns(params: &WfqParams, flow: &HopTspec) -> Result<u64, ServerError> {
+    ceil_ns(wfq_core(params, flow)?)
+}
+
+/// The rate-independent part `D = T_w + L_max/C_w` of [`wfq_latency_ns`], ns rounded up (the
+/// `D` term a QSR router exports in ADSPEC for Controlled-Load paths; `C` is the flow's largest
+/// frame).
+pub fn wfq_fixed_delay_ns(params: &WfqParams) -> Result<u64, ServerError> {
+    ceil_ns(wfq_fixed(params)?.1)
 }
 
 /// The cyclic scheduler's drain time `Δ = (W_max + L_max + σ_c)/(C − ρ_c)` in ns, rounded up:
@@ -445,6 +504,42 @@ fn cyclic_core(p: &CyclicParams, flow: &HopTspec) -> Result<Q, ServerError> {
         });
     }
     Ok(t.add(drain)?.add(l_i.div(r)?)?)
+}
+
+/// `(C_w, T_w + L_max/C_w)` (bit/s, seconds) of a QSR port's fair queue.
+fn wfq_fixed(p: &WfqParams) -> Result<(Q, Q), ServerError> {
+    let (_, c_left) = p.port.rates()?;
+    let gs_rate = int(p.gs_rate_bps)?;
+    if gs_rate >= c_left {
+        return Err(ServerError::RateAboveLimit {
+            rate_bps: p.gs_rate_bps,
+            limit_bps: p.port.line_rate_bps - p.port.control_rate_bps,
+        });
+    }
+    let c_w = c_left.sub(gs_rate)?;
+    // Guaranteed releases in a window of t: Σ (L_j + R_j (t + g)).
+    let burst = int(p.port.control_burst_bits)?
+        .add(int(p.gs_frames_bits)?)?
+        .add(gs_rate.mul(ns(p.granularity_ns)?)?)?;
+    let fixed = burst.add(int(p.port.max_frame_bits)?)?.div(c_w)?;
+    Ok((c_w, fixed))
+}
+
+/// `T_w + L_i/r_i + L_max/C_w` (seconds).
+fn wfq_core(p: &WfqParams, flow: &HopTspec) -> Result<Q, ServerError> {
+    let (r, l_i) = flow.rate_and_frame()?;
+    let (c_w, fixed) = wfq_fixed(p)?;
+    if r > c_w {
+        let (_, c_left) = p.port.rates()?;
+        let limit = c_left.sub(int(p.gs_rate_bps)?)?;
+        return Err(ServerError::RateAboveLimit {
+            rate_bps: flow.rate_bps,
+            limit_bps: u64::try_from(limit.floor()).unwrap_or(0),
+        });
+    }
+    // The flow's own largest frame counts in L_max too.
+    let extra = int(flow.max_frame_bits.saturating_sub(p.port.max_frame_bits))?.div(c_w)?;
+    Ok(fixed.add(extra)?.add(l_i.div(r)?)?)
 }
 
 /// `d_i + g = L_i/R_i + (L_max + σ_c)/(C − ρ_c) + g` (seconds).

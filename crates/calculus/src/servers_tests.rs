@@ -75,6 +75,68 @@ fn wheel_latency_by_hand() {
 }
 
 #[test]
+fn wfq_latency_by_hand() {
+    // C = 1 Mbit/s, no control rate, σ_c = 1000 bits, L_max = 1000 bits; Guaranteed flows book
+    // R_GS = 500 kbit/s with Σ L_j = 2000 bits on 1 µs slots: C_w = 500 kbit/s,
+    // T_w + L_max/C_w = (1000 + 2000 + 0.5e6 × 1e-6 + 1000) / 5e5 s = 8.001 ms;
+    // L_i/r = 1000 / 1e5 = 10 ms.
+    let p = WfqParams {
+        port: port(1000),
+        granularity_ns: 1000,
+        gs_rate_bps: 500_000,
+        gs_frames_bits: 2000,
+    };
+    assert_eq!(wfq_fixed_delay_ns(&p), Ok(8_001_000));
+    assert_eq!(wfq_latency_ns(&p, &flow()), Ok(18_001_000));
+    // θ = that + λ (1 µs) + link (5 µs); the curve's rate is the flow's r.
+    assert_eq!(Server::Wfq(p).latency_ns(&flow()), Ok(18_007_000));
+    let beta = Server::Wfq(p).service_curve(&flow()).unwrap();
+    assert_eq!(
+        beta,
+        RateLatency::new(Q::int(100_000), secs_ns(18_007_000)).unwrap()
+    );
+    // Without Guaranteed flows it is WF²Q+'s own L_i/r + L_max/C plus the control burst.
+    let bare = WfqParams {
+        gs_rate_bps: 0,
+        gs_frames_bits: 0,
+        ..p
+    };
+    assert_eq!(wfq_latency_ns(&bare, &flow()), Ok(10_000_000 + 2_000_000));
+    // A flow frame above the port's L_max counts as L_max: 2000-bit frames at 1e5 bit/s:
+    // 20 ms + (1000 + 2000 + 0.5 + 2000)/5e5 s = 20 ms + 10.001 ms.
+    let big = HopTspec {
+        max_frame_bits: 2000,
+        ..flow()
+    };
+    assert_eq!(wfq_latency_ns(&p, &big), Ok(30_001_000));
+    // The Guaranteed share may not take all that control leaves; the flow may not exceed C_w.
+    assert_eq!(
+        wfq_latency_ns(
+            &WfqParams {
+                gs_rate_bps: 1_000_000,
+                ..p
+            },
+            &flow()
+        ),
+        Err(ServerError::RateAboveLimit {
+            rate_bps: 1_000_000,
+            limit_bps: 1_000_000
+        })
+    );
+    let fast = HopTspec {
+        rate_bps: 600_000,
+        ..flow()
+    };
+    assert_eq!(
+        wfq_latency_ns(&p, &fast),
+        Err(ServerError::RateAboveLimit {
+            rate_bps: 600_000,
+            limit_bps: 500_000
+        })
+    );
+}
+
+#[test]
 fn latencies_round_up() {
     // L_i/r = 1000/3 s: not a whole number of ns.
     let p = WheelParams {
@@ -365,6 +427,14 @@ fn any_server() -> impl Strategy<Value = Server> {
             port,
             granularity_ns: g
         })),
+        (any_port(), 0u64..100_000, 0u64..1_000_000, 0u64..100_000).prop_map(|(port, g, r, l)| {
+            Server::Wfq(WfqParams {
+                port,
+                granularity_ns: g,
+                gs_rate_bps: r,
+                gs_frames_bits: l,
+            })
+        }),
         (any_port(), 1_000_000u64..100_000_000, 1u8..=100).prop_map(|(port, t, u)| {
             Server::Cyclic(CyclicParams {
                 port,
@@ -444,8 +514,8 @@ proptest! {
         }
     }
 
-    /// θ never decreases when λ, L_max, σ_c, ρ_c, the link delay, T, U or g grow (while the
-    /// scheduler can still be analysed).
+    /// θ never decreases when λ, L_max, σ_c, ρ_c, the link delay, T, U, g or the Guaranteed
+    /// share of a WF²Q+ port grow (while the scheduler can still be analysed).
     #[test]
     fn latency_is_monotone(s in any_server(), f in any_flow(),
                            d_lat in 0u64..1_000_000, d_l in 0u64..50_000, d_sc in 0u64..50_000,
@@ -464,6 +534,9 @@ proptest! {
             Server::Wheel(w) => Server::Wheel(WheelParams { port: grow(w.port), granularity_ns: w.granularity_ns + d_g }),
             Server::Cyclic(c) => Server::Cyclic(CyclicParams { port: grow(c.port), cycle_ns: c.cycle_ns + d_t,
                                                               rt_share_percent: c.rt_share_percent + d_u }),
+            Server::Wfq(w) => Server::Wfq(WfqParams { port: grow(w.port), granularity_ns: w.granularity_ns + d_g,
+                                                      gs_rate_bps: w.gs_rate_bps + d_rc,
+                                                      gs_frames_bits: w.gs_frames_bits + d_l }),
         };
         if let Ok(after) = bigger.latency_ns(&f) {
             prop_assert!(after >= before);
@@ -480,7 +553,8 @@ proptest! {
                                 control_rate_bps: rc, lateness_ns: lat, link_delay_ns: lat };
         let f = HopTspec { rate_bps: r, burst_bits: b, max_frame_bits: lf };
         for s in [Server::Cyclic(CyclicParams { port, cycle_ns: t, rt_share_percent: u }),
-                  Server::Wheel(WheelParams { port, granularity_ns: t })] {
+                  Server::Wheel(WheelParams { port, granularity_ns: t }),
+                  Server::Wfq(WfqParams { port, granularity_ns: t, gs_rate_bps: r, gs_frames_bits: b })] {
             let _ = s.latency_ns(&f);
             let _ = s.service_curve(&f);
         }

@@ -8,12 +8,20 @@
 //! one 64-byte frame each per 10 ms period, all eligible at the period's start (so all 10,000 are
 //! released in one slot and compete in the EDF heap); one iteration enqueues and sends them all.
 //! The time per element is the cost of one frame's enqueue and transmit.
+//!
+//! The QSR port the same way (`qsr_scheduler/period_10k_cl_flows`): 10,000 Controlled-Load flows
+//! of 100 kbit/s, one 64-byte frame each per period, all backlogged at once, so WF²Q+'s two
+//! heaps hold 10,000 flows; and `qsr_scheduler/period_10k_gs_flows`, the wheel's case through
+//! the QSR port (its handle indirection and the fair queue's empty check added).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant as WallClock};
 
 use criterion::{criterion_main, Criterion, Throughput};
-use rtlan_core::egress::{CyclicScheduler, FlowHandle, FlowSpec, SchedConfig, WheelScheduler};
+use rtlan_core::egress::{
+    CyclicScheduler, FlowHandle, FlowSpec, QsrScheduler, SchedConfig, Scheduler, Service,
+    WheelScheduler,
+};
 use rtlan_core::Instant;
 
 const CONNECTIONS: u32 = 10_000;
@@ -33,6 +41,7 @@ fn port() -> (CyclicScheduler, Vec<FlowHandle>) {
         max_burst: 200,
         max_packet: 100,
         queue_bytes: 0,
+        service: Service::Guaranteed,
     };
     let flows = (0..CONNECTIONS)
         .map(|_| {
@@ -56,6 +65,7 @@ fn wheel_port() -> (WheelScheduler, Vec<FlowHandle>) {
         max_burst: 200,
         max_packet: 100,
         queue_bytes: 0,
+        service: Service::Guaranteed,
     };
     let flows = (0..CONNECTIONS)
         .map(|_| {
@@ -66,10 +76,66 @@ fn wheel_port() -> (WheelScheduler, Vec<FlowHandle>) {
     (s, flows)
 }
 
-/// Queues one frame per flow at the start of period `period` and sends until the wheel has
+/// One QSR port at 10 Gbit/s with `CONNECTIONS` flows of `service` at 100 kbit/s, and the
+/// flows' handles.
+fn qsr_port(service: Service) -> (QsrScheduler, Vec<FlowHandle>) {
+    let cfg = SchedConfig {
+        max_connections: CONNECTIONS as usize,
+        default_floor_bps: 100_000_000,
+        ..SchedConfig::new(10_000_000_000)
+    };
+    let mut s = QsrScheduler::new(cfg, Instant::ZERO).expect("benchmark configuration is valid");
+    let spec = FlowSpec {
+        rate_bps: 100_000,
+        max_burst: 200,
+        max_packet: 100,
+        queue_bytes: 0,
+        service,
+    };
+    let flows = (0..CONNECTIONS)
+        .map(|_| {
+            s.add_flow(spec)
+                .expect("10,000 × 100 kbit/s fits 10 Gbit/s")
+        })
+        .collect();
+    (s, flows)
+}
+
+fn qsr_cost(c: &mut Criterion) {
+    let frame = [0u8; 64];
+    let mut buf = [0u8; 2048];
+    let mut group = c.benchmark_group("qsr_scheduler");
+    group.throughput(Throughput::Elements(u64::from(CONNECTIONS)));
+    for (name, service) in [
+        ("period_10k_cl_flows", Service::ControlledLoad),
+        ("period_10k_gs_flows", Service::Guaranteed),
+    ] {
+        let (mut s, flows) = qsr_port(service);
+        let mut period = 0u64;
+        let runs = 20;
+        let t0 = WallClock::now();
+        for _ in 0..runs {
+            let sent = one_period(&mut s, &flows, period, &frame, &mut buf);
+            assert_eq!(sent, CONNECTIONS, "every flow sends its frame each period");
+            period += 1;
+        }
+        let per = t0.elapsed().as_nanos() / u128::from(runs * CONNECTIONS);
+        println!("qsr {service:?}: {per} ns per frame, enqueue and transmit ({CONNECTIONS} flows)");
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let sent = one_period(&mut s, &flows, period, &frame, &mut buf);
+                period += 1;
+                sent
+            })
+        });
+    }
+    group.finish();
+}
+
+/// Queues one frame per flow at the start of period `period` and sends until the scheduler has
 /// nothing more this period. Returns the frames sent.
-fn one_period(
-    s: &mut WheelScheduler,
+fn one_period<S: Scheduler>(
+    s: &mut S,
     flows: &[FlowHandle],
     period: u64,
     frame: &[u8],
@@ -186,7 +252,12 @@ fn cycle_cost(c: &mut Criterion) {
 /// `pub fn`).
 pub mod group {
     #![allow(missing_docs)]
-    criterion::criterion_group!(benches, super::cycle_cost, super::wheel_cost);
+    criterion::criterion_group!(
+        benches,
+        super::cycle_cost,
+        super::wheel_cost,
+        super::qsr_cost
+    );
 }
 
 criterion_main!(group::benches);

@@ -24,7 +24,7 @@ use rtlan_calculus::servers::{
     cyclic_cycle_work_bits, cyclic_drain_ns, cyclic_work_budget_bits, end_to_end_ns, CyclicParams,
     HopTspec, PortParams, Server,
 };
-use rtlan_core::egress::{CyclicScheduler, FlowHandle, FlowSpec, SchedConfig};
+use rtlan_core::egress::{CyclicScheduler, FlowHandle, FlowSpec, SchedConfig, Service};
 use rtlan_core::Instant;
 use rtlan_wire::cost::wire_bits;
 
@@ -371,6 +371,7 @@ fn run(seed: u64) -> Vec<Observed> {
                     max_burst: 1514 * 8,
                     max_packet,
                     queue_bytes: 1 << 20,
+                    service: Service::Guaranteed,
                 })
                 .expect("within the line rate")
         })

@@ -505,6 +505,9 @@ pub enum SchedulerKind {
     /// QSR §3.1 Guaranteed Service: per-connection rate control on a timing wheel,
     /// earliest deadline first.
     Wheel,
+    /// QSR §3.1 in full: Guaranteed flows on the timing wheel, Controlled-Load flows and
+    /// default traffic on work-conserving weighted fair queueing (WF²Q+) behind it.
+    Qsr,
 }
 
 impl SchedulerKind {
@@ -513,6 +516,7 @@ impl SchedulerKind {
         match self {
             SchedulerKind::Cyclic => "cyclic",
             SchedulerKind::Wheel => "wheel",
+            SchedulerKind::Qsr => "qsr",
         }
     }
 }

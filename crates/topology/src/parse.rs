@@ -606,11 +606,12 @@ fn resolve_switch(
         Some(v) => Some(match v.get_ref().as_str() {
             "cyclic" => SchedulerKind::Cyclic,
             "wheel" => SchedulerKind::Wheel,
+            "qsr" => SchedulerKind::Qsr,
             other => {
                 return Err(TopologyError::BadOption {
                     at: loc.at(&v.span()),
                     option: "scheduler",
-                    reason: format!("`{other}` (expected \"cyclic\" or \"wheel\")"),
+                    reason: format!("`{other}` (expected \"cyclic\", \"wheel\" or \"qsr\")"),
                 })
             }
         }),

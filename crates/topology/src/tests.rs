@@ -255,7 +255,7 @@ fn bad_kind_and_options() {
         "[[switch]]\nname = \"s\"\nscheduler = \"fifo\"\n",
         3,
         13,
-        "bad `scheduler`: `fifo` (expected \"cyclic\" or \"wheel\")",
+        "bad `scheduler`: `fifo` (expected \"cyclic\", \"wheel\" or \"qsr\")",
     );
     err_at(
         "[[switch]]\nname = \"s\"\nlateness_budget = \"200\"\n",

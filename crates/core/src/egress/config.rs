@@ -1,5 +1,5 @@
 //! Configuration and errors shared by the output-port schedulers: EtheReal's cyclic scheduler
-//! (EtheReal §3.3) and the timing wheel (QSR §3.1), plus the port's control bucket that bounds
+//! (EtheReal §3.3), the timing wheel and the QSR port with weighted fair queueing (QSR §3.1), plus the port's control bucket that bounds
 //! signalling ahead of reserved traffic in both. `docs/scheduler.md` §1c and §7 explain the
 //! fields.
 
@@ -36,10 +36,12 @@ pub enum SchedError {
         /// Requested maximum packet in bytes.
         packet: usize,
     },
-    /// The reservations and the control bucket's rate would exceed the line rate.
+    /// The reservations, the control bucket's rate and the default floor would exceed the line
+    /// rate.
     #[error("reservations would total {total_bps} bit/s, above the line rate of {line_bps} bit/s")]
     Oversubscribed {
-        /// Sum of the reservations including the refused one, plus the control bucket's rate.
+        /// Sum of the reservations including the refused one, plus the control bucket's rate and
+        /// the default floor.
         total_bps: u64,
         /// The port's line rate.
         line_bps: u64,
@@ -62,6 +64,20 @@ pub enum SchedError {
     /// The port's largest frame is outside 60 ..= 65535 bytes.
     #[error("largest frame of {0} bytes is outside 60 ..= 65535")]
     BadMaxFrame(usize),
+    /// The default-traffic floor and the control rate together exceed the line rate.
+    #[error(
+        "default floor of {floor_bps} bit/s and the control rate exceed the {line_bps} bit/s line"
+    )]
+    BadDefaultFloor {
+        /// Configured floor, bit/s.
+        floor_bps: u64,
+        /// The port's line rate.
+        line_bps: u64,
+    },
+    /// The port's scheduler does not offer the flow's service: Controlled-Load flows need a
+    /// port of kind [`super::SchedulerKind::Qsr`].
+    #[error("this port's scheduler does not offer {0:?} service")]
+    UnsupportedService(super::Service),
 }
 
 /// Shortest timing-wheel slot.
@@ -123,6 +139,12 @@ pub struct SchedConfig {
     /// blocking term of the timing wheel's deadlines. The wheel drops longer frames (counted)
     /// and refuses flows whose maximum packet is longer.
     pub max_frame: usize,
+    /// The nominal rate set aside for default (non-real-time) traffic, wire bit/s (QSR §3.1:
+    /// "the base amount of bandwidth set aside for default IP traffic"): booked like a
+    /// reservation, so `Σ reserved + control rate + floor ≤ line rate` at every `add_flow`, and
+    /// on a [`super::SchedulerKind::Qsr`] port the default FIFO's weight in the fair queueing
+    /// discipline. Default 0: nothing set aside (default traffic gets what is left).
+    pub default_floor_bps: u64,
 }
 
 impl SchedConfig {
@@ -144,6 +166,7 @@ impl SchedConfig {
             granularity: DEFAULT_GRANULARITY,
             wheel_slots: DEFAULT_WHEEL_SLOTS,
             max_frame: DEFAULT_MAX_FRAME,
+            default_floor_bps: 0,
         }
     }
 

@@ -3,8 +3,11 @@
 //! a common pool of excess buffers. Default IP traffic is constrained to its own buffer pool and is
 //! not allowed to share any of the excess buffers."
 //!
-//! Three traffic classes ([`TrafficClass`]) each have a dedicated pool of bytes; one shared excess
-//! pool backs the control and reserved classes once their dedicated pool is used up. A class's
+//! Four traffic classes ([`TrafficClass`]) each have a dedicated pool of bytes: control,
+//! Guaranteed Service flows, Controlled-Load flows (the paper's "buffer pool dedicated to GS
+//! flows" and "separate buffer pool assigned to CL flows") and default traffic. One shared excess
+//! pool backs the control, Guaranteed and Controlled-Load classes once their dedicated pool is
+//! used up. A class's
 //! *borrowed* bytes are what it holds beyond its dedicated pool, `max(0, used − dedicated)`; the
 //! sum of the borrowed bytes never exceeds the excess pool, and the default class never borrows.
 //! When a class frees bytes its borrowed share shrinks first, so excess goes back to the common
@@ -20,17 +23,21 @@
 pub enum TrafficClass {
     /// Signalling (control protocol, RSVP): dedicated pool, may borrow excess.
     Control,
-    /// Reserved (real-time, guaranteed) flows: dedicated pool, may borrow excess.
-    Reserved,
+    /// Guaranteed Service flows (QSR §3.1's timing wheel, and every reserved flow of the
+    /// EtheReal switch): dedicated pool, may borrow excess.
+    Guaranteed,
+    /// Controlled-Load flows (QSR §3.1, RFC 2211): dedicated pool, may borrow excess.
+    ControlledLoad,
     /// Default (best-effort, non-real-time) traffic: its own pool only, never the excess.
     Default,
 }
 
 impl TrafficClass {
     /// All classes, in pool order.
-    pub const ALL: [TrafficClass; 3] = [
+    pub const ALL: [TrafficClass; 4] = [
         TrafficClass::Control,
-        TrafficClass::Reserved,
+        TrafficClass::Guaranteed,
+        TrafficClass::ControlledLoad,
         TrafficClass::Default,
     ];
 
@@ -42,8 +49,9 @@ impl TrafficClass {
     fn index(self) -> usize {
         match self {
             TrafficClass::Control => 0,
-            TrafficClass::Reserved => 1,
-            TrafficClass::Default => 2,
+            TrafficClass::Guaranteed => 1,
+            TrafficClass::ControlledLoad => 2,
+            TrafficClass::Default => 3,
         }
     }
 }
@@ -53,11 +61,14 @@ impl TrafficClass {
 pub struct PoolConfig {
     /// Dedicated to control traffic.
     pub control: usize,
-    /// Dedicated to reserved flows (all of them together).
-    pub reserved: usize,
+    /// Dedicated to Guaranteed Service flows (all of them together).
+    pub guaranteed: usize,
+    /// Dedicated to Controlled-Load flows (all of them together): the `B` of the Gaussian
+    /// buffer test ([`super::admission`]).
+    pub controlled_load: usize,
     /// Dedicated to default traffic; its only pool.
     pub default: usize,
-    /// Shared excess that control and reserved traffic may borrow.
+    /// Shared excess that control, Guaranteed and Controlled-Load traffic may borrow.
     pub excess: usize,
 }
 
@@ -67,7 +78,8 @@ impl PoolConfig {
     /// admission).
     pub const UNLIMITED: PoolConfig = PoolConfig {
         control: usize::MAX,
-        reserved: usize::MAX,
+        guaranteed: usize::MAX,
+        controlled_load: usize::MAX,
         default: usize::MAX,
         excess: 0,
     };
@@ -75,7 +87,8 @@ impl PoolConfig {
     fn dedicated(&self, class: TrafficClass) -> usize {
         match class {
             TrafficClass::Control => self.control,
-            TrafficClass::Reserved => self.reserved,
+            TrafficClass::Guaranteed => self.guaranteed,
+            TrafficClass::ControlledLoad => self.controlled_load,
             TrafficClass::Default => self.default,
         }
     }
@@ -100,7 +113,7 @@ pub struct PoolStats {
 #[derive(Debug, Clone)]
 pub struct BufferPools {
     config: PoolConfig,
-    stats: [PoolStats; 3],
+    stats: [PoolStats; 4],
     /// Sum of the classes' `borrowed_bytes`, ≤ `config.excess`.
     excess_used: usize,
 }
@@ -110,7 +123,7 @@ impl BufferPools {
     pub fn new(config: PoolConfig) -> BufferPools {
         BufferPools {
             config,
-            stats: [PoolStats::default(); 3],
+            stats: [PoolStats::default(); 4],
             excess_used: 0,
         }
     }
@@ -130,8 +143,8 @@ impl BufferPools {
         self.excess_used
     }
 
-    /// Charges `bytes` to `class`: from its dedicated pool, then, for control and reserved
-    /// traffic, from the excess. `false` (nothing charged, a refusal counted) if they lack room.
+    /// Charges `bytes` to `class`: from its dedicated pool, then, for control, Guaranteed and
+    /// Controlled-Load traffic, from the excess. `false` (nothing charged, a refusal counted) if they lack room.
     pub fn charge(&mut self, class: TrafficClass, bytes: usize) -> bool {
         let dedicated = self.config.dedicated(class);
         let excess_free = self.config.excess - self.excess_used;
@@ -176,7 +189,8 @@ mod tests {
     fn pools() -> BufferPools {
         BufferPools::new(PoolConfig {
             control: 100,
-            reserved: 1_000,
+            guaranteed: 1_000,
+            controlled_load: 400,
             default: 500,
             excess: 300,
         })
@@ -198,39 +212,53 @@ mod tests {
     }
 
     #[test]
-    fn reserved_traffic_borrows_and_gives_back() {
+    fn guaranteed_traffic_borrows_and_gives_back() {
         let mut p = pools();
-        assert!(p.charge(TrafficClass::Reserved, 900));
+        assert!(p.charge(TrafficClass::Guaranteed, 900));
         assert_eq!(p.excess_used(), 0);
         // 200 bytes: 100 from the dedicated pool, 100 borrowed.
-        assert!(p.charge(TrafficClass::Reserved, 200));
+        assert!(p.charge(TrafficClass::Guaranteed, 200));
         assert_eq!(p.excess_used(), 100);
-        let s = *p.stats(TrafficClass::Reserved);
+        let s = *p.stats(TrafficClass::Guaranteed);
         assert_eq!((s.used_bytes, s.borrowed_bytes, s.borrows), (1_100, 100, 1));
         // Up to the excess (300 in all), not beyond.
-        assert!(p.charge(TrafficClass::Reserved, 200));
-        assert!(!p.charge(TrafficClass::Reserved, 1));
-        assert_eq!(p.stats(TrafficClass::Reserved).refusals, 1);
+        assert!(p.charge(TrafficClass::Guaranteed, 200));
+        assert!(!p.charge(TrafficClass::Guaranteed, 1));
+        assert_eq!(p.stats(TrafficClass::Guaranteed).refusals, 1);
         // Releasing gives the borrowed bytes back first.
-        p.release(TrafficClass::Reserved, 250);
+        p.release(TrafficClass::Guaranteed, 250);
         assert_eq!(p.excess_used(), 50);
-        assert_eq!(p.stats(TrafficClass::Reserved).borrowed_bytes, 50);
-        p.release(TrafficClass::Reserved, 1_000);
+        assert_eq!(p.stats(TrafficClass::Guaranteed).borrowed_bytes, 50);
+        p.release(TrafficClass::Guaranteed, 1_000);
         assert_eq!(p.excess_used(), 0);
-        assert_eq!(p.stats(TrafficClass::Reserved).max_borrowed_bytes, 300);
+        assert_eq!(p.stats(TrafficClass::Guaranteed).max_borrowed_bytes, 300);
     }
 
     #[test]
-    fn control_and_reserved_share_one_excess() {
+    fn control_guaranteed_and_controlled_load_share_one_excess() {
         let mut p = pools();
-        assert!(p.charge(TrafficClass::Control, 100 + 200));
-        assert!(p.charge(TrafficClass::Reserved, 1_000 + 100));
+        assert!(p.charge(TrafficClass::Control, 100 + 100));
+        assert!(p.charge(TrafficClass::Guaranteed, 1_000 + 100));
+        // Controlled Load has its own 400 bytes, then borrows the last 100 of the excess.
+        assert!(p.charge(TrafficClass::ControlledLoad, 400));
+        assert_eq!(p.excess_used(), 200);
+        assert!(p.charge(TrafficClass::ControlledLoad, 100));
         // The excess (300) is now lent out in full.
         assert!(!p.charge(TrafficClass::Control, 1));
-        assert!(!p.charge(TrafficClass::Reserved, 1));
-        p.release(TrafficClass::Control, 250);
-        assert!(p.charge(TrafficClass::Reserved, 200));
+        assert!(!p.charge(TrafficClass::Guaranteed, 1));
+        assert!(!p.charge(TrafficClass::ControlledLoad, 1));
+        p.release(TrafficClass::Control, 150);
+        assert!(p.charge(TrafficClass::Guaranteed, 100));
         assert_eq!(p.excess_used(), 300);
+        // Controlled Load giving back its borrowed bytes frees them for Guaranteed traffic,
+        // never for default traffic beyond its own pool.
+        p.release(TrafficClass::ControlledLoad, 100);
+        assert!(p.charge(TrafficClass::Guaranteed, 100));
+        let s = p.stats(TrafficClass::ControlledLoad);
+        assert_eq!(
+            (s.used_bytes, s.borrowed_bytes, s.max_borrowed_bytes),
+            (400, 0, 100)
+        );
     }
 
     #[test]
@@ -247,9 +275,9 @@ mod tests {
         /// excess pool, default traffic never holds more than its dedicated pool, and each
         /// class's borrowed bytes are exactly what it holds beyond its dedicated pool.
         #[test]
-        fn pool_invariants(ops in proptest::collection::vec((0usize..3, any::<bool>(), 1usize..400), 1..200)) {
+        fn pool_invariants(ops in proptest::collection::vec((0usize..4, any::<bool>(), 1usize..400), 1..200)) {
             let mut p = pools();
-            let mut held = [0usize; 3];
+            let mut held = [0usize; 4];
             for (c, charge, bytes) in ops {
                 let class = TrafficClass::ALL[c];
                 if charge {

@@ -1,7 +1,8 @@
-//! The scheduler a port runs, chosen per port: EtheReal's cyclic round robin (EtheReal §3.3) or
-//! QSR's Guaranteed Service on a timing wheel (QSR §3.1). [`PortScheduler`] is a
-//! [`Port`] whose real-time discipline is either ([`PortDiscipline`]): the shared part
-//! (control, non-real-time, pools, pacer, counters) is the same code for both, and only the
+//! The scheduler a port runs, chosen per port: EtheReal's cyclic round robin (EtheReal §3.3),
+//! QSR's Guaranteed Service on a timing wheel, or the full QSR port (wheel plus weighted fair
+//! queueing for Controlled Load and default, QSR §3.1). [`PortScheduler`] is a
+//! [`Port`] whose real-time discipline is any of them ([`PortDiscipline`]): the shared part
+//! (control, non-real-time, pools, pacer, counters) is the same code for all, and only the
 //! discipline's few calls choose by kind. It has the inherent accessors a node uses on a port's
 //! scheduler, so it replaces a [`super::CyclicScheduler`] field without changing the calls.
 
@@ -10,24 +11,28 @@ use std::time::Duration;
 use super::config::{SchedConfig, SchedError};
 use super::cyclic::{CyclicDiscipline, CyclicScheduler};
 use super::port_core::{Discipline, FlowQueue, Port, PortCore};
-use super::sched::{FlowHandle, SchedStats};
+use super::qsr::{QsrDiscipline, QsrScheduler};
+use super::sched::{FlowHandle, SchedStats, Service};
 use super::wheel::{WheelDiscipline, WheelScheduler};
 use crate::time::Instant;
 
-/// Which scheduler a port runs (configuration: `"cyclic"` or `"wheel"`): the topology model's
+/// Which scheduler a port runs (configuration: `"cyclic"`, `"wheel"` or `"qsr"`): the topology model's
 /// choice, one type for files, the lab, the simulator and the switch.
 pub use rtlan_topology::SchedulerKind;
 
 /// One port's scheduler, of either kind (see the module docs).
 pub type PortScheduler = Port<PortDiscipline>;
 
-/// The real-time discipline of a [`PortScheduler`], of either kind.
+/// The real-time discipline of a [`PortScheduler`], of any kind.
 #[derive(Debug)]
 pub enum PortDiscipline {
     /// EtheReal §3.3.
     Cyclic(CyclicDiscipline),
     /// QSR §3.1 Guaranteed Service.
     Wheel(WheelDiscipline),
+    /// QSR §3.1 Guaranteed Service, Controlled Load and default IP (boxed: a wheel and a fair
+    /// queue side by side are twice the others' size).
+    Qsr(Box<QsrDiscipline>),
 }
 
 impl Port<PortDiscipline> {
@@ -40,6 +45,7 @@ impl Port<PortDiscipline> {
         Ok(match kind {
             SchedulerKind::Cyclic => CyclicScheduler::new(cfg, now)?.into(),
             SchedulerKind::Wheel => WheelScheduler::new(cfg, now)?.into(),
+            SchedulerKind::Qsr => QsrScheduler::new(cfg, now)?.into(),
         })
     }
 
@@ -48,10 +54,12 @@ impl Port<PortDiscipline> {
         match self.rt {
             PortDiscipline::Cyclic(_) => SchedulerKind::Cyclic,
             PortDiscipline::Wheel(_) => SchedulerKind::Wheel,
+            PortDiscipline::Qsr(_) => SchedulerKind::Qsr,
         }
     }
 
-    /// The cyclic scheduler's cycle, or the timing wheel's slot length (its unit of time).
+    /// The cyclic scheduler's cycle, or the timing wheel's slot length (its unit of time; a QSR
+    /// port's too).
     pub fn cycle(&self) -> Duration {
         self.rt.unit()
     }
@@ -75,11 +83,21 @@ impl From<WheelScheduler> for PortScheduler {
     }
 }
 
+impl From<QsrScheduler> for PortScheduler {
+    fn from(s: QsrScheduler) -> PortScheduler {
+        Port {
+            core: s.core,
+            rt: PortDiscipline::Qsr(Box::new(s.rt)),
+        }
+    }
+}
+
 impl Discipline for PortDiscipline {
     fn advance(&mut self, now: Instant, stats: &mut SchedStats) {
         match self {
             PortDiscipline::Cyclic(d) => d.advance(now, stats),
             PortDiscipline::Wheel(d) => d.advance(now, stats),
+            PortDiscipline::Qsr(d) => d.advance(now, stats),
         }
     }
 
@@ -87,6 +105,7 @@ impl Discipline for PortDiscipline {
         match self {
             PortDiscipline::Cyclic(d) => d.add(flow, core),
             PortDiscipline::Wheel(d) => d.add(flow, core),
+            PortDiscipline::Qsr(d) => d.add(flow, core),
         }
     }
 
@@ -94,6 +113,7 @@ impl Discipline for PortDiscipline {
         match self {
             PortDiscipline::Cyclic(d) => d.remove(flow),
             PortDiscipline::Wheel(d) => d.remove(flow),
+            PortDiscipline::Qsr(d) => d.remove(flow),
         }
     }
 
@@ -101,6 +121,7 @@ impl Discipline for PortDiscipline {
         match self {
             PortDiscipline::Cyclic(d) => d.on_enqueued(flow),
             PortDiscipline::Wheel(d) => d.on_enqueued(flow),
+            PortDiscipline::Qsr(d) => d.on_enqueued(flow),
         }
     }
 
@@ -108,6 +129,7 @@ impl Discipline for PortDiscipline {
         match self {
             PortDiscipline::Cyclic(d) => d.send(now, buf, core),
             PortDiscipline::Wheel(d) => d.send(now, buf, core),
+            PortDiscipline::Qsr(d) => d.send(now, buf, core),
         }
     }
 
@@ -115,6 +137,7 @@ impl Discipline for PortDiscipline {
         match self {
             PortDiscipline::Cyclic(d) => d.due(),
             PortDiscipline::Wheel(d) => d.due(),
+            PortDiscipline::Qsr(d) => d.due(),
         }
     }
 
@@ -122,6 +145,7 @@ impl Discipline for PortDiscipline {
         match self {
             PortDiscipline::Cyclic(d) => d.wake(),
             PortDiscipline::Wheel(d) => d.wake(),
+            PortDiscipline::Qsr(d) => d.wake(),
         }
     }
 
@@ -129,6 +153,7 @@ impl Discipline for PortDiscipline {
         match self {
             PortDiscipline::Cyclic(d) => d.flow(flow),
             PortDiscipline::Wheel(d) => d.flow(flow),
+            PortDiscipline::Qsr(d) => d.flow(flow),
         }
     }
 
@@ -136,24 +161,36 @@ impl Discipline for PortDiscipline {
         match self {
             PortDiscipline::Cyclic(d) => d.flow_mut(flow),
             PortDiscipline::Wheel(d) => d.flow_mut(flow),
+            PortDiscipline::Qsr(d) => d.flow_mut(flow),
         }
     }
 
     fn flows(&self) -> impl Iterator<Item = (FlowHandle, &FlowQueue)> {
-        let (cyclic, wheel) = match self {
-            PortDiscipline::Cyclic(d) => (Some(d.flows()), None),
-            PortDiscipline::Wheel(d) => (None, Some(d.flows())),
+        let (cyclic, wheel, qsr) = match self {
+            PortDiscipline::Cyclic(d) => (Some(d.flows()), None, None),
+            PortDiscipline::Wheel(d) => (None, Some(d.flows()), None),
+            PortDiscipline::Qsr(d) => (None, None, Some(d.flows())),
         };
         cyclic
             .into_iter()
             .flatten()
             .chain(wheel.into_iter().flatten())
+            .chain(qsr.into_iter().flatten())
+    }
+
+    fn supports(&self, service: Service) -> bool {
+        match self {
+            PortDiscipline::Cyclic(d) => d.supports(service),
+            PortDiscipline::Wheel(d) => d.supports(service),
+            PortDiscipline::Qsr(d) => d.supports(service),
+        }
     }
 
     fn len(&self) -> usize {
         match self {
             PortDiscipline::Cyclic(d) => d.len(),
             PortDiscipline::Wheel(d) => d.len(),
+            PortDiscipline::Qsr(d) => d.len(),
         }
     }
 
@@ -161,6 +198,7 @@ impl Discipline for PortDiscipline {
         match self {
             PortDiscipline::Cyclic(d) => d.unit(),
             PortDiscipline::Wheel(d) => d.unit(),
+            PortDiscipline::Qsr(d) => d.unit(),
         }
     }
 }
@@ -168,13 +206,20 @@ impl Discipline for PortDiscipline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::egress::sched::{FlowSpec, Scheduler};
+    use crate::egress::sched::{FlowSpec, Scheduler, Service};
 
     #[test]
     fn kind_reads_lowercase_and_both_kinds_delegate() {
         let kinds: Vec<SchedulerKind> =
-            serde_json::from_str(r#"["cyclic", "wheel"]"#).expect("lowercase names");
-        assert_eq!(kinds, vec![SchedulerKind::Cyclic, SchedulerKind::Wheel]);
+            serde_json::from_str(r#"["cyclic", "wheel", "qsr"]"#).expect("lowercase names");
+        assert_eq!(
+            kinds,
+            vec![
+                SchedulerKind::Cyclic,
+                SchedulerKind::Wheel,
+                SchedulerKind::Qsr
+            ]
+        );
         assert_eq!(
             serde_json::to_string(&SchedulerKind::Wheel).expect("serialises"),
             r#""wheel""#
@@ -192,6 +237,7 @@ mod tests {
                 max_burst: 3_000,
                 max_packet: 1_500,
                 queue_bytes: 0,
+                service: Service::Guaranteed,
             };
             let flow = s.add_flow(spec).expect("fits");
             assert!(s.enqueue_flow(Instant::ZERO, flow, &[1u8; 100]));

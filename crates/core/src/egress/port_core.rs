@@ -2,8 +2,9 @@
 //! ([`PortCore`]: the control FIFO and its token bucket, the non-real-time FIFO, the buffer pools
 //! of QSR §3.1, the line-rate pacer and the port's counters), and the real-time discipline that
 //! decides when a reserved flow's frame may go ([`Discipline`]: EtheReal §3.3's cyclic round
-//! robin, [`super::cyclic::CyclicDiscipline`], or QSR §3.1's rate-controlled EDF timing wheel,
-//! [`super::wheel::WheelDiscipline`]).
+//! robin, [`super::cyclic::CyclicDiscipline`], QSR §3.1's rate-controlled EDF timing wheel,
+//! [`super::wheel::WheelDiscipline`], or the QSR port's wheel plus WF²Q+,
+//! [`super::qsr::QsrDiscipline`], which also serves the default FIFO at a weight).
 //!
 //! [`Port`] owns one of each and is the [`Scheduler`]: it validates flows, books the line,
 //! serves control frames within and beyond their bucket and the non-real-time FIFO once for
@@ -12,7 +13,9 @@
 //!
 //! Order at every transmit opportunity, whatever the discipline: control frames within the
 //! control bucket; the reserved frame the discipline picks; control frames beyond the bucket;
-//! the non-real-time FIFO.
+//! the non-real-time FIFO. (The QSR discipline's pick is work-conserving and includes the
+//! default class — control beyond the bucket, then the non-real-time FIFO — in its weighted
+//! turn, so on a QSR port the last two steps find nothing.)
 
 use std::time::Duration;
 
@@ -23,14 +26,14 @@ use super::config::{SchedConfig, SchedError};
 use super::pacer::{Pacer, PACING_LATE_THRESHOLD};
 use super::pool::{BufferPools, TrafficClass};
 use super::queue::{charge, FrameQueue};
-use super::sched::{ConnStats, FlowHandle, FlowSpec, SchedStats, Scheduler};
+use super::sched::{ConnStats, FlowHandle, FlowSpec, SchedStats, Scheduler, Service};
 use crate::node::Medium;
 use crate::time::Instant;
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;
 
 /// The real-time half of a port's scheduler: how reserved flows are served. Implemented by the
-/// two disciplines of this crate; [`Port`] calls it with the shared [`PortCore`].
+/// disciplines of this crate; [`Port`] calls it with the shared [`PortCore`].
 pub trait Discipline: std::fmt::Debug {
     /// Processes time up to `now` (cycle boundaries, wheel releases); counts into `stats`.
     fn advance(&mut self, now: Instant, stats: &mut SchedStats);
@@ -75,13 +78,21 @@ pub trait Discipline: std::fmt::Debug {
 
     /// The discipline's unit of time: the cycle, or the wheel's slot length.
     fn unit(&self) -> Duration;
+
+    /// Whether the discipline serves flows of `service` (all serve Guaranteed flows; only the
+    /// QSR discipline serves Controlled-Load ones).
+    fn supports(&self, service: Service) -> bool {
+        service == Service::Guaranteed
+    }
 }
 
-/// The per-flow part both disciplines share: the flow's bounded queue (charged to the reserved
+/// The per-flow part every discipline shares: the flow's bounded queue (charged to its service's
 /// pool), its reservation and its counters.
 #[derive(Debug)]
 pub struct FlowQueue {
     pub(crate) rate_bps: u64,
+    /// The flow's service class ([`FlowSpec::service`]).
+    pub(crate) service: Service,
     pub(crate) max_packet: usize,
     pub(crate) queue: FrameQueue,
     pub(crate) stats: ConnStats,
@@ -92,6 +103,7 @@ impl FlowQueue {
     fn new(spec: &FlowSpec) -> FlowQueue {
         FlowQueue {
             rate_bps: spec.rate_bps,
+            service: spec.service,
             max_packet: spec.max_packet,
             queue: FrameQueue::new(if spec.queue_bytes == 0 {
                 spec.max_burst.saturating_mul(2)
@@ -102,14 +114,20 @@ impl FlowQueue {
         }
     }
 
+    /// The buffer pool the flow's queue charges.
+    pub(crate) fn class(&self) -> TrafficClass {
+        match self.service {
+            Service::Guaranteed => TrafficClass::Guaranteed,
+            Service::ControlledLoad => TrafficClass::ControlledLoad,
+        }
+    }
+
     /// Queues a copy of `frame`; `false` if dropped (longer than the maximum packet, queue full
-    /// or no room in the reserved pool), counted for the flow and the port.
+    /// or no room in the flow's pool), counted for the flow and the port.
     pub(crate) fn accept(&mut self, now: Instant, frame: &[u8], core: &mut PortCore) -> bool {
         let accepted = frame.len() <= self.max_packet
             && self.queue.fits(frame.len())
-            && core
-                .pools
-                .charge(TrafficClass::Reserved, charge(frame.len()));
+            && core.pools.charge(self.class(), charge(frame.len()));
         if !accepted {
             self.drop_frame(frame.len());
             core.stats.rt_frames_dropped += 1;
@@ -119,7 +137,7 @@ impl FlowQueue {
         self.queue.push(frame, now)
     }
 
-    /// Takes the head frame into `buf`, gives its bytes back to the reserved pool and counts it
+    /// Takes the head frame into `buf`, gives its bytes back to the flow's pool and counts it
     /// as sent, or as dropped if longer than `buf`; its length and whether it was sent.
     pub(crate) fn take_head(
         &mut self,
@@ -127,7 +145,7 @@ impl FlowQueue {
         core: &mut PortCore,
     ) -> Option<(usize, bool)> {
         let len = self.queue.pop_into(buf)?;
-        core.pools.release(TrafficClass::Reserved, charge(len));
+        core.pools.release(self.class(), charge(len));
         let fits = len <= buf.len();
         if fits {
             self.stats.frames_sent += 1;
@@ -176,6 +194,8 @@ pub struct PortCore {
     nrt: FrameQueue,
     pools: BufferPools,
     reserved_bps: u64,
+    /// [`SchedConfig::default_floor_bps`], booked against the line like a reservation.
+    pub(crate) default_floor_bps: u64,
     pub(crate) stats: SchedStats,
 }
 
@@ -197,6 +217,12 @@ impl PortCore {
     ) -> Result<PortCore, SchedError> {
         PortCore::check_line_rate(cfg)?;
         let control_bucket = cfg.control_bucket()?;
+        if cfg.default_floor_bps.saturating_add(cfg.control_rate_bps) > cfg.line_rate_bps {
+            return Err(SchedError::BadDefaultFloor {
+                floor_bps: cfg.default_floor_bps,
+                line_bps: cfg.line_rate_bps,
+            });
+        }
         let pacing_rate = cfg.medium.pacing_rate_bps();
         let nrt_bytes = cfg.nrt_queue_bytes.unwrap_or_else(|| {
             let bytes = 2 * u128::from(cfg.line_rate_bps) * window.as_nanos() / 8 / NANOS_PER_SEC;
@@ -219,6 +245,7 @@ impl PortCore {
             nrt: FrameQueue::new(nrt_bytes),
             pools: BufferPools::new(cfg.pools),
             reserved_bps: 0,
+            default_floor_bps: cfg.default_floor_bps,
             stats: SchedStats::default(),
         })
     }
@@ -229,7 +256,8 @@ impl PortCore {
             total_bps: self
                 .reserved_bps
                 .saturating_add(rate_bps)
-                .saturating_add(self.control_rate_bps),
+                .saturating_add(self.control_rate_bps)
+                .saturating_add(self.default_floor_bps),
             line_bps: self.line_rate_bps,
         }
     }
@@ -302,6 +330,24 @@ impl PortCore {
             self.stats.control_frames_dropped += 1;
         }
         None
+    }
+
+    /// Length of the frame the default class sends next in a fair-queueing discipline's turn
+    /// ([`PortCore::send_default`]): the control head (beyond its bucket), else the
+    /// non-real-time head.
+    pub(crate) fn default_head_len(&self) -> Option<usize> {
+        self.control
+            .front()
+            .or_else(|| self.nrt.front())
+            .map(|(len, _)| len)
+    }
+
+    /// Sends, in the default class's turn, the control head regardless of its bucket (control
+    /// beyond its bucket rides ahead of default frames, as on every port), else the head of the
+    /// non-real-time FIFO.
+    pub(crate) fn send_default(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.send_control(now, buf, false)
+            .or_else(|| self.send_nrt(now, buf))
     }
 
     /// Sends the head of the non-real-time FIFO into `buf`; frames longer than `buf` are
@@ -403,6 +449,11 @@ impl<D: Discipline> Port<D> {
         self.core.line_rate_bps
     }
 
+    /// The rate set aside for default traffic ([`SchedConfig::default_floor_bps`]).
+    pub fn default_floor_bps(&self) -> u64 {
+        self.core.default_floor_bps
+    }
+
     /// Sum of the flows' reserved rates in bit/s (without the control rate).
     pub fn reserved_bps(&self) -> u64 {
         self.core.reserved_bps
@@ -440,12 +491,17 @@ impl<D: Discipline> Port<D> {
 
     /// Adds a reserved flow of `spec.rate_bps` wire bit/s with a queue of `spec.queue_bytes`
     /// (0: 2 × `spec.max_burst`) bytes, accepting frames of at most `spec.max_packet` (≤ the
-    /// port's `max_frame`) bytes. Refused if the reservations plus the control rate would exceed
-    /// the line rate. Allocates the queue; the handle addresses the flow from now on.
+    /// port's `max_frame`) bytes, of `spec.service` (Controlled Load only on a QSR port).
+    /// Refused if the reservations (Guaranteed and Controlled Load) plus the control rate plus
+    /// the default floor would exceed the line rate. Allocates the queue; the handle addresses
+    /// the flow from now on.
     pub fn add_flow(&mut self, spec: FlowSpec) -> Result<FlowHandle, SchedError> {
         let core = &self.core;
         if self.rt.len() >= core.max_connections {
             return Err(core.too_many());
+        }
+        if !self.rt.supports(spec.service) {
+            return Err(SchedError::UnsupportedService(spec.service));
         }
         if spec.rate_bps == 0 {
             return Err(SchedError::ZeroRate);
@@ -460,7 +516,11 @@ impl<D: Discipline> Port<D> {
             });
         }
         let total = core.reserved_bps.saturating_add(spec.rate_bps);
-        if total.saturating_add(core.control_rate_bps) > core.line_rate_bps {
+        if total
+            .saturating_add(core.control_rate_bps)
+            .saturating_add(core.default_floor_bps)
+            > core.line_rate_bps
+        {
             return Err(core.oversubscribed(spec.rate_bps));
         }
         let handle = self.rt.add(FlowQueue::new(&spec), core)?;
@@ -473,7 +533,7 @@ impl<D: Discipline> Port<D> {
     pub fn remove_flow(&mut self, flow: FlowHandle) -> Option<ConnStats> {
         let mut f = self.rt.remove(flow)?;
         while let Some(len) = f.queue.pop_into(&mut []) {
-            self.core.pools.release(TrafficClass::Reserved, charge(len));
+            self.core.pools.release(f.class(), charge(len));
             f.drop_frame(len);
             self.core.stats.rt_frames_dropped += 1;
         }

@@ -1,6 +1,6 @@
 //! The contract every output-port scheduler keeps (EtheReal §3.3 cyclic round robin; QSR §3.1's
-//! timing wheel for Guaranteed Service; WFQ/DRR for Controlled Load next), and the flow handles it
-//! hands out.
+//! timing wheel for Guaranteed Service and weighted fair queueing for Controlled Load), and the
+//! flow handles it hands out.
 //!
 //! A scheduler serves three kinds of traffic on one port: *control* frames (signalling, served
 //! first within the port's control bucket), *reserved flows* (one queue per flow, each served within its reservation), and
@@ -37,6 +37,22 @@ impl FlowHandle {
     }
 }
 
+/// Which Integrated Services class a reserved flow is (QSR §3.1): where a [`super::Port`] of
+/// kind [`super::SchedulerKind::Qsr`] serves it, and which buffer pool its queue charges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Service {
+    /// Guaranteed Service (RFC 2212): non-work-conserving at the flow's rate `R` on the timing
+    /// wheel (or the cyclic scheduler's quota), the [`super::TrafficClass::Guaranteed`] pool.
+    /// Every reservation of the EtheReal switch is one.
+    #[default]
+    Guaranteed,
+    /// Controlled Load (RFC 2211): work-conserving weighted fair queueing at a weight equal to
+    /// the flow's token rate `r`, sharing idle bandwidth with the other Controlled-Load flows
+    /// and default traffic; the [`super::TrafficClass::ControlledLoad`] pool. Only a port of
+    /// kind [`super::SchedulerKind::Qsr`] accepts such flows.
+    ControlledLoad,
+}
+
 /// What a reserved flow asks of a scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlowSpec {
@@ -50,6 +66,9 @@ pub struct FlowSpec {
     /// the flow at this hop, from its burst at this hop and the scheduler's latency
     /// (`rtlan_calculus::servers`). 0 = EtheReal §3.3's fixed rule, 2 × `max_burst`.
     pub queue_bytes: usize,
+    /// The flow's service class: Guaranteed (the timing wheel, or the cyclic scheduler) or
+    /// Controlled Load (weighted fair queueing, QSR ports only).
+    pub service: Service,
 }
 
 /// Counters of one reserved flow.
@@ -107,7 +126,8 @@ pub struct SchedStats {
     pub budget_violations: u64,
     /// Reserved frames handed out too late to finish by their deadline (timing wheel: the
     /// frame's eligibility time plus its flow's relative deadline; 0 for the cyclic scheduler,
-    /// which has no per-frame deadline). Zero while the driver wakes on time and the
+    /// which has no per-frame deadline, and never for Controlled-Load frames, whose bound is a
+    /// service curve, not a per-frame deadline). Zero while the driver wakes on time and the
     /// reservations plus the control rate fit the line; late wake-ups cause them.
     pub deadline_misses: u64,
 }

@@ -158,7 +158,36 @@ pub struct WheelDiscipline {
 impl Port<WheelDiscipline> {
     /// A scheduler with no flows whose slot 0 starts at `now`.
     pub fn new(cfg: SchedConfig, now: Instant) -> Result<WheelScheduler, SchedError> {
-        PortCore::check_line_rate(&cfg)?;
+        let (core, rt) = WheelDiscipline::build(&cfg, now)?;
+        Ok(Port { core, rt })
+    }
+
+    /// The slot length of the wheel.
+    pub fn granularity(&self) -> Duration {
+        self.rt.unit()
+    }
+
+    /// The relative deadline `d_i` of `flow` ([`wheel_deadline_ns`]; `None` for a stale handle).
+    pub fn flow_deadline(&self, flow: FlowHandle) -> Option<Duration> {
+        self.rt.deadline_ns(flow).map(Duration::from_nanos)
+    }
+
+    /// Test hook: serve released frames in eligibility order (the broken FIFO variant).
+    #[cfg(test)]
+    fn set_fifo_order(&mut self) {
+        self.rt.fifo_order = true;
+    }
+}
+
+impl WheelDiscipline {
+    /// The shared port part and an empty wheel built from `cfg` (after checking the fields the
+    /// wheel reads), slot 0 starting at `now`: for [`WheelScheduler::new`] and the QSR port,
+    /// which runs the same wheel for its Guaranteed flows.
+    pub(crate) fn build(
+        cfg: &SchedConfig,
+        now: Instant,
+    ) -> Result<(PortCore, WheelDiscipline), SchedError> {
+        PortCore::check_line_rate(cfg)?;
         if !(MIN_GRANULARITY..=MAX_GRANULARITY).contains(&cfg.granularity) {
             return Err(SchedError::GranularityOutOfRange(cfg.granularity));
         }
@@ -170,12 +199,12 @@ impl Port<WheelDiscipline> {
         }
         // Without a cycle, the default non-real-time FIFO holds 2 × line rate × 10 ms (the
         // cyclic scheduler's default cycle), so both schedulers size it alike.
-        let core = PortCore::new(&cfg, cfg.max_frame, super::DEFAULT_CYCLE)?;
+        let core = PortCore::new(cfg, cfg.max_frame, super::DEFAULT_CYCLE)?;
         // MAX_GRANULARITY is 10 ms, so the nanoseconds fit a u64.
         let granularity_ns = u64::try_from(cfg.granularity.as_nanos()).unwrap_or(u64::MAX);
-        Ok(Port {
+        Ok((
             core,
-            rt: WheelDiscipline {
+            WheelDiscipline {
                 granularity_ns,
                 epoch: now.as_nanos(),
                 flows: FlowSlab::with_capacity(0),
@@ -187,30 +216,14 @@ impl Port<WheelDiscipline> {
                 #[cfg(test)]
                 trace: Vec::new(),
             },
-        })
+        ))
     }
 
-    /// The slot length of the wheel.
-    pub fn granularity(&self) -> Duration {
-        self.rt.unit()
+    /// The relative deadline `d_i` of `flow` in ns (`None` for a stale handle).
+    pub(crate) fn deadline_ns(&self, flow: FlowHandle) -> Option<u64> {
+        self.flows.get(flow).map(|f| f.deadline_ns)
     }
 
-    /// The relative deadline `d_i` of `flow` ([`wheel_deadline_ns`]; `None` for a stale handle).
-    pub fn flow_deadline(&self, flow: FlowHandle) -> Option<Duration> {
-        self.rt
-            .flows
-            .get(flow)
-            .map(|f| Duration::from_nanos(f.deadline_ns))
-    }
-
-    /// Test hook: serve released frames in eligibility order (the broken FIFO variant).
-    #[cfg(test)]
-    fn set_fifo_order(&mut self) {
-        self.rt.fifo_order = true;
-    }
-}
-
-impl WheelDiscipline {
     /// The boundary of slot `k` in ns.
     fn boundary(&self, k: u64) -> u64 {
         self.epoch

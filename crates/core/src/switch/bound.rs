@@ -106,7 +106,8 @@ pub fn port_server(params: &ServerParams, line_rate_bps: u64) -> Server {
             cycle_ns: nanos(params.cycle_time),
             rt_share_percent: params.cap_percent,
         }),
-        SchedulerKind::Wheel => Server::Wheel(WheelParams {
+        // A QSR port serves the switch's connections (all Guaranteed) on the same wheel.
+        SchedulerKind::Wheel | SchedulerKind::Qsr => Server::Wheel(WheelParams {
             port,
             granularity_ns: nanos(sched.granularity),
         }),
@@ -144,7 +145,7 @@ pub fn hop_terms(
     let bound_ns = servers::end_to_end_ns(flow, accumulated_ns)?;
     let cycle_work_bits = match server {
         Server::Cyclic(params) => servers::cyclic_cycle_work_bits(flow, params.cycle_ns)?,
-        Server::Wheel(_) => 0,
+        Server::Wheel(_) | Server::Wfq(_) => 0,
     };
     Ok(HopTerms {
         cycle_work_bits,
@@ -198,12 +199,12 @@ impl Switch {
     }
 }
 
-/// The cycle-work budget `U·C·T` of a cyclic port (`None` for a wheel port, or one whose budget
-/// cannot be computed): what admission books cycle work against.
+/// The cycle-work budget `U·C·T` of a cyclic port (`None` for a wheel or WF²Q+ port, or one
+/// whose budget cannot be computed): what admission books cycle work against.
 pub fn work_budget(server: &Server) -> Option<u64> {
     match server {
         Server::Cyclic(params) => servers::cyclic_work_budget_bits(params).ok(),
-        Server::Wheel(_) => None,
+        Server::Wheel(_) | Server::Wfq(_) => None,
     }
 }
 

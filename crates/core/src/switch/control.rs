@@ -29,7 +29,7 @@ use super::sched::SchedError;
 use super::signal::{Answer, Held, InProgress, Wait};
 use super::{PortId, Switch, SwitchTimer};
 use crate::egress::queue::MIN_CHARGE;
-use crate::egress::{FlowHandle, FlowSpec};
+use crate::egress::{FlowHandle, FlowSpec, Service};
 use crate::time::Instant;
 
 /// Longest control frame this switch emits (its messages carry at most a DELAY or BOUND TLV, the
@@ -454,6 +454,7 @@ impl Switch {
             max_burst,
             max_packet,
             queue_bytes,
+            service: Service::Guaranteed,
         };
         port.sched.add_flow(spec).map_err(|error| match error {
             SchedError::Oversubscribed { .. } => FailReason::Bandwidth,

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant as WallClock};
 
-use rtlan_core::egress::{CyclicScheduler, FlowSpec, SchedConfig};
+use rtlan_core::egress::{CyclicScheduler, FlowSpec, SchedConfig, Service};
 use rtlan_core::Instant;
 
 /// Connections on the scratch scheduler.
@@ -34,6 +34,7 @@ pub fn cpu_cost_per_connection() -> Option<Duration> {
         max_burst: 200,
         max_packet: 100,
         queue_bytes: 0,
+        service: Service::Guaranteed,
     };
     let flows = (0..CONNECTIONS)
         .map(|_| sched.add_flow(spec).ok())

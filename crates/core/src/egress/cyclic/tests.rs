@@ -13,7 +13,7 @@ use rtlan_wire::cost::tx_time;
 
 use super::*;
 use crate::egress::pool::{PoolConfig, TrafficClass};
-use crate::egress::sched::{ConnStats, FlowSpec};
+use crate::egress::sched::{ConnStats, FlowSpec, Service};
 use crate::node::Medium;
 use crate::time::Instant;
 
@@ -65,6 +65,7 @@ impl Keyed {
             max_burst,
             max_packet,
             queue_bytes: 0,
+            service: Service::Guaranteed,
         })?;
         self.keys.insert(key, handle);
         Ok(())
@@ -703,7 +704,8 @@ fn queues_charge_their_buffer_pools() {
     let cfg = SchedConfig {
         pools: PoolConfig {
             control: 0,
-            reserved: 2_000,
+            guaranteed: 2_000,
+            controlled_load: 0,
             default: 1_000,
             excess: 1_000,
         },
@@ -717,7 +719,7 @@ fn queues_charge_their_buffer_pools() {
         assert!(s.enqueue_rt(Instant::ZERO, 1, &frame(1, seq, 1000)));
     }
     assert!(!s.enqueue_rt(Instant::ZERO, 1, &frame(1, 3, 1000)));
-    let reserved = *s.pools().stats(TrafficClass::Reserved);
+    let reserved = *s.pools().stats(TrafficClass::Guaranteed);
     assert_eq!(
         (reserved.used_bytes, reserved.borrowed_bytes),
         (3_000, 1_000)
@@ -737,7 +739,8 @@ fn queues_charge_their_buffer_pools() {
     let cfg = SchedConfig {
         pools: PoolConfig {
             control: 0,
-            reserved: 0,
+            guaranteed: 0,
+            controlled_load: 0,
             default: 0,
             excess: 100,
         },

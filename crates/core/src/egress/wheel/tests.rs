@@ -12,7 +12,7 @@ use rtlan_wire::cost::{tx_time, wire_bits};
 use super::*;
 use crate::egress::bucket::TokenBucket;
 use crate::egress::pool::TrafficClass;
-use crate::egress::sched::{FlowSpec, Scheduler};
+use crate::egress::sched::{FlowSpec, Scheduler, Service};
 use crate::egress::{CONTROL_RATE_DIVISOR, DEFAULT_CONTROL_BURST_BYTES};
 use crate::node::Medium;
 
@@ -40,6 +40,7 @@ fn spec(rate_bps: u64, max_packet: usize) -> FlowSpec {
         max_burst: max_packet,
         max_packet,
         queue_bytes: 1 << 16,
+        service: Service::Guaranteed,
     }
 }
 
@@ -383,7 +384,7 @@ fn removing_a_flow_frees_it_and_its_handle_goes_stale() {
     assert_eq!(sent.iter().map(|x| x.key).collect::<Vec<_>>(), vec![2]);
     assert_eq!(s.poll_timeout(), None);
     assert!(s.remove_flow(b).is_some());
-    assert_eq!(s.pools().stats(TrafficClass::Reserved).used_bytes, 0);
+    assert_eq!(s.pools().stats(TrafficClass::Guaranteed).used_bytes, 0);
 }
 
 /// A reserved-flow source for the deadline test: greedy within its own (r, b) token bucket, but
