@@ -78,6 +78,12 @@ pub struct RsvpSettings {
     /// Guaranteed-Service buffer of each port, bytes: every Guaranteed flow takes 2M of it
     /// (QSR §3.1).
     pub gs_buffer_bytes: usize,
+    /// Controlled-Load buffer of each port, bytes, shared statistically: a Controlled-Load
+    /// flow is admitted while the Gaussian estimate of overflowing it stays below
+    /// 10^−`cl_overflow_exponent` (QSR §3.1, `egress::admission`).
+    pub cl_buffer_bytes: usize,
+    /// ε = 10^−k of the Controlled-Load buffer test.
+    pub cl_overflow_exponent: u8,
     /// Most path states and most reservations.
     pub max_states: usize,
     /// Seed of the refresh jitter.
@@ -90,12 +96,15 @@ pub struct RsvpSettings {
 
 impl Default for RsvpSettings {
     /// R = 30 s, a 10 % default floor, 256 KiB of Guaranteed buffer per port (87 flows of
-    /// 1,500-byte packets), 100,000 states, RSVP on the protected control queue.
+    /// 1,500-byte packets), 256 KiB of Controlled-Load buffer with ε = 10⁻⁶, 100,000 states,
+    /// RSVP on the protected control queue.
     fn default() -> Self {
         RsvpSettings {
             refresh: Duration::from_secs(30),
             default_floor_percent: 10,
             gs_buffer_bytes: 256 * 1024,
+            cl_buffer_bytes: 256 * 1024,
+            cl_overflow_exponent: 6,
             max_states: 100_000,
             seed: 1,
             protected: true,

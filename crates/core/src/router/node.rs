@@ -182,13 +182,19 @@ impl Router {
                 },
                 ..SchedConfig::for_medium(p.medium, UNPACED_NOMINAL_BPS)
             };
-            // Guaranteed Service needs the timing wheel (QSR §3.1); without RSVP the cyclic
-            // scheduler's default queue is all a port uses.
+            // The QSR port (QSR §3.1): Guaranteed flows on the timing wheel, Controlled-Load and
+            // default IP on WF²Q+ with the default floor; without RSVP the cyclic scheduler's
+            // default queue is all a port uses.
             let kind = if config.rsvp.is_some() {
-                SchedulerKind::Wheel
+                SchedulerKind::Qsr
             } else {
                 SchedulerKind::Cyclic
             };
+            let mut cfg = cfg;
+            if let Some(r) = &config.rsvp {
+                cfg.default_floor_bps =
+                    cfg.line_rate_bps / 100 * u64::from(r.default_floor_percent.min(99));
+            }
             let sched = PortScheduler::new(kind, cfg, now).map_err(|error| {
                 RouterConfigError::Scheduler {
                     port: p.name.clone(),
@@ -224,6 +230,8 @@ impl Router {
                 switched.terms.push(hop_terms(&p.sched, floor));
             }
             switched.gs_buffer_bytes = settings.gs_buffer_bytes;
+            switched.cl_buffer_bytes = settings.cl_buffer_bytes;
+            switched.cl_epsilon = 10f64.powi(-i32::from(settings.cl_overflow_exponent));
             Rsvp::new(RsvpConfig {
                 refresh: settings.refresh,
                 max_paths: settings.max_states,

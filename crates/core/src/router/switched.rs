@@ -9,10 +9,10 @@
 //!   IP (§3.1: "excess … detected when entering the network and forwarded as default IP").
 //! - **Resources** ([`RouterResources`], the engine's [`Resources`]): a reservation becomes a
 //!   flow on the output port's timing wheel — Guaranteed at rate R with bucket M, Controlled-Load
-//!   at its TSpec rate r (on the same wheel until the work-conserving Controlled-Load discipline
-//!   lands) — admitted only if the port's reservations stay below the line rate minus the
-//!   default-IP floor and the control rate, and a Guaranteed flow's 2M of buffer fits the
-//!   port's Guaranteed pool.
+//!   at its TSpec rate r on the port's WF²Q+ (the QSR port, `egress::qsr`) — admitted only if the
+//!   port's reservations stay below the line rate minus the default-IP floor and the control
+//!   rate, a Guaranteed flow's 2M of buffer fits the port's Guaranteed pool, and with a new
+//!   Controlled-Load flow the Gaussian estimate of overflowing the CL buffer stays below ε.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -21,8 +21,9 @@ use rtlan_wire::rsvp::{ErrorCode, Flowspec, TokenBucket as Tspec};
 
 use super::classify::FlowKey;
 use super::fib::Fib;
+use crate::egress::admission::cl_buffer_admits;
 use crate::egress::bucket::TokenBucket;
-use crate::egress::{FlowHandle, FlowSpec, PortScheduler};
+use crate::egress::{FlowHandle, FlowSpec, PortScheduler, Service};
 use crate::rsvp::{HopTerms, Refusal, Resources, ResvId, ResvRequest, RouteTo, Routing};
 use crate::time::Instant;
 use crate::PortId;
@@ -81,6 +82,8 @@ pub(crate) struct Booking {
     pub(crate) handle: FlowHandle,
     pub(crate) rate_bps: u64,
     pub(crate) gs_buffer: usize,
+    /// A Controlled-Load flow's bucket depth, bytes (0 for Guaranteed).
+    pub(crate) cl_depth: u64,
 }
 
 /// The switched state of a router.
@@ -99,6 +102,9 @@ pub(crate) struct Switched {
     pub(crate) floor_bps: Vec<u64>,
     /// Guaranteed buffer per port, bytes.
     pub(crate) gs_buffer_bytes: usize,
+    /// Controlled-Load buffer per port, bytes, and the overflow probability admitted.
+    pub(crate) cl_buffer_bytes: usize,
+    pub(crate) cl_epsilon: f64,
     /// Per port: what it adds to a path's ADSPEC.
     pub(crate) terms: Vec<HopTerms>,
 }
@@ -223,11 +229,45 @@ impl Resources for RouterResources<'_> {
         if buffer_used + gs_buffer > self.switched.gs_buffer_bytes {
             return Err(buffer);
         }
-        let spec = FlowSpec {
-            rate_bps,
-            max_burst: max_packet,
-            max_packet,
-            queue_bytes: 2 * max_packet.max(60),
+        let bucket = f64::from(tspec.size.to_f32());
+        let cl_depth = if guaranteed || !bucket.is_finite() || bucket < 0.0 {
+            0
+        } else {
+            (bucket.ceil() as u64).max(max_packet as u64)
+        };
+        if !guaranteed {
+            // QSR §3.1: the Controlled-Load flows' buckets against the CL buffer, Gaussian.
+            let mut depths: Vec<u64> = self
+                .switched
+                .bookings
+                .iter()
+                .filter(|(other, b)| **other != id && b.port == port && b.cl_depth > 0)
+                .map(|(_, b)| b.cl_depth)
+                .collect();
+            depths.push(cl_depth);
+            let pool = self.switched.cl_buffer_bytes as u64;
+            if !cl_buffer_admits(&depths, pool, self.switched.cl_epsilon).unwrap_or(false) {
+                return Err(buffer);
+            }
+        }
+        let spec = if guaranteed {
+            // Bucket M: reshaped at R (QSR §3.1), 2M of queue.
+            FlowSpec {
+                rate_bps,
+                max_burst: max_packet,
+                max_packet,
+                queue_bytes: 2 * max_packet.max(60),
+                service: Service::Guaranteed,
+            }
+        } else {
+            let burst = usize::try_from(cl_depth).unwrap_or(usize::MAX);
+            FlowSpec {
+                rate_bps,
+                max_burst: burst,
+                max_packet,
+                queue_bytes: burst.saturating_add(max_packet),
+                service: Service::ControlledLoad,
+            }
         };
         // A change replaces the flow: the old one goes first so its rate is free again.
         if let Some(b) = old {
@@ -262,6 +302,7 @@ impl Resources for RouterResources<'_> {
                 handle,
                 rate_bps,
                 gs_buffer,
+                cl_depth,
             },
         );
         Ok(())

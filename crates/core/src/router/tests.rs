@@ -1199,6 +1199,44 @@ mod switched_paths {
         assert_eq!(s1.drop_reserved_queue, 0);
     }
 
+    fn controlled_load(rate: f32, bucket: f32) -> Flowspec {
+        Flowspec::ControlledLoad {
+            tspec: tspec(rate, bucket),
+        }
+    }
+
+    #[test]
+    fn a_controlled_load_reservation_is_switched_and_its_buffer_test_refuses_what_overflows() {
+        let mut net = net();
+        open(&mut net, 125_000.0, 3000.0);
+        net.run_for(Duration::from_millis(10));
+        reserve(&mut net, controlled_load(125_000.0, 3000.0));
+        net.run_for(Duration::from_millis(10));
+        assert_eq!(net.r(R2).label_table().len(), 1);
+        stream(&mut net, 10, 32, Duration::from_millis(1));
+        net.run_for(Duration::from_millis(5));
+        assert_eq!(net.r(R2).stats().labelled_switched, 10);
+
+        // A 300 KB bucket alone fits no 256 KiB Controlled-Load buffer: Σb/2 + 4.75·√(Σb²/12)
+        // = 150,000 + 411,000 bytes. Refused for buffer (value 3), the old one kept in place.
+        reserve(&mut net, controlled_load(125_000.0, 300_000.0));
+        net.run_for(Duration::from_millis(10));
+        let err = net.h(B).rsvp_events.iter().rev().find_map(|e| match e {
+            Event::ResvError { error, .. } => Some(*error),
+            _ => None,
+        });
+        let err = err.expect("b is told");
+        assert_eq!(
+            (err.code, err.value),
+            (ErrorCode::AdmissionControlFailure, 3)
+        );
+        assert_eq!(
+            net.r(R2).label_table().len(),
+            1,
+            "the old reservation stays"
+        );
+    }
+
     #[test]
     fn the_switched_path_survives_refreshes() {
         let mut net = reserved();
