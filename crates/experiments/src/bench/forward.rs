@@ -32,8 +32,11 @@ pub struct ForwardSettings {
     pub mps: u32,
     /// sockperf message (UDP payload) size, bytes.
     pub msg_size: u32,
-    /// Also measure the Linux bridge with veth offloads on.
+    /// Also measure the Linux bridge (or, routed, the kernel's router) with veth offloads on.
     pub offloads_baseline: bool,
+    /// Measure routers instead of switches: the rtlan router against the kernel's forwarding
+    /// (`ip_forward = 1`) between two subnets.
+    pub router: bool,
     /// Leave the labs running afterwards.
     pub keep: bool,
     /// The rtlan executable (the labs' switches).
@@ -76,12 +79,27 @@ impl ForwardReport {
     }
 }
 
-/// The benchmark topology: hosts a and b on switch s1, unlimited links.
+/// The benchmark topology: hosts a and b on switch s1 (or, routed, on either side of router
+/// r1), unlimited links.
 fn topology_text(variant: Variant, switch_cpu: Option<usize>) -> String {
+    if variant.routed() {
+        let (kind, offloads) = match variant {
+            Variant::RtlanRouter => ("rtlan", false),
+            Variant::KernelRouterOffloads => ("linux-router", true),
+            _ => ("linux-router", false),
+        };
+        return format!(
+            "[lab]\noffloads = {offloads}\n\n\
+             [[host]]\nname = \"{HOST_A}\"\n\n[[host]]\nname = \"{HOST_B}\"\n\n\
+             [[router]]\nname = \"{r}\"\nkind = \"{kind}\"\n\n\
+             [[link]]\nends = [\"{HOST_A}\", \"{r}\"]\n\n[[link]]\nends = [\"{r}\", \"{HOST_B}\"]\n",
+            r = measure::ROUTER,
+        );
+    }
     let (kind, offloads) = match variant {
         Variant::Rtlan => ("rtlan", false),
-        Variant::Bridge => ("linux-bridge", false),
         Variant::BridgeOffloads => ("linux-bridge", true),
+        _ => ("linux-bridge", false),
     };
     let cpu = match (variant, switch_cpu) {
         (Variant::Rtlan, Some(cpu)) => format!("cpu = {cpu}\n"),
@@ -102,6 +120,9 @@ fn lab_name(variant: Variant) -> String {
         Variant::Rtlan => "bfr",
         Variant::Bridge => "bfb",
         Variant::BridgeOffloads => "bfo",
+        Variant::RtlanRouter => "brr",
+        Variant::KernelRouter => "brk",
+        Variant::KernelRouterOffloads => "bro",
     };
     format!("{tag}{}", std::process::id() % 10_000_000)
 }
@@ -144,9 +165,17 @@ pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<For
         mps: args.mps,
         msg_size: args.msg_size,
     };
-    let mut variants = vec![Variant::Rtlan, Variant::Bridge];
+    let mut variants = if args.router {
+        vec![Variant::RtlanRouter, Variant::KernelRouter]
+    } else {
+        vec![Variant::Rtlan, Variant::Bridge]
+    };
     if args.offloads_baseline {
-        variants.push(Variant::BridgeOffloads);
+        variants.push(if args.router {
+            Variant::KernelRouterOffloads
+        } else {
+            Variant::BridgeOffloads
+        });
     }
 
     // Timing-sensitive: never share the machine with lab tests (DESIGN.md §7).
@@ -162,7 +191,7 @@ pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<For
         results.push(VariantRuns::new(
             v,
             lab.name().to_string(),
-            matches!(v, Variant::BridgeOffloads),
+            matches!(v, Variant::BridgeOffloads | Variant::KernelRouterOffloads),
         ));
         labs.push(lab);
         progress(Step::Advance(1));
@@ -201,6 +230,7 @@ pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<For
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtlan_topology::RouterKind;
 
     #[test]
     fn topologies_parse_and_differ_where_they_should() {
@@ -215,18 +245,41 @@ mod tests {
         assert!(!text.contains("cpu ="), "a bridge takes no cpu option");
         assert!(text.contains("offloads = true"));
         assert!(!topology_text(Variant::Rtlan, None).contains("cpu ="));
+        // Routed: a and b on two subnets with r1 between them, the kind as asked.
+        for (v, kind, offloads) in [
+            (Variant::RtlanRouter, RouterKind::Rtlan, false),
+            (Variant::KernelRouter, RouterKind::LinuxRouter, false),
+            (Variant::KernelRouterOffloads, RouterKind::LinuxRouter, true),
+        ] {
+            let t = Topology::from_str(&topology_text(v, Some(1)), "t").expect("parses");
+            assert_eq!(t.routers.len(), 1);
+            assert_eq!(t.routers[0].kind, kind);
+            assert_eq!(t.offloads, offloads);
+            assert_eq!(t.segments.len(), 2);
+            assert_eq!(
+                t.host(HOST_A).unwrap().gateway,
+                Some(t.routers[0].ports[0].ip)
+            );
+        }
     }
 
     #[test]
     fn lab_names_are_valid_and_distinct() {
-        let names: Vec<String> = [Variant::Rtlan, Variant::Bridge, Variant::BridgeOffloads]
-            .into_iter()
-            .map(lab_name)
-            .collect();
+        let names: Vec<String> = [
+            Variant::Rtlan,
+            Variant::Bridge,
+            Variant::BridgeOffloads,
+            Variant::RtlanRouter,
+            Variant::KernelRouter,
+            Variant::KernelRouterOffloads,
+        ]
+        .into_iter()
+        .map(lab_name)
+        .collect();
         for n in &names {
             assert!(rtlan_lab::valid_lab_name(n), "{n}");
         }
-        assert_ne!(names[0], names[1]);
-        assert_ne!(names[1], names[2]);
+        let distinct: std::collections::BTreeSet<_> = names.iter().collect();
+        assert_eq!(distinct.len(), names.len());
     }
 }

@@ -23,6 +23,8 @@ pub(super) const HOST_A: &str = "a";
 pub(super) const HOST_B: &str = "b";
 /// The switch.
 pub(super) const SWITCH: &str = "s1";
+/// The router of the routed benchmark labs (`bench forward --router`).
+pub(super) const ROUTER: &str = "r1";
 
 /// How long trafgen sends before the measurement window opens (pinning settles, rings fill).
 const WARM_UP: Duration = Duration::from_millis(500);
@@ -168,10 +170,18 @@ fn sample(lab: &Lab, socket: Option<&Path>) -> anyhow::Result<Sample> {
 /// Floods minimum-size (or `frame_len`) frames from a to b and measures what b received.
 pub(super) fn forwarding_rate(lab: &Lab, settings: &Settings) -> anyhow::Result<PpsRun> {
     let ns_a = lab.netns(HOST_A)?.to_string();
+    // Routed, the flood goes to the router's MAC on a's side (the frames a's stack would send
+    // to its gateway); switched, to b's.
+    let routed = !lab.topology().routers.is_empty();
+    let dst_mac = if routed {
+        lab.mac(ROUTER, "p0")?
+    } else {
+        lab.mac(HOST_B, "eth0")?
+    };
     let mut spec = TrafgenUdp::new(
         "eth0",
         lab.mac(HOST_A, "eth0")?,
-        lab.mac(HOST_B, "eth0")?,
+        dst_mac,
         lab.host_ip(HOST_A)?,
         lab.host_ip(HOST_B)?,
     );
@@ -179,7 +189,11 @@ pub(super) fn forwarding_rate(lab: &Lab, settings: &Settings) -> anyhow::Result<
     spec.cpu = settings.trafgen_cpu;
     let window = Duration::from_secs(settings.seconds.into());
     spec.duration = WARM_UP + window + TAIL;
-    let socket = lab.switch_socket(SWITCH);
+    let socket = if routed {
+        lab.router_socket(ROUTER)
+    } else {
+        lab.switch_socket(SWITCH)
+    };
     // Open the destination port so that b drops the flood cheaply (see `sink`).
     let _sink = super::sink::udp_sink(lab.netns(HOST_B)?, spec.dst_port)?;
 
@@ -293,7 +307,8 @@ fn parse_switch_counters(stats: &serde_json::Value) -> SwitchWindow {
         tx_frames: sum(shell, "tx_frames"),
         rx_kernel_drops: sum(shell, "rx_kernel_drops"),
         tx_ring_full: sum(shell, "tx_ring_full"),
-        drop_queue_full: sum(&stats["switch"]["ports"], "drop_queue_full"),
+        drop_queue_full: sum(&stats["switch"]["ports"], "drop_queue_full")
+            + sum(&stats["router"]["ports"], "drop_queue_full"),
         loop_iterations: stats["shell"]["loop_iterations"].as_u64().unwrap_or(0),
     }
 }

@@ -9,6 +9,9 @@ use super::measure::{LatencyRun, PpsRun, Settings, TcpRun};
 pub(super) const TARGET_PPS_RATIO: f64 = 0.5;
 /// rtlan's p99 round-trip time may be at most this multiple of the bridge's.
 pub(super) const TARGET_P99_RATIO: f64 = 2.0;
+/// The rtlan router must forward at least as many packets per busy CPU as the kernel's router
+/// (issue 13's target).
+pub(super) const TARGET_ROUTER_PER_CPU_RATIO: f64 = 1.0;
 
 /// The switch a lab is built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -20,6 +23,12 @@ pub(super) enum Variant {
     Bridge,
     /// The Linux bridge with veth offloads on (TSO/GSO/GRO, partial checksums).
     BridgeOffloads,
+    /// The rtlan router (`bench forward --router`), veth offloads off.
+    RtlanRouter,
+    /// The kernel's own forwarding (`ip_forward = 1`), veth offloads off.
+    KernelRouter,
+    /// The kernel's forwarding with veth offloads on.
+    KernelRouterOffloads,
 }
 
 impl Variant {
@@ -29,7 +38,23 @@ impl Variant {
             Variant::Rtlan => "rtlan",
             Variant::Bridge => "bridge",
             Variant::BridgeOffloads => "bridge+offl",
+            Variant::RtlanRouter => "rtlan-rtr",
+            Variant::KernelRouter => "kernel",
+            Variant::KernelRouterOffloads => "kernel+offl",
         }
+    }
+
+    /// Whether this is rtlan's own node (the numerator of every ratio).
+    pub(super) fn is_ours(self) -> bool {
+        matches!(self, Variant::Rtlan | Variant::RtlanRouter)
+    }
+
+    /// Whether the lab is routed (a router between a and b) rather than switched.
+    pub(super) fn routed(self) -> bool {
+        matches!(
+            self,
+            Variant::RtlanRouter | Variant::KernelRouter | Variant::KernelRouterOffloads
+        )
     }
 }
 
@@ -210,15 +235,44 @@ pub(super) struct Document<'a> {
     ratios_vs_bridge_offloads: Option<Ratios>,
     /// The target, against the offloads-off bridge.
     target: Option<Target>,
+    /// rtlan router / the kernel's router (`--router`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ratios_vs_kernel_router: Option<Ratios>,
+    /// rtlan router / the kernel's router with offloads on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ratios_vs_kernel_router_offloads: Option<Ratios>,
+    /// The router target: packets per busy CPU ≥ the kernel's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    router_target: Option<RouterTarget>,
+}
+
+/// Issue 13's target for the router, against the kernel with offloads off.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(super) struct RouterTarget {
+    /// Least acceptable rtlan/kernel ratio of packets forwarded per busy CPU.
+    pub(super) per_busy_cpu_ratio_min: f64,
+    /// Whether it is met (`None`: not measured).
+    pub(super) met: Option<bool>,
+}
+
+impl RouterTarget {
+    fn judge(ratios: &Ratios) -> RouterTarget {
+        RouterTarget {
+            per_busy_cpu_ratio_min: TARGET_ROUTER_PER_CPU_RATIO,
+            met: ratios
+                .forwarded_per_busy_cpu
+                .map(|r| r >= TARGET_ROUTER_PER_CPU_RATIO),
+        }
+    }
 }
 
 fn find(all: &[VariantRuns], v: Variant) -> Option<&VariantRuns> {
     all.iter().find(|r| r.variant == v)
 }
 
-/// rtlan / `baseline` ratios, if both were run.
+/// rtlan / `baseline` ratios, if both were run (rtlan: the switch or the router, whichever ran).
 pub(super) fn ratios(all: &[VariantRuns], baseline: Variant) -> Option<Ratios> {
-    let ours = find(all, Variant::Rtlan)?.medians();
+    let ours = all.iter().find(|r| r.variant.is_ours())?.medians();
     let base = find(all, baseline)?.medians();
     Some(Ratios::of(&ours, &base))
 }
@@ -234,6 +288,7 @@ impl<'a> Document<'a> {
         all: &'a [VariantRuns],
     ) -> Self {
         let vs_bridge = ratios(all, Variant::Bridge);
+        let vs_kernel = ratios(all, Variant::KernelRouter);
         Document {
             command,
             date_utc,
@@ -250,6 +305,9 @@ impl<'a> Document<'a> {
             ratios_vs_bridge: vs_bridge,
             ratios_vs_bridge_offloads: ratios(all, Variant::BridgeOffloads),
             target: vs_bridge.as_ref().map(Target::judge),
+            ratios_vs_kernel_router: vs_kernel,
+            ratios_vs_kernel_router_offloads: ratios(all, Variant::KernelRouterOffloads),
+            router_target: vs_kernel.as_ref().map(RouterTarget::judge),
         }
     }
 }
@@ -287,19 +345,33 @@ pub(super) fn table(
     use std::fmt::Write as _;
     let mut out = String::new();
     let medians: Vec<Medians> = all.iter().map(VariantRuns::medians).collect();
-    let vs = ratios(all, Variant::Bridge);
+    let routed = all.iter().any(|r| r.variant.routed());
+    let (baseline, what, column) = if routed {
+        (
+            Variant::KernelRouter,
+            "hosts a, b on either side of router r1",
+            "rtlan/kernel",
+        )
+    } else {
+        (
+            Variant::Bridge,
+            "hosts a, b on one switch s1",
+            "rtlan/bridge",
+        )
+    };
+    let vs = ratios(all, baseline);
     // Writing to a String cannot fail.
     let _ = writeln!(
         out,
-        "rtlan bench forward: hosts a, b on one switch s1, unlimited veth links; median of {runs} \
-         run(s), {} s each; {} CPU(s), kernel {}",
+        "rtlan bench forward: {what}, unlimited veth links; median of {runs} run(s), {} s each; \
+         {} CPU(s), kernel {}",
         settings.seconds, machine.nproc, machine.kernel
     );
     let _ = write!(out, "{:<34}", "");
     for r in all {
         let _ = write!(out, "{:>12}", r.variant.heading());
     }
-    let _ = writeln!(out, "{:>14}", "rtlan/bridge");
+    let _ = writeln!(out, "{:>14}", column);
     type Row = (
         &'static str,
         fn(&Medians) -> Option<f64>,
@@ -370,12 +442,21 @@ pub(super) fn table(
          socket); latency: sockperf ping-pong --full-rtt, {} B messages at {} msg/s",
         settings.msg_size, settings.mps
     );
-    if let Some(t) = vs.as_ref().map(Target::judge) {
-        let verdict = |m: Option<bool>| match m {
-            Some(true) => "met",
-            Some(false) => "NOT met",
-            None => "not measured",
-        };
+    let verdict = |m: Option<bool>| match m {
+        Some(true) => "met",
+        Some(false) => "NOT met",
+        None => "not measured",
+    };
+    if routed {
+        if let Some(t) = vs.as_ref().map(RouterTarget::judge) {
+            let _ = writeln!(
+                out,
+                "target (vs the kernel's router, offloads off): packets per busy CPU ≥ {:.1}× {}",
+                t.per_busy_cpu_ratio_min,
+                verdict(t.met)
+            );
+        }
+    } else if let Some(t) = vs.as_ref().map(Target::judge) {
         let _ = writeln!(
             out,
             "target (vs bridge, offloads off): packet rate ≥ {:.1}× {}; p99 RTT ≤ {:.1}× {}",

@@ -85,9 +85,13 @@ pub(crate) struct ForwardArgs {
     /// sockperf message (UDP payload) size, bytes.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(14..=1472))]
     msg_size: u32,
-    /// Skip the Linux-bridge lab with veth offloads on.
+    /// Skip the Linux-bridge (or kernel-router) lab with veth offloads on.
     #[arg(long)]
     no_offloads_baseline: bool,
+    /// Measure the rtlan router against the kernel's own forwarding (a and b on two subnets,
+    /// router r1 between them) instead of the switch against the bridge.
+    #[arg(long)]
+    router: bool,
     /// Leave the labs running afterwards (remove them with `rtlan lab down --name …`).
     #[arg(long)]
     keep: bool,
@@ -136,6 +140,7 @@ pub(crate) fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
                 mps: args.mps,
                 msg_size: args.msg_size,
                 offloads_baseline: !args.no_offloads_baseline,
+                router: args.router,
                 keep: args.keep,
                 exe: exe()?,
             };
