@@ -689,6 +689,9 @@ impl Host {
                 Action::Reply { client, reply, .. } => self.on_reply(now, client, reply),
                 // Sources shape themselves; no kernel shaper to install.
                 Action::InstallShaper { .. } | Action::RemoveShaper { .. } => {}
+                // The simulated daemon signals EtheReal; reservations across routers use the
+                // host's own RSVP engine (`use_rsvp`).
+                Action::SendRsvp { .. } => {}
                 // Simulated applications never die.
                 Action::CheckPids(_) => self.rtcd.handle_dead_pids(now, &[]),
                 Action::ManagerAdmit { conn, .. } => self.rtcd.handle_manager_answer(

@@ -190,6 +190,19 @@ pub enum Reply {
 /// What the daemon asks its shell to do, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
+    /// Send an RSVP message (`signalling = "rsvp"`, `docs/rsvp.md` §7) as a raw IP packet
+    /// (protocol 46) to `dst` through the host's own routing, with IP TTL `ttl` and, if
+    /// `router_alert`, the Router Alert option.
+    SendRsvp {
+        /// IP destination.
+        dst: std::net::Ipv4Addr,
+        /// IP TTL.
+        ttl: u8,
+        /// Whether the IP header carries the Router Alert option.
+        router_alert: bool,
+        /// The RSVP message (common header and objects).
+        message: Vec<u8>,
+    },
     /// Send `repr` in a control frame (EtherType 0x88B5) from the host MAC to `dst`
     /// (`Repr::emit_frame(config.host_mac, dst, buf)`).
     SendControl {

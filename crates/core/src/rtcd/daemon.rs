@@ -23,6 +23,7 @@ use crate::timer::{TimerKind, TimerTable};
 mod auth;
 mod central;
 mod link;
+mod rsvp;
 
 /// One connection of the host's link, from SETUP until TEARDOWN_ACK (or giving up).
 #[derive(Debug, Clone)]
@@ -62,6 +63,8 @@ struct Conn {
     /// While re-signalled after a topology change: until when a refusal (NO_ROUTE) is retried,
     /// and how many retries so far (for the backoff).
     retry_until: Option<(Instant, u8)>,
+    /// Signalled with RSVP (`signalling = "rsvp"`) rather than SETUP.
+    rsvp: bool,
 }
 
 impl Conn {
@@ -118,6 +121,8 @@ pub struct Rtcd {
     actions: VecDeque<Action>,
     /// Signs what the daemon sends and checks what it receives when it has keys (`auth.rs`).
     auth: crate::auth::Authenticator,
+    /// The host side of RSVP (`signalling = "rsvp"`, `rsvp.rs`).
+    rsvp: Option<crate::rsvp::Rsvp>,
 }
 
 /// The daemon's node-level timers, in the order [`Rtcd::handle_timeout`] runs them when due
@@ -180,7 +185,14 @@ impl Rtcd {
         if !config.refresh_period.is_zero() {
             timers.set(RtcdTimer::Refresh, now + config.refresh_period);
         }
+        let rsvp = (config.signalling == super::Signalling::Rsvp).then(|| {
+            let mut c = crate::rsvp::RsvpConfig::new(crate::rsvp::Role::Host, vec![config.host_ip]);
+            c.refresh = config.rsvp_refresh;
+            c.seed = config.epoch;
+            crate::rsvp::Rsvp::new(c)
+        });
         let mut rtcd = Rtcd {
+            rsvp,
             timers,
             deadlines: BTreeSet::new(),
             ids: IdAllocator::new(first, last),
@@ -258,7 +270,11 @@ impl Rtcd {
     pub fn poll_timeout(&self) -> Option<Instant> {
         // Always `Some`: the reclaim timer is always armed.
         let retransmit = self.deadlines.first().map(|&(at, _)| at);
-        [self.timers.next(), retransmit].into_iter().flatten().min()
+        let rsvp = self.rsvp.as_ref().and_then(crate::rsvp::Rsvp::poll_timeout);
+        [self.timers.next(), retransmit, rsvp]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Sets connection `id`'s retransmission deadline, keeping the deadline index in step.
@@ -430,7 +446,9 @@ impl Rtcd {
         let request_id = self.fresh_request_id();
         self.reserved_bps += setup.rate;
         self.handles.insert(handle, id);
+        let rsvp = self.config.signalling == super::Signalling::Rsvp;
         let phase = match admission {
+            _ if rsvp => ConnPhase::Opening,
             Admission::Local => ConnPhase::Opening,
             Admission::Central | Admission::Both => ConnPhase::Admitting,
         };
@@ -446,7 +464,7 @@ impl Rtcd {
                 request_id,
                 attempts: 0,
                 deadline: None,
-                direct: admission == Admission::Central,
+                direct: rsvp || admission == Admission::Central,
                 manager_conn: None,
                 delay_bound_us: None,
                 required_delay_us: delay_us,
@@ -455,9 +473,12 @@ impl Rtcd {
                 recovering: None,
                 hops: 0,
                 retry_until: None,
+                rsvp,
             },
         );
-        if phase == ConnPhase::Admitting {
+        if rsvp {
+            self.open_rsvp(now, id);
+        } else if phase == ConnPhase::Admitting {
             let request = ManagerRequest {
                 src_ip: self.config.host_ip,
                 dst_ip: setup.dst_ip,
@@ -553,6 +574,10 @@ impl Rtcd {
         }
         if conn.published {
             self.unpublish(id, conn.shaping, conn.direct, conn.setup.dst_ip);
+        }
+        if conn.rsvp {
+            let s = conn.setup;
+            self.close_rsvp(s.dst_ip, s.dst_port, s.src_port);
         }
         Some(conn)
     }
@@ -1020,6 +1045,7 @@ impl Rtcd {
     /// REFRESH for the open connections when the refresh period has passed, and ask for PID
     /// liveness when the reclaim period has passed.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.rsvp_timeout(now);
         // Due connections are handled in id order, whatever their deadlines.
         let mut due: Vec<u16> = self
             .deadlines
@@ -1031,6 +1057,10 @@ impl Rtcd {
             let Some(conn) = self.conns.get(&id) else {
                 continue;
             };
+            if conn.rsvp {
+                self.rsvp_open_timed_out(id);
+                continue;
+            }
             if conn.attempts < self.config.max_attempts {
                 self.transmit(now, id);
             } else if conn.phase == ConnPhase::Opening {

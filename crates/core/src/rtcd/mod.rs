@@ -77,6 +77,10 @@ pub enum RtcdError {
     /// No answer to SETUP after the last retransmission.
     #[error("no answer from the first switch")]
     Timeout,
+    /// RSVP signalling (`signalling = "rsvp"`): a router refused (PathErr), or no reservation
+    /// came back in time.
+    #[error("RSVP: {0}")]
+    Rsvp(String),
     /// The bandwidth manager refused the connection (central admission).
     #[error("refused by the bandwidth manager: {0}")]
     ManagerRefused(String),
@@ -185,6 +189,21 @@ pub const TOPOLOGY_RESIGNAL_GAP: Duration = Duration::from_secs(1);
 /// Default [`Config::refresh_period`].
 pub const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_secs(10);
 
+/// How the daemon signals a connection (`signalling` in the configuration, `docs/rtcd.md`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Signalling {
+    /// EtheReal's SETUP through rtlan switches (with the admission above).
+    #[default]
+    Ethereal,
+    /// RSVP across QSR routers (QSR §3.2, RFC 2205): Path from the sender's daemon, Resv from
+    /// the receiver's; frames go plainly to the receiver's address and the first router
+    /// classifies them by 5-tuple.
+    Rsvp,
+}
+
+/// How long an RSVP open waits for the receiver's reservation before it fails.
+pub const RSVP_OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Daemon configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -238,6 +257,14 @@ pub struct Config {
     /// at least max age + 2 × forward delay of the network's spanning tree (802.1D-1998
     /// defaults: 20 s + 2 × 15 s).
     pub topology_resignal: Duration,
+    /// EtheReal or RSVP signalling.
+    pub signalling: Signalling,
+    /// RSVP's refresh period R (RFC 2205 default 30 s).
+    pub rsvp_refresh: Duration,
+    /// Under RSVP, whether this host, as a receiver, reserves for every sender whose Path
+    /// reaches it (Guaranteed at the sender's token rate), as the receiving daemon of an
+    /// unmodified application must.
+    pub rsvp_accept: bool,
 }
 
 impl Config {
@@ -265,6 +292,9 @@ impl Config {
             keys: crate::auth::KeyChain::default(),
             auth_seq_base: 0,
             topology_resignal: DEFAULT_TOPOLOGY_RESIGNAL,
+            signalling: Signalling::Ethereal,
+            rsvp_refresh: Duration::from_secs(30),
+            rsvp_accept: true,
         }
     }
 

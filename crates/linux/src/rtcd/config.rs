@@ -90,6 +90,12 @@ pub struct Config {
     pub lateness_budget: Duration,
     /// Keys of the link to the first switch (`crate::keys`); empty = unauthenticated.
     pub keys: rtlan_core::auth::KeyChain,
+    /// EtheReal SETUP (`"ethereal"`, default) or RSVP across routers (`"rsvp"`).
+    pub signalling: rtlan_core::rtcd::Signalling,
+    /// RSVP's refresh period R.
+    pub rsvp_refresh: Duration,
+    /// Under RSVP, whether this host reserves for every sender whose Path reaches it.
+    pub rsvp_accept: bool,
 }
 
 #[derive(Deserialize)]
@@ -117,6 +123,9 @@ struct RawConfig {
     host_delay: Option<String>,
     lateness_budget: Option<String>,
     keys: Option<Vec<crate::keys::RawKey>>,
+    signalling: Option<String>,
+    rsvp_refresh: Option<String>,
+    rsvp_accept: Option<bool>,
 }
 
 /// Parses `local`, `central` or `both`.
@@ -167,6 +176,9 @@ impl Config {
             host_delay: core.host_delay,
             lateness_budget: core.lateness_budget,
             keys: rtlan_core::auth::KeyChain::default(),
+            signalling: core.signalling,
+            rsvp_refresh: core.rsvp_refresh,
+            rsvp_accept: core.rsvp_accept,
         }
     }
 
@@ -273,6 +285,28 @@ impl Config {
             config.keys = crate::keys::key_chain(&keys)
                 .map_err(|e| ConfigError::Value(format!("keys: {e}")))?;
         }
+        if let Some(s) = raw.signalling {
+            config.signalling = match s.trim() {
+                "ethereal" => rtlan_core::rtcd::Signalling::Ethereal,
+                "rsvp" => rtlan_core::rtcd::Signalling::Rsvp,
+                other => {
+                    return Err(ConfigError::Value(format!(
+                        "signalling: `{other}` is not ethereal or rsvp"
+                    )))
+                }
+            };
+        }
+        if let Some(d) = raw.rsvp_refresh {
+            config.rsvp_refresh = parse_duration(&d)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    ConfigError::Value(format!("rsvp_refresh: `{d}` is not a positive duration"))
+                })?;
+        }
+        if let Some(a) = raw.rsvp_accept {
+            config.rsvp_accept = a;
+        }
         config.check_manager()?;
         // Catch what the core would refuse now, with the file in mind.
         config.core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))?;
@@ -320,6 +354,9 @@ impl Config {
         core.host_delay = self.host_delay;
         core.lateness_budget = self.lateness_budget;
         core.keys = self.keys.clone();
+        core.signalling = self.signalling;
+        core.rsvp_refresh = self.rsvp_refresh;
+        core.rsvp_accept = self.rsvp_accept;
         // Validate by construction; the instant does not matter.
         rtlan_core::rtcd::Rtcd::new(core.clone(), rtlan_core::time::Instant::from_nanos(0))
             .map_err(|e| ConfigError::Value(e.to_string()))?;

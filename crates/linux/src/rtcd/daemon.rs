@@ -29,6 +29,7 @@ const LINK_TOKEN: u64 = 1;
 const TIMER_TOKEN: u64 = 2;
 const MANAGER_TOKEN: u64 = 3;
 const CARRIER_TOKEN: u64 = 4;
+const RSVP_TOKEN: u64 = 5;
 /// Longest sleep, so that the shutdown flag is seen promptly and the carrier is read as often
 /// as [`CARRIER_CHECK`] asks.
 const MAX_SLEEP_MS: i32 = 20;
@@ -60,6 +61,8 @@ pub(super) struct Daemon {
     shaper: KernelShaper,
     /// The bandwidth manager's worker (central admission).
     manager: Option<ManagerLink>,
+    /// The RSVP socket (`signalling = "rsvp"`).
+    rsvp: Option<super::rsvp_socket::RsvpSocket>,
     report: RunReport,
 }
 
@@ -124,8 +127,18 @@ impl Daemon {
                 None
             }
         };
+        let rsvp = if rtcd.config().signalling == rtlan_core::rtcd::Signalling::Rsvp {
+            let socket = super::rsvp_socket::RsvpSocket::open().map_err(Error::Rsvp)?;
+            epoll
+                .add(socket.as_raw_fd(), libc::EPOLLIN as u32, RSVP_TOKEN)
+                .map_err(Error::Epoll)?;
+            Some(socket)
+        } else {
+            None
+        };
         let clients = clients::bind(socket, &epoll)?;
         Ok(Daemon {
+            rsvp,
             carrier,
             carrier_checked: std::time::Instant::now(),
             shaper: KernelShaper::new(
@@ -164,6 +177,7 @@ impl Daemon {
                     TIMER_TOKEN => self.timer.drain(),
                     MANAGER_TOKEN => self.manager_answers(),
                     LINK_TOKEN => self.receive_control(),
+                    RSVP_TOKEN => self.receive_rsvp(),
                     CARRIER_TOKEN => self.check_carrier(true),
                     t if self.clients.owns(t) => {
                         // Every request goes up: the core answers when it can.
@@ -243,6 +257,33 @@ impl Daemon {
         }
         self.report.carrier_changes += 1;
         self.rtcd.handle_link(clock::now(), up);
+    }
+
+    /// Hands every waiting RSVP packet to the core.
+    fn receive_rsvp(&mut self) {
+        let mut buf = [0u8; 65_536];
+        loop {
+            let Some(socket) = self.rsvp.as_mut() else {
+                return;
+            };
+            match socket.recv(&mut buf) {
+                Ok(Some((src, ttl, start, end))) => {
+                    self.report.control_received += 1;
+                    if let Err(e) = self
+                        .rtcd
+                        .handle_rsvp(clock::now(), src, ttl, &buf[start..end])
+                    {
+                        self.report.control_malformed += 1;
+                        tracing::debug!(%src, "RSVP message dropped: {e}");
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::warn!("RSVP socket receive: {e}");
+                    return;
+                }
+            }
+        }
     }
 
     fn receive_control(&mut self) {
@@ -334,6 +375,24 @@ impl Daemon {
                         Err(e) => {
                             self.report.send_errors += 1;
                             tracing::warn!(%dst, "control send: {e}");
+                        }
+                    }
+                }
+                Action::SendRsvp {
+                    dst,
+                    ttl,
+                    router_alert,
+                    message,
+                } => {
+                    let sent = match self.rsvp.as_mut() {
+                        Some(socket) => socket.send(dst, ttl, router_alert, &message),
+                        None => Err(std::io::Error::other("no RSVP socket")),
+                    };
+                    match sent {
+                        Ok(()) => self.report.control_sent += 1,
+                        Err(e) => {
+                            self.report.send_errors += 1;
+                            tracing::warn!(%dst, "RSVP send: {e}");
                         }
                     }
                 }

@@ -83,6 +83,7 @@ pub fn error_code(error: &RtcdError) -> &'static str {
         RtcdError::NotOwner => "not_owner",
         RtcdError::ManagerRefused(_) => "manager_refused",
         RtcdError::ManagerUnreachable(_) => "manager_unreachable",
+        RtcdError::Rsvp(_) => "rsvp",
     }
 }
 

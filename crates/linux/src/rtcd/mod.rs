@@ -16,6 +16,7 @@ mod daemon;
 mod json;
 mod link;
 mod manager;
+mod rsvp_socket;
 mod tc;
 
 use std::io;
@@ -67,6 +68,9 @@ pub enum Error {
     /// The core refused the configuration.
     #[error("rtcd core: {0}")]
     Core(#[from] rtlan_core::rtcd::RtcdError),
+    /// The RSVP socket could not be opened (`signalling = "rsvp"` needs CAP_NET_RAW).
+    #[error("RSVP socket: {0}")]
+    Rsvp(#[source] io::Error),
 }
 
 /// The daemon's counters, returned when it stops.

@@ -774,6 +774,7 @@ proptest! {
 
 mod central;
 mod host_term;
+mod rsvp;
 mod soft_state;
 
 #[test]
