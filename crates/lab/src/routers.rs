@@ -40,7 +40,14 @@ struct RouterFile {
     port: Vec<PortFile>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     route: Vec<RouteFile>,
+    /// `[rsvp]` with the defaults (docs/router.md) when the router runs RSVP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rsvp: Option<RsvpFile>,
 }
+
+/// `[rsvp]`: the lab keeps `rtlan router`'s defaults.
+#[derive(Debug, Serialize)]
+struct RsvpFile {}
 
 #[derive(Debug, Serialize)]
 struct PortFile {
@@ -89,6 +96,7 @@ pub(crate) fn render_config(
                 metric: r.metric,
             })
             .collect(),
+        rsvp: router.rsvp.then_some(RsvpFile {}),
     };
     Ok(toml::to_string(&file)?)
 }
@@ -230,6 +238,10 @@ rate = "100mbit"
         assert_eq!(v["name"].as_str(), Some("r1"));
         assert_eq!(v["control_socket"].as_str(), Some("/run/x/r1.sock"));
         assert_eq!(v["kernel_routes"].as_bool(), Some(true));
+        assert!(v["rsvp"].is_table(), "RSVP on by default: {text}");
+        // And what the router reads back is RSVP with its defaults.
+        let read = rtlan_linux::routerd::RouterDaemonConfig::from_toml_str(&text).unwrap();
+        assert_eq!(read.rsvp, Some(rtlan_core::router::RsvpSettings::default()));
         let ports = v["port"].as_array().unwrap();
         assert_eq!(ports.len(), 2);
         assert_eq!(ports[0]["ifname"].as_str(), Some("p0"));

@@ -329,3 +329,137 @@ fn ospf_moves_traffic_to_the_other_path_when_a_link_fails() {
     ping_ok(&lab, "a", "b");
     down_clean(lab);
 }
+
+/// a and c on r1, b on r2, the r1–r2 link the bottleneck (100 Mbit/s), c on a 1 Gbit/s link.
+const BLAST: &str = r#"
+[[host]]
+name = "a"
+[[host]]
+name = "c"
+[[host]]
+name = "b"
+[[router]]
+name = "r1"
+[[router]]
+name = "r2"
+[[link]]
+ends = ["a", "r1"]
+rate = "100mbit"
+[[link]]
+ends = ["c", "r1"]
+rate = "1gbit"
+[[link]]
+ends = ["r1", "r2"]
+rate = "100mbit"
+[[link]]
+ends = ["r2", "b"]
+rate = "100mbit"
+"#;
+
+/// QSR §6's video under blast, with unmodified applications: rtcd on a and b speak RSVP
+/// (`signalling = "rsvp"`), a reserves 10 Mbit/s to b:5004 from port 4000 through both rtlan
+/// routers, and an 8 Mbit/s iperf3 stream from that port keeps ≥ 99.9 % of its datagrams
+/// while c blasts b at 150 Mbit/s into the 100 Mbit/s r1–r2 link. The switched path is seen in
+/// the routers: r1 classifies the stream (5-tuple) and r2 switches it by label.
+///
+/// Tolerance: 0.1 % loss (the issue's "≥ 99.9 % of its rate"). The blast alone fills r1's
+/// default queue, so an unreserved stream loses about a third of its datagrams (measured in the
+/// same test with the reservation closed); a reservation that was not honoured — the stream on
+/// the default queue — fails by two orders of magnitude.
+#[test]
+fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() {
+    if !root_or_skip("an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast")
+    {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let lab = up_str(BLAST, "rsvp");
+    for host in ["a", "c"] {
+        ping_ok(&lab, host, "b");
+    }
+    let rtcd_a = Daemon::start_with_config(&lab, "a", "signalling = \"rsvp\"\n");
+    let _rtcd_b = Daemon::start_with_config(&lab, "b", "signalling = \"rsvp\"\n");
+    let b = ip(&lab, "b");
+    let mut client = rtcd_a.client();
+    let params = rtlan_linux::rtcd::OpenParams {
+        dst_ip: b,
+        dst_port: 5004,
+        src_port: 4000,
+        rate_bps: 10_000_000,
+        max_burst: 15_000,
+        max_packet: 1514,
+        delay_us: None,
+    };
+    let opened = client.open(&params).expect("reserved across both routers");
+    assert_eq!(opened.proxy_ip, b, "RSVP needs no proxy: {opened:?}");
+    let labels = ctl_router(&lab, "r2", "stats");
+    assert!(
+        labels.pointer("/router/rsvp/resvs").and_then(|v| v.as_u64()) == Some(1),
+        "r2 holds the reservation: {labels}"
+    );
+
+    let ns = |n| lab.netns(n).unwrap();
+    let _video_server = Iperf3Server::start(ns("b"), 5004).unwrap();
+    let _blast_server = Iperf3Server::start(ns("b"), 5201).unwrap();
+    let video_opts = Iperf3Opts {
+        length: Some(1000),
+        client_port: Some(4000),
+        ..Iperf3Opts::default()
+    };
+    let blast_opts = Iperf3Opts {
+        length: Some(1400),
+        ..Iperf3Opts::default()
+    };
+    let run = |reserved: bool| {
+        std::thread::scope(|s| {
+            let blast = s.spawn(|| {
+                tools::iperf3_udp(ns("c"), b, 5201, 6, 150_000_000, &blast_opts).unwrap()
+            });
+            std::thread::sleep(Duration::from_millis(500));
+            let video = tools::iperf3_udp(ns("a"), b, 5004, 4, 8_000_000, &video_opts).unwrap();
+            let blast = blast.join().unwrap();
+            eprintln!(
+                "reserved {reserved}: video {} of {} lost ({:.3} %), blast {:.1} Mbit/s received",
+                video.lost_packets,
+                video.packets,
+                video.loss_percent,
+                blast.receiver_bps / 1e6
+            );
+            video
+        })
+    };
+    let video = run(true);
+    let r1 = ctl_router(&lab, "r1", "stats");
+    let r2 = ctl_router(&lab, "r2", "stats");
+    let reserved_in = r1.pointer("/router/reserved_in").and_then(|v| v.as_u64());
+    let switched = r2.pointer("/router/labelled_switched").and_then(|v| v.as_u64());
+    assert!(
+        reserved_in.unwrap_or(0) >= video.packets * 9 / 10,
+        "r1 put the stream on its reservation: {reserved_in:?} of {}",
+        video.packets
+    );
+    assert!(switched.unwrap_or(0) > 0, "r2 switched it by label: {r2}");
+    assert!(
+        video.loss_percent <= 0.1,
+        "the reserved stream lost {} of {} datagrams under the blast",
+        video.lost_packets,
+        video.packets
+    );
+
+    // The same stream without its reservation loses to the blast.
+    client.close(opened.conn).expect("closed");
+    std::thread::sleep(Duration::from_millis(300));
+    let plain = run(false);
+    assert!(
+        plain.loss_percent > 5.0,
+        "without the reservation the blast should hurt the stream: {plain:?}"
+    );
+    drop(client);
+    down_clean(lab);
+}
+
+/// A router's control-socket reply.
+fn ctl_router(lab: &Lab, router: &str, cmd: &str) -> serde_json::Value {
+    let socket = lab.router_socket(router).expect("an rtlan router");
+    rtlan_linux::ctl::request(&socket, cmd).expect("control request")
+}

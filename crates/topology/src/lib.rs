@@ -530,6 +530,10 @@ pub struct Router {
     /// What forwards in the router's namespace.
     #[serde(default)]
     pub kind: RouterKind,
+    /// Runs RSVP and switches reserved flows (QSR §3; `rtlan router`'s `[rsvp]`): on by
+    /// default for `kind = "rtlan"`, never for the kernel's router.
+    #[serde(default)]
+    pub rsvp: bool,
     /// The routing daemon that feeds the router's kernel table, if any; without one the lab
     /// gives the router [`Router::routes`].
     #[serde(default)]

@@ -55,6 +55,7 @@ pub(crate) struct RawHost {
 pub(crate) struct RawRouter {
     pub(crate) name: Spanned<String>,
     pub(crate) kind: Option<Spanned<String>>,
+    pub(crate) rsvp: Option<Spanned<bool>>,
     pub(crate) ospf: Option<Spanned<String>>,
 }
 
@@ -384,6 +385,7 @@ pub(super) fn parse(
         });
     }
     let kinds = routed::resolve_kinds(&raw.router, &loc)?;
+    let rsvp = routed::resolve_rsvp(&raw.router, &kinds, &loc)?;
     let ospf = routed::resolve_ospf(&raw.router, &loc)?;
     let mut plan = IpPlan {
         used: HashMap::new(),
@@ -400,6 +402,7 @@ pub(super) fn parse(
             used: plan.used,
             ospf: &ospf,
             kinds: &kinds,
+            rsvp: &rsvp,
         };
         let (routers, segments) = plan.assign(
             &mut hosts,

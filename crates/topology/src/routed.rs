@@ -50,6 +50,28 @@ pub(crate) fn resolve_kinds(
         .collect()
 }
 
+/// Each router's `rsvp`: on by default for rtlan routers; refused on the kernel's router.
+pub(crate) fn resolve_rsvp(
+    routers: &[RawRouter],
+    kinds: &[RouterKind],
+    loc: &Locator<'_>,
+) -> Result<Vec<bool>, TopologyError> {
+    routers
+        .iter()
+        .zip(kinds)
+        .map(|(r, kind)| match (&r.rsvp, kind) {
+            (Some(v), RouterKind::LinuxRouter) if *v.get_ref() => Err(TopologyError::BadOption {
+                at: loc.at(&v.span()),
+                option: "rsvp",
+                reason: "the kernel's router (kind \"linux-router\") has no RSVP".to_string(),
+            }),
+            (_, RouterKind::LinuxRouter) => Ok(false),
+            (Some(v), RouterKind::Rtlan) => Ok(*v.get_ref()),
+            (None, RouterKind::Rtlan) => Ok(true),
+        })
+        .collect()
+}
+
 /// Each router's `ospf`, refused if unknown or if only some routers have it.
 pub(crate) fn resolve_ospf(
     routers: &[RawRouter],
@@ -104,6 +126,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) ospf: &'a [Option<Ospf>],
     /// Each router's kind.
     pub(crate) kinds: &'a [RouterKind],
+    /// Each router's `rsvp`.
+    pub(crate) rsvp: &'a [bool],
 }
 
 impl Plan<'_> {
@@ -345,6 +369,7 @@ impl Plan<'_> {
             .map(|((r, rr), routes)| Router {
                 name: rr.name.get_ref().clone(),
                 kind: self.kinds[r],
+                rsvp: self.rsvp[r],
                 ospf: self.ospf[r],
                 ports: router_ports[r]
                     .iter()

@@ -154,7 +154,7 @@ fn a_router_triangle_gets_subnets_addresses_gateways_and_shortest_routes() {
         ["a", "b", "c", "s1", "r1", "r2", "r3"]
     );
     assert!(t.is_host("a") && !t.is_host("r1") && t.has_node("r2"));
-    assert!(t.routers.iter().all(|r| r.kind == RouterKind::Rtlan));
+    assert!(t.routers.iter().all(|r| r.kind == RouterKind::Rtlan && r.rsvp));
     // Routers carry no control-protocol keys.
     assert!(!t.link_authenticated("s1", "r1"));
 }
@@ -268,6 +268,10 @@ fn router_errors_name_their_line() {
         e,
         "t.toml:7:8: bad `kind`: `cisco` (expected \"rtlan\" or \"linux-router\")"
     );
+    let e = err(&format!(
+        "{TWO}[[router]]\nname = \"r1\"\nkind = \"linux-router\"\nrsvp = true\n[[link]]\nends = [\"a\", \"r1\"]\n"
+    ));
+    assert!(e.starts_with("t.toml:8:8: bad `rsvp`"), "{e}");
     let e = err("[[host]]\nname = \"a\"\n[[router]]\nname = \"a\"\n");
     assert!(e.contains("duplicate name `a`"), "{e}");
     let e = err("[[host]]\nname = \"a\"\n[[router]]\nname = \"r1\"\n[[link]]\nends = [\"a\", \"r1\"]\nrate = \"1mbps\"\n");

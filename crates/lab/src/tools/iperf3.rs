@@ -52,6 +52,8 @@ pub struct Iperf3Opts {
     pub tos: Option<u8>,
     /// Socket buffer size in bytes (`-w`).
     pub window: Option<u32>,
+    /// The client's own port (`--cport`): a reservation names it.
+    pub client_port: Option<u16>,
 }
 
 /// Result of a TCP test, from the sender's and the receiver's side.
@@ -118,6 +120,9 @@ fn client_args(server: Ipv4Addr, port: u16, secs: u32, opts: &Iperf3Opts) -> Vec
     }
     if let Some(window) = opts.window {
         args.extend(["-w".to_string(), window.to_string()]);
+    }
+    if let Some(port) = opts.client_port {
+        args.extend(["--cport".to_string(), port.to_string()]);
     }
     args
 }
@@ -351,11 +356,12 @@ mod tests {
             length: Some(1200),
             tos: Some(0xb8),
             window: None,
+            client_port: Some(4000),
         };
         let args = client_args(Ipv4Addr::new(198, 18, 0, 2), 5201, 3, &opts).join(" ");
         assert_eq!(
             args,
-            "-c 198.18.0.2 -p 5201 -t 3 --json --connect-timeout 3000 -P 2 -R -l 1200 -S 184"
+            "-c 198.18.0.2 -p 5201 -t 3 --json --connect-timeout 3000 -P 2 -R -l 1200 -S 184 --cport 4000"
         );
     }
 }
