@@ -368,8 +368,7 @@ rate = "100mbit"
 /// the default queue — fails by two orders of magnitude.
 #[test]
 fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() {
-    if !root_or_skip("an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast")
-    {
+    if !root_or_skip("an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast") {
         return;
     }
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
@@ -394,7 +393,10 @@ fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() 
     assert_eq!(opened.proxy_ip, b, "RSVP needs no proxy: {opened:?}");
     let labels = ctl_router(&lab, "r2", "stats");
     assert!(
-        labels.pointer("/router/rsvp/resvs").and_then(|v| v.as_u64()) == Some(1),
+        labels
+            .pointer("/router/rsvp/resvs")
+            .and_then(|v| v.as_u64())
+            == Some(1),
         "r2 holds the reservation: {labels}"
     );
 
@@ -432,7 +434,9 @@ fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() 
     let r1 = ctl_router(&lab, "r1", "stats");
     let r2 = ctl_router(&lab, "r2", "stats");
     let reserved_in = r1.pointer("/router/reserved_in").and_then(|v| v.as_u64());
-    let switched = r2.pointer("/router/labelled_switched").and_then(|v| v.as_u64());
+    let switched = r2
+        .pointer("/router/labelled_switched")
+        .and_then(|v| v.as_u64());
     assert!(
         reserved_in.unwrap_or(0) >= video.packets * 9 / 10,
         "r1 put the stream on its reservation: {reserved_in:?} of {}",

@@ -143,26 +143,6 @@ impl rsvp_engine::Routing for HostRouting {
     }
 }
 
-/// A host books nothing with RSVP: its sources shape themselves to their reservation.
-struct HostResources;
-
-impl rsvp_engine::Resources for HostResources {
-    fn reserve(
-        &mut self,
-        _: PortId,
-        _: rsvp_engine::ResvId,
-        _: &rsvp_engine::ResvRequest<'_>,
-    ) -> Result<(), rsvp_engine::Refusal> {
-        Ok(())
-    }
-
-    fn release(&mut self, _: PortId, _: rsvp_engine::ResvId) {}
-
-    fn hop_terms(&self, _: PortId) -> Option<rsvp_engine::HopTerms> {
-        None
-    }
-}
-
 /// The MAC address the simulator gives a host with address `ip`: locally administered,
 /// `02:00` followed by the four octets.
 pub fn host_mac(ip: Ipv4Addr) -> Address {
@@ -285,11 +265,17 @@ impl Host {
                 src_port: source.spec.src_port,
             },
             sender_tspec: tspec,
-            adspec: Some(initial_adspec()),
+            adspec: Some(rtlan_wire::rsvp::Adspec::sender_initial(1500)),
         };
         let routing = self.routing();
         if let Some(engine) = self.rsvp.as_mut() {
-            engine.open_sender(now, session, sender, &routing, &mut HostResources);
+            engine.open_sender(
+                now,
+                session,
+                sender,
+                &routing,
+                &mut rsvp_engine::NoResources,
+            );
         }
         self.sources[i].reservation = Reservation::Pending;
         self.drain_rsvp(now);
@@ -319,29 +305,11 @@ impl Host {
         let Ok(body) = o.message.to_repr(o.ttl).to_bytes() else {
             return;
         };
-        let header_len = if o.router_alert {
-            ipv4::ROUTER_ALERT_HEADER_LEN
-        } else {
-            ipv4::HEADER_LEN
-        };
-        let mut frame = vec![0u8; 14 + header_len + body.len()];
+        let packet = rtlan_wire::rsvp::ip_packet(o.src, o.dst, o.ttl, o.router_alert, &body);
+        let mut frame = vec![0u8; 14 + packet.len()];
         frame[6..12].copy_from_slice(&self.mac.0);
         frame[12..14].copy_from_slice(&[0x08, 0x00]);
-        let header = ipv4::Repr {
-            src_addr: o.src,
-            dst_addr: o.dst,
-            protocol: rtlan_wire::rsvp::IP_PROTOCOL,
-            payload_len: body.len(),
-            ttl: o.ttl,
-            dscp_ecn: 0,
-        };
-        let mut ip = ipv4::Packet::new_unchecked(&mut frame[14..]);
-        if o.router_alert {
-            header.emit_with_router_alert(&mut ip);
-        } else {
-            header.emit(&mut ip);
-        }
-        frame[14 + header_len..].copy_from_slice(&body);
+        frame[14..].copy_from_slice(&packet);
         if frame.len() < 60 {
             frame.resize(60, 0);
         }
@@ -367,7 +335,13 @@ impl Host {
                     sender.sender_template,
                 )]);
                 if let Some(engine) = self.rsvp.as_mut() {
-                    engine.reserve(now, session, descriptors, false, &mut HostResources);
+                    engine.reserve(
+                        now,
+                        session,
+                        descriptors,
+                        false,
+                        &mut rsvp_engine::NoResources,
+                    );
                 }
                 self.drain_rsvp(now);
             }
@@ -468,7 +442,7 @@ impl Host {
         };
         let routing = self.routing();
         if let Some(engine) = self.rsvp.as_mut() {
-            engine.handle_message(now, rx, message, &routing, &mut HostResources);
+            engine.handle_message(now, rx, message, &routing, &mut rsvp_engine::NoResources);
         }
         self.drain_rsvp(now);
         true
@@ -1102,7 +1076,7 @@ impl Node for Host {
             .is_some_and(|t| t <= now)
         {
             if let Some(engine) = self.rsvp.as_mut() {
-                engine.handle_timeout(now, &mut HostResources);
+                engine.handle_timeout(now, &mut rsvp_engine::NoResources);
             }
             self.drain_rsvp(now);
         }
@@ -1178,26 +1152,5 @@ fn rsvp_tspec(rate: f32, bucket: f32, ip_len: u32) -> rtlan_wire::rsvp::TokenBuc
         peak: F32Bits::from_f32(f32::INFINITY),
         min_policed_unit: ip_len,
         max_packet_size: ip_len,
-    }
-}
-
-/// The ADSPEC a sender starts with: no hop yet, every service possible.
-fn initial_adspec() -> rtlan_wire::rsvp::Adspec {
-    use rtlan_wire::rsvp::{
-        Adspec, ControlledLoadAdspec, F32Bits, GeneralAdspec, GuaranteedAdspec, GuaranteedTerms,
-    };
-    Adspec {
-        general: GeneralAdspec {
-            break_bit: false,
-            hop_count: 0,
-            path_bandwidth: F32Bits::from_f32(f32::INFINITY),
-            min_latency: 0,
-            composed_mtu: 1500,
-        },
-        guaranteed: Some(GuaranteedAdspec {
-            break_bit: false,
-            terms: Some(GuaranteedTerms::default()),
-        }),
-        controlled_load: Some(ControlledLoadAdspec { break_bit: false }),
     }
 }

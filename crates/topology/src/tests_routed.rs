@@ -154,7 +154,10 @@ fn a_router_triangle_gets_subnets_addresses_gateways_and_shortest_routes() {
         ["a", "b", "c", "s1", "r1", "r2", "r3"]
     );
     assert!(t.is_host("a") && !t.is_host("r1") && t.has_node("r2"));
-    assert!(t.routers.iter().all(|r| r.kind == RouterKind::Rtlan && r.rsvp));
+    assert!(t
+        .routers
+        .iter()
+        .all(|r| r.kind == RouterKind::Rtlan && r.rsvp));
     // Routers carry no control-protocol keys.
     assert!(!t.link_authenticated("s1", "r1"));
 }

@@ -947,27 +947,7 @@ impl Router {
                 let Ok(body) = o.message.to_repr(o.ttl).to_bytes() else {
                     return;
                 };
-                let header_len = if o.router_alert {
-                    ipv4::ROUTER_ALERT_HEADER_LEN
-                } else {
-                    ipv4::HEADER_LEN
-                };
-                let mut packet = vec![0u8; header_len + body.len()];
-                let header = ipv4::Repr {
-                    src_addr: o.src,
-                    dst_addr: o.dst,
-                    protocol: wire_rsvp::IP_PROTOCOL,
-                    payload_len: body.len(),
-                    ttl: o.ttl,
-                    dscp_ecn: 0,
-                };
-                let mut ip = ipv4::Packet::new_unchecked(&mut packet[..]);
-                if o.router_alert {
-                    header.emit_with_router_alert(&mut ip);
-                } else {
-                    header.emit(&mut ip);
-                }
-                packet[header_len..].copy_from_slice(&body);
+                let packet = wire_rsvp::ip_packet(o.src, o.dst, o.ttl, o.router_alert, &body);
                 let how = if self.config.rsvp.as_ref().is_some_and(|r| r.protected) {
                     Sending::Control
                 } else {

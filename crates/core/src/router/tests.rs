@@ -134,27 +134,7 @@ impl Host {
             match o {
                 crate::rsvp::Output::Send(o) => {
                     let body = o.message.to_repr(o.ttl).to_bytes().expect("encodes");
-                    let hl = if o.router_alert {
-                        ipv4::ROUTER_ALERT_HEADER_LEN
-                    } else {
-                        ipv4::HEADER_LEN
-                    };
-                    let mut p = vec![0u8; hl + body.len()];
-                    let repr = ipv4::Repr {
-                        src_addr: o.src,
-                        dst_addr: o.dst,
-                        protocol: rtlan_wire::rsvp::IP_PROTOCOL,
-                        payload_len: body.len(),
-                        ttl: o.ttl,
-                        dscp_ecn: 0,
-                    };
-                    let mut ip = ipv4::Packet::new_unchecked(&mut p[..]);
-                    if o.router_alert {
-                        repr.emit_with_router_alert(&mut ip);
-                    } else {
-                        repr.emit(&mut ip);
-                    }
-                    p[hl..].copy_from_slice(&body);
+                    let p = rtlan_wire::rsvp::ip_packet(o.src, o.dst, o.ttl, o.router_alert, &body);
                     assert_eq!(o.next_hop, self.gateway, "a host sends through its gateway");
                     self.send(p);
                 }
@@ -177,23 +157,7 @@ impl crate::rsvp::Routing for ViaGateway {
     }
 }
 
-/// A host books nothing (its shaping is its daemon's business).
-struct NoResources;
-
-impl crate::rsvp::Resources for NoResources {
-    fn reserve(
-        &mut self,
-        _: PortId,
-        _: crate::rsvp::ResvId,
-        _: &crate::rsvp::ResvRequest<'_>,
-    ) -> Result<(), crate::rsvp::Refusal> {
-        Ok(())
-    }
-    fn release(&mut self, _: PortId, _: crate::rsvp::ResvId) {}
-    fn hop_terms(&self, _: PortId) -> Option<crate::rsvp::HopTerms> {
-        None
-    }
-}
+use crate::rsvp::NoResources;
 
 fn frame(src: Address, dst: Address, packet: &[u8]) -> Vec<u8> {
     let mut f = Vec::with_capacity(14 + packet.len());
@@ -879,9 +843,8 @@ mod switched_paths {
     use crate::rsvp::{Event, Role, Rsvp, RsvpConfig};
     use rtlan_wire::mpls;
     use rtlan_wire::rsvp::{
-        Adspec, ControlledLoadAdspec, ErrorCode, F32Bits, FilterSpec, FlowDescriptors, Flowspec,
-        GeneralAdspec, GuaranteedAdspec, GuaranteedTerms, Rspec, SenderDescriptor, Session,
-        TokenBucket as Tspec,
+        Adspec, ErrorCode, F32Bits, FilterSpec, FlowDescriptors, Flowspec, Rspec, SenderDescriptor,
+        Session, TokenBucket as Tspec,
     };
 
     const SESSION: Session = Session {
@@ -934,20 +897,7 @@ mod switched_paths {
     fn open(net: &mut Net, rate: f32, bucket: f32) {
         let now = net.now;
         let host = net.h(A);
-        let adspec = Adspec {
-            general: GeneralAdspec {
-                break_bit: false,
-                hop_count: 0,
-                path_bandwidth: F32Bits::from_f32(f32::INFINITY),
-                min_latency: 0,
-                composed_mtu: 1500,
-            },
-            guaranteed: Some(GuaranteedAdspec {
-                break_bit: false,
-                terms: Some(GuaranteedTerms::default()),
-            }),
-            controlled_load: Some(ControlledLoadAdspec { break_bit: false }),
-        };
+        let adspec = Adspec::sender_initial(1500);
         let gw = host.gateway;
         host.rsvp.as_mut().unwrap().open_sender(
             now,

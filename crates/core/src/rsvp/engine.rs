@@ -1006,30 +1006,7 @@ impl Rsvp {
         let style = r.style;
         let flowspec = r.flowspec;
         let confirm = r.confirm;
-        // Senders grouped by (input port, PHOP); local senders apart.
-        let mut groups: BTreeMap<(PortId, Ipv4Addr), (u32, Vec<FilterSpec>)> = BTreeMap::new();
-        let mut local = Vec::new();
-        for s in &r.senders {
-            if only.is_some_and(|o| !o.contains(s)) {
-                continue;
-            }
-            let Some(p) = self.paths.get(&PathKey {
-                session,
-                sender: *s,
-            }) else {
-                continue;
-            };
-            match (p.in_port, p.phop) {
-                (Some(port), Some(phop)) => {
-                    groups
-                        .entry((port, phop.address))
-                        .or_insert((phop.lih, Vec::new()))
-                        .1
-                        .push(*s);
-                }
-                _ => local.push(*s),
-            }
-        }
+        let (local, groups) = self.by_previous_hop(id, only);
         for s in local {
             self.out.push_back(Output::Event(Event::Reserved {
                 session,
@@ -1063,6 +1040,46 @@ impl Rsvp {
                 message: Message::Resv(resv),
             });
         }
+    }
+
+    /// The senders of reservation `id` (or just `only`), split into local senders and, for
+    /// the others, groups by (input port, previous hop) with the previous hop's LIH: one Resv
+    /// (or ResvTear) goes to each group.
+    #[allow(clippy::type_complexity)]
+    fn by_previous_hop(
+        &self,
+        id: ResvId,
+        only: Option<&[FilterSpec]>,
+    ) -> (
+        Vec<FilterSpec>,
+        BTreeMap<(PortId, Ipv4Addr), (u32, Vec<FilterSpec>)>,
+    ) {
+        let mut groups: BTreeMap<(PortId, Ipv4Addr), (u32, Vec<FilterSpec>)> = BTreeMap::new();
+        let mut local = Vec::new();
+        let Some(r) = self.resvs.get(&id) else {
+            return (local, groups);
+        };
+        for s in &r.senders {
+            if only.is_some_and(|o| !o.contains(s)) {
+                continue;
+            }
+            let key = PathKey {
+                session: r.session,
+                sender: *s,
+            };
+            match self.paths.get(&key).map(|p| (p.in_port, p.phop)) {
+                Some((Some(port), Some(phop))) => {
+                    groups
+                        .entry((port, phop.address))
+                        .or_insert((phop.lih, Vec::new()))
+                        .1
+                        .push(*s);
+                }
+                Some(_) => local.push(*s),
+                None => {}
+            }
+        }
+        (local, groups)
     }
 
     fn send_resv_conf(
@@ -1202,31 +1219,7 @@ impl Rsvp {
         let session = r.session;
         let style = r.style;
         let flowspec = r.flowspec;
-        let mut groups: BTreeMap<(PortId, Ipv4Addr), (u32, Vec<FilterSpec>)> = BTreeMap::new();
-        let mut local = Vec::new();
-        for s in &r.senders {
-            if only.is_some_and(|o| !o.contains(s)) {
-                continue;
-            }
-            match self
-                .paths
-                .get(&PathKey {
-                    session,
-                    sender: *s,
-                })
-                .map(|p| (p.in_port, p.phop))
-            {
-                Some((Some(port), Some(phop))) => {
-                    groups
-                        .entry((port, phop.address))
-                        .or_insert((phop.lih, Vec::new()))
-                        .1
-                        .push(*s);
-                }
-                Some(_) => local.push(*s),
-                None => {}
-            }
-        }
+        let (local, groups) = self.by_previous_hop(id, only);
         for s in local {
             self.out
                 .push_back(Output::Event(Event::ReservationGone { session, sender: s }));

@@ -149,6 +149,23 @@ pub trait Resources {
     fn hop_terms(&self, port: PortId) -> Option<HopTerms>;
 }
 
+/// The resources of a node that books nothing with RSVP — a host, whose own admission and
+/// shaping already happened: every reservation is accepted, nothing is added to the ADSPEC.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoResources;
+
+impl Resources for NoResources {
+    fn reserve(&mut self, _: PortId, _: ResvId, _: &ResvRequest<'_>) -> Result<(), Refusal> {
+        Ok(())
+    }
+
+    fn release(&mut self, _: PortId, _: ResvId) {}
+
+    fn hop_terms(&self, _: PortId) -> Option<HopTerms> {
+        None
+    }
+}
+
 /// A message to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing {

@@ -7,9 +7,8 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use rtlan_wire::rsvp::{
-    Adspec, ControlledLoadAdspec, ErrorCode, F32Bits, FilterSpec, FlowDescriptors, Flowspec,
-    GeneralAdspec, GuaranteedAdspec, GuaranteedTerms, Message, Packet, Path, Repr, Rspec, RsvpHop,
-    SenderDescriptor, Session, TimeValues, TokenBucket,
+    Adspec, ErrorCode, F32Bits, FilterSpec, FlowDescriptors, Flowspec, Message, Packet, Path, Repr,
+    Rspec, RsvpHop, SenderDescriptor, Session, TimeValues, TokenBucket,
 };
 
 use super::*;
@@ -281,20 +280,7 @@ fn tspec(rate: f32) -> TokenBucket {
 }
 
 fn adspec() -> Adspec {
-    Adspec {
-        general: GeneralAdspec {
-            break_bit: false,
-            hop_count: 0,
-            path_bandwidth: F32Bits::from_f32(f32::INFINITY),
-            min_latency: 0,
-            composed_mtu: 1500,
-        },
-        guaranteed: Some(GuaranteedAdspec {
-            break_bit: false,
-            terms: Some(GuaranteedTerms::default()),
-        }),
-        controlled_load: Some(ControlledLoadAdspec { break_bit: false }),
-    }
+    Adspec::sender_initial(1500)
 }
 
 fn guaranteed(rate: f32) -> Flowspec {

@@ -56,6 +56,42 @@ pub type Result<T> = core::result::Result<T, RsvpError>;
 /// The IP protocol number of RSVP, 46 (RFC 2205 §3.1).
 pub const IP_PROTOCOL: Protocol = Protocol::Unknown(46);
 
+/// The IPv4 packet that carries RSVP message `message` (already written, e.g. by
+/// [`Repr::to_bytes`]) from `src` to `dst` with TTL `ttl` — with the Router Alert option when
+/// `router_alert` (Path, PathTear, ResvConf: [`MessageType::router_alert`]) — header checksum
+/// filled in.
+pub fn ip_packet(
+    src: core::net::Ipv4Addr,
+    dst: core::net::Ipv4Addr,
+    ttl: u8,
+    router_alert: bool,
+    message: &[u8],
+) -> Vec<u8> {
+    use crate::ipv4;
+    let header_len = if router_alert {
+        ipv4::ROUTER_ALERT_HEADER_LEN
+    } else {
+        ipv4::HEADER_LEN
+    };
+    let mut packet = vec![0u8; header_len + message.len()];
+    let header = ipv4::Repr {
+        src_addr: src,
+        dst_addr: dst,
+        protocol: IP_PROTOCOL,
+        payload_len: message.len(),
+        ttl,
+        dscp_ecn: 0,
+    };
+    let mut ip = ipv4::Packet::new_unchecked(&mut packet[..]);
+    if router_alert {
+        header.emit_with_router_alert(&mut ip);
+    } else {
+        header.emit(&mut ip);
+    }
+    packet[header_len..].copy_from_slice(message);
+    packet
+}
+
 /// The protocol version of RFC 2205.
 pub const VERSION: u8 = 1;
 

@@ -942,6 +942,21 @@ fn decoding_names_what_is_missing_and_reads_ff_filters_sharing_a_flowspec() {
     assert!(matches!(Message::from_repr(&path), Ok(Message::Path(_))));
 }
 
+#[test]
+fn ip_packet_carries_the_message_with_or_without_router_alert() {
+    let src = Ipv4Addr::new(198, 18, 0, 1);
+    let dst = Ipv4Addr::new(198, 18, 0, 2);
+    for alert in [false, true] {
+        let p = ip_packet(src, dst, 63, alert, &PATH);
+        let ip = crate::ipv4::Packet::new_checked(&p[..]).unwrap();
+        assert!(ip.verify_checksum());
+        assert_eq!(ip.protocol(), IP_PROTOCOL);
+        assert_eq!((ip.src_addr(), ip.dst_addr(), ip.ttl()), (src, dst, 63));
+        assert_eq!(ip.router_alert().is_some(), alert);
+        assert_eq!(ip.payload(), &PATH[..]);
+    }
+}
+
 proptest! {
     /// A typed message survives writing and decoding exactly.
     #[test]

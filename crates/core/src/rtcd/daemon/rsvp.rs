@@ -12,15 +12,12 @@ use std::net::Ipv4Addr;
 
 use rtlan_wire::control::TeardownReason;
 use rtlan_wire::rsvp::{
-    Adspec, ControlledLoadAdspec, F32Bits, FilterSpec, FlowDescriptors, Flowspec, GeneralAdspec,
-    GuaranteedAdspec, GuaranteedTerms, Message, Packet, Repr, Rspec, SenderDescriptor, Session,
-    TokenBucket,
+    Adspec, F32Bits, FilterSpec, FlowDescriptors, Flowspec, Message, Packet, Repr, Rspec,
+    SenderDescriptor, Session, TokenBucket,
 };
 
 use super::Rtcd;
-use crate::rsvp::{
-    Event, HopTerms, Output, Received, Refusal, Resources, ResvId, ResvRequest, RouteTo, Routing,
-};
+use crate::rsvp::{Event, NoResources, Output, Received, RouteTo, Routing};
 use crate::rtcd::api::{Action, ConnPhase, Reply};
 use crate::rtcd::RtcdError;
 use crate::time::Instant;
@@ -35,21 +32,6 @@ impl Routing for KernelRouted {
             port: PortId(0),
             gateway: None,
         })
-    }
-}
-
-/// A host books nothing with RSVP: the daemon's local admission and shaping already did.
-struct NoBooking;
-
-impl Resources for NoBooking {
-    fn reserve(&mut self, _: PortId, _: ResvId, _: &ResvRequest<'_>) -> Result<(), Refusal> {
-        Ok(())
-    }
-
-    fn release(&mut self, _: PortId, _: ResvId) {}
-
-    fn hop_terms(&self, _: PortId) -> Option<HopTerms> {
-        None
     }
 }
 
@@ -114,10 +96,10 @@ impl Rtcd {
         let descriptor = SenderDescriptor {
             sender_template: sender,
             sender_tspec: tspec,
-            adspec: Some(initial_adspec()),
+            adspec: Some(Adspec::sender_initial(1500)),
         };
         if let Some(engine) = self.rsvp.as_mut() {
-            engine.open_sender(now, session, descriptor, &KernelRouted, &mut NoBooking);
+            engine.open_sender(now, session, descriptor, &KernelRouted, &mut NoResources);
         }
         self.set_deadline(id, Some(now + crate::rtcd::RSVP_OPEN_TIMEOUT));
         self.drain_rsvp(now);
@@ -128,7 +110,7 @@ impl Rtcd {
     pub(super) fn close_rsvp(&mut self, dst_ip: Ipv4Addr, dst_port: u16, src_port: u16) {
         let (session, sender) = Self::rsvp_ids(dst_ip, dst_port, self.config.host_ip, src_port);
         if let Some(engine) = self.rsvp.as_mut() {
-            engine.close_sender(session, sender, &mut NoBooking);
+            engine.close_sender(session, sender, &mut NoResources);
         }
         self.drain_rsvp(Instant::ZERO);
     }
@@ -152,7 +134,7 @@ impl Rtcd {
             ttl,
         };
         if let Some(engine) = self.rsvp.as_mut() {
-            engine.handle_message(now, rx, message, &KernelRouted, &mut NoBooking);
+            engine.handle_message(now, rx, message, &KernelRouted, &mut NoResources);
         }
         self.drain_rsvp(now);
         Ok(())
@@ -162,7 +144,7 @@ impl Rtcd {
     pub(super) fn rsvp_timeout(&mut self, now: Instant) {
         if let Some(engine) = self.rsvp.as_mut() {
             if engine.poll_timeout().is_some_and(|t| t <= now) {
-                engine.handle_timeout(now, &mut NoBooking);
+                engine.handle_timeout(now, &mut NoResources);
             }
         }
         self.drain_rsvp(now);
@@ -231,7 +213,7 @@ impl Rtcd {
                 let descriptors =
                     FlowDescriptors::FixedFilter(vec![(flowspec, sender.sender_template)]);
                 if let Some(engine) = self.rsvp.as_mut() {
-                    engine.reserve(now, session, descriptors, false, &mut NoBooking);
+                    engine.reserve(now, session, descriptors, false, &mut NoResources);
                 }
                 self.drain_rsvp(now);
             }
@@ -322,23 +304,5 @@ impl Rtcd {
                     && c.setup.src_port == sender.src_port
             })
             .map(|(&id, _)| id)
-    }
-}
-
-/// The ADSPEC a sender starts with: no hop yet, every service possible.
-fn initial_adspec() -> Adspec {
-    Adspec {
-        general: GeneralAdspec {
-            break_bit: false,
-            hop_count: 0,
-            path_bandwidth: F32Bits::from_f32(f32::INFINITY),
-            min_latency: 0,
-            composed_mtu: 1500,
-        },
-        guaranteed: Some(GuaranteedAdspec {
-            break_bit: false,
-            terms: Some(GuaranteedTerms::default()),
-        }),
-        controlled_load: Some(ControlledLoadAdspec { break_bit: false }),
     }
 }

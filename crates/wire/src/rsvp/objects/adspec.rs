@@ -117,6 +117,27 @@ fn split_service_header(word: u32) -> Option<(u8, bool, u16)> {
 }
 
 impl Adspec {
+    /// The ADSPEC a sender starts its Path with (RFC 2210 §3.3.1): no hop yet, an unknown
+    /// (infinite) bandwidth, zero latency, the sender's MTU `mtu`, and the Guaranteed (terms
+    /// zero) and Controlled-Load fragments, so that every hop on the way can add its terms or
+    /// set the break bit.
+    pub fn sender_initial(mtu: u32) -> Adspec {
+        Adspec {
+            general: GeneralAdspec {
+                break_bit: false,
+                hop_count: 0,
+                path_bandwidth: F32Bits::from_f32(f32::INFINITY),
+                min_latency: 0,
+                composed_mtu: mtu,
+            },
+            guaranteed: Some(GuaranteedAdspec {
+                break_bit: false,
+                terms: Some(GuaranteedTerms::default()),
+            }),
+            controlled_load: Some(ControlledLoadAdspec { break_bit: false }),
+        }
+    }
+
     fn words_after_header(&self) -> u16 {
         let guaranteed = match self.guaranteed {
             Some(GuaranteedAdspec { terms: Some(_), .. }) => 1 + GUARANTEED_WORDS,
