@@ -20,7 +20,8 @@ use crate::host::Host;
 use crate::scenario::{FaultKind, Scenario, SourceKind};
 use crate::SimError;
 
-/// Refresh period of RSVP state in simulated routers and hosts (RFC 2205 §3.7's default).
+/// Default refresh period of RSVP state in simulated routers and hosts (RFC 2205 §3.7's
+/// default; `[sim] rsvp_refresh`).
 pub const RSVP_REFRESH: Duration = Duration::from_secs(30);
 
 /// Default scheduling cycle of a switch (EtheReal: 10 ms).
@@ -109,8 +110,9 @@ pub fn router_config(scenario: &Scenario, index: usize) -> Result<RouterConfig, 
     // RSVP on every router: reservations across routers are signalled hop by hop and switched
     // (docs/qsr.md §3); the RFC's 30 s refresh, the jitter seeded by the router's index.
     config.rsvp = Some(RsvpSettings {
-        refresh: RSVP_REFRESH,
+        refresh: scenario.sim.rsvp_refresh,
         seed: scenario.sim.seed ^ (index as u64 + 1),
+        protected: scenario.sim.rsvp_protected,
         ..RsvpSettings::default()
     });
     Ok(config)
@@ -285,8 +287,8 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
             && !topo.routers.is_empty()
             && segment_of(scenario, ips[spec.src]) != segment_of(scenario, dst_ip);
         if across {
-            hosts[spec.src].use_rsvp(RSVP_REFRESH, Some(flow));
-            hosts[spec.dst].use_rsvp(RSVP_REFRESH, None);
+            hosts[spec.src].use_rsvp(scenario.sim.rsvp_refresh, Some(flow));
+            hosts[spec.dst].use_rsvp(scenario.sim.rsvp_refresh, None);
         }
         hosts[spec.src].add_source(flow, spec.clone(), dst_ip, scenario.sim.seed, now);
     }

@@ -70,6 +70,11 @@ pub struct SimOptions {
     /// Each switch's scheduler cost per connection per cycle, for the CPU admission check
     /// ([`rtlan_core::switch::RtConfig::cpu_cost_per_connection`]).
     pub cpu_cost_per_connection: Duration,
+    /// RSVP's refresh period R in routers and hosts (RFC 2205's 30 s unless set).
+    pub rsvp_refresh: Duration,
+    /// Routers send RSVP on each port's control queue, ahead of data (QSR §6.2, default); with
+    /// `false`, in the default queue with the data, as before the paper's fix.
+    pub rsvp_protected: bool,
 }
 
 /// What a source sends (`kind` of `[[traffic]]`).
@@ -258,6 +263,8 @@ struct RawSim {
     pending_capacity: Option<Spanned<usize>>,
     announce: Option<Spanned<String>>,
     cpu_cost_per_connection: Option<Spanned<String>>,
+    rsvp_refresh: Option<Spanned<String>>,
+    rsvp_protected: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -430,6 +437,15 @@ impl Scenario {
             "cpu_cost_per_connection",
             rtlan_core::switch::rt::DEFAULT_CPU_COST_PER_CONNECTION,
         )?;
+        let rsvp_refresh = src.opt_duration(
+            raw_sim.rsvp_refresh.as_ref(),
+            "rsvp_refresh",
+            crate::build::RSVP_REFRESH,
+        )?;
+        if rsvp_refresh.is_zero() || rsvp_refresh.as_millis() > u128::from(u32::MAX) {
+            let at = raw_sim.rsvp_refresh.as_ref().map_or(0, |v| v.span().start);
+            return Err(src.invalid(at, "bad `rsvp_refresh`: between 1 ms and 49 days"));
+        }
 
         // Links: a rate is required; the propagation delay is the model's `[[link]] delay` where
         // written, else `[sim] link_delay`.
@@ -478,6 +494,8 @@ impl Scenario {
                 pending_capacity,
                 announce,
                 cpu_cost_per_connection,
+                rsvp_refresh,
+                rsvp_protected: raw_sim.rsvp_protected.unwrap_or(true),
             },
             link_delays,
             traffic,

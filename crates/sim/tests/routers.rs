@@ -607,3 +607,99 @@ fn a_reservation_across_routers_keeps_its_stream_whole_under_a_blast() {
     );
     assert_eq!(r1.stats.demoted_excess, 0);
 }
+
+/// QSR §6.2, signalling under overload: a 2 Mbit/s stream reserved with RSVP (0.5 s
+/// refreshes, so state lives L = 2.6 s without them) crosses a 10 Mbit/s r1–r2 link that c
+/// floods at 100 Mbit/s of small datagrams (214-byte frames: a byte-bounded queue full of them
+/// has no room left for a Path either) from 2 s to the end. With RSVP on the routers'
+/// protected control queue the refreshes always get through and the reservation holds; with
+/// RSVP in the default queue — the paper's set-up before its fix — most refreshes are lost in
+/// r1's full queue, r2's path state times out, and the stream loses its reservation.
+fn overload(protected: bool) -> Results {
+    simulate(&format!(
+        r#"
+[[host]]
+name = "a"
+[[host]]
+name = "c"
+[[host]]
+name = "b"
+[[switch]]
+name = "s1"
+[[router]]
+name = "r1"
+[[router]]
+name = "r2"
+[[link]]
+ends = ["a", "s1"]
+rate = "100mbit"
+[[link]]
+ends = ["c", "s1"]
+rate = "1gbit"
+[[link]]
+ends = ["s1", "r1"]
+rate = "1gbit"
+[[link]]
+ends = ["r1", "r2"]
+rate = "10mbit"
+[[link]]
+ends = ["r2", "b"]
+rate = "100mbit"
+[sim]
+duration = "12s"
+warmup = "1s"
+rsvp_refresh = "500ms"
+rsvp_protected = {protected}
+[[traffic]]
+name = "video"
+src = "a"
+dst = "b"
+kind = "constant"
+rate = "2mbit"
+size = 1000
+start = "100ms"
+reserve = {{ rate = "2mbit" }}
+[[traffic]]
+name = "flood"
+src = "c"
+dst = "b"
+kind = "constant"
+rate = "100mbit"
+size = 172
+start = "2s"
+"#
+    ))
+}
+
+#[test]
+fn the_protected_control_channel_keeps_reservations_under_a_flood_and_without_it_they_are_lost() {
+    let protected = overload(true);
+    let video = flow(&protected, "video");
+    let r2 = router(&protected, "r2");
+    assert_eq!(video.reservation, "opened", "{video:?}");
+    assert_eq!(r2.stats.rsvp.path_timeouts, 0, "{:?}", r2.stats.rsvp);
+    assert_eq!(video.loss_frames, Some(0), "{video:?}");
+    assert!(video.outages.is_empty(), "{:?}", video.outages);
+
+    let exposed = overload(false);
+    let video = flow(&exposed, "video");
+    let r2 = router(&exposed, "r2");
+    let r1 = router(&exposed, "r1");
+    eprintln!(
+        "unprotected: r2 path timeouts {}, r1 resv timeouts {}, video lost {:?} of {}, outages {}",
+        r2.stats.rsvp.path_timeouts,
+        r1.stats.rsvp.resv_timeouts,
+        video.loss_frames,
+        video.sent_frames,
+        video.outages.len()
+    );
+    assert!(
+        r2.stats.rsvp.path_timeouts > 0,
+        "refreshes lost in the data queue time the state out: {:?}",
+        r2.stats.rsvp
+    );
+    assert!(
+        video.loss_frames.unwrap_or(0) > 0,
+        "and the stream loses what its reservation protected: {video:?}"
+    );
+}
