@@ -362,10 +362,12 @@ rate = "100mbit"
 /// while c blasts b at 150 Mbit/s into the 100 Mbit/s r1–r2 link. The switched path is seen in
 /// the routers: r1 classifies the stream (5-tuple) and r2 switches it by label.
 ///
-/// Tolerance: 0.1 % loss (the "≥ 99.9 % of its rate"). The blast alone fills r1's
-/// default queue, so an unreserved stream loses about a third of its datagrams (measured in the
-/// same test with the reservation closed); a reservation that was not honoured — the stream on
-/// the default queue — fails by two orders of magnitude.
+/// Tolerance: 0.1 % loss (the "≥ 99.9 % of its rate"); measured 0 of 4000. The blast
+/// keeps r1's default queue full (150 Mbit/s offered, about 86 received), so the same stream
+/// without its reservation loses datagrams to it: 6.1 % measured, asserted > 1 % (the smooth
+/// 8 Mbit/s stream is dropped less often than the bursty blast by the drop-tail queue). A
+/// reservation that was not honoured — the stream on the default queue — fails the first
+/// assertion by 60 times its tolerance.
 #[test]
 fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() {
     if !root_or_skip("an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast") {
@@ -408,8 +410,9 @@ fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() 
         client_port: Some(4000),
         ..Iperf3Opts::default()
     };
+    // The blast's datagrams are the stream's size: a byte-bounded queue then favours neither.
     let blast_opts = Iperf3Opts {
-        length: Some(1400),
+        length: Some(1000),
         ..Iperf3Opts::default()
     };
     let run = |reserved: bool| {
@@ -421,10 +424,11 @@ fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() 
             let video = tools::iperf3_udp(ns("a"), b, 5004, 4, 8_000_000, &video_opts).unwrap();
             let blast = blast.join().unwrap();
             eprintln!(
-                "reserved {reserved}: video {} of {} lost ({:.3} %), blast {:.1} Mbit/s received",
+                "reserved {reserved}: video {} of {} lost ({:.3} %), blast {:.1} Mbit/s sent, {:.1} received",
                 video.lost_packets,
                 video.packets,
                 video.loss_percent,
+                blast.sender_bps / 1e6,
                 blast.receiver_bps / 1e6
             );
             video
@@ -445,9 +449,11 @@ fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() 
     assert!(switched.unwrap_or(0) > 0, "r2 switched it by label: {r2}");
     assert!(
         video.loss_percent <= 0.1,
-        "the reserved stream lost {} of {} datagrams under the blast",
+        "the reserved stream lost {} of {} datagrams under the blast\nr1 {}\nr2 {}",
         video.lost_packets,
-        video.packets
+        video.packets,
+        r1["router"],
+        r2["router"]
     );
 
     // The same stream without its reservation loses to the blast.
@@ -455,7 +461,7 @@ fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() 
     std::thread::sleep(Duration::from_millis(300));
     let plain = run(false);
     assert!(
-        plain.loss_percent > 5.0,
+        plain.loss_percent > 1.0,
         "without the reservation the blast should hurt the stream: {plain:?}"
     );
     drop(client);

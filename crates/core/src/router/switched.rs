@@ -211,8 +211,21 @@ impl Resources for RouterResources<'_> {
             .unwrap_or(usize::MAX)
             .saturating_add(LABELLED_FRAME_HEADERS)
             .clamp(60, sched.max_frame());
-        // QSR §3.1: bucket M (reshaping at R), 2M of buffer from the Guaranteed pool.
-        let gs_buffer = if guaranteed { 2 * max_packet } else { 0 };
+        // QSR §3.1: bucket M (reshaping at R) and 2M of buffer from the Guaranteed pool — plus
+        // the sender's bucket b: the first router takes the sender's conforming bursts whole,
+        // and in software a burst re-forms downstream whenever a router wakes up late (the
+        // paper's hardware wheel never did), so every hop keeps room for b + 2M.
+        let sender_burst = f64::from(tspec.size.to_f32());
+        let sender_burst = if sender_burst.is_finite() && sender_burst > 0.0 {
+            (sender_burst.ceil() as usize).min(1 << 24)
+        } else {
+            0
+        };
+        let gs_buffer = if guaranteed {
+            sender_burst + 2 * max_packet
+        } else {
+            0
+        };
         let old = self.switched.bookings.get(&id).copied();
         let (old_rate, old_buffer) = old
             .filter(|b| b.port == port)
@@ -251,12 +264,12 @@ impl Resources for RouterResources<'_> {
             }
         }
         let spec = if guaranteed {
-            // Bucket M: reshaped at R (QSR §3.1), 2M of queue.
+            // Bucket M: reshaped at R (QSR §3.1), b + 2M of queue (above).
             FlowSpec {
                 rate_bps,
                 max_burst: max_packet,
                 max_packet,
-                queue_bytes: 2 * max_packet.max(60),
+                queue_bytes: gs_buffer.max(120),
                 service: Service::Guaranteed,
             }
         } else {
