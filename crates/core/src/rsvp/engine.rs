@@ -899,16 +899,7 @@ impl Rsvp {
                             r.flowspec = flowspec;
                             r.senders = senders.clone();
                         }
-                        for s in &senders {
-                            let pk = PathKey {
-                                session: resv.session,
-                                sender: *s,
-                            };
-                            if let Some(p) = self.paths.get_mut(&pk) {
-                                p.resv = Some(id);
-                            }
-                            self.splice_sender(id, pk);
-                        }
+                        self.attach(id, resv.session, &senders);
                     }
                     self.touch_resv(now, id, nhop, resv.resv_confirm, refresh);
                     if !changed {
@@ -951,16 +942,7 @@ impl Rsvp {
                         },
                     );
                     self.resv_index.insert(key, id);
-                    for s in &senders {
-                        let pk = PathKey {
-                            session: resv.session,
-                            sender: *s,
-                        };
-                        if let Some(p) = self.paths.get_mut(&pk) {
-                            p.resv = Some(id);
-                        }
-                        self.splice_sender(id, pk);
-                    }
+                    self.attach(id, resv.session, &senders);
                     self.touch_resv(now, id, nhop, resv.resv_confirm, refresh);
                     id
                 }
@@ -969,6 +951,20 @@ impl Rsvp {
             self.send_resv_upstream(id, None);
             let at = now + self.jittered();
             self.deadlines.set(Timer::ResvRefresh(id), at);
+        }
+    }
+
+    /// Puts `senders`' paths on reservation `id` and splices them.
+    fn attach(&mut self, id: ResvId, session: Session, senders: &[FilterSpec]) {
+        for s in senders {
+            let pk = PathKey {
+                session,
+                sender: *s,
+            };
+            if let Some(p) = self.paths.get_mut(&pk) {
+                p.resv = Some(id);
+            }
+            self.splice_sender(id, pk);
         }
     }
 
