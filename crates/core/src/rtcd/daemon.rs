@@ -227,8 +227,12 @@ impl Rtcd {
         self.send_control(now, dst, repr);
     }
 
-    /// A HELLO (role host daemon): tells the first switch this start's epoch.
+    /// A HELLO (role host daemon): tells the first switch this start's epoch. Under RSVP
+    /// signalling there is no first switch (the next hop is a router), so none is sent.
     fn send_hello(&mut self, now: Instant) {
+        if self.config.signalling == super::Signalling::Rsvp {
+            return;
+        }
         let hello = Message::Hello(HelloRepr {
             role: Role::HostDaemon,
             port: 0,

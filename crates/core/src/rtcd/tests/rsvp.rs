@@ -10,12 +10,18 @@ use super::*;
 const A: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const B: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 
+/// A daemon signalling with RSVP, started at 0: it sends no HELLO (no switch to greet).
 fn rsvp_daemon(ip: Ipv4Addr) -> Rtcd {
-    let config = Config {
+    rsvp_daemon_with(Config {
         signalling: Signalling::Rsvp,
         ..Config::new(HOST_MAC, ip, 100_000_000)
-    };
-    started(config)
+    })
+}
+
+fn rsvp_daemon_with(config: Config) -> Rtcd {
+    let mut d = Rtcd::new(config, Instant::ZERO).expect("valid config");
+    assert_eq!(drain(&mut d), vec![], "no HELLO under RSVP");
+    d
 }
 
 /// The RSVP messages among `actions`: (destination, Router Alert, decoded).
@@ -154,7 +160,7 @@ fn without_a_receiver_daemon_the_open_fails_with_a_clear_error() {
 #[test]
 fn a_receiver_that_does_not_accept_reserves_nothing() {
     let mut a = rsvp_daemon(A);
-    let mut b = started(Config {
+    let mut b = rsvp_daemon_with(Config {
         signalling: Signalling::Rsvp,
         rsvp_accept: false,
         ..Config::new(HOST_MAC, B, 100_000_000)
