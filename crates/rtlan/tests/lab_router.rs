@@ -362,12 +362,14 @@ rate = "100mbit"
 /// while c blasts b at 150 Mbit/s into the 100 Mbit/s r1–r2 link. The switched path is seen in
 /// the routers: r1 classifies the stream (5-tuple) and r2 switches it by label.
 ///
-/// Tolerance: 0.1 % loss (the "≥ 99.9 % of its rate"); measured 0 of 4000. The blast
-/// keeps r1's default queue full (150 Mbit/s offered, about 86 received), so the same stream
-/// without its reservation loses datagrams to it: 6.1 % measured, asserted > 1 % (the smooth
-/// 8 Mbit/s stream is dropped less often than the bursty blast by the drop-tail queue). A
-/// reservation that was not honoured — the stream on the default queue — fails the first
-/// assertion by 60 times its tolerance.
+/// Tolerance: 0.1 % loss (the "≥ 99.9 % of its rate"); measured 0 of 4000 in every
+/// run. That the blast really overloads the queue the reservation bypasses is asserted on the
+/// blast itself: it loses more than a quarter of what it sends (about 42 % measured: 150 Mbit/s
+/// offered, about 87 received). How much an *unreserved* stream loses to it is not asserted:
+/// the drop-tail queue drops the smooth 8 Mbit/s stream far less often than the bursty blast,
+/// and how much less depends on the machine's timing (6.1 % in one run, 0.15 % in another with
+/// release binaries); the simulator shows the contrast deterministically
+/// (`sim/tests/routers.rs::a_reservation_across_routers_keeps_its_stream_whole_under_a_blast`).
 #[test]
 fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() {
     if !root_or_skip("an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast") {
@@ -415,26 +417,25 @@ fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() 
         length: Some(1000),
         ..Iperf3Opts::default()
     };
-    let run = |reserved: bool| {
-        std::thread::scope(|s| {
-            let blast = s.spawn(|| {
-                tools::iperf3_udp(ns("c"), b, 5201, 6, 150_000_000, &blast_opts).unwrap()
-            });
-            std::thread::sleep(Duration::from_millis(500));
-            let video = tools::iperf3_udp(ns("a"), b, 5004, 4, 8_000_000, &video_opts).unwrap();
-            let blast = blast.join().unwrap();
-            eprintln!(
-                "reserved {reserved}: video {} of {} lost ({:.3} %), blast {:.1} Mbit/s sent, {:.1} received",
-                video.lost_packets,
-                video.packets,
-                video.loss_percent,
-                blast.sender_bps / 1e6,
-                blast.receiver_bps / 1e6
-            );
-            video
-        })
-    };
-    let video = run(true);
+    let (video, blast) = std::thread::scope(|s| {
+        let blast =
+            s.spawn(|| tools::iperf3_udp(ns("c"), b, 5201, 6, 150_000_000, &blast_opts).unwrap());
+        std::thread::sleep(Duration::from_millis(500));
+        let video = tools::iperf3_udp(ns("a"), b, 5004, 4, 8_000_000, &video_opts).unwrap();
+        (video, blast.join().unwrap())
+    });
+    eprintln!(
+        "video {} of {} lost ({:.3} %), blast {:.1} Mbit/s sent, {:.1} received",
+        video.lost_packets,
+        video.packets,
+        video.loss_percent,
+        blast.sender_bps / 1e6,
+        blast.receiver_bps / 1e6
+    );
+    assert!(
+        blast.receiver_bps < 0.75 * blast.sender_bps,
+        "the blast overloads r1's default queue: {blast:?}"
+    );
     let r1 = ctl_router(&lab, "r1", "stats");
     let r2 = ctl_router(&lab, "r2", "stats");
     let reserved_in = r1.pointer("/router/reserved_in").and_then(|v| v.as_u64());
@@ -456,14 +457,17 @@ fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() 
         r2["router"]
     );
 
-    // The same stream without its reservation loses to the blast.
+    // Closing sends PathTear: both routers forget the session at once.
     client.close(opened.conn).expect("closed");
-    std::thread::sleep(Duration::from_millis(300));
-    let plain = run(false);
-    assert!(
-        plain.loss_percent > 1.0,
-        "without the reservation the blast should hurt the stream: {plain:?}"
-    );
+    let (released, _) = wait_until(Duration::from_secs(2), || {
+        ["r1", "r2"].iter().all(|r| {
+            ctl_router(&lab, r, "stats")
+                .pointer("/router/rsvp/paths")
+                .and_then(|v| v.as_u64())
+                == Some(0)
+        })
+    });
+    assert!(released, "the routers still hold the session after close");
     drop(client);
     down_clean(lab);
 }
