@@ -249,7 +249,8 @@ impl Router {
             ports,
             trapped: VecDeque::new(),
             stats,
-            scratch: vec![0; MAX_FRAME],
+            // Room for a full-size packet with a label (switched paths).
+            scratch: vec![0; MAX_FRAME + mpls::ENTRY_LEN],
             config,
             rsvp,
             switched,
@@ -1081,10 +1082,12 @@ impl Router {
             self.stats.drop_too_big += 1;
             return;
         }
-        let mut frame = vec![0u8; len];
-        frame[ETH_HEADER + shim..].copy_from_slice(packet);
-        if rtlan_wire::rewrite::ipv4_ttl_decrement(&mut frame[ETH_HEADER + shim..]).is_err() {
+        // Built in the scratch buffer, as forwarded frames are: no allocation per packet.
+        let mut frame = std::mem::take(&mut self.scratch);
+        frame[ETH_HEADER + shim..len].copy_from_slice(packet);
+        if rtlan_wire::rewrite::ipv4_ttl_decrement(&mut frame[ETH_HEADER + shim..len]).is_err() {
             self.stats.drop_malformed += 1;
+            self.scratch = frame;
             return;
         }
         let ethertype = match out_label {
@@ -1104,7 +1107,8 @@ impl Router {
         };
         frame[12..14].copy_from_slice(&u16::from(ethertype).to_be_bytes());
         self.stats.reserved_in += 1;
-        self.send_switched(now, resv, out_port, next_hop, &mut frame);
+        self.send_switched(now, resv, out_port, next_hop, &mut frame[..len]);
+        self.scratch = frame;
     }
 
     /// A labelled frame: swapped onto the next link's label, or popped to plain IP at the last
@@ -1129,39 +1133,55 @@ impl Router {
             self.stats.drop_label_ttl += 1;
             return;
         }
-        let mut out = match entry.out_label {
+        if frame.len() > self.scratch.len() {
+            self.stats.drop_too_big += 1;
+            return;
+        }
+        // Rewritten in the scratch buffer: no allocation per frame.
+        let mut out = std::mem::take(&mut self.scratch);
+        let len = match entry.out_label {
             Some(next) => {
-                let mut out = frame.to_vec();
-                let mut shim = mpls::Packet::new_unchecked(&mut out[ETH_HEADER..]);
+                out[..frame.len()].copy_from_slice(frame);
+                let mut shim = mpls::Packet::new_unchecked(&mut out[ETH_HEADER..frame.len()]);
                 shim.set_label(next);
                 shim.set_ttl(ttl - 1);
-                out
+                frame.len()
             }
             None => {
-                let ip_start = ETH_HEADER + mpls::ENTRY_LEN;
-                let mut out = Vec::with_capacity(frame.len() - mpls::ENTRY_LEN);
-                out.extend_from_slice(&frame[..ETH_HEADER]);
-                out.extend_from_slice(&frame[ip_start..]);
-                let Ok(ip) = ipv4::Packet::new_checked(&out[ETH_HEADER..]) else {
+                let rest = &frame[ETH_HEADER + mpls::ENTRY_LEN..];
+                out[..ETH_HEADER].copy_from_slice(&frame[..ETH_HEADER]);
+                out[ETH_HEADER..ETH_HEADER + rest.len()].copy_from_slice(rest);
+                let parsed = ipv4::Packet::new_checked(&out[ETH_HEADER..ETH_HEADER + rest.len()])
+                    .map(|ip| (ip.ttl(), usize::from(ip.total_len())));
+                let Ok((ip_ttl, total)) = parsed else {
                     self.stats.drop_malformed += 1;
+                    self.scratch = out;
                     return;
                 };
                 // RFC 3443's uniform model: the IP TTL leaves with what the path left of it.
-                let new_ttl = ip.ttl().min(ttl) - 1;
-                let total = usize::from(ip.total_len());
-                out.truncate(ETH_HEADER + total);
+                let new_ttl = ip_ttl.min(ttl) - 1;
+                let len = ETH_HEADER + total;
                 if new_ttl == 0
-                    || rtlan_wire::rewrite::ipv4_ttl_set(&mut out[ETH_HEADER..], new_ttl).is_err()
+                    || rtlan_wire::rewrite::ipv4_ttl_set(&mut out[ETH_HEADER..len], new_ttl)
+                        .is_err()
                 {
                     self.stats.drop_label_ttl += 1;
+                    self.scratch = out;
                     return;
                 }
                 out[12..14].copy_from_slice(&u16::from(EtherType::Ipv4).to_be_bytes());
-                out
+                len
             }
         };
         self.stats.labelled_switched += 1;
-        self.send_switched(now, entry.resv, entry.out_port, entry.next_hop, &mut out);
+        self.send_switched(
+            now,
+            entry.resv,
+            entry.out_port,
+            entry.next_hop,
+            &mut out[..len],
+        );
+        self.scratch = out;
     }
 
     /// Queues a switched frame (its Ethernet addresses filled in here) on its reservation's
