@@ -21,6 +21,7 @@ mod lab;
 mod lock;
 mod registry;
 mod routers;
+pub use routers::PSIP_HTTP_PORT;
 mod shaping;
 mod state;
 mod switches;

@@ -43,11 +43,33 @@ struct RouterFile {
     /// `[rsvp]` with the defaults (docs/router.md) when the router runs RSVP.
     #[serde(skip_serializing_if = "Option::is_none")]
     rsvp: Option<RsvpFile>,
+    /// `[psip]` when the router runs RSVP: the pipe page and API on [`PSIP_HTTP_PORT`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    psip: Option<PsipFile>,
 }
 
-/// `[rsvp]`: the lab keeps `rtlan router`'s defaults.
+/// `[rsvp]`: `rtlan router`'s defaults but for the lateness budget.
 #[derive(Debug, Serialize)]
-struct RsvpFile {}
+struct RsvpFile {
+    lateness_budget: String,
+}
+
+/// The wake-up lateness the lab's routers declare: on the 2-core machine a lab shares with its
+/// hosts and tools, data planes wake up late by milliseconds under floods (3.2 ms measured with
+/// three switches; `topologies/chain3-flood.toml` declares 4 ms for the same reason), and a
+/// reserved flow's queue needs room for what arrives meanwhile (docs/qsr.md §4).
+pub(crate) const LAB_ROUTER_LATENESS: &str = "4ms";
+
+/// The port every lab router with RSVP serves its provisioned-pipe page and JSON API on, on
+/// all its addresses (QSR §5; docs/router.md "Provisioned pipes"): a lab's namespaces are its
+/// own, so its hosts may reach every router's page.
+pub const PSIP_HTTP_PORT: u16 = 8080;
+
+/// `[psip]`.
+#[derive(Debug, Serialize)]
+struct PsipFile {
+    http: String,
+}
 
 #[derive(Debug, Serialize)]
 struct PortFile {
@@ -96,7 +118,12 @@ pub(crate) fn render_config(
                 metric: r.metric,
             })
             .collect(),
-        rsvp: router.rsvp.then_some(RsvpFile {}),
+        rsvp: router.rsvp.then(|| RsvpFile {
+            lateness_budget: LAB_ROUTER_LATENESS.to_string(),
+        }),
+        psip: router.rsvp.then(|| PsipFile {
+            http: format!("0.0.0.0:{PSIP_HTTP_PORT}"),
+        }),
     };
     Ok(toml::to_string(&file)?)
 }
@@ -239,9 +266,17 @@ rate = "100mbit"
         assert_eq!(v["control_socket"].as_str(), Some("/run/x/r1.sock"));
         assert_eq!(v["kernel_routes"].as_bool(), Some(true));
         assert!(v["rsvp"].is_table(), "RSVP on by default: {text}");
-        // And what the router reads back is RSVP with its defaults.
+        // And what the router reads back is RSVP with its defaults but the lab's lateness, and
+        // the pipe page on its port.
         let read = rtlan_linux::routerd::RouterDaemonConfig::from_toml_str(&text).unwrap();
-        assert_eq!(read.rsvp, Some(rtlan_core::router::RsvpSettings::default()));
+        assert_eq!(
+            read.rsvp,
+            Some(rtlan_core::router::RsvpSettings {
+                lateness_budget: std::time::Duration::from_millis(4),
+                ..rtlan_core::router::RsvpSettings::default()
+            })
+        );
+        assert_eq!(read.http.map(|a| a.port()), Some(PSIP_HTTP_PORT));
         let ports = v["port"].as_array().unwrap();
         assert_eq!(ports.len(), 2);
         assert_eq!(ports[0]["ifname"].as_str(), Some("p0"));

@@ -92,6 +92,16 @@ pub struct RsvpSettings {
     /// `false` puts it in the default queue with the data, as before the paper's fix — for
     /// experiments that show the failure.
     pub protected: bool,
+    /// Ingress routers whose provisioned pipes may end here (QSR §5), by prefix; empty: any
+    /// rtlan router's (a labelled path).
+    pub psip_peers: Vec<crate::prefix::Ipv4Prefix>,
+    /// How late the router's driver may wake (receive or send) without a reserved flow losing
+    /// a packet: every reserved flow's queue gets room for two such delays at its rate (one
+    /// late receive, one late send: what arrives meanwhile comes in one batch), and each hop's
+    /// D in the ADSPEC grows by two (docs/qsr.md §4). The paper's hardware needed none; a
+    /// software router on a loaded machine does (docs/delay.md §4). Default 400 µs, as the
+    /// switch's.
+    pub lateness_budget: Duration,
 }
 
 impl Default for RsvpSettings {
@@ -108,6 +118,8 @@ impl Default for RsvpSettings {
             max_states: 100_000,
             seed: 1,
             protected: true,
+            psip_peers: Vec::new(),
+            lateness_budget: crate::switch::DEFAULT_LATENESS_BUDGET,
         }
     }
 }
@@ -285,6 +297,9 @@ pub struct RouterStats {
     pub drop_switched_unresolved: u64,
     /// RSVP messages that did not parse or decode.
     pub drop_bad_rsvp: u64,
+    /// Paths of provisioned pipes that came unlabelled — from a host, which may not start a
+    /// pipe (QSR §5) — dropped.
+    pub drop_psip_unlabelled: u64,
     /// The RSVP engine's counters (zero without RSVP).
     pub rsvp: crate::rsvp::RsvpStats,
 }

@@ -16,6 +16,7 @@ pub mod decide;
 pub mod fib;
 pub mod neighbours;
 pub mod node;
+pub mod pipes;
 pub mod psip;
 pub mod switched;
 
@@ -26,6 +27,10 @@ pub use crate::prefix::{Ipv4Prefix, PrefixError};
 pub use classify::{ClassifyError, FlowKey, RsvpClassifier};
 pub use decide::{Decision, PacketFields, Tables, TrapReason};
 pub use fib::{Fib, FibError, NextHop, Route, RouteSource};
+pub use pipes::{
+    PipeCounters, PipeError, PipeRefusal, PipeService, PipeSpec, PipeState, PipeStatus,
+    PSIP_PORT_CONTROLLED_LOAD, PSIP_PORT_GUARANTEED,
+};
 pub use psip::{CidrFilter, PsipClassifier, PsipError};
 
 pub use config::{

@@ -15,14 +15,18 @@
 //! ([`crate::rsvp`]) on the RSVP messages it traps, and its splices switch reserved flows
 //! (QSR §3.2, §4.2; [`super::switched`]): the RSVP classifier puts a sender's packets on its
 //! reservation's flow with the first label pushed, labelled (MPLS) frames are switched by
-//! (port, label) without an IP look-up, and the last router pops the label. Pipes (the PSIP
-//! classifier's hits) have no switched path yet and go the default way.
+//! (port, label) without an IP look-up, and the last router pops the label. Provisioned pipes
+//! (QSR §5, [`super::pipes`]) are RSVP sessions this router starts ([`Router::create_pipe`]) or
+//! ends as a receiver proxy: at the ingress the PSIP classifier's hits go onto the pipe's label,
+//! at the egress the label is popped and the packet routed onto the pipe's flow.
 //!
 //! Driver call order, as for every node (`core/src/node.rs`): [`Router::handle_frame`] per
 //! received frame, [`Router::handle_link`] on carrier changes, [`Router::handle_timeout`] when
 //! [`Router::poll_timeout`] is due, then [`Router::poll_transmit`] per port until `None`, and
 //! [`Router::poll_trapped`] until `None` for the control plane. Route changes
 //! ([`Router::install_route`], [`Router::remove_route`]) may come at any time.
+
+mod pipe_glue;
 
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
@@ -35,13 +39,23 @@ use super::config::{RouterConfig, RouterConfigError, RouterPortStats, RouterStat
 use super::decide::{Decision, PacketFields, Tables, TrapReason};
 use super::fib::{NextHop, Route, RouteSource};
 use super::neighbours::{Due, Hold, Lookup, Neighbours, Waiting};
+use super::pipes::{
+    is_pipe_session, EgressPipe, IngressPipe, PipeCounters, PipeError, PipeRefusal, PipeService,
+    PipeSpec, PipeState, PipeStatus, Pipes,
+};
 use super::switched::{self, FibRouting, Ingress, LabelEntry, RouterResources, Switched};
 use super::Ipv4Prefix;
 use crate::egress::{PortScheduler, SchedConfig, SchedulerKind};
-use crate::rsvp::{HopTerms, Output as RsvpOutput, Received, Rsvp, RsvpConfig};
+use crate::rsvp::{
+    Event as RsvpEvent, HopTerms, Output as RsvpOutput, Received, Resources, ResvRequest, Rsvp,
+    RsvpConfig,
+};
 use crate::switch::protect::TokenBucket;
 use crate::time::Instant;
 use crate::{Medium, Node, PortId};
+use rtlan_wire::rsvp::{
+    ErrorCode, ErrorSpec, FilterSpec, FlowDescriptors, SenderDescriptor, Session,
+};
 
 /// Rate the default queue of an unpaced port is sized for, bit/s.
 const UNPACED_NOMINAL_BPS: u64 = 1_000_000_000;
@@ -59,10 +73,10 @@ pub const MAX_FRAME: usize = 1514;
 /// Ethernet header length (the router handles untagged frames).
 const ETH_HEADER: usize = 14;
 
-/// A flow handle of the classifiers (filled by the RSVP engine, next).
+/// A flow handle of the RSVP classifier: the ingress entry of a reserved sender.
 pub type FlowId = u32;
 
-/// A pipe of the PSIP classifier (filled by the pipe manager, next).
+/// A pipe handle of the PSIP classifier: the ingress entry of a provisioned pipe.
 pub type PipeId = u32;
 
 /// How a packet leaves through [`Router::send_to_neighbour`].
@@ -114,6 +128,12 @@ pub struct Router {
     switched: Switched,
     /// Routing changed since the RSVP engine last looked.
     routes_dirty: bool,
+    /// Provisioned pipes started or ended here.
+    pipes: Pipes,
+    /// Engine events for the pipes, handled once the engine is back in place.
+    pipe_events: VecDeque<RsvpEvent>,
+    /// When refused pipe ends are asked for again.
+    pipe_retry: Option<Instant>,
 }
 
 impl Router {
@@ -227,9 +247,13 @@ impl Router {
                 let line = p.sched.line_rate_bps();
                 let floor = line / 100 * u64::from(settings.default_floor_percent.min(99));
                 switched.floor_bps.push(floor);
-                switched.terms.push(hop_terms(&p.sched, floor));
+                switched
+                    .terms
+                    .push(hop_terms(&p.sched, floor, settings.lateness_budget));
             }
             switched.gs_buffer_bytes = settings.gs_buffer_bytes;
+            switched.lateness_ns =
+                u64::try_from(settings.lateness_budget.as_nanos()).unwrap_or(u64::MAX);
             switched.cl_buffer_bytes = settings.cl_buffer_bytes;
             switched.cl_epsilon = 10f64.powi(-i32::from(settings.cl_overflow_exponent));
             Rsvp::new(RsvpConfig {
@@ -255,6 +279,9 @@ impl Router {
             rsvp,
             switched,
             routes_dirty: false,
+            pipes: Pipes::default(),
+            pipe_events: VecDeque::new(),
+            pipe_retry: None,
         })
     }
 
@@ -579,12 +606,8 @@ impl Router {
         }
         match self.tables.decide(&fields) {
             Decision::Trap(reason) => self.trap(now, port, reason, frame, packet, &fields),
-            Decision::Reserved(id) => self.on_reserved(now, port, id, packet),
-            // No switched pipes yet: their packets go the default way.
-            Decision::Pipe(_) => match self.tables.fib.next_hop(dst) {
-                Some(hop) => self.forward(now, port, hop, packet),
-                None => self.unreachable(now, port, packet, icmp::Unreachable::Net),
-            },
+            // A pipe's filters are in the classifier only while it is switched (QSR §5).
+            Decision::Reserved(id) | Decision::Pipe(id) => self.on_reserved(now, port, id, packet),
             Decision::Forward(hop) => self.forward(now, port, hop, packet),
             Decision::Unreachable => self.unreachable(now, port, packet, icmp::Unreachable::Net),
         }
@@ -868,7 +891,7 @@ impl Router {
 /// timing wheel's RFC 2212 terms — C = the largest IP packet (the rate-dependent M/R of a flow
 /// shaped to bucket M), D = one largest frame at line rate plus one wheel slot (the
 /// non-preemptive blocking and the release granularity, `docs/scheduler.md`).
-fn hop_terms(sched: &PortScheduler, floor_bps: u64) -> HopTerms {
+fn hop_terms(sched: &PortScheduler, floor_bps: u64, lateness: std::time::Duration) -> HopTerms {
     let line = sched.line_rate_bps();
     let reservable = line
         .saturating_sub(floor_bps)
@@ -877,13 +900,15 @@ fn hop_terms(sched: &PortScheduler, floor_bps: u64) -> HopTerms {
     let frame_us = (max_frame + 24) * 8 * 1_000_000 / line.max(1);
     let max_packet = (MAX_FRAME - ETH_HEADER) as u32;
     let slot_us = u64::try_from(crate::egress::DEFAULT_GRANULARITY.as_micros()).unwrap_or(0);
+    // A late receive and a late send at this hop (`RsvpSettings::lateness_budget`).
+    let late_us = u64::try_from(lateness.as_micros()).unwrap_or(u64::MAX / 4) * 2;
     HopTerms {
         bandwidth: reservable as f32 / 8.0,
         latency_us: 0,
         mtu: max_packet,
         guaranteed: Some((
             max_packet,
-            u32::try_from(frame_us + slot_us).unwrap_or(u32::MAX),
+            u32::try_from(frame_us + slot_us + late_us).unwrap_or(u32::MAX),
         )),
         controlled_load: true,
     }
@@ -917,6 +942,9 @@ impl Router {
         }
         self.stats.rsvp = engine.stats();
         self.rsvp = Some(engine);
+        while let Some(event) = self.pipe_events.pop_front() {
+            self.on_pipe_event(now, event);
+        }
     }
 
     /// An RSVP message for this router (trapped).
@@ -932,6 +960,20 @@ impl Router {
             self.stats.drop_bad_rsvp += 1;
             return;
         };
+        if let wire_rsvp::Message::Path(path) = &message {
+            // Pipes start at routers (QSR §5), whose Paths arrive labelled; a pipe's Path
+            // without a label is a host's, which may not book pipes.
+            if is_pipe_session(&path.session)
+                && path
+                    .hop
+                    .label()
+                    .filter(|l| *l >= crate::rsvp::FIRST_LABEL)
+                    .is_none()
+            {
+                self.stats.drop_psip_unlabelled += 1;
+                return;
+            }
+        }
         let rx = Received {
             port,
             src: ip.src_addr(),
@@ -958,6 +1000,7 @@ impl Router {
             }
             RsvpOutput::Splice(s) => {
                 let Some(in_port) = s.in_port else {
+                    self.pipe_spliced(now, &s);
                     return;
                 };
                 match s.in_label {
@@ -969,6 +1012,7 @@ impl Router {
                                 next_hop: s.next_hop,
                                 out_label: s.out_label,
                                 resv: s.resv,
+                                route_on_pop: false,
                             },
                         );
                     }
@@ -989,6 +1033,7 @@ impl Router {
                             policer: bucket,
                             min_policed_unit: min_unit,
                             max_packet,
+                            counters: PipeCounters::default(),
                         };
                         let sender = (s.resv, s.sender.src_addr, s.sender.src_port);
                         let id = match self.switched.ingress_of.get(&sender) {
@@ -1015,6 +1060,9 @@ impl Router {
             }
             RsvpOutput::Unsplice(u) => {
                 let Some(in_port) = u.in_port else {
+                    if let Some(id) = self.pipe_of(&u.session, &u.sender) {
+                        self.pipe_unspliced(id);
+                    }
                     return;
                 };
                 match u.in_label {
@@ -1037,8 +1085,8 @@ impl Router {
                     }
                 }
             }
-            // Sessions ending at the router itself (provisioned pipes) come with PSIP.
-            RsvpOutput::Event(_) => {}
+            // Pipes started or ended here (QSR §5) are told; nothing else listens here.
+            RsvpOutput::Event(e) => self.pipe_events.push_back(e),
         }
     }
 
@@ -1057,9 +1105,15 @@ impl Router {
                 .ingress
                 .get_mut(&id)
                 .is_some_and(|e| e.police(now, packet.len()));
-        let Some(entry) = self.switched.ingress.get(&id) else {
+        let Some(entry) = self.switched.ingress.get_mut(&id) else {
             return;
         };
+        if conforming {
+            entry.counters.packets += 1;
+            entry.counters.bytes += packet.len() as u64;
+        } else if ttl > 1 {
+            entry.counters.demoted += 1;
+        }
         if !conforming {
             if ttl > 1 {
                 self.stats.demoted_excess += 1;
@@ -1174,6 +1228,10 @@ impl Router {
             }
         };
         self.stats.labelled_switched += 1;
+        if entry.route_on_pop && entry.out_label.is_none() {
+            self.pop_routed(now, port, entry, out, len);
+            return;
+        }
         self.send_switched(
             now,
             entry.resv,
@@ -1182,6 +1240,56 @@ impl Router {
             &mut out[..len],
         );
         self.scratch = out;
+    }
+
+    /// The end of a provisioned pipe (QSR §5): the popped packet in `out[..len]` goes by a
+    /// route look-up — on the pipe's flow when the route leaves by the pipe's port, as default
+    /// IP otherwise — and is held, as default IP, while its next hop is resolved rather than
+    /// lost. Gives the scratch buffer `out` back.
+    fn pop_routed(
+        &mut self,
+        now: Instant,
+        in_port: PortId,
+        entry: LabelEntry,
+        mut out: Vec<u8>,
+        len: usize,
+    ) {
+        let dst = ipv4::Packet::new_unchecked(&out[ETH_HEADER..len]).dst_addr();
+        if let Some(e) = self.pipes.egress.get_mut(&entry.resv) {
+            e.counters.packets += 1;
+            e.counters.bytes += (len - ETH_HEADER) as u64;
+        }
+        let Some(hop) = self.tables.fib.next_hop(dst) else {
+            self.scratch = out;
+            self.stats.drop_no_route += 1;
+            return;
+        };
+        let next_hop = hop.gateway.unwrap_or(dst);
+        let resolved = hop.port == entry.out_port
+            && match self.neighbours.lookup(next_hop, hop.port, now) {
+                Lookup::Resolved { refresh, .. } => {
+                    if refresh {
+                        self.arp_request(now, hop.port, next_hop);
+                    }
+                    true
+                }
+                Lookup::Unresolved => false,
+            };
+        if resolved {
+            self.send_switched(now, entry.resv, hop.port, next_hop, &mut out[..len]);
+            self.scratch = out;
+            return;
+        }
+        let packet = out[ETH_HEADER..len].to_vec();
+        self.scratch = out;
+        self.send_to_neighbour(
+            now,
+            hop.port,
+            next_hop,
+            &packet,
+            in_port,
+            Sending::Originated,
+        );
     }
 
     /// Queues a switched frame (its Ethernet addresses filled in here) on its reservation's
@@ -1295,12 +1403,14 @@ impl Node for Router {
 
     fn handle_timeout(&mut self, now: Instant) {
         self.on_due(now);
+        let routes_changed = self.routes_dirty;
         if self.routes_dirty {
             self.routes_dirty = false;
             self.drive_rsvp(now, |engine, routing, resources| {
                 engine.route_changed(now, routing, resources)
             });
         }
+        self.pipe_timers(now, routes_changed);
         if self
             .rsvp
             .as_ref()
@@ -1323,6 +1433,7 @@ impl Node for Router {
             .into_iter()
             .chain(ports)
             .chain(self.rsvp.as_ref().and_then(Rsvp::poll_timeout))
+            .chain(self.pipe_timeout())
             .min()
     }
 

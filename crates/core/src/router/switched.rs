@@ -42,6 +42,10 @@ pub(crate) struct LabelEntry {
     pub(crate) next_hop: Ipv4Addr,
     pub(crate) out_label: Option<u32>,
     pub(crate) resv: ResvId,
+    /// Pop and route: the last router of a provisioned pipe (QSR §5) pops the label and looks
+    /// the packet's destination up, since a pipe ends at a subnet rather than at one receiver;
+    /// `next_hop` is then unused.
+    pub(crate) route_on_pop: bool,
 }
 
 /// An ingress entry of the first router.
@@ -55,6 +59,8 @@ pub(crate) struct Ingress {
     pub(crate) policer: TokenBucket,
     pub(crate) min_policed_unit: u64,
     pub(crate) max_packet: u64,
+    /// What the entry switched and demoted.
+    pub(crate) counters: super::pipes::PipeCounters,
 }
 
 impl Ingress {
@@ -107,6 +113,8 @@ pub(crate) struct Switched {
     pub(crate) cl_epsilon: f64,
     /// Per port: what it adds to a path's ADSPEC.
     pub(crate) terms: Vec<HopTerms>,
+    /// The lateness budget, ns: every flow's queue holds two of it at the flow's rate.
+    pub(crate) lateness_ns: u64,
 }
 
 /// The sender's TSpec as an ingress policer.
@@ -170,6 +178,16 @@ impl Routing for FibRouting<'_> {
             gateway: hop.gateway,
         })
     }
+
+    /// A provisioned pipe's session ends at the router its destination subnet is attached to
+    /// (QSR §5; `super::pipes`).
+    fn proxies(&self, session: &rtlan_wire::rsvp::Session) -> bool {
+        super::pipes::is_pipe_session(session)
+            && self
+                .fib
+                .lookup(session.dst_addr)
+                .is_some_and(|(_, r)| r.source == super::fib::RouteSource::Connected)
+    }
 }
 
 /// The router's output ports as the RSVP engine's [`Resources`].
@@ -221,8 +239,13 @@ impl Resources for RouterResources<'_> {
         } else {
             0
         };
+        // What arrives at the flow's rate while the router wakes late, twice (a late receive
+        // brings it in one batch, a late send holds it back): `RsvpSettings::lateness_budget`.
+        let late_bytes = (u128::from(rate_bps) * u128::from(self.switched.lateness_ns) * 2
+            / 8_000_000_000)
+            .min(1 << 24) as usize;
         let gs_buffer = if guaranteed {
-            sender_burst + 2 * max_packet
+            sender_burst + 2 * max_packet + late_bytes
         } else {
             0
         };
@@ -246,7 +269,7 @@ impl Resources for RouterResources<'_> {
         let cl_depth = if guaranteed || !bucket.is_finite() || bucket < 0.0 {
             0
         } else {
-            (bucket.ceil() as u64).max(max_packet as u64)
+            (bucket.ceil() as u64).max(max_packet as u64) + late_bytes as u64
         };
         if !guaranteed {
             // QSR §3.1: the Controlled-Load flows' buckets against the CL buffer, Gaussian.
@@ -273,10 +296,11 @@ impl Resources for RouterResources<'_> {
                 service: Service::Guaranteed,
             }
         } else {
+            // The CL buffer's share: the bucket, one packet, and the lateness (in `cl_depth`).
             let burst = usize::try_from(cl_depth).unwrap_or(usize::MAX);
             FlowSpec {
                 rate_bps,
-                max_burst: burst,
+                max_burst: burst.saturating_sub(late_bytes),
                 max_packet,
                 queue_bytes: burst.saturating_add(max_packet),
                 service: Service::ControlledLoad,

@@ -1204,3 +1204,284 @@ mod switched_paths {
         );
     }
 }
+
+/// Provisioned pipes (QSR §5): r1 starts a pipe from a's subnet to b's, r2 ends it.
+mod pipes {
+    use super::*;
+    use crate::router::{PipeService, PipeSpec, PipeState};
+    use rtlan_wire::mpls;
+
+    fn net(r1_uplink_bps: u64) -> Net {
+        Net::new(|c| {
+            c.rsvp = Some(RsvpSettings {
+                refresh: Duration::from_secs(1),
+                ..RsvpSettings::default()
+            });
+            if c.ports[0].addr == Ipv4Addr::new(198, 18, 1, 1) {
+                c.ports[1].medium = Medium::FullDuplex {
+                    rate_bps: r1_uplink_bps,
+                };
+            }
+        })
+    }
+
+    fn spec(rate_bps: u64) -> PipeSpec {
+        PipeSpec {
+            name: "a-to-b".into(),
+            from: vec!["198.18.1.0/24".parse().unwrap()],
+            to: "198.18.2.0/24".parse().unwrap(),
+            service: PipeService::ControlledLoad,
+            rate_bps,
+            burst_bytes: 3000,
+            max_packet: 1500,
+        }
+    }
+
+    fn up() -> Net {
+        let mut net = net(RATE);
+        let now = net.now;
+        let id = net
+            .r(R1)
+            .create_pipe(now, spec(10_000_000))
+            .expect("created");
+        assert_eq!(id, 1);
+        net.run_for(Duration::from_millis(10));
+        let now = net.now;
+        let ingress = net.r(R1).pipes(now);
+        assert_eq!(ingress.len(), 1);
+        assert_eq!(ingress[0].state, PipeState::Up, "{ingress:?}");
+        assert_eq!(ingress[0].port.as_deref(), Some("p1"));
+        assert!(ingress[0].label.is_some());
+        let egress = net.r(R2).pipes(now);
+        assert_eq!(egress.len(), 1);
+        assert_eq!(egress[0].role, "egress");
+        assert_eq!(egress[0].state, PipeState::Up);
+        assert_eq!(egress[0].port.as_deref(), Some("p1"), "booked towards b");
+        assert_eq!(egress[0].ingress_router, Ipv4Addr::new(198, 18, 1, 1));
+        assert_eq!(egress[0].to, "198.18.2.0/24");
+        assert_eq!(egress[0].rate_bps, 10_000_000);
+        net
+    }
+
+    #[test]
+    fn a_pipe_switches_every_packet_from_its_sources_to_its_subnet() {
+        let mut net = up();
+        net.wire.clear();
+        // Any protocol and port: the pipe's filters are CIDR, not 5-tuples.
+        for i in 0..20u8 {
+            net.h(A).send(udp_packet(IP_A, IP_B, 64, i));
+            net.run_for(Duration::from_millis(1));
+        }
+        net.run_for(Duration::from_millis(5));
+        let got: Vec<_> = std::mem::take(&mut net.h(B).received)
+            .into_iter()
+            .filter(|p| {
+                ipv4::Packet::new_checked(&p[..])
+                    .is_ok_and(|ip| ip.protocol() == ipv4::Protocol::Udp)
+            })
+            .collect();
+        assert_eq!(got.len(), 20);
+        for p in &got {
+            let ip = ipv4::Packet::new_checked(&p[..]).unwrap();
+            assert!(ip.verify_checksum());
+            assert_eq!(ip.ttl(), 62, "two router hops, as when routed");
+        }
+        let labelled = net
+            .wire
+            .iter()
+            .filter(|(from, f)| *from == (R1, 1) && f[12..14] == [0x88, 0x47])
+            .count();
+        assert_eq!(
+            labelled, 20,
+            "every packet crossed r1–r2 on the pipe's label"
+        );
+        let now = net.now;
+        let (ingress, egress) = (net.r(R1).pipes(now), net.r(R2).pipes(now));
+        assert_eq!(ingress[0].counters.packets, 20);
+        assert_eq!(egress[0].counters.packets, 20);
+        assert_eq!(ingress[0].counters.demoted, 0);
+        // The label r2 pops is the one r1 pushes.
+        let table = net.r(R2).label_table();
+        assert_eq!(table.len(), 1);
+        assert_eq!(Some(table[0].0 .1), ingress[0].label);
+        // Traffic to another subnet does not enter the pipe.
+        net.wire.clear();
+        net.h(A)
+            .send(udp_packet(IP_A, Ipv4Addr::new(198, 18, 12, 2), 64, 1));
+        net.run_for(Duration::from_millis(5));
+        assert!(net
+            .wire
+            .iter()
+            .all(|(from, f)| *from != (R1, 1) || f[12..14] != [0x88, 0x47]));
+    }
+
+    #[test]
+    fn traffic_beyond_the_pipe_is_demoted_and_still_delivered() {
+        let mut net = up();
+        for i in 0..10 {
+            net.h(A)
+                .send(super::switched_paths_sized_udp(IP_A, IP_B, 1000, i));
+        }
+        net.run_for(Duration::from_millis(20));
+        let now = net.now;
+        let c = net.r(R1).pipes(now)[0].counters;
+        // A 3000-byte bucket passes two 1028-byte packets at once; the rest go as default IP.
+        assert_eq!((c.packets, c.demoted), (2, 8));
+        assert_eq!(
+            net.h(B).received.iter().filter(|p| p.len() == 1028).count(),
+            10
+        );
+    }
+
+    #[test]
+    fn deleting_a_pipe_tears_it_down_at_both_ends() {
+        let mut net = up();
+        let now = net.now;
+        let status = net.r(R1).delete_pipe(now, "a-to-b").expect("deleted");
+        assert_eq!(status.state, PipeState::Up);
+        net.run_for(Duration::from_millis(10));
+        let now = net.now;
+        assert!(net.r(R1).pipes(now).is_empty());
+        assert!(net.r(R2).pipes(now).is_empty());
+        assert!(net.r(R2).label_table().is_empty());
+        assert!(net.r(R1).tables().psip.is_empty());
+        assert_eq!(net.r(R1).stats().rsvp.paths, 0);
+        assert_eq!(net.r(R2).stats().rsvp.resvs, 0);
+        assert_eq!(
+            net.r(R1).delete_pipe(now, "a-to-b").unwrap_err().code(),
+            "not_found"
+        );
+        // The bandwidth is free again: a pipe of the same name comes up once more.
+        net.r(R1).create_pipe(now, spec(10_000_000)).expect("again");
+        net.run_for(Duration::from_millis(10));
+        let now = net.now;
+        assert_eq!(net.r(R1).pipes(now)[0].state, PipeState::Up);
+    }
+
+    #[test]
+    fn a_hop_that_cannot_carry_the_pipe_is_named_at_the_ingress() {
+        // r1's uplink is 10 Mbit/s: r2 books its 100 Mbit/s port, r1 refuses, r2 passes the
+        // refusal back to r1's operator as a PathErr.
+        let mut net = net(10_000_000);
+        let now = net.now;
+        net.r(R1).create_pipe(now, spec(20_000_000)).unwrap();
+        net.run_for(Duration::from_millis(10));
+        let now = net.now;
+        let p = &net.r(R1).pipes(now)[0];
+        assert_eq!(p.state, PipeState::Refused, "{p:?}");
+        let refusal = p.refusal.clone().unwrap();
+        assert_eq!(refusal.node, Ipv4Addr::new(198, 18, 12, 1), "r1's uplink");
+        assert_eq!((refusal.code, refusal.value), (1, 2), "bandwidth");
+        assert!(net.r(R1).tables().psip.is_empty());
+        // At the egress the booking is too big for its port: refused there, and named.
+        let mut net = net_with_big_pipe();
+        let now = net.now;
+        let p = &net.r(R1).pipes(now)[0];
+        assert_eq!(p.state, PipeState::Refused);
+        assert_eq!(
+            p.refusal.clone().unwrap().node,
+            Ipv4Addr::new(198, 18, 2, 1)
+        );
+        assert_eq!(net.r(R2).pipes(now)[0].state, PipeState::Refused);
+    }
+
+    fn net_with_big_pipe() -> Net {
+        let mut net = net(RATE);
+        let now = net.now;
+        net.r(R1).create_pipe(now, spec(99_000_000)).unwrap();
+        net.run_for(Duration::from_millis(10));
+        net
+    }
+
+    #[test]
+    fn bad_requests_are_refused_by_name() {
+        let mut net = net(RATE);
+        let now = net.now;
+        let r1 = net.r(R1);
+        let mut s = spec(1_000_000);
+        s.to = "198.18.1.0/24".parse().unwrap();
+        assert_eq!(
+            r1.create_pipe(now, s).unwrap_err().code(),
+            "destination_attached"
+        );
+        r1.create_pipe(now, spec(1_000_000)).unwrap();
+        assert_eq!(
+            r1.create_pipe(now, spec(1_000_000)).unwrap_err().code(),
+            "name_exists"
+        );
+        let mut no_rsvp = Net::new(|_| {});
+        let now = no_rsvp.now;
+        assert_eq!(
+            no_rsvp
+                .r(R1)
+                .create_pipe(now, spec(1_000_000))
+                .unwrap_err()
+                .code(),
+            "no_rsvp"
+        );
+    }
+
+    #[test]
+    fn a_hosts_path_for_a_pipe_session_is_dropped_at_the_first_router() {
+        use crate::rsvp::{Role, Rsvp, RsvpConfig};
+        use rtlan_wire::rsvp::{Adspec, F32Bits, FilterSpec, SenderDescriptor, TokenBucket};
+        let mut net = net(RATE);
+        let mut config = RsvpConfig::new(Role::Host, vec![IP_A]);
+        config.refresh = Duration::from_secs(1);
+        net.h(A).rsvp = Some(Rsvp::new(config));
+        let now = net.now;
+        let host = net.h(A);
+        let gw = host.gateway;
+        host.rsvp.as_mut().unwrap().open_sender(
+            now,
+            spec(1_000_000).session(),
+            SenderDescriptor {
+                sender_template: FilterSpec {
+                    src_addr: IP_A,
+                    src_port: 1,
+                },
+                sender_tspec: TokenBucket {
+                    rate: F32Bits::from_f32(125_000.0),
+                    size: F32Bits::from_f32(3000.0),
+                    peak: F32Bits::from_f32(f32::INFINITY),
+                    min_policed_unit: 64,
+                    max_packet_size: 1500,
+                },
+                adspec: Some(Adspec::sender_initial(1500)),
+            },
+            &ViaGateway(gw),
+            &mut NoResources,
+        );
+        host.drain_rsvp();
+        net.run_for(Duration::from_millis(10));
+        assert!(net.r(R1).stats().drop_psip_unlabelled >= 1);
+        let now = net.now;
+        assert!(net.r(R2).pipes(now).is_empty());
+        assert_eq!(net.r(R2).stats().rsvp.path_in, 0);
+        let _ = mpls::ENTRY_LEN;
+    }
+}
+
+/// A UDP datagram of `size` payload bytes (for tests outside `switched_paths`).
+fn switched_paths_sized_udp(src: Ipv4Addr, dst: Ipv4Addr, size: usize, tag: u8) -> Vec<u8> {
+    let mut p = vec![0u8; ipv4::HEADER_LEN + udp::HEADER_LEN + size];
+    ipv4::Repr {
+        src_addr: src,
+        dst_addr: dst,
+        protocol: ipv4::Protocol::Udp,
+        payload_len: udp::HEADER_LEN + size,
+        ttl: 64,
+        dscp_ecn: 0,
+    }
+    .emit(&mut ipv4::Packet::new_unchecked(&mut p[..]));
+    let mut d = udp::Packet::new_unchecked(&mut p[ipv4::HEADER_LEN..]);
+    udp::Repr {
+        src_port: 4000,
+        dst_port: 5000,
+        payload_len: size,
+    }
+    .emit(&mut d);
+    d.payload_mut().fill(tag);
+    d.fill_checksum(src, dst);
+    p
+}

@@ -368,6 +368,72 @@ impl Rsvp {
         }
     }
 
+    /// A local receiver releases its Fixed-Filter reservation of one sender: ResvTear
+    /// upstream. The session's other reservations stay.
+    pub fn release_sender<S: Resources>(
+        &mut self,
+        session: Session,
+        sender: FilterSpec,
+        resources: &mut S,
+    ) {
+        if let Some(id) = self.local_resv(session, sender) {
+            self.remove_resv(id, true, resources);
+        }
+    }
+
+    /// The local receiver's Fixed-Filter reservation of `sender`, if there is one.
+    pub fn local_resv(&self, session: Session, sender: FilterSpec) -> Option<ResvId> {
+        let key = ResvKey::Fixed(PathKey { session, sender });
+        self.resv_index
+            .get(&key)
+            .copied()
+            .filter(|id| self.resvs.get(id).is_some_and(|r| r.out_port.is_none()))
+    }
+
+    /// Whether there is path state for a sender of a session.
+    pub fn has_path(&self, session: Session, sender: FilterSpec) -> bool {
+        self.paths.contains_key(&PathKey { session, sender })
+    }
+
+    /// Where a sender's path comes in: the port and the label its frames carry (`None`: plain
+    /// IP, or a local sender's path, which has no port either).
+    pub fn path_input(
+        &self,
+        session: Session,
+        sender: FilterSpec,
+    ) -> Option<(PortId, Option<u32>)> {
+        let p = self.paths.get(&PathKey { session, sender })?;
+        Some((p.in_port?, p.in_label))
+    }
+
+    /// Refuses a path that ends here: a PathErr with `error` goes back to its sender (a
+    /// receiver proxy that cannot take the session, or passes on a refusal it was told of).
+    /// Nothing happens for a local sender's path or an unknown one.
+    pub fn reject_path(&mut self, session: Session, sender: FilterSpec, error: ErrorSpec) {
+        let key = PathKey { session, sender };
+        let Some(p) = self.paths.get(&key) else {
+            return;
+        };
+        let (Some(port), Some(phop)) = (p.in_port, p.phop) else {
+            return;
+        };
+        let err = PathErr {
+            session,
+            error,
+            sender: Some(p.sender),
+        };
+        let src = self.address(port);
+        self.send(Outgoing {
+            port,
+            src,
+            dst: phop.address,
+            next_hop: phop.address,
+            ttl: ORIGINATED_TTL,
+            router_alert: false,
+            message: Message::PathErr(err),
+        });
+    }
+
     // ----- Path -----------------------------------------------------------------------------
 
     fn accept_path<R: Routing, S: Resources>(
@@ -383,7 +449,8 @@ impl Rsvp {
             session: path.session,
             sender: path.sender.sender_template,
         };
-        let local_dst = self.is_local(path.session.dst_addr);
+        let local_dst = self.is_local(path.session.dst_addr)
+            || (self.config.role == Role::Router && routing.proxies(&path.session));
         let route = if local_dst {
             None
         } else {
@@ -800,6 +867,7 @@ impl Rsvp {
                 } else {
                     self.out.push_back(Output::Event(Event::ResvError {
                         session: resv.session,
+                        senders: Vec::new(),
                         error: self.local_error(ErrorCode::UnknownStyle, 0),
                     }));
                 }
@@ -820,6 +888,7 @@ impl Rsvp {
                     let error = engine.local_error(code, value);
                     engine.out.push_back(Output::Event(Event::ResvError {
                         session: resv.session,
+                        senders: senders.clone(),
                         error,
                     }))
                 }
@@ -1368,6 +1437,12 @@ impl Rsvp {
                 }
                 _ => self.out.push_back(Output::Event(Event::ResvError {
                     session: err.session,
+                    senders: r
+                        .senders
+                        .iter()
+                        .filter(|s| senders.contains(s))
+                        .copied()
+                        .collect(),
                     error: err.error,
                 })),
             }

@@ -95,6 +95,14 @@ pub struct RouteTo {
 pub trait Routing {
     /// The route to `dst`, `None` if there is none.
     fn route(&self, dst: Ipv4Addr) -> Option<RouteTo>;
+
+    /// Whether this router ends `session` as a *receiver proxy* although the destination is
+    /// not one of its addresses (RFC 5945 §4; the QSR's provisioned pipes, §5, whose sessions
+    /// end at the egress router in front of the destination subnets). Routers only; none by
+    /// default.
+    fn proxies(&self, _session: &Session) -> bool {
+        false
+    }
 }
 
 /// What an output port adds to the path's ADSPEC (RFC 2210 §3.3, RFC 2212 C and D).
@@ -269,10 +277,12 @@ pub enum Event {
         /// The error.
         error: ErrorSpec,
     },
-    /// At a receiver: a ResvErr arrived.
+    /// At a receiver: a ResvErr arrived, or the local reservation was refused.
     ResvError {
         /// The session.
         session: Session,
+        /// The senders in error (none for a refused wildcard style).
+        senders: Vec<FilterSpec>,
         /// The error.
         error: ErrorSpec,
     },

@@ -4,7 +4,8 @@
 //! (`ip netns exec NS …`) and parses its output into a typed result: `iperf3` (TCP/UDP throughput,
 //! loss, jitter), `ping` (RTT), `sockperf` (UDP ping-pong latency percentiles), `trafgen`
 //! (minimum-size frame floods, the load of the EtheReal evaluation), `socat` (end-to-end integrity
-//! checks) and `ip -s -j link` (interface counters).
+//! checks), `ip -s -j link` (interface counters) and headless `chromium` (web pages the lab's
+//! daemons serve, driven through the DevTools protocol).
 //!
 //! We drive the tools through their command lines rather than re-implementing them: the papers'
 //! evaluations — and the users who compare against them — use exactly these tools, and a
@@ -15,6 +16,7 @@
 //! is killed (SIGTERM, then SIGKILL) when the deadline passes or the guard is dropped, so a broken
 //! network turns into a [`ToolError::TimedOut`] rather than a hung test.
 
+mod chromium;
 mod counters;
 mod iperf3;
 mod ping;
@@ -26,6 +28,7 @@ mod trafgen;
 #[cfg(test)]
 mod lab_tests;
 
+pub use chromium::{Browser, Page};
 pub use counters::{iface_counters, iface_mac, parse_ip_link_json, IfCounters};
 pub use iperf3::{
     iperf3_tcp, iperf3_udp, parse_iperf3_tcp, parse_iperf3_udp, Iperf3Opts, Iperf3Result,

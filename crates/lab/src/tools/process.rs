@@ -49,6 +49,8 @@ pub enum Tool {
     Tshark,
     /// `taskset` (util-linux).
     Taskset,
+    /// `chromium`, headless, for web pages served in a lab.
+    Chromium,
 }
 
 impl Tool {
@@ -65,6 +67,7 @@ impl Tool {
             Tool::Ping => "ping",
             Tool::Tshark => "tshark",
             Tool::Taskset => "taskset",
+            Tool::Chromium => "chromium",
         }
     }
 
@@ -80,6 +83,7 @@ impl Tool {
             Tool::Ping => "iputils-ping",
             Tool::Tshark => "tshark",
             Tool::Taskset => "util-linux",
+            Tool::Chromium => "chromium",
         }
     }
 

@@ -20,6 +20,20 @@
 //! refresh = "30s"                         # R of the router's own state
 //! default_floor_percent = 10              # of each port's rate, never reservable
 //! gs_buffer = "256KiB"                    # Guaranteed-Service buffer per port
+//! lateness_budget = "400us"               # how late the driver may wake (queues, ADSPEC D)
+//!
+//! [psip]                                  # optional, needs [rsvp]: provisioned pipes (QSR §5)
+//! http = "198.18.1.1:8080"                # the pipe page and JSON API; absent = none
+//! peers = ["198.18.0.0/16"]               # ingress routers whose pipes may end here; absent = any
+//!
+//! [[pipe]]                                # pipes started at start-up (needs [rsvp])
+//! name = "video"
+//! from = ["198.18.1.0/24"]                # optional, default any source
+//! to = "198.18.3.0/24"
+//! service = "controlled_load"             # or "guaranteed"
+//! rate = "3mbit"
+//! burst = "3000B"                         # optional, default two largest packets
+//! max_packet = 1500                       # optional
 //! ```
 
 use std::net::Ipv4Addr;
@@ -30,6 +44,7 @@ use rtlan_core::units::{parse_duration, parse_rate, parse_size};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::pipes::PipeRequest;
 use crate::switchd::config::Source;
 use crate::switchd::ConfigError;
 
@@ -77,6 +92,10 @@ pub struct RouterDaemonConfig {
     /// RSVP and switched paths, `None` without an `[rsvp]` table.
     #[serde(skip)]
     pub rsvp: Option<RsvpSettings>,
+    /// Where the pipe page and JSON API listen; `None` = nowhere.
+    pub http: Option<std::net::SocketAddr>,
+    /// Pipes started at start-up.
+    pub pipes: Vec<PipeRequest>,
 }
 
 #[derive(Deserialize)]
@@ -91,6 +110,17 @@ struct RawConfig {
     #[serde(default)]
     route: Vec<RawRoute>,
     rsvp: Option<RawRsvp>,
+    psip: Option<Spanned<RawPsip>>,
+    #[serde(default)]
+    pipe: Vec<Spanned<PipeRequest>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPsip {
+    http: Option<Spanned<String>>,
+    #[serde(default)]
+    peers: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -99,6 +129,7 @@ struct RawRsvp {
     refresh: Option<Spanned<String>>,
     default_floor_percent: Option<Spanned<u8>>,
     gs_buffer: Option<Spanned<String>>,
+    lateness_budget: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -204,9 +235,65 @@ impl RouterDaemonConfig {
                             src.error(v.span(), "gs_buffer: expected a size, like \"256KiB\"")
                         })?;
                 }
+                if let Some(v) = r.lateness_budget {
+                    settings.lateness_budget = parse_duration(v.get_ref())
+                        .ok()
+                        .filter(|d| *d <= std::time::Duration::from_secs(1))
+                        .ok_or_else(|| {
+                            src.error(
+                                v.span(),
+                                "lateness_budget: expected a duration up to 1s, like \"4ms\"",
+                            )
+                        })?;
+                }
                 Some(settings)
             }
         };
+        let mut rsvp = rsvp;
+        let mut http = None;
+        if let Some(psip) = raw.psip {
+            let span = psip.span();
+            let psip = psip.into_inner();
+            let Some(settings) = rsvp.as_mut() else {
+                return Err(src.error(
+                    span,
+                    "[psip]: pipes are set up with RSVP: add an [rsvp] table",
+                ));
+            };
+            if let Some(h) = psip.http {
+                http = Some(h.get_ref().parse::<std::net::SocketAddr>().map_err(|_| {
+                    src.error(
+                        h.span(),
+                        "http: expected an address and port, like \"198.18.1.1:8080\"",
+                    )
+                })?);
+            }
+            for p in psip.peers {
+                settings.psip_peers.push(
+                    p.get_ref()
+                        .parse()
+                        .map_err(|e| src.error(p.span(), format!("peers: {e}")))?,
+                );
+            }
+        }
+        let mut pipes: Vec<PipeRequest> = Vec::with_capacity(raw.pipe.len());
+        for p in raw.pipe {
+            let span = p.span();
+            if rsvp.is_none() {
+                return Err(src.error(
+                    span,
+                    "[[pipe]]: pipes are set up with RSVP: add an [rsvp] table",
+                ));
+            }
+            let request = p.into_inner();
+            if let Err(e) = request.to_spec() {
+                return Err(src.error(span, format!("[[pipe]] {:?}: {}", request.name, e.message)));
+            }
+            if pipes.iter().any(|q| q.name == request.name) {
+                return Err(src.error(span, format!("[[pipe]] {:?} is listed twice", request.name)));
+            }
+            pipes.push(request);
+        }
         Ok(RouterDaemonConfig {
             name: raw.name.unwrap_or_else(|| "router".to_string()),
             control_socket: raw.control_socket,
@@ -215,6 +302,8 @@ impl RouterDaemonConfig {
             ports,
             routes,
             rsvp,
+            http,
+            pipes,
         })
     }
 }
@@ -246,16 +335,29 @@ mod tests {
         );
         assert!(d.rsvp.is_none());
         let r = RouterDaemonConfig::from_toml_str(
-            "[[port]]\nifname = \"eth1\"\n[rsvp]\nrefresh = \"5s\"\ndefault_floor_percent = 20\ngs_buffer = \"1MiB\"\n",
+            "[[port]]\nifname = \"eth1\"\n[rsvp]\nrefresh = \"5s\"\ndefault_floor_percent = 20\ngs_buffer = \"1MiB\"\nlateness_budget = \"4ms\"\n",
         )
         .expect("valid")
         .rsvp
         .expect("rsvp on");
         assert_eq!(r.refresh, std::time::Duration::from_secs(5));
         assert_eq!((r.default_floor_percent, r.gs_buffer_bytes), (20, 1 << 20));
+        assert_eq!(r.lateness_budget, std::time::Duration::from_millis(4));
         let on = RouterDaemonConfig::from_toml_str("[[port]]\nifname = \"eth1\"\n[rsvp]\n")
             .expect("valid");
         assert_eq!(on.rsvp, Some(RsvpSettings::default()));
+        let pipes = RouterDaemonConfig::from_toml_str(
+            "[[port]]\nifname = \"eth1\"\n[rsvp]\n[psip]\nhttp = \"198.18.1.1:8080\"\n\
+             peers = [\"198.18.0.0/16\"]\n[[pipe]]\nname = \"video\"\nfrom = [\"198.18.1.0/24\"]\n\
+             to = \"198.18.3.0/24\"\nrate = \"3mbit\"\n",
+        )
+        .expect("valid");
+        assert_eq!(pipes.http, Some("198.18.1.1:8080".parse().unwrap()));
+        assert_eq!(
+            pipes.rsvp.unwrap().psip_peers,
+            vec!["198.18.0.0/16".parse().unwrap()]
+        );
+        assert_eq!(pipes.pipes[0].to_spec().unwrap().rate_bps, 3_000_000);
     }
 
     #[test]
@@ -268,6 +370,11 @@ mod tests {
             ("colour = \"red\"\n[[port]]\nifname = \"eth1\"\n", 1, 1, "colour"),
             ("[[port]]\nifname = \"eth1\"\n[rsvp]\nrefresh = \"0s\"\n", 4, 11, "refresh"),
             ("[[port]]\nifname = \"eth1\"\n[rsvp]\ndefault_floor_percent = 100\n", 4, 25, "floor"),
+            ("[[port]]\nifname = \"eth1\"\n[psip]\nhttp = \"127.0.0.1:80\"\n", 3, 1, "[rsvp]"),
+            ("[[port]]\nifname = \"eth1\"\n[rsvp]\n[psip]\nhttp = \"nowhere\"\n", 5, 8, "http"),
+            ("[[port]]\nifname = \"eth1\"\n[rsvp]\n[psip]\npeers = [\"1.2.3.4/99\"]\n", 5, 10, "peers"),
+            ("[[port]]\nifname = \"eth1\"\n[rsvp]\n[[pipe]]\nname = \"v\"\nto = \"198.18.3.0/24\"\nrate = \"fast\"\n", 4, 1, "rate"),
+            ("[[port]]\nifname = \"eth1\"\n[[pipe]]\nname = \"v\"\nto = \"198.18.3.0/24\"\nrate = \"1mbit\"\n", 3, 1, "[rsvp]"),
         ] {
             match RouterDaemonConfig::from_toml_str(text) {
                 Err(ConfigError::Invalid {

@@ -11,6 +11,7 @@ use rtlan_core::router::{
 use rtlan_core::{Medium, PortId};
 use rtlan_wire::ethernet::Address;
 
+use super::pipes::{self, HttpApi, PipeRequest};
 use super::{nanos, Error, RouterDaemonConfig, RunReport};
 use crate::clock;
 use crate::driver::{Driver, DriverOptions, USER_TOKEN_BASE};
@@ -23,9 +24,12 @@ use crate::switchd::control::ControlServer;
 /// Token of the route notifications (above the control server's span).
 const ROUTE_TOKEN: u64 = USER_TOKEN_BASE + (1 << 41);
 
+/// Token of the HTTP server's wake-ups.
+const HTTP_TOKEN: u64 = USER_TOKEN_BASE + (1 << 41) + 1;
+
 /// A control request (`docs/router.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[serde(tag = "op", rename_all = "lowercase")]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
 enum Request {
     /// Liveness; answers `"pong"`.
     Ping,
@@ -37,6 +41,15 @@ enum Request {
     Neighbours,
     /// The configuration in force.
     Config,
+    /// Provisioned pipes started or ended here (QSR §5).
+    Pipes,
+    /// Starts a pipe.
+    PipeCreate(PipeRequest),
+    /// Deletes a pipe started here, by name.
+    PipeDelete {
+        /// Its name.
+        name: String,
+    },
 }
 
 /// One route as `routes` lists it.
@@ -56,6 +69,7 @@ pub(super) struct Daemon {
     netlink: Netlink,
     routes_watch: Option<LinkWatch>,
     mirror: KernelMirror,
+    http: Option<HttpApi>,
     /// With RSVP: a raw IPPROTO_RSVP socket that is never read, so that the kernel of the
     /// router's namespace, which gets its own copy of every RSVP message addressed to the
     /// router, delivers it there instead of answering "protocol unreachable" (the core's
@@ -230,12 +244,31 @@ impl Daemon {
             })?),
             None => None,
         };
+        let http = match config.http {
+            Some(addr) => {
+                let api = HttpApi::start(addr).map_err(|source| Error::Io {
+                    what: "starting the pipe page and API (`[psip] http`)",
+                    source,
+                })?;
+                driver
+                    .epoll()
+                    .add(api.wake_fd(), libc::EPOLLIN as u32, HTTP_TOKEN)
+                    .map_err(|source| Error::Io {
+                        what: "watching the HTTP server",
+                        source,
+                    })?;
+                tracing::info!(addr = %api.addr, "pipe page and API listening");
+                Some(api)
+            }
+            None => None,
+        };
         let mut daemon = Daemon {
             config,
             driver,
             control,
             netlink,
             routes_watch,
+            http,
             _rsvp_sink: rsvp_sink,
             mirror: KernelMirror {
                 ifindex,
@@ -251,6 +284,14 @@ impl Daemon {
                 ..
             } = &mut daemon;
             mirror.sync(netlink, driver.node_mut());
+        }
+        let now = clock::now();
+        for p in &daemon.config.pipes {
+            // Checked when the file was read; what remains (routes) settles with time.
+            match pipes::create(daemon.driver.node_mut(), now, p) {
+                Ok(_) => tracing::info!(pipe = %p.name, to = %p.to, "pipe started"),
+                Err(e) => tracing::warn!(pipe = %p.name, "pipe not started: {e}"),
+            }
         }
         tracing::info!(
             name = %daemon.config.name,
@@ -269,12 +310,20 @@ impl Daemon {
             netlink,
             routes_watch,
             mirror,
+            http,
             ..
         } = self;
         driver.run(shutdown, |driver, token, flags| {
             if token == ROUTE_TOKEN {
                 if routes_watch.as_mut().is_some_and(|w| w.drain() > 0) {
                     mirror.sync(netlink, driver.node_mut());
+                }
+                return;
+            }
+            if token == HTTP_TOKEN {
+                if let Some(api) = http.as_mut() {
+                    let router = driver.node_mut();
+                    api.on_wake(|call| pipes::dispatch(call, router, clock::now(), &config.name));
                 }
                 return;
             }
@@ -356,6 +405,9 @@ fn respond(
                 .collect(),
         )),
         Request::Config => serde_json::to_value(config),
+        Request::Pipes => return pipes::list(router, clock::now()),
+        Request::PipeCreate(p) => return pipes::create(router, clock::now(), &p),
+        Request::PipeDelete { name } => return pipes::delete(router, clock::now(), &name),
     };
     value.map_err(|e| MgmtError::new("internal", e.to_string()))
 }

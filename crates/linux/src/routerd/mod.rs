@@ -13,19 +13,23 @@
 //!   dumped at start and again whenever a route or address notification arrives
 //!   (`RTMGRP_IPV4_ROUTE`, `RTMGRP_IPV4_IFADDR`) — netlink says when, the dump says what, as
 //!   for carrier changes ([`crate::linkwatch`]);
-//! - serves a control socket (`ping`, `stats`, `routes`, `neighbours`, `config`) from the same
-//!   loop.
+//! - serves a control socket (`ping`, `stats`, `routes`, `neighbours`, `config`, `pipes`,
+//!   `pipe_create`, `pipe_delete`) from the same loop;
+//! - with `[psip] http`, serves the provisioned pipes' web page and JSON API (QSR §5,
+//!   [`pipes`]) through the same loop.
 //!
 //! [`RouteSource::Kernel`]: rtlan_core::router::RouteSource::Kernel
 
 mod config;
 mod daemon;
+mod pipes;
 
 use std::io;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 pub use config::{RouteSpec, RouterDaemonConfig, RouterPortSpec};
+pub use pipes::PipeRequest;
 
 use crate::netlink::NetlinkError;
 use crate::packet::PacketError;
