@@ -29,7 +29,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 pub use config::{RouteSpec, RouterDaemonConfig, RouterPortSpec};
-pub use pipes::PipeRequest;
+pub use pipes::{http_answer, PipeRequest};
 
 use crate::netlink::NetlinkError;
 use crate::packet::PacketError;

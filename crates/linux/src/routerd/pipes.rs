@@ -238,6 +238,26 @@ pub(super) fn dispatch(
     }
 }
 
+/// One HTTP request answered as the server would (status and body), without a socket: for
+/// tests and the `router_api` fuzz target.
+pub fn http_answer(
+    method: &str,
+    path: &str,
+    json: bool,
+    body: &[u8],
+    router: &mut Router,
+    now: Instant,
+) -> (u16, Vec<u8>) {
+    let call = HttpCall {
+        method: method.to_string(),
+        path: path.to_string(),
+        json,
+        body: body.to_vec(),
+    };
+    let reply = dispatch(&call, router, now, "router");
+    (reply.status, reply.body)
+}
+
 /// `%XX` escapes of a path segment decoded (names are plain ASCII, so anything else is kept).
 fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
