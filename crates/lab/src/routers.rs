@@ -69,6 +69,8 @@ pub const PSIP_HTTP_PORT: u16 = 8080;
 #[derive(Debug, Serialize)]
 struct PsipFile {
     http: String,
+    /// Pipes created through the API, kept beside the router's other state files.
+    state: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -123,6 +125,7 @@ pub(crate) fn render_config(
         }),
         psip: router.rsvp.then(|| PsipFile {
             http: format!("0.0.0.0:{PSIP_HTTP_PORT}"),
+            state: socket.with_extension("pipes.json").display().to_string(),
         }),
     };
     Ok(toml::to_string(&file)?)
@@ -277,6 +280,10 @@ rate = "100mbit"
             })
         );
         assert_eq!(read.http.map(|a| a.port()), Some(PSIP_HTTP_PORT));
+        assert_eq!(
+            read.pipes_state.as_deref(),
+            Some(Path::new("/run/x/r1.pipes.json"))
+        );
         let ports = v["port"].as_array().unwrap();
         assert_eq!(ports.len(), 2);
         assert_eq!(ports[0]["ifname"].as_str(), Some("p0"));

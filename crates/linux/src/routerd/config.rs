@@ -25,6 +25,7 @@
 //! [psip]                                  # optional, needs [rsvp]: provisioned pipes (QSR §5)
 //! http = "198.18.1.1:8080"                # the pipe page and JSON API; absent = none
 //! peers = ["198.18.0.0/16"]               # ingress routers whose pipes may end here; absent = any
+//! state = "/var/lib/rtlan/r1-pipes.json"  # pipes created through the API, kept across restarts
 //!
 //! [[pipe]]                                # pipes started at start-up (needs [rsvp])
 //! name = "video"
@@ -96,6 +97,8 @@ pub struct RouterDaemonConfig {
     pub http: Option<std::net::SocketAddr>,
     /// Pipes started at start-up.
     pub pipes: Vec<PipeRequest>,
+    /// The file that keeps the pipes created through the API across restarts; `None` = none.
+    pub pipes_state: Option<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -119,6 +122,7 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawPsip {
     http: Option<Spanned<String>>,
+    state: Option<PathBuf>,
     #[serde(default)]
     peers: Vec<Spanned<String>>,
 }
@@ -251,6 +255,7 @@ impl RouterDaemonConfig {
         };
         let mut rsvp = rsvp;
         let mut http = None;
+        let mut pipes_state = None;
         if let Some(psip) = raw.psip {
             let span = psip.span();
             let psip = psip.into_inner();
@@ -260,6 +265,7 @@ impl RouterDaemonConfig {
                     "[psip]: pipes are set up with RSVP: add an [rsvp] table",
                 ));
             };
+            pipes_state = psip.state;
             if let Some(h) = psip.http {
                 http = Some(h.get_ref().parse::<std::net::SocketAddr>().map_err(|_| {
                     src.error(
@@ -304,6 +310,7 @@ impl RouterDaemonConfig {
             rsvp,
             http,
             pipes,
+            pipes_state,
         })
     }
 }

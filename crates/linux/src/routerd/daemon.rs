@@ -11,7 +11,7 @@ use rtlan_core::router::{
 use rtlan_core::{Medium, PortId};
 use rtlan_wire::ethernet::Address;
 
-use super::pipes::{self, HttpApi, PipeRequest};
+use super::pipes::{self, HttpApi, PipeRequest, PipeStore};
 use super::{nanos, Error, RouterDaemonConfig, RunReport};
 use crate::clock;
 use crate::driver::{Driver, DriverOptions, USER_TOKEN_BASE};
@@ -70,6 +70,7 @@ pub(super) struct Daemon {
     routes_watch: Option<LinkWatch>,
     mirror: KernelMirror,
     http: Option<HttpApi>,
+    store: PipeStore,
     /// With RSVP: a raw IPPROTO_RSVP socket that is never read, so that the kernel of the
     /// router's namespace, which gets its own copy of every RSVP message addressed to the
     /// router, delivers it there instead of answering "protocol unreachable" (the core's
@@ -244,6 +245,7 @@ impl Daemon {
             })?),
             None => None,
         };
+        let store = PipeStore::open(config.pipes_state.as_deref()).map_err(Error::PipeState)?;
         let http = match config.http {
             Some(addr) => {
                 let api = HttpApi::start(addr).map_err(|source| Error::Io {
@@ -269,6 +271,7 @@ impl Daemon {
             netlink,
             routes_watch,
             http,
+            store,
             _rsvp_sink: rsvp_sink,
             mirror: KernelMirror {
                 ifindex,
@@ -286,11 +289,33 @@ impl Daemon {
             mirror.sync(netlink, driver.node_mut());
         }
         let now = clock::now();
-        for p in &daemon.config.pipes {
-            // Checked when the file was read; what remains (routes) settles with time.
-            match pipes::create(daemon.driver.node_mut(), now, p) {
-                Ok(_) => tracing::info!(pipe = %p.name, to = %p.to, "pipe started"),
-                Err(e) => tracing::warn!(pipe = %p.name, "pipe not started: {e}"),
+        // The configuration's pipes, then those created through the API before a restart
+        // (a name in both is the configuration's).
+        let kept: Vec<PipeRequest> = daemon
+            .store
+            .requests()
+            .iter()
+            .filter(|k| !daemon.config.pipes.iter().any(|p| p.name == k.name))
+            .cloned()
+            .collect();
+        for (p, from) in daemon
+            .config
+            .pipes
+            .iter()
+            .map(|p| (p, "configuration"))
+            .chain(kept.iter().map(|p| (p, "state file")))
+        {
+            // Checked when read; what remains (routes) settles with time.
+            let started = p.to_spec().and_then(|spec| {
+                daemon
+                    .driver
+                    .node_mut()
+                    .create_pipe(now, spec)
+                    .map_err(pipes::pipe_error)
+            });
+            match started {
+                Ok(_) => tracing::info!(pipe = %p.name, to = %p.to, from, "pipe started"),
+                Err(e) => tracing::warn!(pipe = %p.name, from, "pipe not started: {e}"),
             }
         }
         tracing::info!(
@@ -311,6 +336,7 @@ impl Daemon {
             routes_watch,
             mirror,
             http,
+            store,
             ..
         } = self;
         driver.run(shutdown, |driver, token, flags| {
@@ -323,7 +349,9 @@ impl Daemon {
             if token == HTTP_TOKEN {
                 if let Some(api) = http.as_mut() {
                     let router = driver.node_mut();
-                    api.on_wake(|call| pipes::dispatch(call, router, clock::now(), &config.name));
+                    api.on_wake(|call| {
+                        pipes::dispatch(call, router, store, clock::now(), &config.name)
+                    });
                 }
                 return;
             }
@@ -335,7 +363,7 @@ impl Daemon {
             let syncs = mirror.syncs;
             let (epoll, router) = driver.epoll_and_node();
             control.on_event(epoll, token, flags, |request: Request| {
-                respond(request, router, config, &ports, uptime, syncs)
+                respond(request, router, store, config, &ports, uptime, syncs)
             });
         })?;
         tracing::info!(name = %self.config.name, "router stopped");
@@ -356,6 +384,7 @@ impl Daemon {
 fn respond(
     request: Request,
     router: &mut Router,
+    store: &mut PipeStore,
     config: &RouterDaemonConfig,
     ports: &[crate::driver::PortStats],
     uptime: std::time::Duration,
@@ -406,8 +435,8 @@ fn respond(
         )),
         Request::Config => serde_json::to_value(config),
         Request::Pipes => return pipes::list(router, clock::now()),
-        Request::PipeCreate(p) => return pipes::create(router, clock::now(), &p),
-        Request::PipeDelete { name } => return pipes::delete(router, clock::now(), &name),
+        Request::PipeCreate(p) => return pipes::create(router, store, clock::now(), &p),
+        Request::PipeDelete { name } => return pipes::delete(router, store, clock::now(), &name),
     };
     value.map_err(|e| MgmtError::new("internal", e.to_string()))
 }

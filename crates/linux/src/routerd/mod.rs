@@ -68,6 +68,9 @@ pub enum Error {
     /// The data-plane driver failed.
     #[error("data-plane driver: {0}")]
     Driver(#[from] crate::driver::DriverError),
+    /// The file of pipes kept across restarts (`[psip] state`) is unreadable.
+    #[error("pipe state: {0}")]
+    PipeState(String),
     /// Another system call failed.
     #[error("{what}: {source}")]
     Io {

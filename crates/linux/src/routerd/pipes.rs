@@ -15,6 +15,7 @@
 
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -112,15 +113,89 @@ pub(super) fn pipe_error(e: rtlan_core::router::PipeError) -> MgmtError {
     MgmtError::new(e.code(), e.to_string())
 }
 
-/// Creates a pipe; its status.
+/// The pipes an operator created, kept in a file (`[psip] state`) so that a restarted router
+/// starts them again: a JSON array of requests, replaced atomically (written beside, then
+/// renamed) after every change.
+#[derive(Debug, Default)]
+pub(super) struct PipeStore {
+    path: Option<PathBuf>,
+    requests: Vec<PipeRequest>,
+}
+
+impl PipeStore {
+    /// The store at `path` (none: nothing is kept) and the pipes it holds; a file that is not
+    /// a list of pipes is an error with its line and column, never silently emptied.
+    pub(super) fn open(path: Option<&Path>) -> Result<PipeStore, String> {
+        let Some(path) = path else {
+            return Ok(PipeStore::default());
+        };
+        let requests = match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str::<Vec<PipeRequest>>(&text)
+                .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        Ok(PipeStore {
+            path: Some(path.to_path_buf()),
+            requests,
+        })
+    }
+
+    /// The pipes it holds.
+    pub(super) fn requests(&self) -> &[PipeRequest] {
+        &self.requests
+    }
+
+    /// Records a pipe (replacing one of the same name) and saves.
+    pub(super) fn put(&mut self, request: &PipeRequest) -> std::io::Result<()> {
+        self.requests.retain(|r| r.name != request.name);
+        self.requests.push(request.clone());
+        self.save()
+    }
+
+    /// Forgets a pipe and saves.
+    pub(super) fn remove(&mut self, name: &str) -> std::io::Result<()> {
+        let before = self.requests.len();
+        self.requests.retain(|r| r.name != name);
+        if self.requests.len() == before {
+            return Ok(());
+        }
+        self.save()
+    }
+
+    fn save(&self) -> std::io::Result<()> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let text = serde_json::to_string_pretty(&self.requests).map_err(std::io::Error::other)?;
+        let tmp = path.with_extension("tmp");
+        {
+            let mut f = std::fs::File::create(&tmp)?;
+            std::io::Write::write_all(&mut f, text.as_bytes())?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)
+    }
+}
+
+/// Creates a pipe and keeps it in `store`; its status. A pipe the store cannot save is
+/// deleted again and refused: the operator must not believe it will survive a restart.
 pub(super) fn create(
     router: &mut Router,
+    store: &mut PipeStore,
     now: Instant,
     req: &PipeRequest,
 ) -> Result<Value, MgmtError> {
     let spec = req.to_spec()?;
     let name = spec.name.clone();
     router.create_pipe(now, spec).map_err(pipe_error)?;
+    if let Err(e) = store.put(req) {
+        let _ = router.delete_pipe(now, &name);
+        return Err(MgmtError::new(
+            "state_not_saved",
+            format!("the pipe was not created: saving the pipe state: {e}"),
+        ));
+    }
     let status = router
         .pipes(now)
         .into_iter()
@@ -128,9 +203,17 @@ pub(super) fn create(
     serde_json::to_value(status).map_err(|e| MgmtError::new("internal", e.to_string()))
 }
 
-/// Deletes a pipe; its last status.
-pub(super) fn delete(router: &mut Router, now: Instant, name: &str) -> Result<Value, MgmtError> {
+/// Deletes a pipe and forgets it in `store`; its last status.
+pub(super) fn delete(
+    router: &mut Router,
+    store: &mut PipeStore,
+    now: Instant,
+    name: &str,
+) -> Result<Value, MgmtError> {
     let status = router.delete_pipe(now, name).map_err(pipe_error)?;
+    if let Err(e) = store.remove(&status.name) {
+        tracing::warn!(pipe = %status.name, "deleted, but saving the pipe state failed: {e}");
+    }
     serde_json::to_value(status).map_err(|e| MgmtError::new("internal", e.to_string()))
 }
 
@@ -181,7 +264,7 @@ fn status_of(e: &MgmtError) -> u16 {
         "not_found" => 404,
         "name_exists" | "filter_taken" | "destination_attached" | "too_many_pipes" => 409,
         "no_rsvp" => 503,
-        "internal" => 500,
+        "internal" | "state_not_saved" => 500,
         _ => 400,
     }
 }
@@ -190,6 +273,7 @@ fn status_of(e: &MgmtError) -> u16 {
 pub(super) fn dispatch(
     call: &HttpCall,
     router: &mut Router,
+    store: &mut PipeStore,
     now: Instant,
     name: &str,
 ) -> HttpReply {
@@ -224,11 +308,11 @@ pub(super) fn dispatch(
             }
             let request = serde_json::from_slice::<PipeRequest>(&call.body)
                 .map_err(|e| MgmtError::bad_request(format!("not a pipe request: {e}")));
-            answer(201, request.and_then(|r| create(router, now, &r)))
+            answer(201, request.and_then(|r| create(router, store, now, &r)))
         }
         ("DELETE", p) if p.starts_with("/api/pipes/") => {
             let name = &p["/api/pipes/".len()..];
-            answer(200, delete(router, now, &percent_decode(name)))
+            answer(200, delete(router, store, now, &percent_decode(name)))
         }
         (_, "/" | "/index.html" | "/api/router" | "/api/pipes") => HttpReply::error(
             405,
@@ -254,7 +338,7 @@ pub fn http_answer(
         json,
         body: body.to_vec(),
     };
-    let reply = dispatch(&call, router, now, "router");
+    let reply = dispatch(&call, router, &mut PipeStore::default(), now, "router");
     (reply.status, reply.body)
 }
 
@@ -455,11 +539,23 @@ mod tests {
     fn the_api_creates_lists_and_deletes_pipes() {
         let mut r = router();
         let now = Instant::ZERO;
-        let page = dispatch(&call("GET", "/", ""), &mut r, now, "r1");
+        let page = dispatch(
+            &call("GET", "/", ""),
+            &mut r,
+            &mut PipeStore::default(),
+            now,
+            "r1",
+        );
         assert_eq!(page.status, 200);
         assert!(page.content_type.starts_with("text/html"));
         let create = r#"{"name":"video","from":["198.18.1.0/24"],"to":"198.18.9.0/24","rate":"3mbit","burst":"4KiB"}"#;
-        let made = dispatch(&call("POST", "/api/pipes", create), &mut r, now, "r1");
+        let made = dispatch(
+            &call("POST", "/api/pipes", create),
+            &mut r,
+            &mut PipeStore::default(),
+            now,
+            "r1",
+        );
         assert_eq!(made.status, 201, "{:?}", body(&made));
         let v = body(&made);
         assert_eq!(v["ok"], true);
@@ -468,14 +564,38 @@ mod tests {
         assert_eq!(v["data"]["burst_bytes"], 4096);
         assert_eq!(v["data"]["service"], "controlled_load");
         assert_eq!(v["data"]["state"], "signalling");
-        let again = dispatch(&call("POST", "/api/pipes", create), &mut r, now, "r1");
+        let again = dispatch(
+            &call("POST", "/api/pipes", create),
+            &mut r,
+            &mut PipeStore::default(),
+            now,
+            "r1",
+        );
         assert_eq!(again.status, 409);
         assert_eq!(body(&again)["error"]["code"], "name_exists");
-        let listed = body(&dispatch(&call("GET", "/api/pipes", ""), &mut r, now, "r1"));
+        let listed = body(&dispatch(
+            &call("GET", "/api/pipes", ""),
+            &mut r,
+            &mut PipeStore::default(),
+            now,
+            "r1",
+        ));
         assert_eq!(listed["data"].as_array().unwrap().len(), 1);
-        let gone = dispatch(&call("DELETE", "/api/pipes/video", ""), &mut r, now, "r1");
+        let gone = dispatch(
+            &call("DELETE", "/api/pipes/video", ""),
+            &mut r,
+            &mut PipeStore::default(),
+            now,
+            "r1",
+        );
         assert_eq!(gone.status, 200);
-        let missing = dispatch(&call("DELETE", "/api/pipes/video", ""), &mut r, now, "r1");
+        let missing = dispatch(
+            &call("DELETE", "/api/pipes/video", ""),
+            &mut r,
+            &mut PipeStore::default(),
+            now,
+            "r1",
+        );
         assert_eq!(missing.status, 404);
         assert_eq!(body(&missing)["error"]["code"], "not_found");
     }
@@ -496,7 +616,13 @@ mod tests {
                 "burst",
             ),
         ] {
-            let reply = dispatch(&call("POST", "/api/pipes", text), &mut r, now, "r1");
+            let reply = dispatch(
+                &call("POST", "/api/pipes", text),
+                &mut r,
+                &mut PipeStore::default(),
+                now,
+                "r1",
+            );
             assert_eq!(reply.status, 400, "{text}");
             let v = body(&reply);
             assert_eq!(v["error"]["code"], "bad_request");
@@ -504,11 +630,24 @@ mod tests {
         }
         let unknown = r#"{"name":"a","to":"198.18.9.0/24","rate":"1mbit","colour":"red"}"#;
         assert_eq!(
-            dispatch(&call("POST", "/api/pipes", unknown), &mut r, now, "r1").status,
+            dispatch(
+                &call("POST", "/api/pipes", unknown),
+                &mut r,
+                &mut PipeStore::default(),
+                now,
+                "r1"
+            )
+            .status,
             400
         );
         let attached = r#"{"name":"a","to":"198.18.1.0/24","rate":"1mbit"}"#;
-        let reply = dispatch(&call("POST", "/api/pipes", attached), &mut r, now, "r1");
+        let reply = dispatch(
+            &call("POST", "/api/pipes", attached),
+            &mut r,
+            &mut PipeStore::default(),
+            now,
+            "r1",
+        );
         assert_eq!(body(&reply)["error"]["code"], "destination_attached");
         let mut form = call(
             "POST",
@@ -517,19 +656,64 @@ mod tests {
         );
         form.json = false;
         assert_eq!(
-            dispatch(&form, &mut r, now, "r1").status,
+            dispatch(&form, &mut r, &mut PipeStore::default(), now, "r1").status,
             415,
             "no simple cross-site posts"
         );
         assert_eq!(
-            dispatch(&call("PUT", "/api/pipes", ""), &mut r, now, "r1").status,
+            dispatch(
+                &call("PUT", "/api/pipes", ""),
+                &mut r,
+                &mut PipeStore::default(),
+                now,
+                "r1"
+            )
+            .status,
             405
         );
         assert_eq!(
-            dispatch(&call("GET", "/etc/passwd", ""), &mut r, now, "r1").status,
+            dispatch(
+                &call("GET", "/etc/passwd", ""),
+                &mut r,
+                &mut PipeStore::default(),
+                now,
+                "r1"
+            )
+            .status,
             404
         );
         assert!(r.pipes(now).is_empty());
+    }
+
+    #[test]
+    fn created_pipes_are_kept_in_the_state_file_and_deleted_ones_forgotten() {
+        let dir = std::env::temp_dir().join(format!("rtlan-pipes-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("pipes.json");
+        let _ = std::fs::remove_file(&path);
+        let mut store = PipeStore::open(Some(&path)).unwrap();
+        assert!(store.requests().is_empty(), "no file yet: no pipes");
+        let mut r = router();
+        let now = Instant::ZERO;
+        let req: PipeRequest = serde_json::from_str(
+            r#"{"name":"video","to":"198.18.9.0/24","rate":"3mbit","service":"guaranteed"}"#,
+        )
+        .unwrap();
+        create(&mut r, &mut store, now, &req).unwrap();
+        let again = PipeStore::open(Some(&path)).unwrap();
+        assert_eq!(again.requests(), std::slice::from_ref(&req));
+        delete(&mut r, &mut store, now, "video").unwrap();
+        assert!(PipeStore::open(Some(&path)).unwrap().requests().is_empty());
+        // A file that is not a list of pipes stops the start, with where it went wrong.
+        std::fs::write(&path, "[{\"name\": 3}]").unwrap();
+        let e = PipeStore::open(Some(&path)).unwrap_err();
+        assert!(e.contains("pipes.json:1:"), "{e}");
+        // A state that cannot be saved refuses the pipe rather than lose it on restart.
+        let mut stuck = PipeStore::open(Some(&dir.join("missing-dir/pipes.json"))).unwrap();
+        let e = create(&mut r, &mut stuck, now, &req).unwrap_err();
+        assert_eq!(e.code, "state_not_saved");
+        assert!(r.pipes(now).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
