@@ -27,3 +27,4 @@ pub mod rtcd;
 pub mod switchd;
 pub mod timer;
 mod unix_socket;
+pub mod xdp;

@@ -1,0 +1,312 @@
+//! XDP for AF_XDP ports (`docs/afxdp.md`): the steering program ([`prog`]) and the `bpf(2)`
+//! calls that create its socket map, load it, attach it to an interface and run it on test
+//! frames. Written against the system call directly: the program is tiny and hand-assembled, and
+//! the BPF crates (aya, libbpf-rs) exist to load compiled objects — one needs a BPF toolchain,
+//! the other libbpf in C.
+
+pub mod prog;
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+pub use prog::{program, Insn, Steering, XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_REDIRECT};
+
+const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_PROG_LOAD: libc::c_long = 5;
+const BPF_PROG_TEST_RUN: libc::c_long = 10;
+const BPF_LINK_CREATE: libc::c_long = 28;
+const BPF_MAP_TYPE_XSKMAP: u32 = 17;
+const BPF_PROG_TYPE_XDP: u32 = 6;
+const BPF_XDP: u32 = 37;
+
+/// `union bpf_attr` as bytes: every command reads its own prefix of it.
+#[repr(C, align(8))]
+struct Attr([u8; 128]);
+
+impl Attr {
+    fn new() -> Attr {
+        Attr([0; 128])
+    }
+
+    fn u32(&mut self, at: usize, v: u32) -> &mut Attr {
+        self.0[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        self
+    }
+
+    fn u64(&mut self, at: usize, v: u64) -> &mut Attr {
+        self.0[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+        self
+    }
+
+    fn get_u32(&self, at: usize) -> u32 {
+        u32::from_ne_bytes(self.0[at..at + 4].try_into().expect("4 bytes"))
+    }
+}
+
+fn bpf(cmd: libc::c_long, attr: &mut Attr) -> io::Result<libc::c_long> {
+    // SAFETY: `attr` is a valid, writable `union bpf_attr` of 128 bytes whose unused fields are
+    // zero, as the kernel requires; the size passed is its size.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd,
+            attr.0.as_mut_ptr(),
+            std::mem::size_of::<Attr>() as libc::c_uint,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+fn owned(fd: libc::c_long) -> OwnedFd {
+    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    unsafe { OwnedFd::from_raw_fd(fd as RawFd) }
+}
+
+/// An XSKMAP: receive queue → AF_XDP socket.
+#[derive(Debug)]
+pub struct XskMap {
+    fd: OwnedFd,
+}
+
+impl XskMap {
+    /// A map for `queues` receive queues.
+    pub fn new(queues: u32) -> io::Result<XskMap> {
+        let mut attr = Attr::new();
+        attr.u32(0, BPF_MAP_TYPE_XSKMAP)
+            .u32(4, 4)
+            .u32(8, 4)
+            .u32(12, queues.max(1));
+        Ok(XskMap {
+            fd: owned(bpf(BPF_MAP_CREATE, &mut attr)?),
+        })
+    }
+
+    /// Sends queue `queue`'s frames to the socket `socket`.
+    pub fn insert(&self, queue: u32, socket: RawFd) -> io::Result<()> {
+        let key = queue;
+        let value = socket as u32;
+        let mut attr = Attr::new();
+        attr.u32(0, self.fd.as_raw_fd() as u32)
+            .u64(8, &key as *const u32 as u64)
+            .u64(16, &value as *const u32 as u64);
+        bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map(|_| ())
+    }
+
+    /// The map's descriptor.
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// A loaded XDP program.
+#[derive(Debug)]
+pub struct XdpProgram {
+    fd: OwnedFd,
+}
+
+impl XdpProgram {
+    /// Loads `insns`; a refusal carries the verifier's log.
+    pub fn load(insns: &[Insn], name: &str) -> io::Result<XdpProgram> {
+        let bytes: Vec<u8> = insns.iter().flat_map(|i| i.to_bytes()).collect();
+        let license = c"GPL";
+        let mut log = vec![0u8; 64 * 1024];
+        let mut attr = Attr::new();
+        attr.u32(0, BPF_PROG_TYPE_XDP)
+            .u32(4, insns.len() as u32)
+            .u64(8, bytes.as_ptr() as u64)
+            .u64(16, license.as_ptr() as u64)
+            .u32(24, 1)
+            .u32(28, log.len() as u32)
+            .u64(32, log.as_mut_ptr() as u64)
+            .u32(68, BPF_XDP);
+        let n = name.as_bytes();
+        let n = &n[..n.len().min(15)];
+        attr.0[48..48 + n.len()].copy_from_slice(n);
+        match bpf(BPF_PROG_LOAD, &mut attr) {
+            Ok(fd) => Ok(XdpProgram { fd: owned(fd) }),
+            Err(e) => {
+                let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+                let text = String::from_utf8_lossy(&log[..end]);
+                Err(io::Error::new(
+                    e.kind(),
+                    format!("loading the XDP program: {e}; verifier: {}", text.trim()),
+                ))
+            }
+        }
+    }
+
+    /// Attaches the program to interface `ifindex` until the returned link is dropped.
+    pub fn attach(&self, ifindex: u32) -> io::Result<OwnedFd> {
+        let mut attr = Attr::new();
+        attr.u32(0, self.fd.as_raw_fd() as u32)
+            .u32(4, ifindex)
+            .u32(8, BPF_XDP);
+        bpf(BPF_LINK_CREATE, &mut attr).map(owned)
+    }
+
+    /// Runs the program once on `frame` (`BPF_PROG_TEST_RUN`) and returns its verdict.
+    pub fn test_run(&self, frame: &[u8]) -> io::Result<u32> {
+        let mut out = vec![0u8; frame.len() + 256];
+        let mut attr = Attr::new();
+        attr.u32(0, self.fd.as_raw_fd() as u32)
+            .u32(8, frame.len() as u32)
+            .u32(12, out.len() as u32)
+            .u64(16, frame.as_ptr() as u64)
+            .u64(24, out.as_mut_ptr() as u64)
+            .u32(32, 1);
+        bpf(BPF_PROG_TEST_RUN, &mut attr)?;
+        Ok(attr.get_u32(4))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn root() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    fn frame(ethertype: u16, ip: Option<(u8, u8, Ipv4Addr)>) -> Vec<u8> {
+        let mut f = vec![0u8; 14];
+        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+        if let Some((ihl, protocol, dst)) = ip {
+            let mut h = vec![0u8; usize::from(ihl) * 4];
+            h[0] = 0x40 | ihl;
+            h[8] = 64;
+            h[9] = protocol;
+            h[12..16].copy_from_slice(&[198, 18, 1, 101]);
+            h[16..20].copy_from_slice(&dst.octets());
+            f.extend_from_slice(&h);
+            f.extend_from_slice(&[0u8; 26]);
+        } else {
+            f.extend_from_slice(&[0u8; 46]);
+        }
+        f
+    }
+
+    /// Every case of the module doc of `prog`, through the kernel's own verifier and
+    /// interpreter. The fallback is `XDP_DROP`, so that "to the socket" (no socket in the map)
+    /// is told from "to the kernel".
+    #[test]
+    fn the_kernel_runs_the_router_steering_as_documented() {
+        if !root() {
+            eprintln!("skipping: loading BPF needs root");
+            return;
+        }
+        let map = XskMap::new(4).expect("XSKMAP");
+        let steering = Steering::Router {
+            addresses: vec![
+                (Ipv4Addr::new(198, 18, 1, 1), 24),
+                (Ipv4Addr::new(198, 18, 2, 1), 24),
+            ],
+        };
+        let prog = XdpProgram::load(&program(&steering, map.fd(), XDP_DROP), "rtlan_test")
+            .expect("the verifier accepts the program");
+        let socket = XDP_DROP;
+        let kernel = XDP_PASS;
+        let transit = Ipv4Addr::new(198, 18, 9, 9);
+        for (what, f, want) in [
+            ("ARP", frame(0x0806, None), kernel),
+            ("MPLS", frame(0x8847, None), socket),
+            ("IPv6", frame(0x86dd, None), kernel),
+            (
+                "transit IPv4",
+                frame(0x0800, Some((5, 17, transit))),
+                socket,
+            ),
+            (
+                "to the router",
+                frame(0x0800, Some((5, 1, Ipv4Addr::new(198, 18, 2, 1)))),
+                kernel,
+            ),
+            (
+                "RSVP to the router",
+                frame(0x0800, Some((5, 46, Ipv4Addr::new(198, 18, 2, 1)))),
+                socket,
+            ),
+            (
+                "Router Alert",
+                frame(0x0800, Some((6, 17, transit))),
+                socket,
+            ),
+            (
+                "OSPF multicast",
+                frame(0x0800, Some((5, 89, Ipv4Addr::new(224, 0, 0, 5)))),
+                kernel,
+            ),
+            (
+                "broadcast",
+                frame(0x0800, Some((5, 17, Ipv4Addr::BROADCAST))),
+                kernel,
+            ),
+            (
+                "subnet broadcast",
+                frame(0x0800, Some((5, 17, Ipv4Addr::new(198, 18, 1, 255)))),
+                kernel,
+            ),
+            // (BPF_PROG_TEST_RUN refuses frames shorter than an Ethernet header itself.)
+            ("IPv4 runt", frame(0x0800, None)[..30].to_vec(), kernel),
+        ] {
+            let got = prog.test_run(&f).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(got, want, "{what}");
+        }
+        let everything = XdpProgram::load(
+            &program(&Steering::Everything, map.fd(), XDP_DROP),
+            "rtlan_all",
+        )
+        .expect("loads");
+        assert_eq!(everything.test_run(&frame(0x0806, None)).unwrap(), socket);
+    }
+
+    /// Attached to a veth in a private, unnamed network namespace (it goes when the thread
+    /// ends): the interface shows the program while the link lives, and not after.
+    #[test]
+    fn the_program_attaches_natively_to_a_veth_while_its_link_lives() {
+        if !root() {
+            eprintln!("skipping: attaching XDP needs root");
+            return;
+        }
+        std::thread::spawn(|| {
+            // SAFETY: unshare(2) with a constant flag; it changes only this thread.
+            assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0);
+            let ip = |args: &[&str]| {
+                let out = std::process::Command::new("ip")
+                    .args(args)
+                    .output()
+                    .expect("ip");
+                assert!(out.status.success(), "ip {args:?}: {out:?}");
+                String::from_utf8_lossy(&out.stdout).into_owned()
+            };
+            ip(&["link", "add", "x0", "type", "veth", "peer", "name", "x1"]);
+            ip(&["link", "set", "x0", "up"]);
+            ip(&["link", "set", "x1", "up"]);
+            // SAFETY: a NUL-terminated name.
+            let ifindex = unsafe { libc::if_nametoindex(c"x0".as_ptr()) };
+            assert!(ifindex > 0);
+            let map = XskMap::new(1).unwrap();
+            let prog = XdpProgram::load(
+                &program(&Steering::Everything, map.fd(), XDP_PASS),
+                "rtlan_t",
+            )
+            .unwrap();
+            let link = prog.attach(ifindex).expect("attached");
+            let shown = ip(&["-d", "link", "show", "x0"]);
+            assert!(shown.contains("xdp"), "{shown}");
+            assert!(!shown.contains("xdpgeneric"), "native XDP on veth: {shown}");
+            drop(link);
+            assert!(!ip(&["-d", "link", "show", "x0"]).contains("prog/xdp"));
+        })
+        .join()
+        .expect("the namespace thread");
+    }
+}

@@ -1,0 +1,253 @@
+//! The XDP program that steers a port's frames to its AF_XDP socket or to the kernel
+//! (`docs/afxdp.md` "Pieces" 2), assembled here from BPF instructions: the program is a few
+//! dozen instructions, and compiling C to BPF would need clang, which neither this machine nor
+//! CI has.
+//!
+//! The decision, in order (router ports; a switch port sends everything to the socket):
+//!
+//! 1. a frame shorter than an Ethernet header → the kernel;
+//! 2. ARP → the kernel (which answers for the node's addresses; the node reads ARP from its
+//!    AF_PACKET tap, which sees what XDP passes);
+//! 3. MPLS unicast → the socket (switched paths, QSR §4.2);
+//! 4. anything but IPv4 → the kernel;
+//! 5. IPv4 with options (Router Alert) or protocol 46 (RSVP) → the socket (the node's RSVP
+//!    engine, QSR §3.2);
+//! 6. IPv4 to multicast, to the limited broadcast, to one of the node's addresses or to the
+//!    directed broadcast of one of its subnets → the kernel (OSPF, pings, the management API);
+//! 7. everything else → the socket of the frame's receive queue.
+//!
+//! "The socket" is `bpf_redirect_map(xskmap, rx_queue_index, fallback)`: a queue without a
+//! socket gets `fallback` (the kernel, in service; a distinct code in tests).
+
+use std::net::Ipv4Addr;
+
+/// XDP verdicts.
+pub const XDP_ABORTED: u32 = 0;
+/// Drop the frame.
+pub const XDP_DROP: u32 = 1;
+/// Hand the frame to the kernel's stack.
+pub const XDP_PASS: u32 = 2;
+/// Redirected (to a socket).
+pub const XDP_REDIRECT: u32 = 4;
+
+/// `bpf_redirect_map` (include/uapi/linux/bpf.h, `__BPF_FUNC_MAPPER`).
+const HELPER_REDIRECT_MAP: i32 = 51;
+/// `BPF_PSEUDO_MAP_FD`: the immediate of a 64-bit load is a map descriptor.
+const PSEUDO_MAP_FD: u8 = 1;
+
+/// One BPF instruction (`struct bpf_insn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Insn {
+    /// Opcode.
+    pub code: u8,
+    /// Destination register (low nibble) and source register (high nibble).
+    pub regs: u8,
+    /// Offset.
+    pub off: i16,
+    /// Immediate.
+    pub imm: i32,
+}
+
+impl Insn {
+    const fn new(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+        Insn {
+            code,
+            regs: (src << 4) | (dst & 0x0f),
+            off,
+            imm,
+        }
+    }
+
+    /// The 8 bytes the kernel reads.
+    pub fn to_bytes(self) -> [u8; 8] {
+        let mut b = [0u8; 8];
+        b[0] = self.code;
+        b[1] = self.regs;
+        b[2..4].copy_from_slice(&self.off.to_le_bytes());
+        b[4..8].copy_from_slice(&self.imm.to_le_bytes());
+        b
+    }
+}
+
+// Opcode parts (include/uapi/linux/bpf_common.h, bpf.h).
+const LDX_MEM_W: u8 = 0x61; // BPF_LDX | BPF_MEM | BPF_W
+const LDX_MEM_H: u8 = 0x69; // BPF_LDX | BPF_MEM | BPF_H
+const LDX_MEM_B: u8 = 0x71; // BPF_LDX | BPF_MEM | BPF_B
+const ALU64_MOV_X: u8 = 0xbf;
+const ALU64_MOV_K: u8 = 0xb7;
+const ALU64_ADD_K: u8 = 0x07;
+const ALU64_AND_K: u8 = 0x57;
+const JMP_JGT_X: u8 = 0x2d;
+const JMP32_JEQ_K: u8 = 0x16;
+const JMP32_JNE_K: u8 = 0x56;
+const JMP_JA: u8 = 0x05;
+const JMP_CALL: u8 = 0x85;
+const JMP_EXIT: u8 = 0x95;
+const LD_IMM64: u8 = 0x18;
+
+/// Which frames a port keeps for itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Steering {
+    /// A switch port: every frame to the socket.
+    Everything,
+    /// A router port: the kernel keeps ARP, non-IP, and IPv4 for the node itself (module doc).
+    Router {
+        /// The node's addresses and their prefix lengths (for directed broadcasts).
+        addresses: Vec<(Ipv4Addr, u8)>,
+    },
+}
+
+/// A jump target, resolved when the program is assembled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Label {
+    Pass,
+    Redirect,
+}
+
+/// The program, built with symbolic jumps.
+#[derive(Default)]
+struct Builder {
+    insns: Vec<Insn>,
+    /// (instruction index, target) of each jump to resolve.
+    jumps: Vec<(usize, Label)>,
+    labels: Vec<(Label, usize)>,
+}
+
+impl Builder {
+    fn push(&mut self, insn: Insn) {
+        self.insns.push(insn);
+    }
+
+    fn jump(&mut self, code: u8, dst: u8, src: u8, imm: i32, to: Label) {
+        self.jumps.push((self.insns.len(), to));
+        self.insns.push(Insn::new(code, dst, src, 0, imm));
+    }
+
+    fn label(&mut self, l: Label) {
+        self.labels.push((l, self.insns.len()));
+    }
+
+    fn finish(mut self) -> Vec<Insn> {
+        for (at, to) in &self.jumps {
+            let target = self
+                .labels
+                .iter()
+                .find(|(l, _)| l == to)
+                .map(|(_, i)| *i)
+                .expect("every label is placed");
+            let off = target as i64 - *at as i64 - 1;
+            self.insns[*at].off = i16::try_from(off).expect("programs are short");
+        }
+        self.insns
+    }
+}
+
+/// An IPv4 address as a BPF word loaded from the packet (network byte order read as a
+/// little-endian `u32`), for a 32-bit compare.
+fn word(addr: Ipv4Addr) -> i32 {
+    u32::from_le_bytes(addr.octets()) as i32
+}
+
+/// The steering program for `steering`, with `map_fd` the XSKMAP and `fallback` what a queue
+/// without a socket gets.
+pub fn program(steering: &Steering, map_fd: i32, fallback: u32) -> Vec<Insn> {
+    // Registers: r6 = ctx, r2 = data, r3 = data_end, r4 scratch pointer, r5 scratch value.
+    let mut b = Builder::default();
+    b.push(Insn::new(ALU64_MOV_X, 6, 1, 0, 0));
+    if let Steering::Router { addresses } = steering {
+        b.push(Insn::new(LDX_MEM_W, 2, 6, 0, 0)); // data
+        b.push(Insn::new(LDX_MEM_W, 3, 6, 4, 0)); // data_end
+        b.push(Insn::new(ALU64_MOV_X, 4, 2, 0, 0));
+        b.push(Insn::new(ALU64_ADD_K, 4, 0, 0, 14));
+        b.jump(JMP_JGT_X, 4, 3, 0, Label::Pass); // shorter than Ethernet
+        b.push(Insn::new(LDX_MEM_H, 5, 2, 12, 0)); // EtherType, bytes swapped
+        b.jump(JMP32_JEQ_K, 5, 0, 0x0608, Label::Pass); // ARP
+        b.jump(JMP32_JEQ_K, 5, 0, 0x4788, Label::Redirect); // MPLS unicast
+        b.jump(JMP32_JNE_K, 5, 0, 0x0008, Label::Pass); // not IPv4
+        b.push(Insn::new(ALU64_MOV_X, 4, 2, 0, 0));
+        b.push(Insn::new(ALU64_ADD_K, 4, 0, 0, 34));
+        b.jump(JMP_JGT_X, 4, 3, 0, Label::Pass); // shorter than an IPv4 header
+        b.push(Insn::new(LDX_MEM_B, 5, 2, 14, 0)); // version and IHL
+        b.push(Insn::new(ALU64_AND_K, 5, 0, 0, 0x0f));
+        b.jump(JMP32_JNE_K, 5, 0, 5, Label::Redirect); // options: Router Alert and others
+        b.push(Insn::new(LDX_MEM_B, 5, 2, 23, 0)); // protocol
+        b.jump(JMP32_JEQ_K, 5, 0, 46, Label::Redirect); // RSVP
+        b.push(Insn::new(LDX_MEM_W, 5, 2, 30, 0)); // destination
+        b.push(Insn::new(ALU64_MOV_X, 4, 5, 0, 0));
+        b.push(Insn::new(ALU64_AND_K, 4, 0, 0, 0xf0)); // first octet's high nibble
+        b.jump(JMP32_JEQ_K, 4, 0, 0xe0, Label::Pass); // multicast
+        b.jump(JMP32_JEQ_K, 5, 0, -1, Label::Pass); // 255.255.255.255
+        for (addr, len) in addresses {
+            b.jump(JMP32_JEQ_K, 5, 0, word(*addr), Label::Pass);
+            if *len < 31 {
+                let host = u32::MAX >> len;
+                let broadcast = Ipv4Addr::from(u32::from(*addr) | host);
+                b.jump(JMP32_JEQ_K, 5, 0, word(broadcast), Label::Pass);
+            }
+        }
+        b.jump(JMP_JA, 0, 0, 0, Label::Redirect);
+        b.label(Label::Pass);
+        b.push(Insn::new(ALU64_MOV_K, 0, 0, 0, XDP_PASS as i32));
+        b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
+    }
+    b.label(Label::Redirect);
+    b.push(Insn::new(LDX_MEM_W, 2, 6, 16, 0)); // rx_queue_index
+    b.push(Insn::new(LD_IMM64, 1, PSEUDO_MAP_FD, 0, map_fd));
+    b.push(Insn::new(0, 0, 0, 0, 0));
+    b.push(Insn::new(ALU64_MOV_K, 3, 0, 0, fallback as i32));
+    b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_REDIRECT_MAP));
+    b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
+    if matches!(steering, Steering::Everything) {
+        // No Pass label is used; place it for the assembler all the same.
+        b.label(Label::Pass);
+    }
+    b.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instructions_encode_as_the_kernel_reads_them() {
+        // r0 = 2; exit — the smallest XDP_PASS program.
+        assert_eq!(
+            Insn::new(ALU64_MOV_K, 0, 0, 0, 2).to_bytes(),
+            [0xb7, 0, 0, 0, 2, 0, 0, 0]
+        );
+        assert_eq!(Insn::new(JMP_EXIT, 0, 0, 0, 0).to_bytes()[0], 0x95);
+        // r5 = *(u16 *)(r2 + 12): source register in the high nibble.
+        assert_eq!(
+            Insn::new(LDX_MEM_H, 5, 2, 12, 0).to_bytes(),
+            [0x69, 0x25, 12, 0, 0, 0, 0, 0]
+        );
+        assert_eq!(word(Ipv4Addr::new(198, 18, 1, 1)), 0x0101_12c6);
+    }
+
+    #[test]
+    fn jumps_land_on_their_labels() {
+        let prog = program(
+            &Steering::Router {
+                addresses: vec![(Ipv4Addr::new(198, 18, 1, 1), 24)],
+            },
+            3,
+            XDP_PASS,
+        );
+        let pass = prog
+            .iter()
+            .position(|i| i.code == ALU64_MOV_K && i.imm == XDP_PASS as i32 && i.regs == 0)
+            .unwrap();
+        let redirect = prog.iter().position(|i| i.code == LD_IMM64).unwrap() - 1;
+        for (at, i) in prog.iter().enumerate() {
+            if matches!(i.code, JMP32_JEQ_K | JMP32_JNE_K | JMP_JGT_X | JMP_JA) {
+                let target = (at as i64 + 1 + i64::from(i.off)) as usize;
+                assert!(
+                    target == pass || target == redirect,
+                    "jump at {at} to {target}"
+                );
+            }
+        }
+        // A switch port's program is the redirect alone.
+        assert_eq!(program(&Steering::Everything, 3, XDP_PASS).len(), 7);
+    }
+}
