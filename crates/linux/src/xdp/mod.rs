@@ -4,11 +4,13 @@
 //! the BPF crates (aya, libbpf-rs) exist to load compiled objects — one needs a BPF toolchain,
 //! the other libbpf in C.
 
+pub mod port;
 pub mod prog;
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+pub use port::{XdpError, XdpPort};
 pub use prog::{program, Insn, Steering, XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_REDIRECT};
 
 const BPF_MAP_CREATE: libc::c_long = 0;
