@@ -37,6 +37,7 @@ struct RouterFile {
     name: String,
     control_socket: String,
     kernel_routes: bool,
+    data_plane: rtlan_linux::xdp::DataPlane,
     port: Vec<PortFile>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     route: Vec<RouteFile>,
@@ -94,12 +95,14 @@ pub(crate) fn render_config(
     topology: &Topology,
     router: &Router,
     socket: &Path,
+    data_plane: rtlan_linux::xdp::DataPlane,
 ) -> Result<String, DaemonError> {
     let links = topology.interfaces(&router.name);
     let file = RouterFile {
         name: router.name.clone(),
         control_socket: socket.display().to_string(),
         kernel_routes: true,
+        data_plane,
         port: router
             .ports
             .iter()
@@ -263,7 +266,13 @@ rate = "100mbit"
         )
         .unwrap();
         let r1 = topo.router("r1").unwrap();
-        let text = render_config(&topo, r1, Path::new("/run/x/r1.sock")).unwrap();
+        let text = render_config(
+            &topo,
+            r1,
+            Path::new("/run/x/r1.sock"),
+            rtlan_linux::xdp::DataPlane::AfPacket,
+        )
+        .unwrap();
         let v: toml::Value = toml::from_str(&text).unwrap();
         assert_eq!(v["name"].as_str(), Some("r1"));
         assert_eq!(v["control_socket"].as_str(), Some("/run/x/r1.sock"));

@@ -37,6 +37,8 @@ pub struct ForwardSettings {
     /// Measure routers instead of switches: the rtlan router against the kernel's forwarding
     /// (`ip_forward = 1`) between two subnets.
     pub router: bool,
+    /// The rtlan router's port sockets.
+    pub data_plane: rtlan_linux::xdp::DataPlane,
     /// Leave the labs running afterwards.
     pub keep: bool,
     /// The rtlan executable (the labs' switches).
@@ -128,12 +130,19 @@ fn lab_name(variant: Variant) -> String {
 }
 
 /// Builds one lab and checks that a reaches b (which also teaches the switch both stations).
-fn build(exe: &Path, variant: Variant, switch_cpu: Option<usize>) -> anyhow::Result<Lab> {
+fn build(
+    exe: &Path,
+    variant: Variant,
+    switch_cpu: Option<usize>,
+    data_plane: rtlan_linux::xdp::DataPlane,
+) -> anyhow::Result<Lab> {
     let name = lab_name(variant);
     let topology = Topology::from_str(&topology_text(variant, switch_cpu), "bench forward")
         .context("the benchmark topology")?;
-    let lab = Lab::up(&topology, &name, &LabOptions::new(exe))
-        .with_context(|| format!("building lab `{name}`"))?;
+    let mut options = LabOptions::new(exe);
+    options.router_data_plane = data_plane;
+    let lab =
+        Lab::up(&topology, &name, &options).with_context(|| format!("building lab `{name}`"))?;
     let ping = rtlan_lab::tools::ping(
         lab.netns(HOST_A)?,
         lab.host_ip(HOST_B)?,
@@ -187,7 +196,7 @@ pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<For
     let mut results = Vec::new();
     for &v in &variants {
         progress(Step::Message(format!("building {} lab", v.heading())));
-        let lab = build(&args.exe, v, switch_cpu)?;
+        let lab = build(&args.exe, v, switch_cpu, args.data_plane)?;
         results.push(VariantRuns::new(
             v,
             lab.name().to_string(),

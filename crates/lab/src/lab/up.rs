@@ -488,7 +488,8 @@ fn start_router(
     let config = dir.join(format!("{}.toml", r.name));
     let socket = dir.join(format!("{}.sock", r.name));
     let log = dir.join(format!("{}.log", r.name));
-    let text = routers::render_config(&state.topology, r, &socket).map_err(router_err)?;
+    let text = routers::render_config(&state.topology, r, &socket, options.router_data_plane)
+        .map_err(router_err)?;
     daemon::write_config(&config, &text).map_err(router_err)?;
     let launch = Launch {
         exe: &options.rtlan_exe,

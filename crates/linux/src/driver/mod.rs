@@ -103,6 +103,8 @@ pub struct PortStats {
     pub ifindex: u32,
     /// Interface MAC.
     pub mac: String,
+    /// The socket: `af_packet` or `af_xdp`.
+    pub kind: &'static str,
     /// Ring and socket counters.
     #[serde(flatten)]
     pub counters: PortCounters,
@@ -478,6 +480,7 @@ impl<N: Node, P: Port> Driver<N, P> {
                 ifname: p.ifname().to_string(),
                 ifindex: p.ifindex(),
                 mac: p.mac().to_string(),
+                kind: p.kind(),
                 counters: p.counters().clone(),
             })
             .collect()

@@ -41,6 +41,10 @@ pub trait Port: AsRawFd {
     fn read_kernel_drops(&mut self);
     /// Whether the interface is up with its carrier (`None` if that cannot be read).
     fn carrier(&self) -> Option<bool>;
+    /// The socket kind, for the statistics: `af_packet` or `af_xdp`.
+    fn kind(&self) -> &'static str {
+        "af_packet"
+    }
 }
 
 impl Port for PacketPort {

@@ -186,6 +186,11 @@ fn set_option<T>(
     Ok(())
 }
 
+/// The index of interface `ifname` in the calling thread's namespace, or why there is none.
+pub fn iface_index(ifname: &str) -> Result<u32, PacketError> {
+    iface::ifindex(ifname)
+}
+
 impl PacketPort {
     /// Opens interface `ifname` (in the calling thread's network namespace) as a switch port.
     pub fn open(ifname: &str, options: &PortOptions) -> Result<Self, PacketError> {

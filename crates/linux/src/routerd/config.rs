@@ -6,6 +6,7 @@
 //! control_socket = "/run/rtlan/r1.sock"   # optional
 //! answer_local = false                    # the kernel answers ARP and pings for the router
 //! kernel_routes = true                    # mirror the main routing table (a routing daemon's)
+//! data_plane = "af_packet"                # or "af_xdp", or "auto" (docs/afxdp.md)
 //!
 //! [[port]]
 //! ifname = "eth1"                         # its IPv4 address is read from the interface
@@ -86,6 +87,8 @@ pub struct RouterDaemonConfig {
     pub answer_local: bool,
     /// Whether the kernel's main routing table is mirrored.
     pub kernel_routes: bool,
+    /// The ports' sockets.
+    pub data_plane: crate::xdp::DataPlane,
     /// The ports, in order.
     pub ports: Vec<RouterPortSpec>,
     /// Static routes.
@@ -108,6 +111,7 @@ struct RawConfig {
     control_socket: Option<PathBuf>,
     answer_local: Option<bool>,
     kernel_routes: Option<bool>,
+    data_plane: Option<crate::xdp::DataPlane>,
     #[serde(default)]
     port: Vec<RawPort>,
     #[serde(default)]
@@ -305,6 +309,7 @@ impl RouterDaemonConfig {
             control_socket: raw.control_socket,
             answer_local: raw.answer_local.unwrap_or(false),
             kernel_routes: raw.kernel_routes.unwrap_or(true),
+            data_plane: raw.data_plane.unwrap_or_default(),
             ports,
             routes,
             rsvp,

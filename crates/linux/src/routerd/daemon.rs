@@ -18,8 +18,9 @@ use crate::driver::{Driver, DriverOptions, USER_TOKEN_BASE};
 use crate::linkwatch::LinkWatch;
 use crate::mgmt::MgmtError;
 use crate::netlink::{KernelRoute, Netlink};
-use crate::packet::{PacketPort, PortOptions};
+use crate::packet::PortOptions;
 use crate::switchd::control::ControlServer;
+use crate::xdp::{AnyPort, AnyPortError, Steering};
 
 /// Token of the route notifications (above the control server's span).
 const ROUTE_TOKEN: u64 = USER_TOKEN_BASE + (1 << 41);
@@ -64,7 +65,7 @@ struct RouteView {
 
 pub(super) struct Daemon {
     config: RouterDaemonConfig,
-    driver: Driver<Router, PacketPort>,
+    driver: Driver<Router, AnyPort>,
     control: Option<ControlServer>,
     netlink: Netlink,
     routes_watch: Option<LinkWatch>,
@@ -179,20 +180,37 @@ impl Daemon {
         let mut ports = Vec::with_capacity(config.ports.len());
         let mut router_ports = Vec::with_capacity(config.ports.len());
         let mut ifindex = Vec::with_capacity(config.ports.len());
+        // Every port's address first: an AF_XDP port's program leaves all of them to the kernel.
+        let mut addresses = Vec::with_capacity(config.ports.len());
         for spec in &config.ports {
-            let port = PacketPort::open(&spec.ifname, &options).map_err(|source| Error::Port {
+            crate::packet::iface_index(&spec.ifname).map_err(|source| Error::Port {
                 ifname: spec.ifname.clone(),
                 source,
             })?;
-            let (addr, prefix_len) = netlink
+            let address = netlink
                 .ipv4_addresses(&spec.ifname)?
                 .into_iter()
                 .next()
                 .ok_or_else(|| Error::NoAddress(spec.ifname.clone()))?;
-            ifindex.push(port.ifindex());
+            addresses.push(address);
+        }
+        let steering = Steering::Router {
+            addresses: addresses.clone(),
+        };
+        for (spec, &(addr, prefix_len)) in config.ports.iter().zip(&addresses) {
+            let port = AnyPort::open(&spec.ifname, config.data_plane, &steering, &options)
+                .map_err(|e| match e {
+                    AnyPortError::Packet(source) => Error::Port {
+                        ifname: spec.ifname.clone(),
+                        source,
+                    },
+                    AnyPortError::Xdp(source) => Error::Xdp(source),
+                })?;
+            tracing::info!(ifname = %spec.ifname, kind = port.kind(), "port open");
+            ifindex.push(crate::driver::Port::ifindex(&port));
             router_ports.push(RouterPort {
                 name: spec.ifname.clone(),
-                mac: Address(port.mac().0),
+                mac: Address(crate::driver::Port::mac(&port).0),
                 addr,
                 prefix_len,
                 medium: match spec.rate_bps {

@@ -53,6 +53,9 @@ pub enum Error {
         #[source]
         source: PacketError,
     },
+    /// An AF_XDP port could not be opened (`data_plane = "af_xdp"`).
+    #[error(transparent)]
+    Xdp(#[from] crate::xdp::XdpError),
     /// A port has no IPv4 address.
     #[error("port `{0}` has no IPv4 address: give the interface one (`ip address add … dev {0}`)")]
     NoAddress(String),

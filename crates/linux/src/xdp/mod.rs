@@ -312,3 +312,150 @@ mod tests {
         .expect("the namespace thread");
     }
 }
+
+/// Which socket a daemon's ports use (`data_plane` in a daemon's configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataPlane {
+    /// AF_PACKET rings (the default until AF_XDP is measured ahead everywhere).
+    #[default]
+    AfPacket,
+    /// AF_XDP; a port that cannot have it fails to open.
+    AfXdp,
+    /// AF_XDP where it opens, AF_PACKET elsewhere, with the reason logged.
+    Auto,
+}
+
+/// A port of either kind, for a driver whose ports may differ. Not boxed: a daemon holds a
+/// handful in one vector, and the data path should not pay an indirection per call.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum AnyPort {
+    /// AF_PACKET.
+    Packet(crate::packet::PacketPort),
+    /// AF_XDP.
+    Xdp(XdpPort),
+}
+
+impl AnyPort {
+    /// Opens `ifname` as `plane` asks.
+    pub fn open(
+        ifname: &str,
+        plane: DataPlane,
+        steering: &Steering,
+        options: &crate::packet::PortOptions,
+    ) -> Result<AnyPort, AnyPortError> {
+        let packet = || {
+            crate::packet::PacketPort::open(ifname, options)
+                .map(AnyPort::Packet)
+                .map_err(AnyPortError::Packet)
+        };
+        match plane {
+            DataPlane::AfPacket => packet(),
+            DataPlane::AfXdp => XdpPort::open(ifname, steering)
+                .map(AnyPort::Xdp)
+                .map_err(AnyPortError::Xdp),
+            DataPlane::Auto => match XdpPort::open(ifname, steering) {
+                Ok(p) => Ok(AnyPort::Xdp(p)),
+                Err(e) => {
+                    tracing::warn!(ifname, "AF_XDP unavailable, using AF_PACKET: {e}");
+                    packet()
+                }
+            },
+        }
+    }
+
+    /// `"af_xdp"` or `"af_packet"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AnyPort::Packet(_) => "af_packet",
+            AnyPort::Xdp(_) => "af_xdp",
+        }
+    }
+}
+
+/// Why a port of either kind did not open.
+#[derive(Debug, thiserror::Error)]
+pub enum AnyPortError {
+    /// AF_PACKET.
+    #[error(transparent)]
+    Packet(#[from] crate::packet::PacketError),
+    /// AF_XDP.
+    #[error(transparent)]
+    Xdp(#[from] XdpError),
+}
+
+impl AsRawFd for AnyPort {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            AnyPort::Packet(p) => p.as_raw_fd(),
+            AnyPort::Xdp(p) => p.as_raw_fd(),
+        }
+    }
+}
+
+macro_rules! both {
+    ($self:ident, $p:ident => $e:expr) => {
+        match $self {
+            AnyPort::Packet($p) => $e,
+            AnyPort::Xdp($p) => $e,
+        }
+    };
+}
+
+impl crate::driver::Port for AnyPort {
+    fn ifname(&self) -> &str {
+        both!(self, p => crate::driver::Port::ifname(p))
+    }
+
+    fn ifindex(&self) -> u32 {
+        both!(self, p => crate::driver::Port::ifindex(p))
+    }
+
+    fn mac(&self) -> rtlan_wire::ethernet::Address {
+        both!(self, p => crate::driver::Port::mac(p))
+    }
+
+    fn counters(&self) -> &crate::packet::PortCounters {
+        both!(self, p => crate::driver::Port::counters(p))
+    }
+
+    fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, deliver: F) -> usize {
+        both!(self, p => crate::driver::Port::receive(p, budget, deliver))
+    }
+
+    fn transmit_with<F: FnOnce(&mut [u8]) -> Option<usize>>(
+        &mut self,
+        produce: F,
+    ) -> crate::packet::TxOutcome {
+        both!(self, p => crate::driver::Port::transmit_with(p, produce))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        both!(self, p => crate::driver::Port::flush(p))
+    }
+
+    fn flush_pending(&self) -> bool {
+        both!(self, p => crate::driver::Port::flush_pending(p))
+    }
+
+    fn tx_blocked(&self) -> bool {
+        both!(self, p => crate::driver::Port::tx_blocked(p))
+    }
+
+    fn take_error(&mut self) -> Option<io::Error> {
+        both!(self, p => crate::driver::Port::take_error(p))
+    }
+
+    fn read_kernel_drops(&mut self) {
+        both!(self, p => crate::driver::Port::read_kernel_drops(p))
+    }
+
+    fn carrier(&self) -> Option<bool> {
+        both!(self, p => crate::driver::Port::carrier(p))
+    }
+
+    fn kind(&self) -> &'static str {
+        AnyPort::kind(self)
+    }
+}

@@ -467,6 +467,10 @@ impl crate::driver::Port for XdpPort {
     fn carrier(&self) -> Option<bool> {
         self.tap.carrier()
     }
+
+    fn kind(&self) -> &'static str {
+        "af_xdp"
+    }
 }
 
 impl XdpPort {

@@ -92,9 +92,21 @@ pub(crate) struct ForwardArgs {
     /// router r1 between them) instead of the switch against the bridge.
     #[arg(long)]
     router: bool,
+    /// With --router: the rtlan router's port sockets (docs/afxdp.md).
+    #[arg(long, value_enum, default_value = "af-packet")]
+    data_plane: DataPlaneArg,
     /// Leave the labs running afterwards (remove them with `rtlan lab down --name …`).
     #[arg(long)]
     keep: bool,
+}
+
+/// `--data-plane`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum DataPlaneArg {
+    /// AF_PACKET rings.
+    AfPacket,
+    /// AF_XDP sockets with the steering program.
+    AfXdp,
 }
 
 /// Arguments of `bench setup`.
@@ -141,6 +153,10 @@ pub(crate) fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
                 msg_size: args.msg_size,
                 offloads_baseline: !args.no_offloads_baseline,
                 router: args.router,
+                data_plane: match args.data_plane {
+                    DataPlaneArg::AfPacket => rtlan_linux::xdp::DataPlane::AfPacket,
+                    DataPlaneArg::AfXdp => rtlan_linux::xdp::DataPlane::AfXdp,
+                },
                 keep: args.keep,
                 exe: exe()?,
             };
