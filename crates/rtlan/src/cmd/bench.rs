@@ -93,7 +93,7 @@ pub(crate) struct ForwardArgs {
     #[arg(long)]
     router: bool,
     /// With --router: the rtlan router's port sockets (docs/afxdp.md).
-    #[arg(long, value_enum, default_value = "af-packet")]
+    #[arg(long, value_enum, default_value = "af_packet")]
     data_plane: DataPlaneArg,
     /// Leave the labs running afterwards (remove them with `rtlan lab down --name …`).
     #[arg(long)]
@@ -104,8 +104,10 @@ pub(crate) struct ForwardArgs {
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub(crate) enum DataPlaneArg {
     /// AF_PACKET rings.
+    #[value(name = "af_packet")]
     AfPacket,
     /// AF_XDP sockets with the steering program.
+    #[value(name = "af_xdp")]
     AfXdp,
 }
 
