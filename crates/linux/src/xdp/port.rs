@@ -306,15 +306,10 @@ impl XdpPort {
         n += self.tap.receive(budget, &mut deliver);
         let want = u32::try_from(budget.saturating_sub(n)).unwrap_or(u32::MAX);
         if want > 0 {
-            let mut descs = Vec::with_capacity(want.min(64) as usize);
-            {
-                let mut reader = self.rx.receive(want);
-                while let Some(d) = reader.read() {
-                    descs.push(d);
-                }
-                reader.release();
-            }
-            for d in descs {
+            // Frames are handed up straight from the ring (no copy, no allocation) and go back
+            // to the fill ring once handled.
+            let mut reader = self.rx.receive(want);
+            while let Some(d) = reader.read() {
                 // SAFETY: a received frame is ours until it goes back to the fill ring below.
                 match unsafe { umem_frame(&mut self.umem, d.addr, d.len) } {
                     Some(frame) => {
@@ -327,6 +322,7 @@ impl XdpPort {
                 self.refill.push(d.addr - d.addr % u64::from(FRAME_SIZE));
                 n += 1;
             }
+            reader.release();
         }
         if !self.refill.is_empty() {
             let mut fill = self.device.fill(self.refill.len() as u32);
