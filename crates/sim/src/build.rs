@@ -113,6 +113,7 @@ pub fn router_config(scenario: &Scenario, index: usize) -> Result<RouterConfig, 
         refresh: scenario.sim.rsvp_refresh,
         seed: scenario.sim.seed ^ (index as u64 + 1),
         protected: scenario.sim.rsvp_protected,
+        gs_buffer_bytes: scenario.sim.rsvp_gs_buffer,
         ..RsvpSettings::default()
     });
     Ok(config)
@@ -291,6 +292,12 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
             hosts[spec.dst].use_rsvp(scenario.sim.rsvp_refresh, None);
         }
         hosts[spec.src].add_source(flow, spec.clone(), dst_ip, scenario.sim.seed, now);
+    }
+    // RSVP sessions without data: the sender's Paths, the receiver's Resvs, their refreshes.
+    for (group, spec) in scenario.sessions.iter().enumerate() {
+        hosts[spec.src].use_rsvp(scenario.sim.rsvp_refresh, None);
+        hosts[spec.dst].use_rsvp(scenario.sim.rsvp_refresh, None);
+        hosts[spec.src].add_sessions(group, spec.clone(), ips[spec.dst]);
     }
     let mut nodes: Vec<SimNode> = hosts
         .into_iter()
