@@ -189,7 +189,7 @@ pub fn switch_config(scenario: &Scenario, index: usize) -> Result<SwitchConfig, 
 }
 
 /// Index of each node: hosts first (topology order), then switches, then routers.
-fn node_index(scenario: &Scenario, name: &str) -> Option<usize> {
+pub(crate) fn node_index(scenario: &Scenario, name: &str) -> Option<usize> {
     let topo = &scenario.topology;
     let hosts = topo.hosts.len();
     let switches = topo.switches.len();

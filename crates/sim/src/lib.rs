@@ -152,6 +152,20 @@ impl Simulation {
         progress(until, end);
     }
 
+    /// From now on, adds up the wall-clock time spent on each node's events (its `handle_*`
+    /// and `poll_*` calls and the engine's work on their frames); [`Simulation::node_time`]
+    /// reads it. Results do not change: the time is never part of them.
+    pub fn measure_node_time(&mut self) {
+        self.engine.measure_node_time();
+    }
+
+    /// Wall-clock time spent on the events of node `name` (a host, switch or router) since
+    /// [`Simulation::measure_node_time`].
+    pub fn node_time(&self, name: &str) -> Option<Duration> {
+        self.engine
+            .node_time(build::node_index(&self.scenario, name)?)
+    }
+
     /// The engine's counters so far.
     pub fn engine_stats(&self) -> EngineStats {
         self.engine.stats
