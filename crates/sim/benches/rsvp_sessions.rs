@@ -82,12 +82,17 @@ fn mark(sim: &Simulation) -> Mark {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; a filter that names something else skips the run.
+    // `cargo bench` passes `--bench`; without it (`cargo test --benches`) the minute-long run
+    // is skipped, and so it is under a filter that names another benchmark.
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args
-        .iter()
-        .any(|a| !a.starts_with('-') && !"rsvp_sessions".contains(a.as_str()))
+    if !args.iter().any(|a| a == "--bench")
+        || args
+            .iter()
+            .any(|a| !a.starts_with('-') && !"rsvp_sessions".contains(a.as_str()))
     {
+        println!(
+            "rsvp_sessions: skipped (run it with `cargo bench -p rtlan-sim --bench rsvp_sessions`)"
+        );
         return;
     }
     let path = concat!(
