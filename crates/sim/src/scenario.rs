@@ -78,7 +78,7 @@ pub struct SimOptions {
     /// `false`, in the default queue with the data, as before the paper's fix.
     pub rsvp_protected: bool,
     /// Each router port's Guaranteed-Service buffer, bytes (`rtlan router`'s `[rsvp]
-    /// gs_buffer`; every Guaranteed reservation takes b + 2M of it).
+    /// gs_buffer`; every Guaranteed reservation takes b + 2M and its lateness allowance).
     pub rsvp_gs_buffer: usize,
 }
 
