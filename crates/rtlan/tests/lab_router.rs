@@ -554,8 +554,8 @@ const HOST_R: Duration = Duration::from_secs(2);
 ///
 /// Tolerances: the reservation is back at r2 within the reroute bound (10 s, see the module
 /// doc) + the longest refresh interval of the sender (1.5 × R = 3 s) + 2 s for three RSVP
-/// messages on a loaded machine (milliseconds when idle); measured 1.89–3.24 s with BIRD in
-/// five runs. At least
+/// messages on a loaded machine (milliseconds when idle); measured 1.75–4.32 s with BIRD in
+/// eight runs. At least
 /// 90 % of the stream's datagrams counted on the reservation at r1 and on a label at r2 (the
 /// first datagrams of a run may pass while the daemon's shaper starts; measured: all of them);
 /// loss < 1 % (as for the unreserved UDP test above: the stream is a tenth of the line rate,
