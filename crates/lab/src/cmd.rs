@@ -38,6 +38,7 @@ pub(crate) fn package_of(program: &str) -> &'static str {
     match program {
         "ip" | "tc" => "iproute2",
         "bird" => "bird2",
+        "frr" => "frr",
         "ethtool" => "ethtool",
         "sysctl" => "procps",
         _ => "?",

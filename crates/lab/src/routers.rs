@@ -1,14 +1,17 @@
 //! Routers in a lab (QSR paper §2; docs/qsr.md §2.3, docs/lab.md "Routers"): the `rtlan router`
-//! configuration (docs/router.md) of a router of kind `rtlan`, and the BIRD 2 configuration of a
-//! router with `ospf = "bird"`. `crate::daemon` starts both; `lab::up` addresses the ports, sets
-//! the namespace's forwarding and installs a `linux-router`'s static routes in its kernel.
+//! configuration (docs/router.md) of a router of kind `rtlan`, the BIRD 2 configuration of a
+//! router with `ospf = "bird"` and FRR's (`zebra` and `ospfd`) of one with `ospf = "frr"`. The
+//! paper ran OSPF on its control engine beside RSVP (§2); here a real routing daemon runs in the
+//! router's namespace. `crate::daemon` starts them; `lab::up` addresses the ports, sets the
+//! namespace's forwarding and installs a `linux-router`'s static routes in its kernel.
 //!
-//! BIRD runs OSPFv2 with one area 0 over every port: a port whose segment holds another router
-//! port takes part (point-to-point on a router–router link, broadcast on a shared segment), a
-//! port alone on its segment (a host segment) is a stub network. Timers are short for tests
-//! ([`OSPF_HELLO_S`], [`OSPF_DEAD_S`]); BIRD exports its OSPF routes into the namespace's main
-//! kernel table, which `rtlan router` mirrors (`kernel_routes = true`) or the kernel forwards
-//! with (`linux-router`).
+//! Both daemons run OSPFv2 with one area 0 over every port: a port whose segment holds another
+//! router port takes part (point-to-point on a router–router link, broadcast on a shared
+//! segment), a port alone on its segment (a host segment) is a stub network (FRR: a passive
+//! interface). Timers are short for tests ([`OSPF_HELLO_S`], [`OSPF_DEAD_S`]); the daemon puts
+//! its OSPF routes into the namespace's main kernel table (BIRD's `protocol kernel`, FRR's
+//! zebra), which `rtlan router` mirrors (`kernel_routes = true`) or the kernel forwards with
+//! (`linux-router`).
 
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -30,6 +33,8 @@ pub(crate) const OSPF_RETRANSMIT_S: u32 = 2;
 pub(crate) const OSPF_TICK_S: u32 = 1;
 /// How often BIRD scans interfaces and the kernel table, seconds.
 pub(crate) const BIRD_SCAN_S: u32 = 1;
+/// Where Debian's `frr` package puts its daemons (not on `PATH`).
+pub(crate) const FRR_DIR: &str = "/usr/lib/frr";
 
 /// The router config file as `rtlan router --config` reads it (docs/router.md).
 #[derive(Debug, Serialize)]
@@ -172,6 +177,62 @@ fn ospf_port(topology: &Topology, router: &Router, port: usize) -> OspfPort {
 /// which the topology refuses).
 pub(crate) fn router_id(router: &Router) -> Option<Ipv4Addr> {
     router.ports.first().map(|p| p.ip)
+}
+
+/// FRR's SPF throttle (`timers throttle spf DELAY HOLD MAX`, ms): the first calculation after
+/// a change at once, later ones at least 50 ms apart, backing off to at most 1 s — FRR's
+/// defaults (0, 50, 5000) with a shorter ceiling, so a test's link failure is routed around
+/// within a second of the new LSA.
+pub(crate) const FRR_SPF_THROTTLE_MS: (u32, u32, u32) = (0, 50, 1000);
+
+/// Renders FRR's `zebra` configuration for `router`: zebra owns the kernel table, nothing else
+/// to configure (it learns the interfaces and their addresses from the kernel).
+pub(crate) fn render_zebra_config(router: &Router) -> String {
+    format!(
+        "! FRR zebra configuration of lab router `{name}` (written by rtlan lab; docs/lab.md)\n\
+         hostname {name}\n",
+        name = router.name
+    )
+}
+
+/// Renders FRR's `ospfd` configuration for `router` (see the module doc): the same area,
+/// interface types and timers as [`render_bird_config`], one next hop per destination.
+pub(crate) fn render_ospfd_config(topology: &Topology, router: &Router) -> String {
+    let id = router_id(router).unwrap_or(Ipv4Addr::UNSPECIFIED);
+    let mut out = format!(
+        "! FRR ospfd configuration of lab router `{name}` (written by rtlan lab; docs/lab.md)\n\
+         hostname {name}\n",
+        name = router.name
+    );
+    for (i, p) in router.ports.iter().enumerate() {
+        out.push_str(&format!(
+            "interface {}\n ip ospf area 0.0.0.0\n ip ospf cost 10\n",
+            p.ifname
+        ));
+        let timers = format!(
+            " ip ospf hello-interval {OSPF_HELLO_S}\n ip ospf dead-interval {OSPF_DEAD_S}\n \
+             ip ospf retransmit-interval {OSPF_RETRANSMIT_S}\n"
+        );
+        match ospf_port(topology, router, i) {
+            OspfPort::PointToPoint => {
+                out.push_str(" ip ospf network point-to-point\n");
+                out.push_str(&timers);
+            }
+            OspfPort::Broadcast => {
+                out.push_str(" ip ospf network broadcast\n");
+                out.push_str(&timers);
+            }
+            OspfPort::Stub => out.push_str(" ip ospf passive\n"),
+        }
+        out.push_str(&format!("! {}/{}\n", p.ip, p.prefix_len));
+    }
+    let (delay, hold, max) = FRR_SPF_THROTTLE_MS;
+    // One next hop per destination, as rtlan's forwarding table holds (BIRD's `ecmp no`).
+    out.push_str(&format!(
+        "router ospf\n ospf router-id {id}\n maximum-paths 1\n \
+         timers throttle spf {delay} {hold} {max}\n"
+    ));
+    out
 }
 
 /// Renders BIRD 2's configuration for `router` (see the module doc).
@@ -346,6 +407,76 @@ rate = "100mbit"
             text.contains("interface \"p0\" { type broadcast;"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn frr_config_runs_ospf_on_router_links_and_makes_host_segments_passive() {
+        let topo = Topology::from_str(&TRIANGLE.replace("\"bird\"", "\"frr\""), "t.toml").unwrap();
+        let r1 = topo.router("r1").unwrap();
+        assert!(r1.routes.is_empty(), "OSPF routers get no static routes");
+        let text = render_ospfd_config(&topo, r1);
+        assert!(text.contains(" ospf router-id 198.18.0.1\n"), "{text}");
+        assert!(text.contains(" maximum-paths 1\n"), "{text}");
+        let p1 = text.find("interface p1\n").unwrap();
+        assert!(
+            text[..p1].contains(" ip ospf passive\n"),
+            "p0 is a stub: {text}"
+        );
+        assert_eq!(text.matches("ip ospf passive").count(), 1, "{text}");
+        let p2 = text.find("interface p2\n").unwrap();
+        assert!(
+            text[p1..p2].contains(" ip ospf network point-to-point\n ip ospf hello-interval 1\n"),
+            "{text}"
+        );
+        assert!(
+            text[p1..p2].contains(" ip ospf dead-interval 4\n"),
+            "{text}"
+        );
+        assert!(text[p1..p2].contains(" ip ospf area 0.0.0.0\n"), "{text}");
+        assert!(render_zebra_config(r1).contains("hostname r1\n"));
+    }
+
+    #[test]
+    fn frr_accepts_the_config() {
+        let dir_of = |d: &str| std::path::Path::new(FRR_DIR).join(d);
+        if !dir_of("ospfd").is_file() {
+            eprintln!("skipped: FRR is not installed (scripts/install-deps)");
+            return;
+        }
+        let topo = Topology::from_str(&TRIANGLE.replace("\"bird\"", "\"frr\""), "t.toml").unwrap();
+        let dir = std::env::temp_dir().join(format!("rtlan-lab-frr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for r in &topo.routers {
+            for (daemon, text) in [
+                ("zebra", render_zebra_config(r)),
+                ("ospfd", render_ospfd_config(&topo, r)),
+            ] {
+                let path = dir.join(format!("{}.{daemon}.conf", r.name));
+                std::fs::write(&path, &text).unwrap();
+                // `-C`: check the configuration and exit. It exits 0 whatever it found, so
+                // what it says is checked: an unknown or deprecated command is a bug here.
+                let out = std::process::Command::new(dir_of(daemon))
+                    .arg("-C")
+                    .arg("-f")
+                    .arg(&path)
+                    .output()
+                    .unwrap();
+                let said = format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert!(
+                    out.status.success()
+                        && !said.contains("No such command")
+                        && !said.contains("deprecated")
+                        && !said.contains("Unknown command"),
+                    "{daemon} -C refused {}: {said}",
+                    path.display()
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -62,9 +62,16 @@ pub(crate) struct NodeState {
     /// The BIRD daemon of a router with `ospf = "bird"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) bird: Option<DaemonState>,
+    /// FRR's `zebra` of a router with `ospf = "frr"` (its socket: `zebra.vty`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) zebra: Option<DaemonState>,
+    /// FRR's `ospfd` of a router with `ospf = "frr"` (its socket: `ospfd.vty`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ospfd: Option<DaemonState>,
 }
 
-/// A daemon the lab started beside a node's own process (BIRD in a router's namespace).
+/// A daemon the lab started beside a node's own process (BIRD, or FRR's zebra and ospfd, in a
+/// router's namespace).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct DaemonState {
     /// Its PID.

@@ -113,6 +113,7 @@ pub fn router_config(scenario: &Scenario, index: usize) -> Result<RouterConfig, 
         refresh: scenario.sim.rsvp_refresh,
         seed: scenario.sim.seed ^ (index as u64 + 1),
         protected: scenario.sim.rsvp_protected,
+        gs_buffer_bytes: scenario.sim.rsvp_gs_buffer,
         ..RsvpSettings::default()
     });
     Ok(config)
@@ -188,7 +189,7 @@ pub fn switch_config(scenario: &Scenario, index: usize) -> Result<SwitchConfig, 
 }
 
 /// Index of each node: hosts first (topology order), then switches, then routers.
-fn node_index(scenario: &Scenario, name: &str) -> Option<usize> {
+pub(crate) fn node_index(scenario: &Scenario, name: &str) -> Option<usize> {
     let topo = &scenario.topology;
     let hosts = topo.hosts.len();
     let switches = topo.switches.len();
@@ -291,6 +292,12 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
             hosts[spec.dst].use_rsvp(scenario.sim.rsvp_refresh, None);
         }
         hosts[spec.src].add_source(flow, spec.clone(), dst_ip, scenario.sim.seed, now);
+    }
+    // RSVP sessions without data: the sender's Paths, the receiver's Resvs, their refreshes.
+    for (group, spec) in scenario.sessions.iter().enumerate() {
+        hosts[spec.src].use_rsvp(scenario.sim.rsvp_refresh, None);
+        hosts[spec.dst].use_rsvp(scenario.sim.rsvp_refresh, None);
+        hosts[spec.src].add_sessions(group, spec.clone(), ips[spec.dst]);
     }
     let mut nodes: Vec<SimNode> = hosts
         .into_iter()

@@ -216,6 +216,10 @@ pub struct Engine {
     faults: Vec<Fault>,
     /// Per node: crashed (a fault), until it starts again.
     down: Vec<bool>,
+    /// Per node, when measured ([`Engine::measure_node_time`]): wall-clock time spent on its
+    /// events — its `handle_*` and `poll_*` calls and the engine's work on their frames.
+    /// Never part of the results (they stay byte-identical run to run).
+    node_time: Option<Vec<std::time::Duration>>,
 }
 
 impl Engine {
@@ -242,6 +246,31 @@ impl Engine {
             pcap: None,
             faults: Vec::new(),
             down: vec![false; count],
+            node_time: None,
+        }
+    }
+
+    /// From now on, adds up the wall-clock time spent on each node's events.
+    pub(crate) fn measure_node_time(&mut self) {
+        if self.node_time.is_none() {
+            self.node_time = Some(vec![std::time::Duration::ZERO; self.nodes.len()]);
+        }
+    }
+
+    /// Wall-clock time spent on node `node`'s events since [`Engine::measure_node_time`].
+    pub(crate) fn node_time(&self, node: usize) -> Option<std::time::Duration> {
+        self.node_time.as_ref()?.get(node).copied()
+    }
+
+    fn clock(&self) -> Option<std::time::Instant> {
+        self.node_time.as_ref().map(|_| std::time::Instant::now())
+    }
+
+    fn charge(&mut self, node: u32, since: Option<std::time::Instant>) {
+        if let (Some(times), Some(since)) = (self.node_time.as_mut(), since) {
+            if let Some(t) = times.get_mut(node as usize) {
+                *t += since.elapsed();
+            }
         }
     }
 
@@ -366,12 +395,14 @@ impl Engine {
                         self.slab.free.push(frame);
                         continue;
                     }
+                    let since = self.clock();
                     if let Some(n) = self.nodes.get_mut(node as usize) {
                         n.node()
                             .handle_frame(self.now, PortId(port), self.slab.frame(frame));
                     }
                     self.slab.free.push(frame);
                     self.service(node, false);
+                    self.charge(node, since);
                 }
                 EventKind::Fault { index } => {
                     self.stats.events += 1;
@@ -387,7 +418,9 @@ impl Engine {
                     self.stats.events += 1;
                     self.stats.timers += 1;
                     self.armed[node as usize] = None;
+                    let since = self.clock();
                     self.service(node, true);
+                    self.charge(node, since);
                 }
             }
             if self.now >= next_report {

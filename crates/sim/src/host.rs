@@ -28,7 +28,8 @@ use rtlan_wire::control::ETHERTYPE as CONTROL_ETHERTYPE;
 use rtlan_wire::ethernet::{self, Address, EtherType, Frame};
 use rtlan_wire::{arp, ipv4, udp};
 
-use crate::scenario::{SourceKind, TrafficSpec};
+use crate::scenario::{ReserveSpec, SourceKind, TrafficSpec};
+use crate::sessions::{SenderSessions, SessionsSpec};
 use crate::traffic::{Outage, PayloadHeader, Reservation, Sink, Source, FLAG_ACK, FLAG_DATA};
 
 /// Datagrams held per unresolved address (Linux holds about a hundred by default).
@@ -121,6 +122,8 @@ pub struct Host {
     rsvp: Option<Rsvp>,
     /// Source flows whose reservation is signalled with RSVP rather than through the daemon.
     rsvp_flows: Vec<u32>,
+    /// `[[sessions]]` sent from here: RSVP sessions without data.
+    pub(crate) sessions: Vec<SenderSessions>,
 }
 
 /// A host's routing for its RSVP engine: on-link inside its subnet, the gateway beyond.
@@ -198,6 +201,7 @@ impl Host {
             scratch: vec![0u8; 2048],
             rsvp: None,
             rsvp_flows: Vec::new(),
+            sessions: Vec::new(),
         })
     }
 
@@ -249,20 +253,66 @@ impl Host {
         let Some(r) = source.spec.reserve else {
             return;
         };
-        let ip_len = (source.spec.size + 28) as u32;
+        let (dst, port, sport, size) = (
+            source.dst_ip,
+            source.spec.dst_port,
+            source.spec.src_port,
+            source.spec.size,
+        );
+        self.sources[i].reservation = Reservation::Pending;
+        self.send_path(now, dst, port, sport, size, &r);
+    }
+
+    /// Adds the `[[sessions]]` table number `group`, sent from here to `dst_ip`; the host's
+    /// RSVP engine must be on ([`Host::use_rsvp`]).
+    pub(crate) fn add_sessions(&mut self, group: usize, spec: SessionsSpec, dst_ip: Ipv4Addr) {
+        self.wake.set(None);
+        self.sessions.push(SenderSessions::new(group, spec, dst_ip));
+    }
+
+    /// Sends the Path of every session that is due.
+    fn open_sessions(&mut self, now: Instant) {
+        let elapsed = Duration::from_nanos(now.as_nanos());
+        for g in 0..self.sessions.len() {
+            while let Some(port) = self.sessions[g].take_due(elapsed) {
+                self.wake.set(None);
+                let group = &self.sessions[g];
+                let (dst, sport, size, r) = (
+                    group.dst_ip,
+                    group.spec.src_port,
+                    group.spec.size,
+                    group.spec.reserve,
+                );
+                self.send_path(now, dst, port, sport, size, &r);
+            }
+        }
+    }
+
+    /// The sender's Path for the UDP session `dst`:`port` from `sport`, datagrams of `size`
+    /// payload bytes reserved as `r`.
+    fn send_path(
+        &mut self,
+        now: Instant,
+        dst: Ipv4Addr,
+        port: u16,
+        sport: u16,
+        size: usize,
+        r: &ReserveSpec,
+    ) {
+        let ip_len = (size + 28) as u32;
         let rate = r.rate_bps as f32 / 8.0;
         let bucket = (r.burst as f32).max(ip_len as f32);
         let tspec = rsvp_tspec(rate, bucket, ip_len);
         let session = rtlan_wire::rsvp::Session {
-            dst_addr: source.dst_ip,
+            dst_addr: dst,
             protocol_id: 17,
             flags: 0,
-            dst_port: source.spec.dst_port,
+            dst_port: port,
         };
         let sender = rtlan_wire::rsvp::SenderDescriptor {
             sender_template: rtlan_wire::rsvp::FilterSpec {
                 src_addr: self.ip,
-                src_port: source.spec.src_port,
+                src_port: sport,
             },
             sender_tspec: tspec,
             adspec: Some(rtlan_wire::rsvp::Adspec::sender_initial(1500)),
@@ -277,7 +327,6 @@ impl Host {
                 &mut rsvp_engine::NoResources,
             );
         }
-        self.sources[i].reservation = Reservation::Pending;
         self.drain_rsvp(now);
     }
 
@@ -349,6 +398,11 @@ impl Host {
                 session, sender, ..
             } => {
                 let Some(i) = self.rsvp_source(&session, &sender) else {
+                    let (dst, port, sport) = (session.dst_addr, session.dst_port, sender.src_port);
+                    let now_ns = now.as_nanos();
+                    self.sessions
+                        .iter_mut()
+                        .any(|g| g.reserved(now_ns, dst, port, sport));
                     return;
                 };
                 let source = &mut self.sources[i];
@@ -382,6 +436,9 @@ impl Host {
                         end_ns: None,
                         revoked: false,
                     });
+                } else {
+                    let (dst, port, sport) = (session.dst_addr, session.dst_port, sender.src_port);
+                    self.sessions.iter_mut().any(|g| g.gone(dst, port, sport));
                 }
             }
             Event::PathError {
@@ -394,6 +451,11 @@ impl Host {
                         self.sources[i].reservation =
                             Reservation::Refused(format!("PathErr {:?}", error.code));
                     }
+                } else {
+                    let (dst, port, sport) = (session.dst_addr, session.dst_port, sender.src_port);
+                    self.sessions
+                        .iter_mut()
+                        .any(|g| g.refused(dst, port, sport));
                 }
             }
             Event::PathGone { .. } | Event::ResvError { .. } | Event::Confirmed { .. } => {}
@@ -1065,6 +1127,7 @@ impl Node for Host {
             self.announce_at = None;
             self.broadcast_arp(self.ip);
         }
+        self.open_sessions(now);
         if self.rtcd.poll_timeout().is_some_and(|t| t <= now) {
             self.rtcd.handle_timeout(now);
             self.run_daemon(now);
@@ -1124,6 +1187,9 @@ impl Host {
             consider(Some(self.busy_until));
         }
         consider(self.announce_at);
+        for g in &self.sessions {
+            consider(g.next_open().map(|d| Instant::ZERO + d));
+        }
         for u in self.unresolved.values() {
             consider(Some(u.retry_at));
         }

@@ -12,7 +12,8 @@
 //! stations on virtual time, traffic sources (constant rate, on-off, Poisson, token-bucket
 //! shaped, a greedy TCP-like sender) and sinks measuring one-way delay and loss.
 //!
-//! Modules: `scenario` (the file format: a topology file plus `[sim]` and `[[traffic]]`),
+//! Modules: `scenario` (the file format: a topology file plus `[sim]`, `[[traffic]]` and
+//! `[[sessions]]`), `sessions` (RSVP sessions without data, at the QSR paper's scale),
 //! `generate` (leaf–spine generator), `build` (scenario → nodes and links), `engine` (event heap
 //! on `(time, sequence)`, full-duplex links), `host`, `traffic` (sources, sinks, payload
 //! header), `results` (JSON envelope and table), `pcap` (one capture per link). `docs/sim.md`
@@ -29,6 +30,7 @@ pub mod host;
 mod pcap;
 pub mod results;
 pub mod scenario;
+pub mod sessions;
 pub mod traffic;
 
 use std::path::{Path, PathBuf};
@@ -41,6 +43,7 @@ pub use engine::EngineStats;
 pub use host::{host_mac, HostStats};
 pub use results::{DelayStats, FlowResult, Results};
 pub use scenario::{Scenario, ScenarioError};
+pub use sessions::SessionsResult;
 
 use engine::SimNode;
 use results::{HostResult, RouterResult, SwitchResult};
@@ -90,39 +93,112 @@ pub fn run(
     options: &RunOptions,
     progress: &mut dyn FnMut(Duration, Duration),
 ) -> Result<Outcome, SimError> {
-    let mut scenario = scenario.clone();
-    if let Some(seed) = options.seed {
-        scenario.sim.seed = seed;
+    let mut sim = Simulation::new(scenario, options)?;
+    let end = sim.end();
+    sim.run_until(end, progress);
+    sim.finish()
+}
+
+/// A run in progress, advanced on virtual time by the caller ([`run`] does it in one go): for
+/// benchmarks and tests that look at nodes between instants of a run (the RSVP refresh cost per
+/// period, `benches/rsvp_sessions.rs`).
+pub struct Simulation {
+    scenario: Scenario,
+    engine: engine::Engine,
+    pcap_paths: Vec<PathBuf>,
+}
+
+impl Simulation {
+    /// Builds the network of `scenario` at time zero and starts it.
+    pub fn new(scenario: &Scenario, options: &RunOptions) -> Result<Simulation, SimError> {
+        let mut scenario = scenario.clone();
+        if let Some(seed) = options.seed {
+            scenario.sim.seed = seed;
+        }
+        let mut engine = build::build(&scenario)?;
+        let mut pcap_paths = Vec::new();
+        if let Some(dir) = &options.pcap_dir {
+            let links: Vec<(String, String)> = scenario
+                .topology
+                .links
+                .iter()
+                .map(|l| (l.ends[0].node.clone(), l.ends[1].node.clone()))
+                .collect();
+            let set = pcap::PcapSet::create(dir, &links)?;
+            pcap_paths = set.paths.clone();
+            engine.set_pcap(set);
+        }
+        engine.start();
+        Ok(Simulation {
+            scenario,
+            engine,
+            pcap_paths,
+        })
     }
-    let mut engine = build::build(&scenario)?;
-    let mut pcap_paths = Vec::new();
-    if let Some(dir) = &options.pcap_dir {
-        let links: Vec<(String, String)> = scenario
-            .topology
-            .links
-            .iter()
-            .map(|l| (l.ends[0].node.clone(), l.ends[1].node.clone()))
+
+    /// Where the run ends: `duration` + `drain`.
+    pub fn end(&self) -> Duration {
+        self.scenario.sim.duration + self.scenario.sim.drain
+    }
+
+    /// Runs every event up to `until` (at most [`Simulation::end`]);
+    /// `progress(simulated, total)` is called now and then.
+    pub fn run_until(&mut self, until: Duration, progress: &mut dyn FnMut(Duration, Duration)) {
+        let end = self.end();
+        let until = until.min(end);
+        self.engine.run_until(Instant::ZERO + until, &mut |now| {
+            progress(Duration::from_nanos(now.as_nanos()), end);
+        });
+        progress(until, end);
+    }
+
+    /// From now on, adds up the wall-clock time spent on each node's events (its `handle_*`
+    /// and `poll_*` calls and the engine's work on their frames); [`Simulation::node_time`]
+    /// reads it. Results do not change: the time is never part of them.
+    pub fn measure_node_time(&mut self) {
+        self.engine.measure_node_time();
+    }
+
+    /// Wall-clock time spent on the events of node `name` (a host, switch or router) since
+    /// [`Simulation::measure_node_time`].
+    pub fn node_time(&self, name: &str) -> Option<Duration> {
+        self.engine
+            .node_time(build::node_index(&self.scenario, name)?)
+    }
+
+    /// The engine's counters so far.
+    pub fn engine_stats(&self) -> EngineStats {
+        self.engine.stats
+    }
+
+    /// Router number `index` (topology order), if there is one.
+    pub fn router(&self, index: usize) -> Option<&rtlan_core::router::Router> {
+        let topo = &self.scenario.topology;
+        match self
+            .engine
+            .nodes
+            .get(topo.hosts.len() + topo.switches.len() + index)
+        {
+            Some(SimNode::Router(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Runs to the end and collects the results.
+    pub fn finish(mut self) -> Result<Outcome, SimError> {
+        let end = self.end();
+        self.run_until(end, &mut |_, _| {});
+        let counts = self.engine.finish_pcap()?;
+        let pcaps = std::mem::take(&mut self.pcap_paths)
+            .into_iter()
+            .zip(counts)
+            .map(|(path, frames)| PcapFile { path, frames })
             .collect();
-        let set = pcap::PcapSet::create(dir, &links)?;
-        pcap_paths = set.paths.clone();
-        engine.set_pcap(set);
+        Ok(Outcome {
+            results: collect(&self.scenario, &mut self.engine),
+            pcaps,
+        })
     }
-    let end = scenario.sim.duration + scenario.sim.drain;
-    engine.start();
-    engine.run_until(Instant::ZERO + end, &mut |now| {
-        progress(Duration::from_nanos(now.as_nanos()), end);
-    });
-    progress(end, end);
-    let counts = engine.finish_pcap()?;
-    let pcaps = pcap_paths
-        .into_iter()
-        .zip(counts)
-        .map(|(path, frames)| PcapFile { path, frames })
-        .collect();
-    Ok(Outcome {
-        results: collect(&scenario, &mut engine),
-        pcaps,
-    })
 }
 
 /// Reads `path` and runs it.
@@ -210,6 +286,7 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
                 name: h.name.clone(),
                 stats: h.stats,
                 rtcd_connections: h.rtcd().connection_count(),
+                rsvp: h.rsvp().map(|e| e.stats()),
             }),
             SimNode::Switch(s) => switches.push(SwitchResult {
                 name: topo.switches[i - topo.hosts.len()].name.clone(),
@@ -225,6 +302,15 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
             }),
         }
     }
+    // Each table's sender reports it, in scenario order.
+    let mut sessions = Vec::with_capacity(scenario.sessions.len());
+    for (group, spec) in scenario.sessions.iter().enumerate() {
+        if let SimNode::Host(h) = &engine.nodes[spec.src] {
+            if let Some(g) = h.sessions.iter().find(|g| g.group == group) {
+                sessions.push(g.result(&topo.hosts[spec.src].name, &topo.hosts[spec.dst].name));
+            }
+        }
+    }
     Results {
         version: results::FORMAT_VERSION,
         scenario: scenario.origin.clone(),
@@ -237,5 +323,6 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
         hosts,
         switches,
         routers,
+        sessions,
     }
 }

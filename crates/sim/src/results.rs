@@ -11,6 +11,8 @@ use serde::Serialize;
 
 use crate::engine::EngineStats;
 use crate::host::HostStats;
+use crate::sessions::SessionsResult;
+use rtlan_core::rsvp::RsvpStats;
 
 /// Version of the JSON envelope.
 pub const FORMAT_VERSION: u32 = 1;
@@ -42,6 +44,10 @@ pub struct Results {
     /// the envelope of a topology without routers is what it was before routers existed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub routers: Vec<RouterResult>,
+    /// One entry per `[[sessions]]` table, in scenario order; left out of the JSON when there
+    /// are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<SessionsResult>,
 }
 
 /// One-way delay statistics over the datagrams received in the measuring window, µs.
@@ -143,6 +149,10 @@ pub struct HostResult {
     pub stats: HostStats,
     /// Connections the host daemon still holds at the end.
     pub rtcd_connections: usize,
+    /// The host's RSVP engine's counters, if it signalled with RSVP (left out of the JSON
+    /// otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rsvp: Option<RsvpStats>,
 }
 
 /// One switch's counters ([`rtlan_core::switch::Switch::stats`]).
@@ -270,6 +280,28 @@ impl Results {
                     + st.drop_martian
                     + st.drop_too_big
                     + st.drop_trap_full
+            );
+            let rsvp = &st.rsvp;
+            if rsvp.path_in + rsvp.resv_in > 0 {
+                let _ = writeln!(
+                    out,
+                    "    RSVP: {} path states, {} reservations; {} Path, {} Resv in, {} sent; {} path and {} reservation timeouts, {} refused",
+                    rsvp.paths,
+                    rsvp.resvs,
+                    rsvp.path_in,
+                    rsvp.resv_in,
+                    rsvp.sent,
+                    rsvp.path_timeouts,
+                    rsvp.resv_timeouts,
+                    rsvp.admission_refused + rsvp.state_full
+                );
+            }
+        }
+        for g in &self.sessions {
+            let _ = writeln!(
+                out,
+                "sessions {}: {} declared, {} reserved, {} pending, {} refused, {} lost ({} losses, {} recovered)",
+                g.name, g.count, g.opened, g.pending, g.refused, g.lost, g.lost_events, g.recovered
             );
         }
         out

@@ -1,6 +1,7 @@
 //! Scenario files: a topology file (the one model of `rtlan-topology`: `[[host]]`, `[[switch]]`,
 //! `[[link]]`) plus the simulator's own tables — `[sim]` (duration, seed, measuring window,
-//! link delays, host and switch sizes) and `[[traffic]]` (sources and their reservations) — and
+//! link delays, host and switch sizes), `[[traffic]]` (sources and their reservations) and
+//! `[[sessions]]` (RSVP sessions without data, [`crate::sessions`]) — and
 //! optionally `[generate]`, which appends a generated leaf–spine topology and traffic (see
 //! [`crate::generate`]). The format is `docs/sim.md`.
 //!
@@ -9,16 +10,17 @@
 use std::time::Duration;
 
 use rtlan_core::shaper::{wire_bytes, DEFAULT_MAX_DATAGRAM, UDP_FRAME_OVERHEAD};
-use rtlan_topology::units::{parse_duration, parse_rate};
+use rtlan_topology::units::{parse_duration, parse_rate, parse_size};
 use rtlan_topology::{Location, Topology, TopologyError};
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::generate::{self, LeafSpine};
+use crate::sessions::{sessions_spec, RawSessions, SessionsSpec};
 use crate::traffic::PAYLOAD_HEADER_LEN;
 
 /// Tables of a scenario file that the topology reader leaves to the simulator.
-pub const SIM_TABLES: &[&str] = &["sim", "traffic", "generate", "fault"];
+pub const SIM_TABLES: &[&str] = &["sim", "traffic", "sessions", "generate", "fault"];
 
 /// A scenario that cannot be used; the message starts with `file:line:column:` where the
 /// problem is inside the file.
@@ -75,6 +77,9 @@ pub struct SimOptions {
     /// Routers send RSVP on each port's control queue, ahead of data (QSR §6.2, default); with
     /// `false`, in the default queue with the data, as before the paper's fix.
     pub rsvp_protected: bool,
+    /// Each router port's Guaranteed-Service buffer, bytes (`rtlan router`'s `[rsvp]
+    /// gs_buffer`; every Guaranteed reservation takes b + 2M and its lateness allowance).
+    pub rsvp_gs_buffer: usize,
 }
 
 /// What a source sends (`kind` of `[[traffic]]`).
@@ -188,6 +193,8 @@ pub struct Scenario {
     pub traffic: Vec<TrafficSpec>,
     /// `[[fault]]`, in file order.
     pub faults: Vec<FaultSpec>,
+    /// `[[sessions]]`, in file order.
+    pub sessions: Vec<SessionsSpec>,
 }
 
 /// A fault injected during the run (`[[fault]]`; issue 12: recovery measured in the simulator).
@@ -234,6 +241,7 @@ pub enum FaultKind {
 struct RawFile {
     sim: Option<Spanned<RawSim>>,
     traffic: Option<Vec<Spanned<RawTraffic>>>,
+    sessions: Option<Vec<Spanned<RawSessions>>>,
     link: Option<Vec<Spanned<toml::Table>>>,
     generate: Option<Spanned<generate::RawGenerate>>,
     fault: Option<Vec<Spanned<RawFault>>>,
@@ -265,6 +273,7 @@ struct RawSim {
     cpu_cost_per_connection: Option<Spanned<String>>,
     rsvp_refresh: Option<Spanned<String>>,
     rsvp_protected: Option<bool>,
+    rsvp_gs_buffer: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -290,7 +299,7 @@ struct RawTraffic {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawReserve {
+pub(crate) struct RawReserve {
     rate: Spanned<String>,
     burst: Option<Spanned<u32>>,
     max_packet: Option<Spanned<u16>>,
@@ -447,6 +456,20 @@ impl Scenario {
             return Err(src.invalid(at, "bad `rsvp_refresh`: between 1 ms and 49 days"));
         }
 
+        let rsvp_gs_buffer = match &raw_sim.rsvp_gs_buffer {
+            Some(v) => parse_size(v.get_ref())
+                .ok()
+                .and_then(|b| usize::try_from(b).ok())
+                .filter(|&b| b > 0 && b <= 1 << 40)
+                .ok_or_else(|| {
+                    src.invalid(
+                        v.span().start,
+                        "bad `rsvp_gs_buffer`: a size such as \"256KiB\" (1 B ..= 1 TiB)",
+                    )
+                })?,
+            None => rtlan_core::router::RsvpSettings::default().gs_buffer_bytes,
+        };
+
         // Links: a rate is required; the propagation delay is the model's `[[link]] delay` where
         // written, else `[sim] link_delay`.
         let raw_links = raw.link.as_deref().unwrap_or(&[]);
@@ -476,6 +499,11 @@ impl Scenario {
             Some(m) => *m.get_ref(),
             None => (reserved + 16).max(64),
         };
+        let mut sessions = Vec::new();
+        for t in raw.sessions.as_deref().unwrap_or(&[]) {
+            let spec = sessions_spec(&src, &topology, t, duration, &traffic, &sessions)?;
+            sessions.push(spec);
+        }
         let mut faults = Vec::new();
         for f in raw.fault.as_deref().unwrap_or(&[]) {
             faults.push(fault_spec(&src, &topology, f, duration)?);
@@ -496,9 +524,11 @@ impl Scenario {
                 cpu_cost_per_connection,
                 rsvp_refresh,
                 rsvp_protected: raw_sim.rsvp_protected.unwrap_or(true),
+                rsvp_gs_buffer,
             },
             link_delays,
             traffic,
+            sessions,
         })
     }
 }
@@ -613,6 +643,66 @@ pub fn burst_period(frames: u32, size: usize, rate_bps: u64) -> Duration {
 /// Largest UDP payload a source may send: one 1500-byte MTU.
 pub const MAX_SIZE: usize = DEFAULT_MAX_DATAGRAM;
 
+/// Reads a `reserve = { … }` for datagrams of `size` payload bytes.
+pub(crate) fn reserve_spec(
+    src: &Source<'_>,
+    r: &RawReserve,
+    size: usize,
+) -> Result<ReserveSpec, ScenarioError> {
+    let rate_bps = src.rate(&r.rate, "reserve.rate")?;
+    let frame = size + UDP_FRAME_OVERHEAD;
+    let max_packet = match &r.max_packet {
+        Some(m) if usize::from(*m.get_ref()) < frame => {
+            return Err(src.invalid(
+                m.span().start,
+                format!("`max_packet` is below this flow's {frame}-byte frames"),
+            ));
+        }
+        Some(m) => *m.get_ref(),
+        None => u16::try_from(frame).unwrap_or(u16::MAX),
+    };
+    let burst = match &r.burst {
+        Some(b) if *b.get_ref() < u32::from(max_packet) => {
+            return Err(src.invalid(b.span().start, "`burst` must be at least `max_packet`"));
+        }
+        Some(b) => *b.get_ref(),
+        None => 2 * u32::from(max_packet),
+    };
+    let delay = r
+        .delay
+        .as_ref()
+        .map(|d| src.duration(d, "reserve.delay"))
+        .transpose()?;
+    Ok(ReserveSpec {
+        rate_bps,
+        burst,
+        max_packet,
+        delay,
+    })
+}
+
+/// Reads `size` (UDP payload bytes, 40 ..= 1472; default 1472).
+pub(crate) fn payload_size(
+    src: &Source<'_>,
+    size: Option<&Spanned<u64>>,
+) -> Result<usize, ScenarioError> {
+    match size {
+        Some(s) => {
+            let v = *s.get_ref();
+            if v < PAYLOAD_HEADER_LEN as u64 || v > MAX_SIZE as u64 {
+                return Err(src.invalid(
+                    s.span().start,
+                    format!(
+                        "`size` (UDP payload bytes) must be {PAYLOAD_HEADER_LEN} ..= {MAX_SIZE}"
+                    ),
+                ));
+            }
+            Ok(v as usize)
+        }
+        None => Ok(MAX_SIZE),
+    }
+}
+
 fn traffic_spec(
     src: &Source<'_>,
     topology: &Topology,
@@ -696,21 +786,7 @@ fn traffic_spec(
         (Some(r), _) => src.rate(r, "rate")?,
         (None, _) => return Err(src.invalid(at, "this source needs a `rate`")),
     };
-    let size = match &t.size {
-        Some(s) => {
-            let v = *s.get_ref();
-            if v < PAYLOAD_HEADER_LEN as u64 || v > MAX_SIZE as u64 {
-                return Err(src.invalid(
-                    s.span().start,
-                    format!(
-                        "`size` (UDP payload bytes) must be {PAYLOAD_HEADER_LEN} ..= {MAX_SIZE}"
-                    ),
-                ));
-            }
-            v as usize
-        }
-        None => MAX_SIZE,
-    };
+    let size = payload_size(src, t.size.as_ref())?;
     if let SourceKind::Burst { frames, phase } = kind {
         let period = burst_period(frames, size, rate_bps);
         if rate_bps == 0 || phase >= period {
@@ -747,39 +823,7 @@ fn traffic_spec(
             if kind == SourceKind::Greedy {
                 return Err(src.invalid(r.span().start, "a greedy source cannot reserve"));
             }
-            let r = r.get_ref();
-            let rate_bps = src.rate(&r.rate, "reserve.rate")?;
-            let frame = size + UDP_FRAME_OVERHEAD;
-            let max_packet = match &r.max_packet {
-                Some(m) if usize::from(*m.get_ref()) < frame => {
-                    return Err(src.invalid(
-                        m.span().start,
-                        format!("`max_packet` is below this flow's {frame}-byte frames"),
-                    ));
-                }
-                Some(m) => *m.get_ref(),
-                None => u16::try_from(frame).unwrap_or(u16::MAX),
-            };
-            let burst = match &r.burst {
-                Some(b) if *b.get_ref() < u32::from(max_packet) => {
-                    return Err(
-                        src.invalid(b.span().start, "`burst` must be at least `max_packet`")
-                    );
-                }
-                Some(b) => *b.get_ref(),
-                None => 2 * u32::from(max_packet),
-            };
-            let delay = r
-                .delay
-                .as_ref()
-                .map(|d| src.duration(d, "reserve.delay"))
-                .transpose()?;
-            Some(ReserveSpec {
-                rate_bps,
-                burst,
-                max_packet,
-                delay,
-            })
+            Some(reserve_spec(src, r.get_ref(), size)?)
         }
     };
     let shape = match &t.shape {

@@ -170,3 +170,54 @@ fn generator_options_are_checked_and_applied() {
     );
     assert!(s.traffic[5..].iter().all(|t| t.kind == SourceKind::Greedy));
 }
+
+#[test]
+fn bad_sessions_name_file_line_and_column() {
+    // a — r1 — b: two segments.
+    let base = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[router]]\nname = \"r1\"\n\
+                [[link]]\nends = [\"a\", \"r1\"]\nrate = \"1gbit\"\n\
+                [[link]]\nends = [\"r1\", \"b\"]\nrate = \"1gbit\"\n\
+                [sim]\nduration = \"10s\"\n";
+    let lines = base.lines().count();
+    let sessions = |body: &str| format!("{base}[[sessions]]\nsrc = \"a\"\ndst = \"b\"\n{body}");
+    let ok = sessions("count = 10\nreserve = { rate = \"8kbit\" }\n");
+    let parsed = Scenario::from_str(&ok, "ok.toml").expect("valid sessions");
+    assert_eq!(parsed.sessions[0].count, 10);
+    assert_eq!(parsed.sessions[0].port, 10_000);
+
+    let e = error(&sessions("count = 0\nreserve = { rate = \"8kbit\" }\n"));
+    assert!(e.starts_with(&format!("bad.toml:{}:9:", lines + 4)), "{e}");
+    assert!(e.contains("`count` must be above 0"), "{e}");
+
+    let e = error(&sessions(
+        "count = 100\nport = 65500\nreserve = { rate = \"8kbit\" }\n",
+    ));
+    assert!(e.starts_with(&format!("bad.toml:{}:8:", lines + 5)), "{e}");
+    assert!(e.contains("≤ 65535"), "{e}");
+
+    let e = error(&sessions(
+        "count = 10\nreserve = { rate = \"8kbit\" }\nspread = \"10s\"\n",
+    ));
+    assert!(e.starts_with(&format!("bad.toml:{}:", lines + 6)), "{e}");
+
+    let two = format!(
+        "{}[[sessions]]\nsrc = \"a\"\ndst = \"b\"\ncount = 5\nport = 10005\nreserve = {{ rate = \"8kbit\" }}\n",
+        ok
+    );
+    let e = error(&two);
+    assert!(e.starts_with(&format!("bad.toml:{}:8:", lines + 10)), "{e}");
+    assert!(
+        e.contains("overlap those of sessions `a→b sessions`"),
+        "{e}"
+    );
+
+    // Two hosts of one segment signal EtheReal, not RSVP.
+    let flat = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[switch]]\nname = \"s1\"\n\
+                [[link]]\nends = [\"a\", \"s1\"]\nrate = \"1gbit\"\n\
+                [[link]]\nends = [\"s1\", \"b\"]\nrate = \"1gbit\"\n\
+                [sim]\nduration = \"10s\"\n\
+                [[sessions]]\nsrc = \"a\"\ndst = \"b\"\ncount = 1\nreserve = { rate = \"8kbit\" }\n";
+    let e = error(flat);
+    assert!(e.contains("need a router between"), "{e}");
+    assert!(e.starts_with("bad.toml:"), "{e}");
+}

@@ -574,6 +574,8 @@ pub enum Ospf {
     /// BIRD 2 (`bird`), OSPFv2 with one area over the router–router links and the hosts'
     /// segments as stub networks.
     Bird,
+    /// FRR (`frr`): its `zebra` and `ospfd`, the same OSPFv2 area.
+    Frr,
 }
 
 impl Ospf {
@@ -581,6 +583,7 @@ impl Ospf {
     pub fn name(self) -> &'static str {
         match self {
             Ospf::Bird => "bird",
+            Ospf::Frr => "frr",
         }
     }
 }

@@ -83,11 +83,12 @@ pub(crate) fn resolve_ospf(
             None => None,
             Some(v) => match v.get_ref().as_str() {
                 "bird" => Some(Ospf::Bird),
+                "frr" => Some(Ospf::Frr),
                 other => {
                     return Err(TopologyError::BadOption {
                         at: loc.at(&v.span()),
                         option: "ospf",
-                        reason: format!("`{other}` (expected \"bird\")"),
+                        reason: format!("`{other}` (expected \"bird\" or \"frr\")"),
                     })
                 }
             },

@@ -263,7 +263,10 @@ fn router_errors_name_their_line() {
     let e = err(&format!(
         "{TWO}[[router]]\nname = \"r1\"\nospf = \"quagga\"\n[[link]]\nends = [\"a\", \"r1\"]\n[[link]]\nends = [\"r1\", \"b\"]\n"
     ));
-    assert_eq!(e, "t.toml:7:8: bad `ospf`: `quagga` (expected \"bird\")");
+    assert_eq!(
+        e,
+        "t.toml:7:8: bad `ospf`: `quagga` (expected \"bird\" or \"frr\")"
+    );
     let e = err(&format!(
         "{TWO}[[router]]\nname = \"r1\"\nkind = \"cisco\"\n[[link]]\nends = [\"a\", \"r1\"]\n"
     ));

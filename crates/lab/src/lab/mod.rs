@@ -78,6 +78,15 @@ pub enum LabError {
         /// Why.
         source: DaemonError,
     },
+    /// One of FRR's daemons (zebra, ospfd) did not come up in a router's namespace; the
+    /// error names its command line or its log and socket.
+    #[error("router `{router}`: FRR: {source}")]
+    Frr {
+        /// The router.
+        router: String,
+        /// Why.
+        source: DaemonError,
+    },
     /// A router's routes did not cover every segment in time.
     #[error("router `{router}` has no route to {missing} after {waited:?}")]
     RoutesMissing {
@@ -384,6 +393,27 @@ impl Lab {
     /// The log file of a router's BIRD.
     pub fn bird_log(&self, router: &str) -> Option<PathBuf> {
         Some(self.node(router).ok()?.bird.as_ref()?.log.clone())
+    }
+
+    /// The PIDs of FRR's zebra and ospfd of a router with `ospf = "frr"`.
+    pub fn frr_pids(&self, router: &str) -> Option<(u32, u32)> {
+        let node = self.node(router).ok()?;
+        Some((node.zebra.as_ref()?.pid, node.ospfd.as_ref()?.pid))
+    }
+
+    /// The directory of a router's FRR vty sockets (for `vtysh --vty_socket DIR`).
+    pub fn frr_vty_dir(&self, router: &str) -> Option<PathBuf> {
+        let node = self.node(router).ok()?;
+        Some(node.ospfd.as_ref()?.socket.parent()?.to_path_buf())
+    }
+
+    /// The log files of a router's FRR zebra and ospfd.
+    pub fn frr_logs(&self, router: &str) -> Option<(PathBuf, PathBuf)> {
+        let node = self.node(router).ok()?;
+        Some((
+            node.zebra.as_ref()?.log.clone(),
+            node.ospfd.as_ref()?.log.clone(),
+        ))
     }
 
     /// A router's ports as `(ifname, peer node)` in port order.

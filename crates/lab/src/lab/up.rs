@@ -1,7 +1,7 @@
 //! Building a lab, step by step (docs/lab.md "What `up` does"): namespaces, veth pairs created
 //! directly inside them (routers' forwarding and reverse-path filter set first), offloads off,
 //! bridges, addresses, `tbf` link emulation, interfaces up, gateways and static routes,
-//! `state.json`, then the rtlan switches, the routers and their BIRD. Any failure rolls
+//! `state.json`, then the rtlan switches, the routers and their BIRD or FRR. Any failure rolls
 //! everything back.
 
 use std::collections::HashMap;
@@ -45,6 +45,17 @@ pub(super) fn up(
             package: cmd::package_of(BIRD),
         }
         .into());
+    }
+    if topology.routers.iter().any(|r| r.ospf == Some(Ospf::Frr)) {
+        for program in FRR_DAEMONS {
+            if !Path::new(routers::FRR_DIR).join(program).is_file() {
+                return Err(CmdError::NotFound {
+                    program: format!("{}/{program}", routers::FRR_DIR),
+                    package: cmd::package_of("frr"),
+                }
+                .into());
+            }
+        }
     }
     let _guard = registry::lifecycle();
     check_abort()?;
@@ -105,6 +116,109 @@ fn shaped_by_qdisc(topology: &Topology, node: &str) -> bool {
 
 /// The BIRD executable's name.
 const BIRD: &str = "bird";
+
+/// FRR's daemons a router with `ospf = "frr"` runs, in start order (ospfd talks to zebra).
+const FRR_DAEMONS: [&str; 2] = ["zebra", "ospfd"];
+
+/// The user and group FRR's daemons run as (Debian's `frr` package creates them; they must be
+/// in the `frrvty` group, which root is not, for the vty sockets): their uid and gid.
+fn frr_ids() -> Option<(u32, u32)> {
+    // SAFETY: the name is a NUL-terminated constant; getpwnam(3) returns a pointer to static
+    // storage or null, read at once (no other thread of the lab calls getpw*).
+    let pw = unsafe { libc::getpwnam(c"frr".as_ptr()) };
+    if pw.is_null() {
+        return None;
+    }
+    // SAFETY: `pw` is non-null and points to a valid passwd record (above).
+    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+    Some((uid, gid))
+}
+
+/// Starts FRR's zebra, then ospfd, in router `r`'s namespace: configuration, pid files, vty
+/// sockets and zebra's API socket in `<state>/<router>.frr/` (owned by the `frr` user), output
+/// to `<state>/<router>.zebra.log` and `.ospfd.log`; each is ready when its vty socket accepts.
+fn start_frr(
+    state: &mut LabState,
+    r: &Router,
+    netns: &str,
+    options: &LabOptions,
+) -> Result<(), LabError> {
+    let dir = state.state_dir.clone();
+    let lab = state.name.clone();
+    let frr_err = |source| LabError::Frr {
+        router: r.name.clone(),
+        source,
+    };
+    let frr_dir = dir.join(format!("{}.frr", r.name));
+    let io = |what: String| {
+        move |source| LabError::Io {
+            what: what.clone(),
+            source,
+        }
+    };
+    std::fs::create_dir_all(&frr_dir).map_err(io(format!("creating {}", frr_dir.display())))?;
+    let (uid, gid) = frr_ids().ok_or_else(|| LabError::Io {
+        what: "looking up the `frr` user (Debian package frr)".into(),
+        source: std::io::Error::from(std::io::ErrorKind::NotFound),
+    })?;
+    std::os::unix::fs::chown(&frr_dir, Some(uid), Some(gid))
+        .map_err(io(format!("chown frr {}", frr_dir.display())))?;
+    let zserv = frr_dir.join("zserv.api");
+    for daemon in FRR_DAEMONS {
+        let config = frr_dir.join(format!("{daemon}.conf"));
+        let text = match daemon {
+            "zebra" => routers::render_zebra_config(r),
+            _ => routers::render_ospfd_config(&state.topology, r),
+        };
+        daemon::write_config(&config, &text).map_err(frr_err)?;
+        let socket = frr_dir.join(format!("{daemon}.vty"));
+        let log = dir.join(format!("{}.{daemon}.log", r.name));
+        let exe = Path::new(routers::FRR_DIR).join(daemon);
+        // Foreground (no `-d`), so the PID the lab records is the daemon's; no vty TCP port
+        // (`-P 0`); every path of its own under `frr_dir`, none under /etc/frr or /var/run/frr.
+        let args: Vec<OsString> = vec![
+            "-f".into(),
+            config.clone().into(),
+            "-i".into(),
+            frr_dir.join(format!("{daemon}.pid")).into(),
+            "-z".into(),
+            zserv.clone().into(),
+            "--vty_socket".into(),
+            frr_dir.clone().into(),
+            "-P".into(),
+            "0".into(),
+            "-u".into(),
+            "frr".into(),
+            "-g".into(),
+            "frr".into(),
+            "--log".into(),
+            "stdout".into(),
+        ];
+        let launch = Launch {
+            exe: &exe,
+            args,
+            netns,
+            log: &log,
+            socket: &socket,
+            timeout: options.switch_timeout,
+        };
+        let pid = start(&lab, &launch).map_err(|e| e.map(frr_err))?;
+        let record = DaemonState {
+            pid,
+            socket,
+            config,
+            log,
+        };
+        if let Some(n) = state.nodes.iter_mut().find(|n| n.name == r.name) {
+            match daemon {
+                "zebra" => n.zebra = Some(record),
+                _ => n.ospfd = Some(record),
+            }
+        }
+        write_state(state)?;
+    }
+    Ok(())
+}
 
 /// Where `bird` is on `PATH`, if anywhere.
 fn find_bird() -> Option<PathBuf> {
@@ -344,6 +458,8 @@ fn build(
             config: None,
             log: None,
             bird: None,
+            zebra: None,
+            ospfd: None,
         });
     }
     let mut state = LabState {
@@ -428,8 +544,8 @@ fn start(lab: &str, launch: &Launch<'_>) -> Result<u32, StartError> {
     }
 }
 
-/// Starts BIRD (with `ospf = "bird"`) and then `rtlan router` (kind `rtlan`) for router `r`,
-/// recording each in `state` as soon as it runs.
+/// Starts BIRD (with `ospf = "bird"`) or FRR (`ospf = "frr"`) and then `rtlan router` (kind
+/// `rtlan`) for router `r`, recording each in `state` as soon as it runs.
 fn start_router(
     state: &mut LabState,
     r: &Router,
@@ -481,6 +597,9 @@ fn start_router(
             });
         }
         write_state(state)?;
+    }
+    if r.ospf == Some(Ospf::Frr) {
+        start_frr(state, r, netns, options)?;
     }
     if r.kind != RouterKind::Rtlan {
         return Ok(());

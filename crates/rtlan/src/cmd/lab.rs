@@ -171,6 +171,10 @@ pub(crate) fn describe(lab: &Lab) -> anyhow::Result<serde_json::Value> {
             "control_socket": lab.router_socket(r),
             "bird_pid": lab.bird_pid(r),
             "bird_socket": lab.bird_socket(r),
+            "frr_pids": lab.frr_pids(r).map(|(zebra, ospfd)| {
+                serde_json::json!({"zebra": zebra, "ospfd": ospfd})
+            }),
+            "frr_vty_dir": lab.frr_vty_dir(r),
             "ports": ports,
         }));
     }
@@ -217,6 +221,9 @@ fn print_lab(lab: &Lab) -> anyhow::Result<()> {
         };
         if let Some(pid) = lab.bird_pid(r) {
             kind.push_str(&format!(", bird pid {pid}"));
+        }
+        if let Some((zebra, ospfd)) = lab.frr_pids(r) {
+            kind.push_str(&format!(", frr zebra pid {zebra} ospfd pid {ospfd}"));
         }
         println!("  router {:<8} {:<16} ports {}", r, kind, ports.join(" "));
     }
