@@ -48,8 +48,13 @@ struct PathState {
     in_port: Option<PortId>,
     /// The label the path's frames arrive with (announced in the PHOP's LIH).
     in_label: Option<u32>,
-    /// `None`: this node is the receiver.
+    /// `None`: this node is the receiver — or, with `unrouted`, the route is gone for now.
     out: Option<OutPath>,
+    /// The route went away under an established path: the state is kept (RFC 2205 §3.6,
+    /// local repair) and sent on as soon as routing offers a route again, instead of waiting
+    /// for the sender's next refresh (up to (K + 0.5)·1.5·R away at the first hop, and never
+    /// for a local sender, which has no one to refresh it).
+    unrouted: bool,
     /// The refresh period the state was sent with, for its lifetime.
     refresh: Duration,
     /// TTL the Path is sent on with.
@@ -250,15 +255,29 @@ impl Rsvp {
         let keys: Vec<PathKey> = self
             .paths
             .iter()
-            .filter(|(_, p)| p.out.is_some())
+            .filter(|(_, p)| p.out.is_some() || p.unrouted)
             .map(|(k, _)| *k)
             .collect();
         for key in keys {
             let Some(psb) = self.paths.get(&key) else {
                 continue;
             };
-            let old = psb.out.expect("filtered on out");
             let in_port = psb.in_port;
+            let Some(old) = psb.out else {
+                // Waiting for a route (local repair): on its way again if there is one.
+                if let Some(route) = self.route(key.session.dst_addr, in_port, routing) {
+                    self.stats.rerouted += 1;
+                    let out = self.new_out(key, route);
+                    if let Some(psb) = self.paths.get_mut(&key) {
+                        psb.out = Some(out);
+                        psb.unrouted = false;
+                    }
+                    self.send_path(key, resources);
+                    let at = now + self.jittered();
+                    self.deadlines.set(Timer::PathRefresh(key), at);
+                }
+                continue;
+            };
             match self.route(key.session.dst_addr, in_port, routing) {
                 Some(new) if new.port == old.port && new.next_hop(key) == old.next_hop => {}
                 new => {
@@ -277,13 +296,15 @@ impl Rsvp {
                             self.deadlines.set(Timer::PathRefresh(key), at);
                         }
                         None => {
-                            // No route any more: the state goes; the sender's next refresh
-                            // rebuilds it once a route is back.
-                            self.stats.path_dropped += 1;
+                            // No route for now (a failure before routing converges): the
+                            // state stays and goes on with the next route change; it still
+                            // expires if its sender's refreshes stop.
+                            self.stats.path_unrouted += 1;
                             if let Some(psb) = self.paths.get_mut(&key) {
                                 psb.out = None;
+                                psb.unrouted = true;
                             }
-                            self.remove_path(key, false, resources);
+                            self.deadlines.remove(Timer::PathRefresh(key));
                         }
                     }
                 }
@@ -508,6 +529,7 @@ impl Rsvp {
                 let out = route.map(|r| self.new_out(key, r));
                 if let Some(psb) = self.paths.get_mut(&key) {
                     psb.out = out;
+                    psb.unrouted = false;
                 }
             }
             let resv = if rerouted { None } else { resv };
@@ -561,6 +583,7 @@ impl Rsvp {
             in_port,
             in_label,
             out: None,
+            unrouted: false,
             refresh,
             ttl,
             resv: None,
@@ -766,7 +789,7 @@ impl Rsvp {
         }
         self.deadlines.remove(Timer::PathRefresh(key));
         self.deadlines.remove(Timer::PathExpire(key));
-        if psb.out.is_none() && psb.in_port.is_some() {
+        if psb.out.is_none() && !psb.unrouted && psb.in_port.is_some() {
             self.out.push_back(Output::Event(Event::PathGone {
                 session: key.session,
                 sender: key.sender,
@@ -900,7 +923,7 @@ impl Rsvp {
                         session: resv.session,
                         sender: *s,
                     })
-                    .is_some_and(|p| p.out.map(|o| o.port) == in_port)
+                    .is_some_and(|p| !p.unrouted && p.out.map(|o| o.port) == in_port)
             });
             if !all_known {
                 self.stats.no_path += 1;

@@ -352,8 +352,11 @@ pub struct RsvpStats {
     pub label_conflicts: u64,
     /// Paths or reservations refused at `max_paths` / `max_resvs`.
     pub state_full: u64,
-    /// Paths re-routed after a route change.
+    /// Paths re-routed after a route change (a held path sent on again counts too).
     pub rerouted: u64,
+    /// Paths whose route went away: held without one until routing offers another (local
+    /// repair, RFC 2205 §3.6).
+    pub path_unrouted: u64,
     /// Messages ignored: from a hop that does not own the state, or of an unsupported style.
     pub ignored: u64,
 }

@@ -859,6 +859,90 @@ fn a_route_change_takes_the_switched_path_down_and_rebuilds_it_on_the_new_route(
     assert_eq!(net.nodes[r4].engine.stats().paths, 1);
 }
 
+/// A failure seen before routing converges: r1 loses its route to b's subnet for a moment,
+/// then gets one via r3. The path is held without a route (local repair, RFC 2205 §3.6) and
+/// goes on along the new route at once, and b's reservation follows it back — without waiting
+/// for a's next refresh, and without a's reservation ever going.
+#[test]
+fn a_path_that_loses_its_route_for_a_moment_is_held_and_sent_on_with_the_next_route() {
+    let mut net = diamond();
+    let (a, r1, r3, r4) = (0, 1, 3, 4);
+    open(&mut net, "a", "198.18.1.2", 125_000.0);
+    net.settle();
+    reserve(&mut net, ff("198.18.1.2", 125_000.0));
+    net.settle();
+    assert_eq!(net.nodes[r1].res.used(1), 125_000.0);
+
+    net.nodes[r1]
+        .routes
+        .0
+        .retain(|(n, _, _)| *n != ip("198.18.2.0"));
+    let now = net.now;
+    let node = &mut net.nodes[r1];
+    node.engine.route_changed(now, &node.routes, &mut node.res);
+    net.settle();
+    assert_eq!(
+        net.nodes[r1].engine.stats().paths,
+        1,
+        "held without a route"
+    );
+    assert_eq!(net.nodes[r1].engine.stats().path_unrouted, 1);
+    assert_eq!(
+        net.nodes[r1].res.used(1),
+        0.0,
+        "its booking released at once"
+    );
+    assert_eq!(net.nodes[r1].engine.labels_in_use(PortId(1)), 0);
+
+    // Routing converges a moment later (much less than a refresh period).
+    net.run_for(R / 10);
+    net.nodes[r1]
+        .routes
+        .add("198.18.2.0", 24, 2, Some("198.18.13.3"));
+    let now = net.now;
+    let node = &mut net.nodes[r1];
+    node.engine.route_changed(now, &node.routes, &mut node.res);
+    net.settle();
+    assert_eq!(
+        net.nodes[r1].res.used(2),
+        125_000.0,
+        "reserved on the new route"
+    );
+    assert_eq!(net.nodes[r3].res.used(1), 125_000.0);
+    assert_eq!(net.nodes[r4].engine.stats().resvs, 1);
+    assert!(!net.nodes[a]
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::ReservationGone { .. })));
+    assert!(!net.nodes[r4]
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::PathGone { .. })));
+}
+
+/// A path held without a route still expires when its sender stops refreshing it.
+#[test]
+fn a_held_path_expires_when_its_sender_is_gone() {
+    let mut net = diamond();
+    let (a, r1) = (0, 1);
+    open(&mut net, "a", "198.18.1.2", 125_000.0);
+    net.settle();
+    net.nodes[r1]
+        .routes
+        .0
+        .retain(|(n, _, _)| *n != ip("198.18.2.0"));
+    let now = net.now;
+    let node = &mut net.nodes[r1];
+    node.engine.route_changed(now, &node.routes, &mut node.res);
+    net.settle();
+    assert_eq!(net.nodes[r1].engine.stats().paths, 1);
+    // a goes silent: its Path refreshes stop reaching r1, whose state lives L = 5.25 R.
+    net.mute.push(a);
+    net.run_for(6 * R);
+    assert_eq!(net.nodes[r1].engine.stats().paths, 0);
+    assert_eq!(net.nodes[r1].engine.stats().path_timeouts, 1);
+}
+
 #[test]
 fn a_local_receiver_reservation_outlives_a_lost_path_and_comes_back_with_it() {
     let mut net = reserved_chain();
