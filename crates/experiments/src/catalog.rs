@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::kit::run::{Run, RunOptions};
-use crate::{ethereal, loser, multihop, Backend};
+use crate::{ethereal, loser, multihop, qsr, Backend};
 
 /// One reproduction of a paper's figure or table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,11 +26,14 @@ pub enum Experiment {
     /// Per-connection delay bounds across several hops, both real-time schedulers, in the
     /// simulator (docs/delay.md; Löser/Härtig §4.3.1's observed/bound ratios beside ours).
     Multihop,
+    /// QSR §6.1, Fig. 6: forwarding rate against packet size and look-up depth, the rtlan
+    /// router beside the kernel's.
+    QsrFig6,
 }
 
 impl Experiment {
     /// Every experiment, in the order of the papers.
-    pub const ALL: [Experiment; 8] = [
+    pub const ALL: [Experiment; 9] = [
         Experiment::Fig4,
         Experiment::Fig5,
         Experiment::Fig6,
@@ -39,6 +42,7 @@ impl Experiment {
         Experiment::Capacity,
         Experiment::Loser,
         Experiment::Multihop,
+        Experiment::QsrFig6,
     ];
 
     /// The name on the command line and in results.json.
@@ -52,6 +56,7 @@ impl Experiment {
             Experiment::Capacity => "capacity",
             Experiment::Loser => "loser",
             Experiment::Multihop => "multihop",
+            Experiment::QsrFig6 => "qsr-fig6",
         }
     }
 
@@ -60,6 +65,7 @@ impl Experiment {
         match self {
             Experiment::Loser => "experiments/loser/lab".to_string(),
             Experiment::Multihop => "experiments/multihop".to_string(),
+            Experiment::QsrFig6 => "experiments/qsr/fig6".to_string(),
             other => format!("experiments/ethereal/{}", other.name()),
         }
     }
@@ -69,7 +75,11 @@ impl Experiment {
     pub fn announces_results(self) -> bool {
         matches!(
             self,
-            Experiment::Fig4 | Experiment::Fig7 | Experiment::Capacity | Experiment::Multihop
+            Experiment::Fig4
+                | Experiment::Fig7
+                | Experiment::Capacity
+                | Experiment::Multihop
+                | Experiment::QsrFig6
         )
     }
 
@@ -106,6 +116,7 @@ impl Experiment {
             Experiment::Capacity => ethereal::capacity::run(&run),
             Experiment::Loser => loser::run(&run),
             Experiment::Multihop => multihop::run(&run),
+            Experiment::QsrFig6 => qsr::fig6::run(&run),
         }
     }
 }
@@ -121,11 +132,11 @@ mod tests {
         for e in Experiment::ALL {
             let scenario = PathBuf::from(root).join(e.dir()).join("scenario.toml");
             assert!(scenario.is_file(), "{}: {}", e.name(), scenario.display());
-            assert!(e.dir().ends_with(if e == Experiment::Loser {
-                "loser/lab"
-            } else {
-                e.name()
-            }));
+            let leaf = match e {
+                Experiment::Loser => "loser/lab".to_string(),
+                _ => e.name().replace("qsr-", "qsr/"),
+            };
+            assert!(e.dir().ends_with(&leaf), "{}", e.dir());
             assert!(!e.backends().is_empty(), "{}", e.name());
         }
     }

@@ -39,13 +39,16 @@ pub(crate) enum ExperimentCommand {
     /// Per-connection delay bounds across 3- and 5-switch chains and a leaf–spine, cyclic and
     /// timing-wheel schedulers: observed maximum delay against the granted bound (simulator).
     Multihop(Common),
+    /// QSR §6.1, Fig. 6: forwarding rate against packet size and look-up depth (routes
+    /// containing the destination), the rtlan router beside the kernel's in the same run.
+    QsrFig6(Common),
 }
 
 /// Arguments every experiment takes.
 #[derive(Debug, Args)]
 pub(crate) struct Common {
     /// Scenario file [default: experiments/ethereal/<name>/scenario.toml; loser:
-    /// experiments/loser/lab/scenario.toml].
+    /// experiments/loser/lab/scenario.toml; qsr-<name>: experiments/qsr/<name>/scenario.toml].
     #[arg(long)]
     scenario: Option<PathBuf>,
     /// Directory for results.json and the plot [default: the scenario's directory].
@@ -74,6 +77,7 @@ pub(crate) fn run(command: ExperimentCommand) -> anyhow::Result<ExitCode> {
         ExperimentCommand::Capacity(c) => (Experiment::Capacity, c),
         ExperimentCommand::Loser(c) => (Experiment::Loser, c),
         ExperimentCommand::Multihop(c) => (Experiment::Multihop, c),
+        ExperimentCommand::QsrFig6(c) => (Experiment::QsrFig6, c),
     };
     let options = RunOptions {
         scenario: common.scenario,
