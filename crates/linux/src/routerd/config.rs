@@ -20,6 +20,7 @@
 //! refresh = "30s"                         # R of the router's own state
 //! default_floor_percent = 10              # of each port's rate, never reservable
 //! gs_buffer = "256KiB"                    # Guaranteed-Service buffer per port
+//! protected = true                        # RSVP on the control queue (QSR §6.2); false: with data
 //! ```
 
 use std::net::Ipv4Addr;
@@ -99,6 +100,7 @@ struct RawRsvp {
     refresh: Option<Spanned<String>>,
     default_floor_percent: Option<Spanned<u8>>,
     gs_buffer: Option<Spanned<String>>,
+    protected: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -204,6 +206,9 @@ impl RouterDaemonConfig {
                             src.error(v.span(), "gs_buffer: expected a size, like \"256KiB\"")
                         })?;
                 }
+                if let Some(p) = r.protected {
+                    settings.protected = p;
+                }
                 Some(settings)
             }
         };
@@ -253,6 +258,13 @@ mod tests {
         .expect("rsvp on");
         assert_eq!(r.refresh, std::time::Duration::from_secs(5));
         assert_eq!((r.default_floor_percent, r.gs_buffer_bytes), (20, 1 << 20));
+        assert!(r.protected, "the protected channel by default");
+        let exposed =
+            RouterDaemonConfig::from_toml_str("[[port]]\nifname = \"eth1\"\n[rsvp]\nprotected = false\n")
+                .expect("valid")
+                .rsvp
+                .expect("rsvp on");
+        assert!(!exposed.protected);
         let on = RouterDaemonConfig::from_toml_str("[[port]]\nifname = \"eth1\"\n[rsvp]\n")
             .expect("valid");
         assert_eq!(on.rsvp, Some(RsvpSettings::default()));
