@@ -29,11 +29,17 @@ pub enum Experiment {
     /// QSR §6.1, Fig. 6: forwarding rate against packet size and look-up depth, the rtlan
     /// router beside the kernel's.
     QsrFig6,
+    /// QSR §6.2: a video stream across three routers under a blast, without and with an RSVP
+    /// reservation; packet and frame loss (lab and simulator).
+    QsrVideo,
+    /// QSR §6.2: RSVP set up and refreshed while every link is flooded, without and with the
+    /// protected control channel (lab and simulator).
+    QsrSignalling,
 }
 
 impl Experiment {
     /// Every experiment, in the order of the papers.
-    pub const ALL: [Experiment; 9] = [
+    pub const ALL: [Experiment; 11] = [
         Experiment::Fig4,
         Experiment::Fig5,
         Experiment::Fig6,
@@ -43,6 +49,8 @@ impl Experiment {
         Experiment::Loser,
         Experiment::Multihop,
         Experiment::QsrFig6,
+        Experiment::QsrVideo,
+        Experiment::QsrSignalling,
     ];
 
     /// The name on the command line and in results.json.
@@ -57,6 +65,8 @@ impl Experiment {
             Experiment::Loser => "loser",
             Experiment::Multihop => "multihop",
             Experiment::QsrFig6 => "qsr-fig6",
+            Experiment::QsrVideo => "qsr-video",
+            Experiment::QsrSignalling => "qsr-signalling",
         }
     }
 
@@ -66,6 +76,8 @@ impl Experiment {
             Experiment::Loser => "experiments/loser/lab".to_string(),
             Experiment::Multihop => "experiments/multihop".to_string(),
             Experiment::QsrFig6 => "experiments/qsr/fig6".to_string(),
+            Experiment::QsrVideo => "experiments/qsr/video".to_string(),
+            Experiment::QsrSignalling => "experiments/qsr/signalling".to_string(),
             other => format!("experiments/ethereal/{}", other.name()),
         }
     }
@@ -80,15 +92,19 @@ impl Experiment {
                 | Experiment::Capacity
                 | Experiment::Multihop
                 | Experiment::QsrFig6
+                | Experiment::QsrVideo
+                | Experiment::QsrSignalling
         )
     }
 
     /// The backends it has a runner for, the default first. The paper experiments measure host
     /// stacks, tools or the Linux bridge, which only the lab has; `multihop` measures the
-    /// switches' bounds with exact (never late) wake-ups, which only the simulator gives.
+    /// switches' bounds with exact (never late) wake-ups, which only the simulator gives; the
+    /// QSR video and signalling experiments run on both (the simulator at 100 routers).
     pub fn backends(self) -> &'static [Backend] {
         match self {
             Experiment::Multihop => &[Backend::Sim],
+            Experiment::QsrVideo | Experiment::QsrSignalling => &[Backend::Lab, Backend::Sim],
             _ => &[Backend::Lab],
         }
     }
@@ -117,6 +133,8 @@ impl Experiment {
             Experiment::Loser => loser::run(&run),
             Experiment::Multihop => multihop::run(&run),
             Experiment::QsrFig6 => qsr::fig6::run(&run),
+            Experiment::QsrVideo => qsr::video::run(&run),
+            Experiment::QsrSignalling => qsr::signalling::run(&run),
         }
     }
 }

@@ -7,3 +7,5 @@
 //! numbers beside the paper's. What the runners share is in [`crate::kit`].
 
 pub mod fig6;
+pub mod signalling;
+pub mod video;
