@@ -62,6 +62,21 @@ pub fn chain(names: &[String], router_rate: &str, attach: &[Attach]) -> String {
     s
 }
 
+/// Routers `names` in a ring: [`chain`] and a link from the last back to the first. Hosts send
+/// with TTL 64, so a path may cross at most 63 routers: a chain of 100 is too long end to end,
+/// a ring of 100 is not (no shortest path crosses more than 51).
+pub fn ring(names: &[String], router_rate: &str, attach: &[Attach]) -> String {
+    let mut s = chain(names, router_rate, attach);
+    if let (Some(last), Some(first)) = (names.last(), names.first()) {
+        if names.len() > 2 {
+            s += &format!(
+                "[[link]]\nends = [\"{last}\", \"{first}\"]\nrate = \"{router_rate}\"\n"
+            );
+        }
+    }
+    s
+}
+
 /// `r1 … rN`.
 pub fn router_names(n: usize) -> Vec<String> {
     (1..=n).map(|i| format!("r{i}")).collect()
@@ -239,6 +254,15 @@ mod tests {
             .expect("r3 routes b's segment");
         let r2 = t.router("r2").expect("r2");
         assert!(r2.ports.iter().any(|p| p.ip == route.gateway));
+    }
+
+    #[test]
+    fn a_ring_closes_the_chain() {
+        let names = router_names(4);
+        let text = ring(&names, "10mbit", &[Attach::new("h", "r1", "100mbit")]);
+        let t = Topology::from_str(&text, "ring").expect("parses");
+        assert_eq!(t.links.len(), 1 + 4);
+        assert!(text.ends_with("ends = [\"r4\", \"r1\"]\nrate = \"10mbit\"\n"));
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //!
 //! The measurement is `rtlan bench forward --router`'s (`bench::measure::forwarding_rate`):
 //! trafgen floods from host a (pinned to CPU 0) at the router's MAC, host b's interface counts
-//! what arrives. Both labs are up at once and measured interleaved, run by run.
+//! what arrives. Both labs are up at once and measured interleaved: every round visits every
+//! point on both, and each figure is the median over the rounds.
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -203,7 +204,10 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Measures every point on both labs, interleaved.
+/// Measures every point on both labs, interleaved: each round visits every point once (the
+/// labs one after the other at each), so that a burst of load from elsewhere on the shared
+/// machine lands in one run of many points rather than in every run of one. A discarded
+/// warm-up flood on each lab comes first.
 fn measure_points(
     labs: &mut [RouterLab],
     points: &[(u16, u8)],
@@ -211,32 +215,46 @@ fn measure_points(
     seconds: u32,
     trafgen_cpu: Option<usize>,
 ) -> anyhow::Result<Vec<Point>> {
-    let mut out = Vec::new();
-    for &(frame_len, depth) in points {
-        let mut lens = Vec::new();
-        for l in labs.iter_mut() {
-            lens = l.set_depth(depth)?;
-        }
-        let settings = Settings {
-            seconds,
-            frame_len: usize::from(frame_len),
-            trafgen_cpu,
-            mps: 0,
-            msg_size: 0,
-        };
-        let mut per_lab: Vec<Vec<PpsRun>> = labs.iter().map(|_| Vec::new()).collect();
-        for _ in 0..runs {
-            for (l, runs) in labs.iter().zip(per_lab.iter_mut()) {
-                runs.push(measure::forwarding_rate(&l.lab, &settings)?);
+    let settings = |frame_len: u16| Settings {
+        seconds,
+        frame_len: usize::from(frame_len),
+        trafgen_cpu,
+        mps: 0,
+        msg_size: 0,
+    };
+    for l in labs.iter() {
+        measure::forwarding_rate(&l.lab, &settings(64))?;
+    }
+    // runs[point][lab]
+    let mut measured: Vec<Vec<Vec<PpsRun>>> = points
+        .iter()
+        .map(|_| labs.iter().map(|_| Vec::new()).collect())
+        .collect();
+    let mut lens_of: Vec<Vec<u8>> = vec![Vec::new(); points.len()];
+    for round in 1..=runs {
+        for (i, &(frame_len, depth)) in points.iter().enumerate() {
+            for (k, l) in labs.iter_mut().enumerate() {
+                lens_of[i] = l.set_depth(depth)?;
+                let r = measure::forwarding_rate(&l.lab, &settings(frame_len))?;
+                eprintln!(
+                    "qsr-fig6: round {round}: {} {frame_len} B depth {depth}: {:.1} kpps",
+                    l.variant.heading(),
+                    r.forwarded_pps / 1e3
+                );
+                measured[i][k].push(r);
             }
         }
-        for (l, runs) in labs.iter().zip(per_lab) {
+    }
+    let mut out = Vec::new();
+    for (i, &(frame_len, depth)) in points.iter().enumerate() {
+        for (k, l) in labs.iter().enumerate() {
+            let runs = std::mem::take(&mut measured[i][k]);
             let kpps = median(runs.iter().map(|r| r.forwarded_pps / 1e3).collect());
-            let point = Point {
+            out.push(Point {
                 variant: l.variant,
                 frame_len,
                 depth,
-                prefix_lens: lens.clone(),
+                prefix_lens: lens_of[i].clone(),
                 forwarded_kpps: kpps,
                 forwarded_mbps: kpps * 1e3 * f64::from(frame_len) * 8.0 / 1e6,
                 offered_kpps: median(runs.iter().map(|r| r.offered_pps / 1e3).collect()),
@@ -246,14 +264,7 @@ fn measure_points(
                         .collect(),
                 ),
                 runs,
-            };
-            eprintln!(
-                "qsr-fig6: {} {frame_len} B depth {depth}: {:.1} kpps ({:.1} Mbit/s)",
-                l.variant.heading(),
-                point.forwarded_kpps,
-                point.forwarded_mbps
-            );
-            out.push(point);
+            });
         }
     }
     Ok(out)
@@ -308,6 +319,7 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
         }
     }
     points.sort_by_key(|&(f, d)| (d, f));
+    points.dedup();
     let machine = Machine::this();
     let trafgen_cpu = (machine.nproc >= 2).then_some(0);
     eprintln!("qsr-fig6: waiting for the lab lock");

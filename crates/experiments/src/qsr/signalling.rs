@@ -17,9 +17,10 @@
 //!   d on r1 and f on r2 flood a (every router port towards another router overflows); the
 //!   routers are restarted with the case's `[rsvp]` keys; the hosts' rtcd speak
 //!   RSVP with the same refresh period.
-//! - **Simulator**: a chain of routers (100 in the full run) with a flooding host on each,
-//!   flooding its neighbours' hosts both ways, so every router link carries a flood in each
-//!   direction; a on the first router, b on the last (`[sim] rsvp_protected`).
+//! - **Simulator**: a ring of routers (100 in the full run) with a flooding host on each,
+//!   flooding its neighbours' hosts both ways round, so every router link carries a flood in
+//!   each direction; two pairs of reserved streams, each across half the ring
+//!   (`[sim] rsvp_protected`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,7 +33,7 @@ use serde_json::{json, Map, Value};
 
 use crate::kit::measure::{loadavg, now_utc};
 use crate::kit::routed::{
-    chain, counters_since, frame_loss_from_arrivals, restart_router, router_counters,
+    counters_since, frame_loss_from_arrivals, restart_router, ring, router_counters,
     router_names, testbed, with_rsvp_lines, Attach,
 };
 use crate::kit::rtcd::{OpenRequest, Session};
@@ -77,7 +78,10 @@ struct LabScenario {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SimScenario {
+    /// Routers in the ring.
     routers: usize,
+    /// Each pair of reserved streams' first and last router (1-based).
+    streams: Vec<[usize; 2]>,
     router_rate: String,
     host_rate: String,
     flood_rate: String,
@@ -94,6 +98,7 @@ struct SimScenario {
 struct Quick {
     lab_seconds: u64,
     sim_routers: usize,
+    sim_streams: Vec<[usize; 2]>,
     sim_duration: String,
 }
 
@@ -341,18 +346,33 @@ fn lab_case(
     }))
 }
 
-/// The simulator's flooded chain as a scenario file.
-fn sim_scenario(sc: &Scenario, routers: usize, duration: &str, protected: bool) -> String {
+/// The simulator's flooded ring as a scenario file: a flooding host `f<k>` on every router
+/// `k` floods its neighbours' flooding hosts both ways round, so every router link carries one
+/// flood in each direction; reserved streams `early<i>` (before the floods) and `late<i>`
+/// (asked for during them) from `a<i>` to `b<i>`.
+fn sim_scenario(
+    sc: &Scenario,
+    routers: usize,
+    streams: &[[usize; 2]],
+    duration: &str,
+    protected: bool,
+) -> anyhow::Result<String> {
     let (st, s) = (&sc.stream, &sc.sim);
     let names = router_names(routers);
-    let mut attach = vec![
-        Attach::new("a", &names[0], &s.host_rate),
-        Attach::new("b", &names[routers - 1], &s.host_rate),
-    ];
+    let router = |k: usize| -> anyhow::Result<&String> {
+        names
+            .get(k.wrapping_sub(1))
+            .with_context(|| format!("router {k} is not in 1 … {routers}"))
+    };
+    let mut attach = Vec::new();
+    for (i, &[from, to]) in streams.iter().enumerate() {
+        attach.push(Attach::new(&format!("a{}", i + 1), router(from)?, &s.host_rate));
+        attach.push(Attach::new(&format!("b{}", i + 1), router(to)?, &s.host_rate));
+    }
     for (i, r) in names.iter().enumerate() {
         attach.push(Attach::new(&format!("f{}", i + 1), r, &s.host_rate));
     }
-    let mut text = chain(&names, &s.router_rate, &attach);
+    let mut text = ring(&names, &s.router_rate, &attach);
     text += &format!(
         "[sim]\nduration = \"{duration}\"\nwarmup = \"{}\"\nrsvp_refresh = \"{}\"\n\
          rsvp_protected = {protected}\n",
@@ -362,39 +382,47 @@ fn sim_scenario(sc: &Scenario, routers: usize, duration: &str, protected: bool) 
         "reserve = {{ rate = \"{}\", burst = {} }}\n",
         st.reserve_rate, st.reserve_burst
     );
-    for (name, port, start) in [("early", 5004, "100ms"), ("late", 5006, s.late_start.as_str())] {
-        text += &format!(
-            "[[traffic]]\nname = \"{name}\"\nsrc = \"a\"\ndst = \"b\"\nkind = \"constant\"\n\
-             rate = \"{}\"\nsize = {}\nport = {port}\nstart = \"{start}\"\n{reserve}",
-            st.rate, st.size
-        );
-    }
-    for i in 1..routers {
-        for (from, to) in [(i, i + 1), (i + 1, i)] {
+    for i in 1..=streams.len() {
+        for (name, port, start) in [("early", 5004, "100ms"), ("late", 5006, s.late_start.as_str())]
+        {
             text += &format!(
-                "[[traffic]]\nname = \"flood f{from}→f{to}\"\nsrc = \"f{from}\"\ndst = \"f{to}\"\n\
+                "[[traffic]]\nname = \"{name}{i}\"\nsrc = \"a{i}\"\ndst = \"b{i}\"\n\
+                 kind = \"constant\"\nrate = \"{}\"\nsize = {}\nport = {port}\nstart = \"{start}\"\n\
+                 {reserve}",
+                st.rate, st.size
+            );
+        }
+    }
+    for k in 1..=routers {
+        let next = k % routers + 1;
+        let prev = (k + routers - 2) % routers + 1;
+        for to in [next, prev] {
+            text += &format!(
+                "[[traffic]]\nname = \"flood f{k}→f{to}\"\nsrc = \"f{k}\"\ndst = \"f{to}\"\n\
                  kind = \"constant\"\nrate = \"{}\"\nsize = {}\nstart = \"{}\"\n",
                 s.flood_rate, s.flood_size, s.flood_start
             );
         }
     }
-    text
+    Ok(text)
 }
 
 fn sim(run: &Run, sc: &Scenario, results: &mut Value) -> anyhow::Result<Vec<Value>> {
-    let (routers, duration) = if run.quick {
-        (sc.quick.sim_routers, sc.quick.sim_duration.as_str())
+    let (routers, streams, duration) = if run.quick {
+        let q = &sc.quick;
+        (q.sim_routers, &q.sim_streams, q.sim_duration.as_str())
     } else {
-        (sc.sim.routers, sc.sim.duration.as_str())
+        (sc.sim.routers, &sc.sim.streams, sc.sim.duration.as_str())
     };
-    anyhow::ensure!(routers >= 2, "at least two routers");
+    anyhow::ensure!(routers >= 3, "a ring of at least three routers");
     results["routers"] = routers.into();
+    results["streams"] = json!(streams);
     results["duration"] = duration.into();
     results["flood_start"] = sc.sim.flood_start.clone().into();
     results["late_start"] = sc.sim.late_start.clone().into();
     let mut cases = Vec::new();
     for protected in [true, false] {
-        let text = sim_scenario(sc, routers, duration, protected);
+        let text = sim_scenario(sc, routers, streams, duration, protected)?;
         let scenario = rtlan_sim::Scenario::from_str(&text, "qsr-signalling")
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let started = std::time::Instant::now();
@@ -402,20 +430,31 @@ fn sim(run: &Run, sc: &Scenario, results: &mut Value) -> anyhow::Result<Vec<Valu
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let wall = started.elapsed().as_secs_f64();
         let r = &outcome.results;
-        let mut streams = Map::new();
-        for name in ["early", "late"] {
-            let f = r
-                .flows
-                .iter()
-                .find(|f| f.name == name)
-                .context("a reserved stream")?;
-            let frames = f
-                .received
-                .frame_loss(sc.stream.packets_per_frame, f.sent_frames);
-            let mut v = loss(f.sent_frames, f.received_frames, frames);
-            v["reservation"] = f.reservation.clone().into();
-            v["outages"] = serde_json::to_value(&f.outages)?;
-            streams.insert(name.to_string(), v);
+        let mut per_stream = Vec::new();
+        let mut totals_by_kind = Map::new();
+        for kind in ["early", "late"] {
+            let (mut sent, mut received) = (0, 0);
+            let mut frames = rtlan_sim::FrameLoss { frames: 0, lost: 0 };
+            let mut opened = 0;
+            for f in r.flows.iter().filter(|f| f.name.starts_with(kind)) {
+                let fl = f
+                    .received
+                    .frame_loss(sc.stream.packets_per_frame, f.sent_frames);
+                sent += f.sent_frames;
+                received += f.received_frames;
+                frames.frames += fl.frames;
+                frames.lost += fl.lost;
+                opened += usize::from(f.reservation == "opened");
+                let mut v = loss(f.sent_frames, f.received_frames, fl);
+                v["name"] = f.name.clone().into();
+                v["reservation"] = f.reservation.clone().into();
+                v["outages"] = serde_json::to_value(&f.outages)?;
+                per_stream.push(v);
+            }
+            let mut v = loss(sent, received, frames);
+            v["opened"] = opened.into();
+            v["streams"] = streams.len().into();
+            totals_by_kind.insert(kind.to_string(), v);
         }
         let mut totals = Map::new();
         for router in &r.routers {
@@ -430,15 +469,16 @@ fn sim(run: &Run, sc: &Scenario, results: &mut Value) -> anyhow::Result<Vec<Valu
             .iter()
             .filter(|f| f.name.starts_with("flood"))
             .collect();
-        let offered: f64 = floods.iter().map(|f| f.offered_bps).sum();
-        let delivered: f64 = floods.iter().map(|f| f.delivered_bps).sum();
         let case = json!({
             "protected": protected,
-            "streams": streams,
+            "early": totals_by_kind["early"],
+            "late": totals_by_kind["late"],
+            "streams": per_stream,
             "state_timeouts": totals["rsvp_path_timeouts"].as_u64().unwrap_or(0)
                 + totals["rsvp_resv_timeouts"].as_u64().unwrap_or(0),
-            "floods": {"flows": floods.len(), "offered_bps": offered,
-                "delivered_bps": delivered},
+            "floods": {"flows": floods.len(),
+                "offered_bps": floods.iter().map(|f| f.offered_bps).sum::<f64>(),
+                "delivered_bps": floods.iter().map(|f| f.delivered_bps).sum::<f64>()},
             "routers_total": totals,
             "events": r.engine.events,
             "wall_s": wall,
@@ -454,18 +494,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_simulated_chain_floods_every_router_link_both_ways() {
+    fn the_simulated_ring_floods_every_router_link_both_ways() {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../experiments/qsr/signalling/scenario.toml"
         ))
         .expect("the scenario file");
         let sc: Scenario = toml::from_str(&text).expect("it parses");
-        let text = sim_scenario(&sc, 5, "1s", false);
+        let text = sim_scenario(&sc, 5, &[[1, 3]], "1s", false).expect("valid");
         let s = rtlan_sim::Scenario::from_str(&text, "t").expect("reads");
         assert_eq!(s.topology.routers.len(), 5);
-        assert_eq!(s.traffic.len(), 2 + 2 * 4, "two streams and two floods per link");
+        assert_eq!(s.traffic.len(), 2 + 2 * 5, "two streams and two floods per router");
+        assert!(text.contains("src = \"f1\"\ndst = \"f5\""), "round the ring");
         assert!(!s.sim.rsvp_protected);
-        assert!(sim_scenario(&sc, 5, "1s", true).contains("rsvp_protected = true"));
+        let on = sim_scenario(&sc, 5, &[[1, 3]], "1s", true).expect("valid");
+        assert!(on.contains("rsvp_protected = true"));
+        assert!(sim_scenario(&sc, 5, &[[1, 6]], "1s", true).is_err());
     }
 }

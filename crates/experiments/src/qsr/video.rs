@@ -13,9 +13,10 @@
 //!   (`signalling = "rsvp"`); the reservation is opened through a's daemon for b's video port
 //!   with any source port, and the video itself is an ordinary `rtlan send` paced at its rate:
 //!   an unmodified application, as `vic` was.
-//! - **Simulator**: the same at scale — a chain of routers (100 in the full run), the video
-//!   from a host on the first to a host on the last, and at every congested router two blasting
-//!   hosts sending line rate to a host a few routers further on; the hosts signal RSVP.
+//! - **Simulator**: the same at scale — a ring of routers (100 in the full run), two videos
+//!   each across half of it (50 routers: hosts send with TTL 64, so no path may cross more than
+//!   63), and at every congested router two blasting hosts sending line rate to a host a few
+//!   routers further on; the hosts signal RSVP.
 //!
 //! The reservation is the one the hosts' daemons make: the receiver answers every Path with a
 //! Guaranteed-Service Resv at the sender's token rate (docs/rtcd.md "RSVP signalling"). The
@@ -33,7 +34,7 @@ use serde_json::{json, Map, Value};
 
 use crate::kit::measure::{loadavg, now_utc};
 use crate::kit::routed::{
-    chain, counters_since, frame_loss_from_arrivals, router_counters, router_names, testbed,
+    counters_since, frame_loss_from_arrivals, ring, router_counters, router_names, testbed,
     Attach,
 };
 use crate::kit::rtcd::{OpenRequest, Session};
@@ -85,9 +86,12 @@ struct LabScenario {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SimScenario {
+    /// Routers in the ring.
     routers: usize,
     link_rate: String,
-    /// The routers (1-based) whose port towards the next one two blasting hosts congest.
+    /// Each video's first and last router (1-based; the shorter way round).
+    videos: Vec<[usize; 2]>,
+    /// The routers whose port towards the next one two blasting hosts congest.
     congested: Vec<usize>,
     /// Blasts go to a host this many routers further on.
     blast_hops: usize,
@@ -108,6 +112,7 @@ struct SimScenario {
 struct Quick {
     lab_seconds: u64,
     sim_routers: usize,
+    sim_videos: Vec<[usize; 2]>,
     sim_congested: Vec<usize>,
     sim_duration: String,
 }
@@ -315,22 +320,36 @@ fn lab_case(
     }))
 }
 
-/// The simulator's chain as a scenario file, with or without the reservation.
-fn sim_scenario(sc: &Scenario, routers: usize, congested: &[usize], duration: &str, reserved: bool) -> String {
+/// The simulator's ring as a scenario file, with or without the reservations: video `i` from
+/// host `a<i>` to host `b<i>`, two blasting hosts `x<k>`, `y<k>` on each congested router `k`
+/// sending to `z<k>`, `blast_hops` routers further on.
+fn sim_scenario(
+    sc: &Scenario,
+    shape: &SimShape<'_>,
+    duration: &str,
+    reserved: bool,
+) -> anyhow::Result<String> {
     let (v, s) = (&sc.video, &sc.sim);
-    let names = router_names(routers);
-    let mut attach = vec![
-        Attach::new("a", &names[0], &s.link_rate),
-        Attach::new("b", &names[routers - 1], &s.link_rate),
-    ];
-    for &k in congested {
-        let sink = (k + s.blast_hops).min(routers);
-        for h in ["x", "y"] {
-            attach.push(Attach::new(&format!("{h}{k}"), &names[k - 1], &s.link_rate));
-        }
-        attach.push(Attach::new(&format!("z{k}"), &names[sink - 1], &s.link_rate));
+    let n = shape.routers;
+    let names = router_names(n);
+    let router = |k: usize| -> anyhow::Result<&String> {
+        names
+            .get(k.wrapping_sub(1))
+            .with_context(|| format!("router {k} is not in 1 … {n}"))
+    };
+    let mut attach = Vec::new();
+    for (i, &[from, to]) in shape.videos.iter().enumerate() {
+        attach.push(Attach::new(&format!("a{}", i + 1), router(from)?, &s.link_rate));
+        attach.push(Attach::new(&format!("b{}", i + 1), router(to)?, &s.link_rate));
     }
-    let mut text = chain(&names, &s.link_rate, &attach);
+    for &k in shape.congested {
+        let sink = (k - 1 + s.blast_hops) % n + 1;
+        for h in ["x", "y"] {
+            attach.push(Attach::new(&format!("{h}{k}"), router(k)?, &s.link_rate));
+        }
+        attach.push(Attach::new(&format!("z{k}"), router(sink)?, &s.link_rate));
+    }
+    let mut text = ring(&names, &s.link_rate, &attach);
     text += &format!(
         "[sim]\nduration = \"{duration}\"\nwarmup = \"{}\"\n",
         s.warmup
@@ -343,12 +362,14 @@ fn sim_scenario(sc: &Scenario, routers: usize, congested: &[usize], duration: &s
     } else {
         String::new()
     };
-    text += &format!(
-        "[[traffic]]\nname = \"video\"\nsrc = \"a\"\ndst = \"b\"\nkind = \"constant\"\n\
-         rate = \"{}\"\nsize = {}\nport = {}\nstart = \"{}\"\n{reserve}",
-        v.rate, v.size, v.port, s.video_start
-    );
-    for &k in congested {
+    for i in 1..=shape.videos.len() {
+        text += &format!(
+            "[[traffic]]\nname = \"video{i}\"\nsrc = \"a{i}\"\ndst = \"b{i}\"\n\
+             kind = \"constant\"\nrate = \"{}\"\nsize = {}\nport = {}\nstart = \"{}\"\n{reserve}",
+            v.rate, v.size, v.port, s.video_start
+        );
+    }
+    for &k in shape.congested {
         for h in ["x", "y"] {
             text += &format!(
                 "[[traffic]]\nname = \"blast {h}{k}\"\nsrc = \"{h}{k}\"\ndst = \"z{k}\"\n\
@@ -357,32 +378,45 @@ fn sim_scenario(sc: &Scenario, routers: usize, congested: &[usize], duration: &s
             );
         }
     }
-    text
+    Ok(text)
+}
+
+/// The simulated network's size: routers in the ring, the videos' end routers, the
+/// congested routers.
+struct SimShape<'a> {
+    routers: usize,
+    videos: &'a [[usize; 2]],
+    congested: &'a [usize],
 }
 
 fn sim(run: &Run, sc: &Scenario, results: &mut Value) -> anyhow::Result<Vec<Value>> {
     let s = &sc.sim;
-    let (routers, congested, duration) = if run.quick {
-        (
-            sc.quick.sim_routers,
-            &sc.quick.sim_congested,
-            sc.quick.sim_duration.as_str(),
-        )
+    let (shape, duration) = if run.quick {
+        let q = &sc.quick;
+        let shape = SimShape {
+            routers: q.sim_routers,
+            videos: &q.sim_videos,
+            congested: &q.sim_congested,
+        };
+        (shape, q.sim_duration.as_str())
     } else {
-        (s.routers, &s.congested, s.duration.as_str())
+        let shape = SimShape {
+            routers: s.routers,
+            videos: &s.videos,
+            congested: &s.congested,
+        };
+        (shape, s.duration.as_str())
     };
-    anyhow::ensure!(
-        routers >= 2 && congested.iter().all(|&k| k >= 1 && k < routers),
-        "the congested routers must be 1 … routers − 1"
-    );
     parse_duration(duration).context("sim duration")?;
-    results["routers"] = routers.into();
-    results["congested"] = json!(congested);
+    results["routers"] = shape.routers.into();
+    results["videos"] = json!(shape.videos);
+    results["congested"] = json!(shape.congested);
     results["blast_hops"] = s.blast_hops.into();
+    results["blast_kind"] = s.blast_kind.clone().into();
     results["duration"] = duration.into();
     let mut cases = Vec::new();
     for reserved in [false, true] {
-        let text = sim_scenario(sc, routers, congested, duration, reserved);
+        let text = sim_scenario(sc, &shape, duration, reserved)?;
         let scenario = rtlan_sim::Scenario::from_str(&text, "qsr-video")
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let started = std::time::Instant::now();
@@ -390,43 +424,45 @@ fn sim(run: &Run, sc: &Scenario, results: &mut Value) -> anyhow::Result<Vec<Valu
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let wall = started.elapsed().as_secs_f64();
         let r = &outcome.results;
-        let video = r
-            .flows
-            .iter()
-            .find(|f| f.name == "video")
-            .context("the video flow")?;
-        let frames = video
-            .received
-            .frame_loss(sc.video.packets_per_frame, video.sent_frames);
-        let blasts_offered: f64 = r
+        let mut videos = Vec::new();
+        let (mut sent, mut received) = (0, 0);
+        let mut all_frames = rtlan_sim::FrameLoss { frames: 0, lost: 0 };
+        for f in r.flows.iter().filter(|f| f.name.starts_with("video")) {
+            let frames = f
+                .received
+                .frame_loss(sc.video.packets_per_frame, f.sent_frames);
+            sent += f.sent_frames;
+            received += f.received_frames;
+            all_frames.frames += frames.frames;
+            all_frames.lost += frames.lost;
+            let mut v = loss(f.sent_frames, f.received_frames, frames);
+            v["name"] = f.name.clone().into();
+            v["reservation"] = f.reservation.clone().into();
+            v["delivered_bps"] = f.delivered_bps.into();
+            v["delay"] = serde_json::to_value(f.delay)?;
+            v["outages"] = serde_json::to_value(&f.outages)?;
+            videos.push(v);
+        }
+        let blasts: Vec<&rtlan_sim::FlowResult> = r
             .flows
             .iter()
             .filter(|f| f.name.starts_with("blast"))
-            .map(|f| f.offered_bps)
-            .sum();
-        let blasts_delivered: f64 = r
-            .flows
-            .iter()
-            .filter(|f| f.name.starts_with("blast"))
-            .map(|f| f.delivered_bps)
-            .sum();
+            .collect();
         let mut totals = Map::new();
         for router in &r.routers {
-            let c = router_counters(&serde_json::to_value(&router.stats)?);
-            for (k, v) in c {
-                let sum = totals.get(&k).and_then(Value::as_u64).unwrap_or(0) + v.as_u64().unwrap_or(0);
+            for (k, v) in router_counters(&serde_json::to_value(&router.stats)?) {
+                let sum =
+                    totals.get(&k).and_then(Value::as_u64).unwrap_or(0) + v.as_u64().unwrap_or(0);
                 totals.insert(k, sum.into());
             }
         }
         let case = json!({
             "reserved": reserved,
-            "reservation": video.reservation,
-            "video": loss(video.sent_frames, video.received_frames, frames),
-            "video_delivered_bps": video.delivered_bps,
-            "video_delay": video.delay,
-            "outages": video.outages,
-            "blasts": {"flows": 2 * congested.len(), "offered_bps": blasts_offered,
-                "delivered_bps": blasts_delivered},
+            "video": loss(sent, received, all_frames),
+            "videos": videos,
+            "blasts": {"flows": blasts.len(),
+                "offered_bps": blasts.iter().map(|f| f.offered_bps).sum::<f64>(),
+                "delivered_bps": blasts.iter().map(|f| f.delivered_bps).sum::<f64>()},
             "routers_total": totals,
             "events": r.engine.events,
             "wall_s": wall,
@@ -451,14 +487,27 @@ mod tests {
     }
 
     #[test]
-    fn the_simulated_chain_reads_and_crosses_every_router() {
+    fn the_simulated_ring_reads_with_two_blasters_per_congested_router() {
         let sc = scenario();
-        let text = sim_scenario(&sc, 6, &[2, 4], "1s", true);
+        let shape = SimShape {
+            routers: 8,
+            videos: &[[1, 4], [5, 8]],
+            congested: &[2, 7],
+        };
+        let text = sim_scenario(&sc, &shape, "1s", true).expect("valid shape");
         let s = rtlan_sim::Scenario::from_str(&text, "t").expect("reads");
-        assert_eq!(s.topology.routers.len(), 6);
-        assert_eq!(s.traffic.len(), 1 + 4, "the video and two blasts per congested router");
-        assert!(s.traffic[0].reserve.is_some());
-        let plain = sim_scenario(&sc, 6, &[2], "1s", false);
+        assert_eq!(s.topology.routers.len(), 8);
+        assert_eq!(s.traffic.len(), 2 + 4, "two videos, two blasts per congested router");
+        assert!(s.traffic[0].reserve.is_some() && s.traffic[1].reserve.is_some());
+        // z7 sits blast_hops further on, round the ring.
+        assert!(text.contains(&format!("ends = [\"z7\", \"r{}\"]", (7 - 1 + sc.sim.blast_hops) % 8 + 1)));
+        let plain = sim_scenario(&sc, &shape, "1s", false).expect("valid");
         assert!(!plain.contains("reserve ="));
+        let bad = SimShape {
+            routers: 8,
+            videos: &[[1, 9]],
+            congested: &[],
+        };
+        assert!(sim_scenario(&sc, &bad, "1s", false).is_err());
     }
 }
