@@ -164,10 +164,7 @@ pub struct FrameLoss {
 impl SeqSet {
     /// Adds `seq`; returns whether it was new.
     pub fn insert(&mut self, seq: u64) -> bool {
-        let (word, bit) = (
-            usize::try_from(seq / 64).unwrap_or(usize::MAX),
-            seq % 64,
-        );
+        let (word, bit) = (usize::try_from(seq / 64).unwrap_or(usize::MAX), seq % 64);
         if word >= self.words.len() {
             // A sequence number beyond memory is a broken header, not a datagram to count.
             if word == usize::MAX {

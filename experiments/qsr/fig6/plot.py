@@ -25,6 +25,10 @@ for v in names:
         x = [p["frame_len"] for p in sel]
         ax1.plot(x, [p["forwarded_kpps"] for p in sel], "o" + ls, color=styles[v],
                  label=f"{names[v]}, depth {d}")
+off = sorted((p for p in pts if p["variant"] == "kernel_router" and p["depth"] == size_depths[0]),
+             key=lambda p: p["frame_len"])
+ax1.plot([p["frame_len"] for p in off], [p["offered_kpps"] for p in off], ":", color="grey",
+         label="offered by trafgen (kernel lab)")
 ax1.axhline(res["paper_kpps"]["depth_1"], color="red", ls="-", lw=0.8,
             label="paper: 126 Kpps, depth 1 (small packets)")
 ax1.axhline(res["paper_kpps"]["depth_32"], color="red", ls="--", lw=0.8,

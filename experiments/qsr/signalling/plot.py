@@ -38,14 +38,14 @@ for ax, res in zip(axes[0], runs):
                     color="darkred")
     ax.set_xticks(list(x))
     ax.set_xticklabels(labels)
-    ax.set_ylim(0, 110)
+    ax.set_ylim(0, 115)
     ax.set_ylabel("reserved stream: % of packets / frames lost")
     if res["backend"] == "lab":
         where = "lab: 3 rtlan routers, every router link flooded 3×"
     else:
         where = f"sim: ring of {res['routers']} routers, every link flooded 2× both ways"
     ax.set_title(where + (" (quick)" if res["quick"] else ""), fontsize=9)
-    ax.legend(fontsize=8, loc="center right")
+    ax.legend(fontsize=8, loc="upper left")
 fig.suptitle(f"QSR §6.2: RSVP refreshed every {runs[0]['refresh']} under floods, "
              "the reservation made before the flood")
 fig.tight_layout()

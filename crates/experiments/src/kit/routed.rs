@@ -69,9 +69,7 @@ pub fn ring(names: &[String], router_rate: &str, attach: &[Attach]) -> String {
     let mut s = chain(names, router_rate, attach);
     if let (Some(last), Some(first)) = (names.last(), names.first()) {
         if names.len() > 2 {
-            s += &format!(
-                "[[link]]\nends = [\"{last}\", \"{first}\"]\nrate = \"{router_rate}\"\n"
-            );
+            s += &format!("[[link]]\nends = [\"{last}\", \"{first}\"]\nrate = \"{router_rate}\"\n");
         }
     }
     s
@@ -177,7 +175,12 @@ pub fn with_rsvp_lines(config: &str, lines: &str) -> anyhow::Result<String> {
 /// first router, switched by label, excess demoted) and RSVP's state and timeouts.
 pub fn router_counters(stats: &serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
     let mut out = serde_json::Map::new();
-    let n = |p: &str| stats.pointer(p).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let n = |p: &str| {
+        stats
+            .pointer(p)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
     for key in [
         "forwarded",
         "reserved_in",
@@ -217,7 +220,10 @@ pub fn counters_since(
         .iter()
         .map(|(k, v)| {
             let a = v.as_u64().unwrap_or(0);
-            let b = before.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            let b = before
+                .get(k)
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0);
             (k.clone(), a.saturating_sub(b).into())
         })
         .collect()

@@ -75,7 +75,10 @@ impl Session {
         )?;
         let reply = loop {
             line.clear();
-            anyhow::ensure!(lines.read_line(&mut line)? > 0, "rtcd closed the connection");
+            anyhow::ensure!(
+                lines.read_line(&mut line)? > 0,
+                "rtcd closed the connection"
+            );
             let v: Value = serde_json::from_str(line.trim()).context("rtcd's open reply")?;
             if v.get("event").is_none() {
                 break v;

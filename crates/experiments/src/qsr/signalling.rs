@@ -33,8 +33,8 @@ use serde_json::{json, Map, Value};
 
 use crate::kit::measure::{loadavg, now_utc};
 use crate::kit::routed::{
-    counters_since, frame_loss_from_arrivals, restart_router, ring, router_counters,
-    router_names, testbed, with_rsvp_lines, Attach,
+    counters_since, frame_loss_from_arrivals, restart_router, ring, router_counters, router_names,
+    testbed, with_rsvp_lines, Attach,
 };
 use crate::kit::rtcd::{OpenRequest, Session};
 use crate::kit::run::Run;
@@ -129,7 +129,13 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
 }
 
 fn loss(sent: u64, received: u64, frames: rtlan_sim::FrameLoss) -> Value {
-    let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 };
+    let pct = |a: u64, b: u64| {
+        if b == 0 {
+            0.0
+        } else {
+            a as f64 * 100.0 / b as f64
+        }
+    };
     let lost = sent.saturating_sub(received);
     json!({
         "sent": sent, "received": received, "lost": lost, "loss_pct": pct(lost, sent),
@@ -366,8 +372,16 @@ fn sim_scenario(
     };
     let mut attach = Vec::new();
     for (i, &[from, to]) in streams.iter().enumerate() {
-        attach.push(Attach::new(&format!("a{}", i + 1), router(from)?, &s.host_rate));
-        attach.push(Attach::new(&format!("b{}", i + 1), router(to)?, &s.host_rate));
+        attach.push(Attach::new(
+            &format!("a{}", i + 1),
+            router(from)?,
+            &s.host_rate,
+        ));
+        attach.push(Attach::new(
+            &format!("b{}", i + 1),
+            router(to)?,
+            &s.host_rate,
+        ));
     }
     for (i, r) in names.iter().enumerate() {
         attach.push(Attach::new(&format!("f{}", i + 1), r, &s.host_rate));
@@ -383,8 +397,10 @@ fn sim_scenario(
         st.reserve_rate, st.reserve_burst
     );
     for i in 1..=streams.len() {
-        for (name, port, start) in [("early", 5004, "100ms"), ("late", 5006, s.late_start.as_str())]
-        {
+        for (name, port, start) in [
+            ("early", 5004, "100ms"),
+            ("late", 5006, s.late_start.as_str()),
+        ] {
             text += &format!(
                 "[[traffic]]\nname = \"{name}{i}\"\nsrc = \"a{i}\"\ndst = \"b{i}\"\n\
                  kind = \"constant\"\nrate = \"{}\"\nsize = {}\nport = {port}\nstart = \"{start}\"\n\
@@ -504,8 +520,15 @@ mod tests {
         let text = sim_scenario(&sc, 5, &[[1, 3]], "1s", false).expect("valid");
         let s = rtlan_sim::Scenario::from_str(&text, "t").expect("reads");
         assert_eq!(s.topology.routers.len(), 5);
-        assert_eq!(s.traffic.len(), 2 + 2 * 5, "two streams and two floods per router");
-        assert!(text.contains("src = \"f1\"\ndst = \"f5\""), "round the ring");
+        assert_eq!(
+            s.traffic.len(),
+            2 + 2 * 5,
+            "two streams and two floods per router"
+        );
+        assert!(
+            text.contains("src = \"f1\"\ndst = \"f5\""),
+            "round the ring"
+        );
         assert!(!s.sim.rsvp_protected);
         let on = sim_scenario(&sc, 5, &[[1, 3]], "1s", true).expect("valid");
         assert!(on.contains("rsvp_protected = true"));

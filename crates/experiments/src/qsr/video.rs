@@ -34,8 +34,7 @@ use serde_json::{json, Map, Value};
 
 use crate::kit::measure::{loadavg, now_utc};
 use crate::kit::routed::{
-    counters_since, frame_loss_from_arrivals, ring, router_counters, router_names, testbed,
-    Attach,
+    counters_since, frame_loss_from_arrivals, ring, router_counters, router_names, testbed, Attach,
 };
 use crate::kit::rtcd::{OpenRequest, Session};
 use crate::kit::run::Run;
@@ -144,7 +143,13 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
 
 /// Loss of a stream: packets and frames.
 fn loss(sent: u64, received: u64, frames: rtlan_sim::FrameLoss) -> Value {
-    let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 };
+    let pct = |a: u64, b: u64| {
+        if b == 0 {
+            0.0
+        } else {
+            a as f64 * 100.0 / b as f64
+        }
+    };
     let lost = sent.saturating_sub(received);
     json!({
         "sent": sent, "received": received, "lost": lost, "loss_pct": pct(lost, sent),
@@ -339,8 +344,16 @@ fn sim_scenario(
     };
     let mut attach = Vec::new();
     for (i, &[from, to]) in shape.videos.iter().enumerate() {
-        attach.push(Attach::new(&format!("a{}", i + 1), router(from)?, &s.link_rate));
-        attach.push(Attach::new(&format!("b{}", i + 1), router(to)?, &s.link_rate));
+        attach.push(Attach::new(
+            &format!("a{}", i + 1),
+            router(from)?,
+            &s.link_rate,
+        ));
+        attach.push(Attach::new(
+            &format!("b{}", i + 1),
+            router(to)?,
+            &s.link_rate,
+        ));
     }
     for &k in shape.congested {
         let sink = (k - 1 + s.blast_hops) % n + 1;
@@ -497,10 +510,17 @@ mod tests {
         let text = sim_scenario(&sc, &shape, "1s", true).expect("valid shape");
         let s = rtlan_sim::Scenario::from_str(&text, "t").expect("reads");
         assert_eq!(s.topology.routers.len(), 8);
-        assert_eq!(s.traffic.len(), 2 + 4, "two videos, two blasts per congested router");
+        assert_eq!(
+            s.traffic.len(),
+            2 + 4,
+            "two videos, two blasts per congested router"
+        );
         assert!(s.traffic[0].reserve.is_some() && s.traffic[1].reserve.is_some());
         // z7 sits blast_hops further on, round the ring.
-        assert!(text.contains(&format!("ends = [\"z7\", \"r{}\"]", (7 - 1 + sc.sim.blast_hops) % 8 + 1)));
+        assert!(text.contains(&format!(
+            "ends = [\"z7\", \"r{}\"]",
+            (7 - 1 + sc.sim.blast_hops) % 8 + 1
+        )));
         let plain = sim_scenario(&sc, &shape, "1s", false).expect("valid");
         assert!(!plain.contains("reserve ="));
         let bad = SimShape {

@@ -259,11 +259,12 @@ mod tests {
         assert_eq!(r.refresh, std::time::Duration::from_secs(5));
         assert_eq!((r.default_floor_percent, r.gs_buffer_bytes), (20, 1 << 20));
         assert!(r.protected, "the protected channel by default");
-        let exposed =
-            RouterDaemonConfig::from_toml_str("[[port]]\nifname = \"eth1\"\n[rsvp]\nprotected = false\n")
-                .expect("valid")
-                .rsvp
-                .expect("rsvp on");
+        let exposed = RouterDaemonConfig::from_toml_str(
+            "[[port]]\nifname = \"eth1\"\n[rsvp]\nprotected = false\n",
+        )
+        .expect("valid")
+        .rsvp
+        .expect("rsvp on");
         assert!(!exposed.protected);
         let on = RouterDaemonConfig::from_toml_str("[[port]]\nifname = \"eth1\"\n[rsvp]\n")
             .expect("valid");
