@@ -517,7 +517,7 @@ mod tests {
         ))
         .expect("the scenario file");
         let sc: Scenario = toml::from_str(&text).expect("it parses");
-        let text = sim_scenario(&sc, 5, &[[1, 3]], "1s", false).expect("valid");
+        let text = sim_scenario(&sc, 5, &[[1, 3]], "4s", false).expect("valid");
         let s = rtlan_sim::Scenario::from_str(&text, "t").expect("reads");
         assert_eq!(s.topology.routers.len(), 5);
         assert_eq!(
@@ -530,8 +530,8 @@ mod tests {
             "round the ring"
         );
         assert!(!s.sim.rsvp_protected);
-        let on = sim_scenario(&sc, 5, &[[1, 3]], "1s", true).expect("valid");
+        let on = sim_scenario(&sc, 5, &[[1, 3]], "4s", true).expect("valid");
         assert!(on.contains("rsvp_protected = true"));
-        assert!(sim_scenario(&sc, 5, &[[1, 6]], "1s", true).is_err());
+        assert!(sim_scenario(&sc, 5, &[[1, 6]], "4s", true).is_err());
     }
 }

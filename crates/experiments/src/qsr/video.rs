@@ -507,7 +507,7 @@ mod tests {
             videos: &[[1, 4], [5, 8]],
             congested: &[2, 7],
         };
-        let text = sim_scenario(&sc, &shape, "1s", true).expect("valid shape");
+        let text = sim_scenario(&sc, &shape, "2s", true).expect("valid shape");
         let s = rtlan_sim::Scenario::from_str(&text, "t").expect("reads");
         assert_eq!(s.topology.routers.len(), 8);
         assert_eq!(
@@ -521,13 +521,13 @@ mod tests {
             "ends = [\"z7\", \"r{}\"]",
             (7 - 1 + sc.sim.blast_hops) % 8 + 1
         )));
-        let plain = sim_scenario(&sc, &shape, "1s", false).expect("valid");
+        let plain = sim_scenario(&sc, &shape, "2s", false).expect("valid");
         assert!(!plain.contains("reserve ="));
         let bad = SimShape {
             routers: 8,
             videos: &[[1, 9]],
             congested: &[],
         };
-        assert!(sim_scenario(&sc, &bad, "1s", false).is_err());
+        assert!(sim_scenario(&sc, &bad, "2s", false).is_err());
     }
 }
