@@ -75,6 +75,9 @@ pub struct SimOptions {
     /// Routers send RSVP on each port's control queue, ahead of data (QSR §6.2, default); with
     /// `false`, in the default queue with the data, as before the paper's fix.
     pub rsvp_protected: bool,
+    /// The service receiving hosts reserve under RSVP: Guaranteed at the sender's token rate
+    /// (default) or Controlled Load (`rsvp_service = "controlled-load"`, QSR §6.2's video).
+    pub rsvp_service: rtlan_core::rtcd::RsvpService,
 }
 
 /// What a source sends (`kind` of `[[traffic]]`).
@@ -265,6 +268,7 @@ struct RawSim {
     cpu_cost_per_connection: Option<Spanned<String>>,
     rsvp_refresh: Option<Spanned<String>>,
     rsvp_protected: Option<bool>,
+    rsvp_service: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -437,6 +441,19 @@ impl Scenario {
             "cpu_cost_per_connection",
             rtlan_core::switch::rt::DEFAULT_CPU_COST_PER_CONNECTION,
         )?;
+        let rsvp_service = match raw_sim.rsvp_service.as_ref() {
+            None => rtlan_core::rtcd::RsvpService::Guaranteed,
+            Some(v) => match v.get_ref().as_str() {
+                "guaranteed" => rtlan_core::rtcd::RsvpService::Guaranteed,
+                "controlled-load" => rtlan_core::rtcd::RsvpService::ControlledLoad,
+                _ => {
+                    return Err(src.invalid(
+                        v.span().start,
+                        "`rsvp_service` must be \"guaranteed\" or \"controlled-load\"",
+                    ))
+                }
+            },
+        };
         let rsvp_refresh = src.opt_duration(
             raw_sim.rsvp_refresh.as_ref(),
             "rsvp_refresh",
@@ -496,6 +513,7 @@ impl Scenario {
                 cpu_cost_per_connection,
                 rsvp_refresh,
                 rsvp_protected: raw_sim.rsvp_protected.unwrap_or(true),
+                rsvp_service,
             },
             link_delays,
             traffic,

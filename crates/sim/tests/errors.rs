@@ -170,3 +170,29 @@ fn generator_options_are_checked_and_applied() {
     );
     assert!(s.traffic[5..].iter().all(|t| t.kind == SourceKind::Greedy));
 }
+
+#[test]
+fn the_rsvp_service_is_guaranteed_or_controlled_load() {
+    use rtlan_core::rtcd::RsvpService;
+    let read = |line: &str| {
+        Scenario::from_str(
+            &common::star(&format!("[sim]\nduration = \"1s\"\n{line}")),
+            "s.toml",
+        )
+    };
+    assert_eq!(
+        read("").expect("valid").sim.rsvp_service,
+        RsvpService::Guaranteed
+    );
+    assert_eq!(
+        read("rsvp_service = \"controlled-load\"\n")
+            .expect("valid")
+            .sim
+            .rsvp_service,
+        RsvpService::ControlledLoad
+    );
+    let e = error(&common::star(
+        "[sim]\nduration = \"1s\"\nrsvp_service = \"best-effort\"\n",
+    ));
+    assert!(e.starts_with("bad.toml:") && e.contains("rsvp_service"), "{e}");
+}

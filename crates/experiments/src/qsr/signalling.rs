@@ -62,6 +62,8 @@ struct StreamSpec {
     packets_per_frame: u64,
     reserve_rate: String,
     reserve_burst: u32,
+    /// The service the receiver reserves: `controlled-load` (the paper's) or `guaranteed`.
+    service: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,7 +115,7 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
         "date": now_utc(),
         "load_before": loadavg(),
         "refresh": sc.refresh,
-        "stream": {"rate": sc.stream.rate, "size": sc.stream.size,
+        "stream": {"rate": sc.stream.rate, "size": sc.stream.size, "service": sc.stream.service,
             "packets_per_frame": sc.stream.packets_per_frame,
             "reserve_rate": sc.stream.reserve_rate, "reserve_burst": sc.stream.reserve_burst},
         "paper": {"without": "RSVP state lost under severe congestion",
@@ -187,7 +189,10 @@ fn lab(run: &Run, sc: &Scenario, results: &mut Value) -> anyhow::Result<Vec<Valu
 }
 
 fn lab_cases(run: &Run, sc: &Scenario, lab: &Lab, seconds: u64) -> anyhow::Result<Vec<Value>> {
-    let extra = format!("signalling = \"rsvp\"\nrsvp_refresh = \"{}\"\n", sc.refresh);
+    let extra = format!(
+        "signalling = \"rsvp\"\nrsvp_refresh = \"{}\"\nrsvp_service = \"{}\"\n",
+        sc.refresh, sc.stream.service
+    );
     let rtcd_a = Rtcd::start(&run.exe, lab, "a", &extra)?;
     let _rtcd_b = Rtcd::start(&run.exe, lab, "b", &extra)?;
     let mut cases = Vec::new();
@@ -389,8 +394,8 @@ fn sim_scenario(
     let mut text = ring(&names, &s.router_rate, &attach);
     text += &format!(
         "[sim]\nduration = \"{duration}\"\nwarmup = \"{}\"\nrsvp_refresh = \"{}\"\n\
-         rsvp_protected = {protected}\n",
-        s.warmup, sc.refresh
+         rsvp_protected = {protected}\nrsvp_service = \"{}\"\n",
+        s.warmup, sc.refresh, st.service
     );
     let reserve = format!(
         "reserve = {{ rate = \"{}\", burst = {} }}\n",

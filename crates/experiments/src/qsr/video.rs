@@ -66,6 +66,8 @@ struct Video {
     reserve_burst: u32,
     /// Receiver's UDP port.
     port: u16,
+    /// The service the receiver reserves: `controlled-load` (the paper's) or `guaranteed`.
+    service: String,
 }
 
 /// The lab's testbed.
@@ -126,7 +128,7 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
         "quick": run.quick,
         "date": now_utc(),
         "load_before": loadavg(),
-        "video": {"rate": sc.video.rate, "size": sc.video.size,
+        "video": {"rate": sc.video.rate, "size": sc.video.size, "service": sc.video.service,
             "packets_per_frame": sc.video.packets_per_frame,
             "reserve_rate": sc.video.reserve_rate, "reserve_burst": sc.video.reserve_burst},
         "paper_loss": {"without": "severe (≈10 % of packets already ruins the video)",
@@ -195,9 +197,12 @@ fn lab_cases(run: &Run, sc: &Scenario, lab: &Lab, seconds: u64) -> anyhow::Resul
         let ping = rtlan_lab::tools::ping(lab.netns(host)?, b, 3, Duration::from_millis(100))?;
         anyhow::ensure!(ping.received > 0, "{host} cannot reach b");
     }
-    let rsvp = "signalling = \"rsvp\"\n";
-    let rtcd_a = Rtcd::start(&run.exe, lab, "a", rsvp)?;
-    let _rtcd_b = Rtcd::start(&run.exe, lab, "b", rsvp)?;
+    let rsvp = format!(
+        "signalling = \"rsvp\"\nrsvp_service = \"{}\"\n",
+        sc.video.service
+    );
+    let rtcd_a = Rtcd::start(&run.exe, lab, "a", &rsvp)?;
+    let _rtcd_b = Rtcd::start(&run.exe, lab, "b", &rsvp)?;
     let mut cases = Vec::new();
     for reserved in [false, true] {
         let case = lab_case(run, sc, lab, &rtcd_a, reserved, seconds)?;
@@ -364,8 +369,8 @@ fn sim_scenario(
     }
     let mut text = ring(&names, &s.link_rate, &attach);
     text += &format!(
-        "[sim]\nduration = \"{duration}\"\nwarmup = \"{}\"\n",
-        s.warmup
+        "[sim]\nduration = \"{duration}\"\nwarmup = \"{}\"\nrsvp_service = \"{}\"\n",
+        s.warmup, v.service
     );
     let reserve = if reserved {
         format!(
