@@ -194,5 +194,8 @@ fn the_rsvp_service_is_guaranteed_or_controlled_load() {
     let e = error(&common::star(
         "[sim]\nduration = \"1s\"\nrsvp_service = \"best-effort\"\n",
     ));
-    assert!(e.starts_with("bad.toml:") && e.contains("rsvp_service"), "{e}");
+    assert!(
+        e.starts_with("bad.toml:") && e.contains("rsvp_service"),
+        "{e}"
+    );
 }

@@ -187,6 +187,7 @@ pub fn router_counters(stats: &serde_json::Value) -> serde_json::Map<String, ser
         "labelled_switched",
         "demoted_excess",
         "drop_reserved_queue",
+        "drop_unknown_label",
         "trapped_rsvp",
     ] {
         out.insert(key.to_string(), n(&format!("/{key}")).into());

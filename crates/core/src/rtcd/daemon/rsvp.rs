@@ -12,8 +12,8 @@ use std::net::Ipv4Addr;
 
 use rtlan_wire::control::TeardownReason;
 use rtlan_wire::rsvp::{
-    Adspec, F32Bits, FilterSpec, FlowDescriptors, Message, Packet, Repr,
-    SenderDescriptor, Session, TokenBucket,
+    Adspec, F32Bits, FilterSpec, FlowDescriptors, Message, Packet, Repr, SenderDescriptor, Session,
+    TokenBucket,
 };
 
 use super::Rtcd;
