@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::kit::run::{Run, RunOptions};
-use crate::{ethereal, loser, multihop, Backend};
+use crate::{ethereal, loser, multihop, qsr, Backend};
 
 /// One reproduction of a paper's figure or table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,11 +26,20 @@ pub enum Experiment {
     /// Per-connection delay bounds across several hops, both real-time schedulers, in the
     /// simulator (docs/delay.md; Löser/Härtig §4.3.1's observed/bound ratios beside ours).
     Multihop,
+    /// QSR §6.1, Fig. 6: forwarding rate against packet size and look-up depth, the rtlan
+    /// router beside the kernel's.
+    QsrFig6,
+    /// QSR §6.2: a video stream across three routers under a blast, without and with an RSVP
+    /// reservation; packet and frame loss (lab and simulator).
+    QsrVideo,
+    /// QSR §6.2: RSVP set up and refreshed while every link is flooded, without and with the
+    /// protected control channel (lab and simulator).
+    QsrSignalling,
 }
 
 impl Experiment {
     /// Every experiment, in the order of the papers.
-    pub const ALL: [Experiment; 8] = [
+    pub const ALL: [Experiment; 11] = [
         Experiment::Fig4,
         Experiment::Fig5,
         Experiment::Fig6,
@@ -39,6 +48,9 @@ impl Experiment {
         Experiment::Capacity,
         Experiment::Loser,
         Experiment::Multihop,
+        Experiment::QsrFig6,
+        Experiment::QsrVideo,
+        Experiment::QsrSignalling,
     ];
 
     /// The name on the command line and in results.json.
@@ -52,6 +64,9 @@ impl Experiment {
             Experiment::Capacity => "capacity",
             Experiment::Loser => "loser",
             Experiment::Multihop => "multihop",
+            Experiment::QsrFig6 => "qsr-fig6",
+            Experiment::QsrVideo => "qsr-video",
+            Experiment::QsrSignalling => "qsr-signalling",
         }
     }
 
@@ -60,6 +75,9 @@ impl Experiment {
         match self {
             Experiment::Loser => "experiments/loser/lab".to_string(),
             Experiment::Multihop => "experiments/multihop".to_string(),
+            Experiment::QsrFig6 => "experiments/qsr/fig6".to_string(),
+            Experiment::QsrVideo => "experiments/qsr/video".to_string(),
+            Experiment::QsrSignalling => "experiments/qsr/signalling".to_string(),
             other => format!("experiments/ethereal/{}", other.name()),
         }
     }
@@ -69,16 +87,24 @@ impl Experiment {
     pub fn announces_results(self) -> bool {
         matches!(
             self,
-            Experiment::Fig4 | Experiment::Fig7 | Experiment::Capacity | Experiment::Multihop
+            Experiment::Fig4
+                | Experiment::Fig7
+                | Experiment::Capacity
+                | Experiment::Multihop
+                | Experiment::QsrFig6
+                | Experiment::QsrVideo
+                | Experiment::QsrSignalling
         )
     }
 
     /// The backends it has a runner for, the default first. The paper experiments measure host
     /// stacks, tools or the Linux bridge, which only the lab has; `multihop` measures the
-    /// switches' bounds with exact (never late) wake-ups, which only the simulator gives.
+    /// switches' bounds with exact (never late) wake-ups, which only the simulator gives; the
+    /// QSR video and signalling experiments run on both (the simulator at 100 routers).
     pub fn backends(self) -> &'static [Backend] {
         match self {
             Experiment::Multihop => &[Backend::Sim],
+            Experiment::QsrVideo | Experiment::QsrSignalling => &[Backend::Lab, Backend::Sim],
             _ => &[Backend::Lab],
         }
     }
@@ -106,6 +132,9 @@ impl Experiment {
             Experiment::Capacity => ethereal::capacity::run(&run),
             Experiment::Loser => loser::run(&run),
             Experiment::Multihop => multihop::run(&run),
+            Experiment::QsrFig6 => qsr::fig6::run(&run),
+            Experiment::QsrVideo => qsr::video::run(&run),
+            Experiment::QsrSignalling => qsr::signalling::run(&run),
         }
     }
 }
@@ -121,11 +150,11 @@ mod tests {
         for e in Experiment::ALL {
             let scenario = PathBuf::from(root).join(e.dir()).join("scenario.toml");
             assert!(scenario.is_file(), "{}: {}", e.name(), scenario.display());
-            assert!(e.dir().ends_with(if e == Experiment::Loser {
-                "loser/lab"
-            } else {
-                e.name()
-            }));
+            let leaf = match e {
+                Experiment::Loser => "loser/lab".to_string(),
+                _ => e.name().replace("qsr-", "qsr/"),
+            };
+            assert!(e.dir().ends_with(&leaf), "{}", e.dir());
             assert!(!e.backends().is_empty(), "{}", e.name());
         }
     }

@@ -288,15 +288,16 @@ pub(crate) fn build(scenario: &Scenario) -> Result<Engine, SimError> {
             && !topo.routers.is_empty()
             && segment_of(scenario, ips[spec.src]) != segment_of(scenario, dst_ip);
         if across {
-            hosts[spec.src].use_rsvp(scenario.sim.rsvp_refresh, Some(flow));
-            hosts[spec.dst].use_rsvp(scenario.sim.rsvp_refresh, None);
+            let (refresh, service) = (scenario.sim.rsvp_refresh, scenario.sim.rsvp_service);
+            hosts[spec.src].use_rsvp(refresh, service, Some(flow));
+            hosts[spec.dst].use_rsvp(refresh, service, None);
         }
         hosts[spec.src].add_source(flow, spec.clone(), dst_ip, scenario.sim.seed, now);
     }
     // RSVP sessions without data: the sender's Paths, the receiver's Resvs, their refreshes.
     for (group, spec) in scenario.sessions.iter().enumerate() {
-        hosts[spec.src].use_rsvp(scenario.sim.rsvp_refresh, None);
-        hosts[spec.dst].use_rsvp(scenario.sim.rsvp_refresh, None);
+        hosts[spec.src].use_rsvp(scenario.sim.rsvp_refresh, scenario.sim.rsvp_service, None);
+        hosts[spec.dst].use_rsvp(scenario.sim.rsvp_refresh, scenario.sim.rsvp_service, None);
         hosts[spec.src].add_sessions(group, spec.clone(), ips[spec.dst]);
     }
     let mut nodes: Vec<SimNode> = hosts

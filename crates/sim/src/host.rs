@@ -124,6 +124,8 @@ pub struct Host {
     rsvp_flows: Vec<u32>,
     /// `[[sessions]]` sent from here: RSVP sessions without data.
     pub(crate) sessions: Vec<SenderSessions>,
+    /// The service this host reserves as a receiver.
+    rsvp_service: rtlan_core::rtcd::RsvpService,
 }
 
 /// A host's routing for its RSVP engine: on-link inside its subnet, the gateway beyond.
@@ -202,6 +204,7 @@ impl Host {
             rsvp: None,
             rsvp_flows: Vec::new(),
             sessions: Vec::new(),
+            rsvp_service: rtlan_core::rtcd::RsvpService::Guaranteed,
         })
     }
 
@@ -221,7 +224,13 @@ impl Host {
 
     /// Signals with RSVP (refresh period `refresh`) from now on; `flow`, if given, is a source
     /// of this host whose reservation crosses routers.
-    pub(crate) fn use_rsvp(&mut self, refresh: Duration, flow: Option<u32>) {
+    pub(crate) fn use_rsvp(
+        &mut self,
+        refresh: Duration,
+        service: rtlan_core::rtcd::RsvpService,
+        flow: Option<u32>,
+    ) {
+        self.rsvp_service = service;
         if self.rsvp.is_none() {
             let mut config = RsvpConfig::new(rsvp_engine::Role::Host, vec![self.ip]);
             config.refresh = refresh;
@@ -371,14 +380,7 @@ impl Host {
         match event {
             Event::PathArrived { session, sender } => {
                 // The receiver's side: reserve what the sender announced.
-                let tspec = sender.sender_tspec;
-                let flowspec = rtlan_wire::rsvp::Flowspec::Guaranteed {
-                    tspec,
-                    rspec: rtlan_wire::rsvp::Rspec {
-                        rate: tspec.rate,
-                        slack: 0,
-                    },
-                };
+                let flowspec = self.rsvp_service.flowspec(sender.sender_tspec);
                 let descriptors = rtlan_wire::rsvp::FlowDescriptors::FixedFilter(vec![(
                     flowspec,
                     sender.sender_template,

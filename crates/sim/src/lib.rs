@@ -41,7 +41,7 @@ use rtlan_core::time::Instant;
 pub use build::{router_config, router_mac, switch_config, switch_mac};
 pub use engine::EngineStats;
 pub use host::{host_mac, HostStats};
-pub use results::{DelayStats, FlowResult, Results};
+pub use results::{DelayStats, FlowResult, FrameLoss, Results, SeqSet};
 pub use scenario::{Scenario, ScenarioError};
 pub use sessions::SessionsResult;
 
@@ -275,6 +275,7 @@ fn collect(scenario: &Scenario, engine: &mut engine::Engine) -> Results {
                 .filter(|(b, _)| *b > 0)
                 .map(|(b, d)| d.max_us / b as f64),
             outages,
+            received: std::mem::take(&mut sink.seqs),
         });
     }
     let mut hosts = Vec::new();

@@ -138,6 +138,83 @@ pub struct FlowResult {
     /// The reservation's outages after faults (`[[fault]]`): `interrupted` to `recovered` or
     /// `revoked`. Empty without faults.
     pub outages: Vec<crate::traffic::Outage>,
+    /// The sequence numbers the sink received (not greedy flows), for whoever groups datagrams
+    /// into application frames (a video frame is lost if any of its packets is: QSR §6.2).
+    /// Not in the JSON envelope.
+    #[serde(skip)]
+    pub received: SeqSet,
+}
+
+/// A set of sequence numbers from 0, one bit each.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SeqSet {
+    words: Vec<u64>,
+    len: u64,
+}
+
+impl std::fmt::Debug for SeqSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SeqSet({} sequence numbers)", self.len)
+    }
+}
+
+/// Application frames of consecutive datagrams, and how many lost one or more of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FrameLoss {
+    /// Frames sent (the last one may be partial).
+    pub frames: u64,
+    /// Frames with at least one datagram missing.
+    pub lost: u64,
+}
+
+impl SeqSet {
+    /// Adds `seq`; returns whether it was new.
+    pub fn insert(&mut self, seq: u64) -> bool {
+        let (word, bit) = (usize::try_from(seq / 64).unwrap_or(usize::MAX), seq % 64);
+        if word >= self.words.len() {
+            // A sequence number beyond memory is a broken header, not a datagram to count.
+            if word == usize::MAX {
+                return false;
+            }
+            self.words.resize(word + 1, 0);
+        }
+        let new = self.words[word] & (1 << bit) == 0;
+        self.words[word] |= 1 << bit;
+        self.len += u64::from(new);
+        new
+    }
+
+    /// Whether `seq` is in the set.
+    pub fn contains(&self, seq: u64) -> bool {
+        usize::try_from(seq / 64)
+            .ok()
+            .and_then(|w| self.words.get(w))
+            .is_some_and(|w| w & (1 << (seq % 64)) != 0)
+    }
+
+    /// How many sequence numbers are in the set.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Frames of `per_frame` consecutive datagrams among the first `sent` (frame *k* is
+    /// datagrams `k·per_frame … (k+1)·per_frame − 1`), and how many miss at least one.
+    pub fn frame_loss(&self, per_frame: u64, sent: u64) -> FrameLoss {
+        let per_frame = per_frame.max(1);
+        let frames = sent.div_ceil(per_frame);
+        let lost = (0..frames)
+            .filter(|k| {
+                let end = ((k + 1) * per_frame).min(sent);
+                (k * per_frame..end).any(|seq| !self.contains(seq))
+            })
+            .count() as u64;
+        FrameLoss { frames, lost }
+    }
 }
 
 /// One host's counters.
@@ -314,6 +391,28 @@ fn truncate(s: &str, n: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_frame_is_lost_if_any_of_its_datagrams_is() {
+        let mut set = super::SeqSet::default();
+        for seq in (0..30).filter(|&s| s != 5 && s != 6 && s != 29) {
+            assert!(set.insert(seq));
+        }
+        assert!(!set.insert(0), "already there");
+        assert_eq!(set.len(), 27);
+        assert!(set.contains(4) && !set.contains(5) && !set.contains(1000));
+        // Frames of 10: 0–9 lost (5, 6), 10–19 whole, 20–29 lost (29).
+        assert_eq!(
+            set.frame_loss(10, 30),
+            super::FrameLoss { frames: 3, lost: 2 }
+        );
+        // 25 sent: the partial third frame 20–24 is whole.
+        assert_eq!(
+            set.frame_loss(10, 25),
+            super::FrameLoss { frames: 3, lost: 1 }
+        );
+        assert_eq!(format!("{set:?}"), "SeqSet(27 sequence numbers)");
+    }
+
     use super::*;
 
     #[test]

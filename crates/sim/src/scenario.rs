@@ -80,6 +80,9 @@ pub struct SimOptions {
     /// Each router port's Guaranteed-Service buffer, bytes (`rtlan router`'s `[rsvp]
     /// gs_buffer`; every Guaranteed reservation takes b + 2M and its lateness allowance).
     pub rsvp_gs_buffer: usize,
+    /// The service receiving hosts reserve under RSVP: Guaranteed at the sender's token rate
+    /// (default) or Controlled Load (`rsvp_service = "controlled-load"`, QSR §6.2's video).
+    pub rsvp_service: rtlan_core::rtcd::RsvpService,
 }
 
 /// What a source sends (`kind` of `[[traffic]]`).
@@ -274,6 +277,7 @@ struct RawSim {
     rsvp_refresh: Option<Spanned<String>>,
     rsvp_protected: Option<bool>,
     rsvp_gs_buffer: Option<Spanned<String>>,
+    rsvp_service: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -446,6 +450,19 @@ impl Scenario {
             "cpu_cost_per_connection",
             rtlan_core::switch::rt::DEFAULT_CPU_COST_PER_CONNECTION,
         )?;
+        let rsvp_service = match raw_sim.rsvp_service.as_ref() {
+            None => rtlan_core::rtcd::RsvpService::Guaranteed,
+            Some(v) => match v.get_ref().as_str() {
+                "guaranteed" => rtlan_core::rtcd::RsvpService::Guaranteed,
+                "controlled-load" => rtlan_core::rtcd::RsvpService::ControlledLoad,
+                _ => {
+                    return Err(src.invalid(
+                        v.span().start,
+                        "`rsvp_service` must be \"guaranteed\" or \"controlled-load\"",
+                    ))
+                }
+            },
+        };
         let rsvp_refresh = src.opt_duration(
             raw_sim.rsvp_refresh.as_ref(),
             "rsvp_refresh",
@@ -525,6 +542,7 @@ impl Scenario {
                 rsvp_refresh,
                 rsvp_protected: raw_sim.rsvp_protected.unwrap_or(true),
                 rsvp_gs_buffer,
+                rsvp_service,
             },
             link_delays,
             traffic,

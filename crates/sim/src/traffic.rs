@@ -480,6 +480,8 @@ pub(crate) struct Sink {
     pub(crate) above: BTreeSet<u64>,
     /// One-way delays of datagrams received inside the window, ns.
     pub(crate) delays: Vec<u64>,
+    /// The sequence numbers received (not greedy flows).
+    pub(crate) seqs: crate::results::SeqSet,
 }
 
 impl Sink {
@@ -517,6 +519,9 @@ impl Sink {
             return false;
         }
         self.distinct += 1;
+        if !greedy {
+            self.seqs.insert(seq);
+        }
         if seq < self.high {
             self.reordered += 1;
         }

@@ -221,3 +221,32 @@ fn bad_sessions_name_file_line_and_column() {
     assert!(e.contains("need a router between"), "{e}");
     assert!(e.starts_with("bad.toml:"), "{e}");
 }
+
+#[test]
+fn the_rsvp_service_is_guaranteed_or_controlled_load() {
+    use rtlan_core::rtcd::RsvpService;
+    let read = |line: &str| {
+        Scenario::from_str(
+            &common::star(&format!("[sim]\nduration = \"1s\"\n{line}")),
+            "s.toml",
+        )
+    };
+    assert_eq!(
+        read("").expect("valid").sim.rsvp_service,
+        RsvpService::Guaranteed
+    );
+    assert_eq!(
+        read("rsvp_service = \"controlled-load\"\n")
+            .expect("valid")
+            .sim
+            .rsvp_service,
+        RsvpService::ControlledLoad
+    );
+    let e = error(&common::star(
+        "[sim]\nduration = \"1s\"\nrsvp_service = \"best-effort\"\n",
+    ));
+    assert!(
+        e.starts_with("bad.toml:") && e.contains("rsvp_service"),
+        "{e}"
+    );
+}

@@ -201,6 +201,34 @@ pub enum Signalling {
     Rsvp,
 }
 
+/// The service a receiving daemon reserves for every Path under RSVP signalling
+/// (`rsvp_service`, `docs/rtcd.md`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum RsvpService {
+    /// Guaranteed Service (RFC 2212) at the sender's token rate, no slack.
+    #[default]
+    Guaranteed,
+    /// Controlled Load (RFC 2211) for the sender's TSpec: what the QSR paper's video reserved
+    /// (QSR §6.2).
+    ControlledLoad,
+}
+
+impl RsvpService {
+    /// The receiver's flowspec for a sender's TSpec.
+    pub fn flowspec(self, tspec: rtlan_wire::rsvp::TokenBucket) -> rtlan_wire::rsvp::Flowspec {
+        match self {
+            RsvpService::Guaranteed => rtlan_wire::rsvp::Flowspec::Guaranteed {
+                tspec,
+                rspec: rtlan_wire::rsvp::Rspec {
+                    rate: tspec.rate,
+                    slack: 0,
+                },
+            },
+            RsvpService::ControlledLoad => rtlan_wire::rsvp::Flowspec::ControlledLoad { tspec },
+        }
+    }
+}
+
 /// How long an RSVP open waits for the receiver's reservation before it fails.
 pub const RSVP_OPEN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -265,6 +293,8 @@ pub struct Config {
     /// reaches it (Guaranteed at the sender's token rate), as the receiving daemon of an
     /// unmodified application must.
     pub rsvp_accept: bool,
+    /// Under RSVP, the service this host reserves as a receiver.
+    pub rsvp_service: RsvpService,
 }
 
 impl Config {
@@ -295,6 +325,7 @@ impl Config {
             signalling: Signalling::Ethereal,
             rsvp_refresh: Duration::from_secs(30),
             rsvp_accept: true,
+            rsvp_service: RsvpService::Guaranteed,
         }
     }
 

@@ -83,7 +83,7 @@ impl ForwardReport {
 
 /// The benchmark topology: hosts a and b on switch s1 (or, routed, on either side of router
 /// r1), unlimited links.
-fn topology_text(variant: Variant, switch_cpu: Option<usize>) -> String {
+pub(crate) fn topology_text(variant: Variant, switch_cpu: Option<usize>) -> String {
     if variant.routed() {
         let (kind, offloads) = match variant {
             Variant::RtlanRouter => ("rtlan", false),

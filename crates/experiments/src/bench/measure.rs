@@ -18,13 +18,13 @@ use rtlan_lab::Lab;
 use serde::Serialize;
 
 /// The sending host, the receiving host and the switch of the benchmark topology.
-pub(super) const HOST_A: &str = "a";
+pub(crate) const HOST_A: &str = "a";
 /// The receiving host.
-pub(super) const HOST_B: &str = "b";
+pub(crate) const HOST_B: &str = "b";
 /// The switch.
 pub(super) const SWITCH: &str = "s1";
 /// The router of the routed benchmark labs (`bench forward --router`).
-pub(super) const ROUTER: &str = "r1";
+pub(crate) const ROUTER: &str = "r1";
 
 /// How long trafgen sends before the measurement window opens (pinning settles, rings fill).
 const WARM_UP: Duration = Duration::from_millis(500);
@@ -37,72 +37,72 @@ const SOCKPERF_PORT: u16 = 11111;
 
 /// Settings shared by every measurement of a run.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub(super) struct Settings {
+pub(crate) struct Settings {
     /// Length of each measurement window, seconds.
-    pub(super) seconds: u32,
+    pub(crate) seconds: u32,
     /// Ethernet frame length of the flood, FCS included.
-    pub(super) frame_len: usize,
+    pub(crate) frame_len: usize,
     /// CPU trafgen is pinned to (`None`: not pinned, fewer than 2 CPUs).
-    pub(super) trafgen_cpu: Option<usize>,
+    pub(crate) trafgen_cpu: Option<usize>,
     /// sockperf messages per second.
-    pub(super) mps: u32,
+    pub(crate) mps: u32,
     /// sockperf message (UDP payload) size, bytes.
-    pub(super) msg_size: u32,
+    pub(crate) msg_size: u32,
 }
 
 /// CPU time split of one CPU over a window, in percent of the window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub(super) struct CpuShare {
+pub(crate) struct CpuShare {
     /// User time (plus nice).
-    pub(super) user: f64,
+    pub(crate) user: f64,
     /// System time.
-    pub(super) system: f64,
+    pub(crate) system: f64,
     /// Soft-interrupt time (the kernel's packet processing when not in a syscall's context).
-    pub(super) softirq: f64,
+    pub(crate) softirq: f64,
     /// Idle (plus iowait).
-    pub(super) idle: f64,
+    pub(crate) idle: f64,
 }
 
 /// The rtlan switch's own view of a forwarding window (counter deltas).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub(super) struct SwitchWindow {
+pub(crate) struct SwitchWindow {
     /// Frames the shell handed to the core.
-    pub(super) rx_frames: u64,
+    pub(crate) rx_frames: u64,
     /// Frames the shell queued for sending.
-    pub(super) tx_frames: u64,
+    pub(crate) tx_frames: u64,
     /// Frames the kernel dropped because an RX ring was full.
-    pub(super) rx_kernel_drops: u64,
+    pub(crate) rx_kernel_drops: u64,
     /// Times a TX ring filled up.
-    pub(super) tx_ring_full: u64,
+    pub(crate) tx_ring_full: u64,
     /// Frames dropped because an output queue was full.
-    pub(super) drop_queue_full: u64,
+    pub(crate) drop_queue_full: u64,
     /// Data-plane loop iterations (one per `epoll_wait` return).
-    pub(super) loop_iterations: u64,
+    pub(crate) loop_iterations: u64,
 }
 
 /// One forwarding-rate measurement.
 #[derive(Debug, Clone, Serialize)]
-pub(super) struct PpsRun {
+pub(crate) struct PpsRun {
     /// Length of the measured window, seconds.
-    pub(super) window_secs: f64,
+    pub(crate) window_secs: f64,
     /// Frames host b's interface received per second in the window.
-    pub(super) forwarded_pps: f64,
+    pub(crate) forwarded_pps: f64,
     /// Frames host a's interface sent per second in the window (what trafgen offered).
-    pub(super) offered_pps: f64,
+    pub(crate) offered_pps: f64,
     /// Frames host a's interface dropped on transmit in the window.
-    pub(super) offered_dropped: u64,
+    pub(crate) offered_dropped: u64,
     /// Frames trafgen reported sending over its whole run, if it printed its summary.
-    pub(super) trafgen_packets: Option<u64>,
+    pub(crate) trafgen_packets: Option<u64>,
     /// Per-CPU time split during the window, in CPU order.
-    pub(super) cpus: Vec<CpuShare>,
+    pub(crate) cpus: Vec<CpuShare>,
     /// CPUs busy during the window (sum over CPUs of the non-idle share; 2.0 = both saturated).
-    pub(super) busy_cpus: f64,
+    pub(crate) busy_cpus: f64,
     /// `forwarded_pps / busy_cpus`: frames forwarded per CPU-second spent on anything (flood,
     /// switch, receiver), the efficiency figure when the two switches use different numbers of
     /// CPUs.
-    pub(super) forwarded_per_busy_cpu: f64,
+    pub(crate) forwarded_per_busy_cpu: f64,
     /// The rtlan switch's counters over the window (absent for a Linux bridge).
-    pub(super) switch: Option<SwitchWindow>,
+    pub(crate) switch: Option<SwitchWindow>,
 }
 
 /// One TCP throughput measurement.
@@ -168,7 +168,7 @@ fn sample(lab: &Lab, socket: Option<&Path>) -> anyhow::Result<Sample> {
 }
 
 /// Floods minimum-size (or `frame_len`) frames from a to b and measures what b received.
-pub(super) fn forwarding_rate(lab: &Lab, settings: &Settings) -> anyhow::Result<PpsRun> {
+pub(crate) fn forwarding_rate(lab: &Lab, settings: &Settings) -> anyhow::Result<PpsRun> {
     let ns_a = lab.netns(HOST_A)?.to_string();
     // Routed, the flood goes to the router's MAC on a's side (the frames a's stack would send
     // to its gateway); switched, to b's.

@@ -8,7 +8,7 @@
 
 pub mod bwm;
 pub mod forward;
-mod measure;
-mod report;
+pub(crate) mod measure;
+pub(crate) mod report;
 pub mod setup;
 mod sink;

@@ -16,7 +16,7 @@ pub(super) const TARGET_ROUTER_PER_CPU_RATIO: f64 = 1.0;
 /// The switch a lab is built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub(super) enum Variant {
+pub(crate) enum Variant {
     /// The rtlan switch, veth offloads off (it cannot forward super-frames).
     Rtlan,
     /// The Linux bridge with veth offloads off: the apples-to-apples baseline.
@@ -33,7 +33,7 @@ pub(super) enum Variant {
 
 impl Variant {
     /// Column heading.
-    pub(super) fn heading(self) -> &'static str {
+    pub(crate) fn heading(self) -> &'static str {
         match self {
             Variant::Rtlan => "rtlan",
             Variant::Bridge => "bridge",
@@ -177,18 +177,18 @@ impl Target {
 
 /// The machine the benchmark ran on.
 #[derive(Debug, Clone, Serialize)]
-pub(super) struct Machine {
+pub(crate) struct Machine {
     /// CPUs available to this process.
-    pub(super) nproc: usize,
+    pub(crate) nproc: usize,
     /// `uname -r`.
-    pub(super) kernel: String,
+    pub(crate) kernel: String,
     /// The first `model name` of `/proc/cpuinfo`.
-    pub(super) cpu_model: Option<String>,
+    pub(crate) cpu_model: Option<String>,
 }
 
 impl Machine {
     /// Describes this machine.
-    pub(super) fn this() -> Machine {
+    pub(crate) fn this() -> Machine {
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| "unknown".to_string());

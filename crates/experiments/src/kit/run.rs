@@ -77,7 +77,12 @@ impl Run {
 
     /// Writes `results.json` (pretty) into the output directory; returns its path.
     pub fn write_results(&self, results: &serde_json::Value) -> anyhow::Result<PathBuf> {
-        let path = self.out.join("results.json");
+        self.write_results_as("results.json", results)
+    }
+
+    /// Writes `results` (pretty) as `name` in the output directory; returns its path.
+    fn write_results_as(&self, name: &str, results: &serde_json::Value) -> anyhow::Result<PathBuf> {
+        let path = self.out.join(name);
         let text = serde_json::to_string_pretty(results)?;
         std::fs::write(&path, text + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
@@ -108,6 +113,15 @@ impl Run {
     /// Writes `results` and draws the plot; returns the path of results.json.
     pub fn finish(&self, results: &serde_json::Value) -> anyhow::Result<PathBuf> {
         let path = self.write_results(results)?;
+        self.plot(&path)?;
+        Ok(path)
+    }
+
+    /// For an experiment with a runner on each backend: writes `results-<backend>.json`, so
+    /// that the lab's and the simulator's results sit side by side, and draws the plot (whose
+    /// script reads whichever of them exist); returns the path written.
+    pub fn finish_per_backend(&self, results: &serde_json::Value) -> anyhow::Result<PathBuf> {
+        let path = self.write_results_as(&format!("results-{}.json", self.backend), results)?;
         self.plot(&path)?;
         Ok(path)
     }

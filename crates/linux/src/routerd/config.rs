@@ -36,6 +36,7 @@
 //! rate = "3mbit"
 //! burst = "3000B"                         # optional, default two largest packets
 //! max_packet = 1500                       # optional
+//! protected = true                        # RSVP on the control queue (QSR §6.2); false: with data
 //! ```
 
 use std::net::Ipv4Addr;
@@ -138,6 +139,7 @@ struct RawRsvp {
     default_floor_percent: Option<Spanned<u8>>,
     gs_buffer: Option<Spanned<String>>,
     lateness_budget: Option<Spanned<String>>,
+    protected: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -254,6 +256,9 @@ impl RouterDaemonConfig {
                             )
                         })?;
                 }
+                if let Some(p) = r.protected {
+                    settings.protected = p;
+                }
                 Some(settings)
             }
         };
@@ -355,6 +360,14 @@ mod tests {
         assert_eq!(r.refresh, std::time::Duration::from_secs(5));
         assert_eq!((r.default_floor_percent, r.gs_buffer_bytes), (20, 1 << 20));
         assert_eq!(r.lateness_budget, std::time::Duration::from_millis(4));
+        assert!(r.protected, "the protected channel by default");
+        let exposed = RouterDaemonConfig::from_toml_str(
+            "[[port]]\nifname = \"eth1\"\n[rsvp]\nprotected = false\n",
+        )
+        .expect("valid")
+        .rsvp
+        .expect("rsvp on");
+        assert!(!exposed.protected);
         let on = RouterDaemonConfig::from_toml_str("[[port]]\nifname = \"eth1\"\n[rsvp]\n")
             .expect("valid");
         assert_eq!(on.rsvp, Some(RsvpSettings::default()));

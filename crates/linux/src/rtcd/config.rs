@@ -96,6 +96,8 @@ pub struct Config {
     pub rsvp_refresh: Duration,
     /// Under RSVP, whether this host reserves for every sender whose Path reaches it.
     pub rsvp_accept: bool,
+    /// Under RSVP, the service it reserves (`guaranteed` or `controlled-load`).
+    pub rsvp_service: rtlan_core::rtcd::RsvpService,
 }
 
 #[derive(Deserialize)]
@@ -126,6 +128,7 @@ struct RawConfig {
     signalling: Option<String>,
     rsvp_refresh: Option<String>,
     rsvp_accept: Option<bool>,
+    rsvp_service: Option<String>,
 }
 
 /// Parses `local`, `central` or `both`.
@@ -179,6 +182,7 @@ impl Config {
             signalling: core.signalling,
             rsvp_refresh: core.rsvp_refresh,
             rsvp_accept: core.rsvp_accept,
+            rsvp_service: core.rsvp_service,
         }
     }
 
@@ -307,6 +311,17 @@ impl Config {
         if let Some(a) = raw.rsvp_accept {
             config.rsvp_accept = a;
         }
+        if let Some(s) = raw.rsvp_service {
+            config.rsvp_service = match s.trim() {
+                "guaranteed" => rtlan_core::rtcd::RsvpService::Guaranteed,
+                "controlled-load" => rtlan_core::rtcd::RsvpService::ControlledLoad,
+                other => {
+                    return Err(ConfigError::Value(format!(
+                        "rsvp_service: `{other}` is not guaranteed or controlled-load"
+                    )))
+                }
+            };
+        }
         config.check_manager()?;
         // Catch what the core would refuse now, with the file in mind.
         config.core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))?;
@@ -357,6 +372,7 @@ impl Config {
         core.signalling = self.signalling;
         core.rsvp_refresh = self.rsvp_refresh;
         core.rsvp_accept = self.rsvp_accept;
+        core.rsvp_service = self.rsvp_service;
         // Validate by construction; the instant does not matter.
         rtlan_core::rtcd::Rtcd::new(core.clone(), rtlan_core::time::Instant::from_nanos(0))
             .map_err(|e| ConfigError::Value(e.to_string()))?;
@@ -396,6 +412,25 @@ mod tests {
             Config::from_toml_str("interface = \"eth0\"\nkeys = [{ id = 3, secret = \"00\" }]\n")
                 .expect_err("short secret");
         assert!(error.to_string().contains("keys: key 3"), "{error}");
+    }
+
+    #[test]
+    fn the_rsvp_service_reaches_the_core() {
+        use rtlan_core::rtcd::RsvpService;
+        let base = "interface = \"eth0\"\nsignalling = \"rsvp\"\n";
+        let core = |text: &str| {
+            Config::from_toml_str(text)
+                .expect("valid")
+                .core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))
+                .expect("valid")
+                .rsvp_service
+        };
+        assert_eq!(core(base), RsvpService::Guaranteed);
+        let cl = format!("{base}rsvp_service = \"controlled-load\"\n");
+        assert_eq!(core(&cl), RsvpService::ControlledLoad);
+        let bad = format!("{base}rsvp_service = \"best-effort\"\n");
+        let error = Config::from_toml_str(&bad).expect_err("unknown service");
+        assert!(error.to_string().contains("rsvp_service"), "{error}");
     }
 
     #[test]

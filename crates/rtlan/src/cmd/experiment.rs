@@ -39,13 +39,24 @@ pub(crate) enum ExperimentCommand {
     /// Per-connection delay bounds across 3- and 5-switch chains and a leaf–spine, cyclic and
     /// timing-wheel schedulers: observed maximum delay against the granted bound (simulator).
     Multihop(Common),
+    /// QSR §6.1, Fig. 6: forwarding rate against packet size and look-up depth (routes
+    /// containing the destination), the rtlan router beside the kernel's in the same run.
+    QsrFig6(Common),
+    /// QSR §6.2: a ~3 Mbit/s video stream (frames of several packets) across three routers
+    /// while two hosts blast the middle link, without and with an RSVP reservation; packet and
+    /// frame loss (lab; `--backend sim`: a chain of 100 routers).
+    QsrVideo(Common),
+    /// QSR §6.2: RSVP reservations set up and refreshed while every router link is flooded,
+    /// with RSVP on the protected control queue and in the data queue; state timeouts and
+    /// stream loss (lab; `--backend sim`: a chain of 100 routers).
+    QsrSignalling(Common),
 }
 
 /// Arguments every experiment takes.
 #[derive(Debug, Args)]
 pub(crate) struct Common {
     /// Scenario file [default: experiments/ethereal/<name>/scenario.toml; loser:
-    /// experiments/loser/lab/scenario.toml].
+    /// experiments/loser/lab/scenario.toml; qsr-<name>: experiments/qsr/<name>/scenario.toml].
     #[arg(long)]
     scenario: Option<PathBuf>,
     /// Directory for results.json and the plot [default: the scenario's directory].
@@ -59,7 +70,7 @@ pub(crate) struct Common {
     no_plot: bool,
     /// Where the scenario runs: `lab` (network namespaces, needs root) or `sim` (the
     /// discrete-event simulator) [default: the experiment's own — sim for multihop, lab for the
-    /// others, which have no simulator runner].
+    /// others; qsr-video and qsr-signalling run on either].
     #[arg(long, value_enum)]
     backend: Option<BackendArg>,
 }
@@ -74,6 +85,9 @@ pub(crate) fn run(command: ExperimentCommand) -> anyhow::Result<ExitCode> {
         ExperimentCommand::Capacity(c) => (Experiment::Capacity, c),
         ExperimentCommand::Loser(c) => (Experiment::Loser, c),
         ExperimentCommand::Multihop(c) => (Experiment::Multihop, c),
+        ExperimentCommand::QsrFig6(c) => (Experiment::QsrFig6, c),
+        ExperimentCommand::QsrVideo(c) => (Experiment::QsrVideo, c),
+        ExperimentCommand::QsrSignalling(c) => (Experiment::QsrSignalling, c),
     };
     let options = RunOptions {
         scenario: common.scenario,

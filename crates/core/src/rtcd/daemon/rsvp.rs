@@ -12,8 +12,8 @@ use std::net::Ipv4Addr;
 
 use rtlan_wire::control::TeardownReason;
 use rtlan_wire::rsvp::{
-    Adspec, F32Bits, FilterSpec, FlowDescriptors, Flowspec, Message, Packet, Repr, Rspec,
-    SenderDescriptor, Session, TokenBucket,
+    Adspec, F32Bits, FilterSpec, FlowDescriptors, Message, Packet, Repr, SenderDescriptor, Session,
+    TokenBucket,
 };
 
 use super::Rtcd;
@@ -202,14 +202,7 @@ impl Rtcd {
     fn on_rsvp_event(&mut self, now: Instant, event: Event) {
         match event {
             Event::PathArrived { session, sender } if self.config.rsvp_accept => {
-                let tspec = sender.sender_tspec;
-                let flowspec = Flowspec::Guaranteed {
-                    tspec,
-                    rspec: Rspec {
-                        rate: tspec.rate,
-                        slack: 0,
-                    },
-                };
+                let flowspec = self.config.rsvp_service.flowspec(sender.sender_tspec);
                 let descriptors =
                     FlowDescriptors::FixedFilter(vec![(flowspec, sender.sender_template)]);
                 if let Some(engine) = self.rsvp.as_mut() {
