@@ -396,7 +396,7 @@ mod tests {
             }),
             Rendered::Event(
                 json!({"event": "interrupted", "conn": 5, "reason": "state_lost",
-                                   "message": "a switch on the path lost the connection"})
+                                   "message": "a hop on the path (switch or router) lost the connection"})
             )
         );
         assert_eq!(

@@ -149,7 +149,10 @@ impl fmt::Display for TeardownReason {
         match self {
             TeardownReason::Closed => write!(f, "closed by the sender"),
             TeardownReason::Expired => write!(f, "soft state expired (no REFRESH)"),
-            TeardownReason::StateLost => write!(f, "a switch on the path lost the connection"),
+            TeardownReason::StateLost => write!(
+                f,
+                "a hop on the path (switch or router) lost the connection"
+            ),
             TeardownReason::NeighbourRestarted => write!(f, "a node on the path restarted"),
             TeardownReason::TopologyChange => write!(f, "the spanning tree moved the path"),
             TeardownReason::LinkDown => write!(f, "a link of the path went down"),
