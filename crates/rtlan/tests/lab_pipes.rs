@@ -62,12 +62,6 @@ ends = ["r3", "b"]
 rate = "100mbit"
 "#;
 
-/// A router's control-socket reply.
-fn ctl_router(lab: &Lab, router: &str, cmd: &str) -> serde_json::Value {
-    let socket = lab.router_socket(router).expect("an rtlan router");
-    rtlan_linux::ctl::request(&socket, cmd).expect("control request")
-}
-
 /// The /24 of a host (every lab segment is one).
 fn subnet(lab: &Lab, host: &str) -> String {
     let ip = lab.host_ip(host).expect("host");

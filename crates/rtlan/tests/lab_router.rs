@@ -514,12 +514,6 @@ fn an_rsvp_reservation_keeps_a_stream_whole_through_two_routers_under_a_blast() 
     down_clean(lab);
 }
 
-/// A router's control-socket reply.
-fn ctl_router(lab: &Lab, router: &str, cmd: &str) -> serde_json::Value {
-    let socket = lab.router_socket(router).expect("an rtlan router");
-    rtlan_linux::ctl::request(&socket, cmd).expect("control request")
-}
-
 /// One counter of a router's `stats` (a JSON pointer under `/router`), 0 if absent.
 fn router_counter(lab: &Lab, router: &str, pointer: &str) -> u64 {
     ctl_router(lab, router, "stats")

@@ -29,11 +29,6 @@ fn up_xdp() -> Lab {
     Lab::up(&topology, &name, &options).expect("lab up")
 }
 
-fn ctl_router(lab: &Lab, router: &str, cmd: &str) -> serde_json::Value {
-    let socket = lab.router_socket(router).expect("an rtlan router");
-    rtlan_linux::ctl::request(&socket, cmd).expect("control request")
-}
-
 #[test]
 fn routers_on_af_xdp_ports_forward_route_and_switch_as_on_af_packet() {
     if !root_or_skip("routers_on_af_xdp_ports_forward_route_and_switch_as_on_af_packet") {

@@ -939,30 +939,6 @@ mod switched_paths {
         }
     }
 
-    fn sized_udp(src: Ipv4Addr, dst: Ipv4Addr, size: usize, tag: u8) -> Vec<u8> {
-        let payload = vec![tag; size];
-        let mut p = vec![0u8; ipv4::HEADER_LEN + udp::HEADER_LEN + size];
-        ipv4::Repr {
-            src_addr: src,
-            dst_addr: dst,
-            protocol: ipv4::Protocol::Udp,
-            payload_len: udp::HEADER_LEN + size,
-            ttl: 64,
-            dscp_ecn: 0,
-        }
-        .emit(&mut ipv4::Packet::new_unchecked(&mut p[..]));
-        let mut d = udp::Packet::new_unchecked(&mut p[ipv4::HEADER_LEN..]);
-        udp::Repr {
-            src_port: 4000,
-            dst_port: 5000,
-            payload_len: size,
-        }
-        .emit(&mut d);
-        d.payload_mut().copy_from_slice(&payload);
-        d.fill_checksum(src, dst);
-        p
-    }
-
     fn reserved() -> Net {
         let mut net = net();
         open(&mut net, 125_000.0, 3000.0);
@@ -1319,8 +1295,7 @@ mod pipes {
     fn traffic_beyond_the_pipe_is_demoted_and_still_delivered() {
         let mut net = up();
         for i in 0..10 {
-            net.h(A)
-                .send(super::switched_paths_sized_udp(IP_A, IP_B, 1000, i));
+            net.h(A).send(sized_udp(IP_A, IP_B, 1000, i));
         }
         net.run_for(Duration::from_millis(20));
         let now = net.now;
@@ -1462,8 +1437,8 @@ mod pipes {
     }
 }
 
-/// A UDP datagram of `size` payload bytes (for tests outside `switched_paths`).
-fn switched_paths_sized_udp(src: Ipv4Addr, dst: Ipv4Addr, size: usize, tag: u8) -> Vec<u8> {
+/// A UDP datagram from `src` to `dst` (ports 4000 → 5000) of `size` payload bytes of `tag`.
+fn sized_udp(src: Ipv4Addr, dst: Ipv4Addr, size: usize, tag: u8) -> Vec<u8> {
     let mut p = vec![0u8; ipv4::HEADER_LEN + udp::HEADER_LEN + size];
     ipv4::Repr {
         src_addr: src,

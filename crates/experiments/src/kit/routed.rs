@@ -80,6 +80,28 @@ pub fn router_names(n: usize) -> Vec<String> {
     (1..=n).map(|i| format!("r{i}")).collect()
 }
 
+/// Builds the lab of topology `text` for `experiment` (its name `<tag><pid>`) under the lab
+/// lock, records the topology in `results`, runs `cases` on it and takes it down.
+pub fn with_lab<T>(
+    exe: &Path,
+    experiment: &str,
+    tag: &str,
+    text: &str,
+    results: &mut serde_json::Value,
+    cases: impl FnOnce(&Lab) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let topology = rtlan_lab::Topology::from_str(text, experiment).context("the testbed")?;
+    results["topology"] = text.into();
+    eprintln!("{experiment}: waiting for the lab lock");
+    let _serial = rtlan_lab::serial_lock()?;
+    let name = format!("{tag}{}", std::process::id() % 1_000_000);
+    let lab = Lab::up(&topology, &name, &rtlan_lab::LabOptions::new(exe))
+        .with_context(|| format!("building lab `{name}`"))?;
+    let out = cases(&lab);
+    lab.down()?;
+    out
+}
+
 /// The paper's testbed (QSR Fig. 5) with our names: the video source `a` (clash) on `r3`, the
 /// sink `b` (elvis) on `r1`, the row r3 — r2 — r1 (given in the file as r1, r2, r3), and the
 /// runner's other hosts.

@@ -27,14 +27,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use rtlan_core::units::parse_rate;
-use rtlan_lab::{Lab, LabOptions, Topology};
+use rtlan_lab::Lab;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::kit::measure::{loadavg, now_utc};
 use crate::kit::routed::{
     counters_since, frame_loss_from_arrivals, restart_router, ring, router_counters, router_names,
-    testbed, with_rsvp_lines, Attach,
+    testbed, with_lab, with_rsvp_lines, Attach,
 };
 use crate::kit::rtcd::{OpenRequest, Session};
 use crate::kit::run::Run;
@@ -175,17 +175,10 @@ fn lab(run: &Run, sc: &Scenario, results: &mut Value) -> anyhow::Result<Vec<Valu
             Attach::new("d", "r1", &l.host_rate),
         ],
     );
-    let topology = Topology::from_str(&text, "qsr-signalling").context("the testbed")?;
-    results["topology"] = text.clone().into();
     results["seconds"] = seconds.into();
-    eprintln!("qsr-signalling: waiting for the lab lock");
-    let _serial = rtlan_lab::serial_lock()?;
-    let name = format!("qs{}", std::process::id() % 1_000_000);
-    let lab = Lab::up(&topology, &name, &LabOptions::new(&run.exe))
-        .with_context(|| format!("building lab `{name}`"))?;
-    let out = lab_cases(run, sc, &lab, seconds);
-    lab.down()?;
-    out
+    with_lab(&run.exe, "qsr-signalling", "qs", &text, results, |lab| {
+        lab_cases(run, sc, lab, seconds)
+    })
 }
 
 fn lab_cases(run: &Run, sc: &Scenario, lab: &Lab, seconds: u64) -> anyhow::Result<Vec<Value>> {

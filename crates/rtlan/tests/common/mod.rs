@@ -48,6 +48,12 @@ fn up(topology: &Topology, tag: &str) -> Lab {
     .expect("lab up")
 }
 
+/// Asks an rtlan router's control socket.
+pub fn ctl_router(lab: &Lab, router: &str, cmd: &str) -> serde_json::Value {
+    let socket = lab.router_socket(router).expect("an rtlan router");
+    rtlan_linux::ctl::request(&socket, cmd).expect("control request")
+}
+
 /// Asks a switch's control socket.
 pub fn ctl(lab: &Lab, switch: &str, cmd: &str) -> serde_json::Value {
     let socket = lab.switch_socket(switch).expect("an rtlan switch");
