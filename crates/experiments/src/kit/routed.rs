@@ -80,6 +80,21 @@ pub fn router_names(n: usize) -> Vec<String> {
     (1..=n).map(|i| format!("r{i}")).collect()
 }
 
+/// The counters (`router_counters`) of each of `routers`, read from their control sockets.
+pub fn router_snapshot(
+    lab: &Lab,
+    routers: &[&str],
+) -> anyhow::Result<Vec<serde_json::Map<String, serde_json::Value>>> {
+    routers
+        .iter()
+        .map(|r| {
+            let socket = lab.router_socket(r).context("an rtlan router")?;
+            let stats = rtlan_linux::ctl::request(&socket, "stats")?;
+            Ok(router_counters(&stats["router"]))
+        })
+        .collect()
+}
+
 /// Builds the lab of topology `text` for `experiment` (its name `<tag><pid>`) under the lab
 /// lock, records the topology in `results`, runs `cases` on it and takes it down.
 pub fn with_lab<T>(

@@ -34,7 +34,7 @@ use serde_json::{json, Map, Value};
 use crate::kit::measure::{loadavg, now_utc};
 use crate::kit::routed::{
     counters_since, frame_loss_from_arrivals, restart_router, ring, router_counters, router_names,
-    testbed, with_lab, with_rsvp_lines, Attach,
+    router_snapshot, testbed, with_lab, with_rsvp_lines, Attach,
 };
 use crate::kit::rtcd::{OpenRequest, Session};
 use crate::kit::run::Run;
@@ -197,17 +197,6 @@ fn lab_cases(run: &Run, sc: &Scenario, lab: &Lab, seconds: u64) -> anyhow::Resul
     Ok(cases)
 }
 
-fn snapshot(lab: &Lab) -> anyhow::Result<Vec<Map<String, Value>>> {
-    ["r1", "r2", "r3"]
-        .iter()
-        .map(|r| {
-            let socket = lab.router_socket(r).context("an rtlan router")?;
-            let stats = rtlan_linux::ctl::request(&socket, "stats")?;
-            Ok(router_counters(&stats["router"]))
-        })
-        .collect()
-}
-
 fn lab_case(
     run: &Run,
     sc: &Scenario,
@@ -235,7 +224,7 @@ fn lab_case(
         let ping = rtlan_lab::tools::ping(lab.netns(from)?, to, 3, Duration::from_millis(100))?;
         anyhow::ensure!(ping.received > 0, "{from} cannot reach {to}");
     }
-    let before = snapshot(lab)?;
+    let before = router_snapshot(lab, &["r1", "r2", "r3"])?;
     let request = |port: u16| -> anyhow::Result<OpenRequest> {
         Ok(OpenRequest {
             dst_ip: b,
@@ -308,7 +297,7 @@ fn lab_case(
     for r in flood_rx {
         flood_got.push(r.report()?);
     }
-    let after = snapshot(lab)?;
+    let after = router_snapshot(lab, &["r1", "r2", "r3"])?;
     let events = early.close();
     drop(routers);
     let n = sent["sent"].as_u64().context("rtlan send's summary")?;

@@ -34,8 +34,8 @@ use serde_json::{json, Map, Value};
 
 use crate::kit::measure::{loadavg, now_utc};
 use crate::kit::routed::{
-    counters_since, frame_loss_from_arrivals, ring, router_counters, router_names, testbed,
-    with_lab, Attach,
+    counters_since, frame_loss_from_arrivals, ring, router_counters, router_names, router_snapshot,
+    testbed, with_lab, Attach,
 };
 use crate::kit::rtcd::{OpenRequest, Session};
 use crate::kit::run::Run;
@@ -206,17 +206,6 @@ fn lab_cases(run: &Run, sc: &Scenario, lab: &Lab, seconds: u64) -> anyhow::Resul
     Ok(cases)
 }
 
-fn router_snapshot(lab: &Lab) -> anyhow::Result<Vec<Map<String, Value>>> {
-    ["r1", "r2", "r3"]
-        .iter()
-        .map(|r| {
-            let socket = lab.router_socket(r).context("an rtlan router")?;
-            let stats = rtlan_linux::ctl::request(&socket, "stats")?;
-            Ok(router_counters(&stats["router"]))
-        })
-        .collect()
-}
-
 fn lab_case(
     run: &Run,
     sc: &Scenario,
@@ -227,7 +216,7 @@ fn lab_case(
 ) -> anyhow::Result<Value> {
     let (v, l) = (&sc.video, &sc.lab);
     let b = lab.host_ip("b")?;
-    let before = router_snapshot(lab)?;
+    let before = router_snapshot(lab, &["r1", "r2", "r3"])?;
     let session = if reserved {
         let req = OpenRequest {
             dst_ip: b,
@@ -294,7 +283,7 @@ fn lab_case(
     for r in blast_rx {
         blast_got.push(r.report()?);
     }
-    let after = router_snapshot(lab)?;
+    let after = router_snapshot(lab, &["r1", "r2", "r3"])?;
     let events = session.map(Session::close).unwrap_or_default();
     let sent = video["sent"].as_u64().context("rtlan send's summary")?;
     let received = video_report["packets"].as_u64().unwrap_or(0);
