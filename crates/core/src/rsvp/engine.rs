@@ -594,15 +594,20 @@ impl Rsvp {
         psb.out = route.map(|r| self.new_out(key, r));
         // A local receiver's reservation outlives its senders' paths (the application keeps
         // asking): a path that comes back is covered again at once.
+        // Found through the reservation index — the sender's own Fixed-Filter reservation or the
+        // session's local Shared-Explicit one — not by a scan: a receiver with 10⁵ reservations
+        // takes each new path in constant time.
         let local_resv = if psb.out.is_none() {
-            self.resvs
+            [ResvKey::Fixed(key), ResvKey::Shared(key.session, None)]
                 .iter()
-                .find(|(_, r)| {
-                    r.out_port.is_none()
-                        && r.session == key.session
-                        && r.senders.contains(&key.sender)
+                .filter_map(|k| self.resv_index.get(k).copied())
+                .find(|id| {
+                    self.resvs.get(id).is_some_and(|r| {
+                        r.out_port.is_none()
+                            && r.session == key.session
+                            && r.senders.contains(&key.sender)
+                    })
                 })
-                .map(|(id, _)| *id)
         } else {
             None
         };
