@@ -421,7 +421,6 @@ pub(crate) struct IngressPipe {
 pub(crate) struct EgressPipe {
     pub(crate) session: Session,
     pub(crate) sender: SenderDescriptor,
-    pub(crate) service: PipeService,
     /// Where its labelled frames arrive.
     pub(crate) in_port: PortId,
     pub(crate) in_label: u32,
@@ -430,6 +429,13 @@ pub(crate) struct EgressPipe {
     pub(crate) refusal: Option<ErrorSpec>,
     pub(crate) counters: PipeCounters,
     pub(crate) since: Instant,
+}
+
+impl EgressPipe {
+    /// The service its session's port asks for.
+    pub(crate) fn service(&self) -> PipeService {
+        PipeService::of_port(self.session.dst_port).unwrap_or(PipeService::ControlledLoad)
+    }
 }
 
 /// The router's pipes.

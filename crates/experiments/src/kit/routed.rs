@@ -80,6 +80,24 @@ pub fn router_names(n: usize) -> Vec<String> {
     (1..=n).map(|i| format!("r{i}")).collect()
 }
 
+/// Loss of a stream of `sent` packets of which `received` arrived, and of its frames, as the
+/// QSR experiments report it (percentages of 0 when nothing was sent).
+pub fn stream_loss(sent: u64, received: u64, frames: FrameLoss) -> serde_json::Value {
+    let pct = |a: u64, b: u64| {
+        if b == 0 {
+            0.0
+        } else {
+            a as f64 * 100.0 / b as f64
+        }
+    };
+    let lost = sent.saturating_sub(received);
+    serde_json::json!({
+        "sent": sent, "received": received, "lost": lost, "loss_pct": pct(lost, sent),
+        "frames": frames.frames, "frames_lost": frames.lost,
+        "frame_loss_pct": pct(frames.lost, frames.frames),
+    })
+}
+
 /// The counters (`router_counters`) of each of `routers`, read from their control sockets.
 pub fn router_snapshot(
     lab: &Lab,

@@ -34,7 +34,7 @@ use serde_json::{json, Map, Value};
 use crate::kit::measure::{loadavg, now_utc};
 use crate::kit::routed::{
     counters_since, frame_loss_from_arrivals, restart_router, ring, router_counters, router_names,
-    router_snapshot, testbed, with_lab, with_rsvp_lines, Attach,
+    router_snapshot, stream_loss, testbed, with_lab, with_rsvp_lines, Attach,
 };
 use crate::kit::rtcd::{OpenRequest, Session};
 use crate::kit::run::Run;
@@ -128,22 +128,6 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
     results["cases"] = Value::Array(cases);
     results["load_after"] = loadavg().into();
     run.finish_per_backend(&results)
-}
-
-fn loss(sent: u64, received: u64, frames: rtlan_sim::FrameLoss) -> Value {
-    let pct = |a: u64, b: u64| {
-        if b == 0 {
-            0.0
-        } else {
-            a as f64 * 100.0 / b as f64
-        }
-    };
-    let lost = sent.saturating_sub(received);
-    json!({
-        "sent": sent, "received": received, "lost": lost, "loss_pct": pct(lost, sent),
-        "frames": frames.frames, "frames_lost": frames.lost,
-        "frame_loss_pct": pct(frames.lost, frames.frames),
-    })
 }
 
 /// The lab's floods: (from, to, port). Towards b, c (on r3) overloads r3's port to r2 and e
@@ -329,7 +313,7 @@ fn lab_case(
         .count();
     Ok(json!({
         "protected": protected,
-        "stream": loss(n, got["packets"].as_u64().unwrap_or(0), frames),
+        "stream": stream_loss(n, got["packets"].as_u64().unwrap_or(0), frames),
         "state_timeouts": timeouts,
         "interrupted": interrupted,
         "events": events,
@@ -448,13 +432,13 @@ fn sim(run: &Run, sc: &Scenario, results: &mut Value) -> anyhow::Result<Vec<Valu
                 frames.frames += fl.frames;
                 frames.lost += fl.lost;
                 opened += usize::from(f.reservation == "opened");
-                let mut v = loss(f.sent_frames, f.received_frames, fl);
+                let mut v = stream_loss(f.sent_frames, f.received_frames, fl);
                 v["name"] = f.name.clone().into();
                 v["reservation"] = f.reservation.clone().into();
                 v["outages"] = serde_json::to_value(&f.outages)?;
                 per_stream.push(v);
             }
-            let mut v = loss(sent, received, frames);
+            let mut v = stream_loss(sent, received, frames);
             v["opened"] = opened.into();
             v["streams"] = streams.len().into();
             totals_by_kind.insert(kind.to_string(), v);

@@ -35,7 +35,7 @@ use serde_json::{json, Map, Value};
 use crate::kit::measure::{loadavg, now_utc};
 use crate::kit::routed::{
     counters_since, frame_loss_from_arrivals, ring, router_counters, router_names, router_snapshot,
-    testbed, with_lab, Attach,
+    stream_loss, testbed, with_lab, Attach,
 };
 use crate::kit::rtcd::{OpenRequest, Session};
 use crate::kit::run::Run;
@@ -142,23 +142,6 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
     results["cases"] = Value::Array(cases);
     results["load_after"] = loadavg().into();
     run.finish_per_backend(&results)
-}
-
-/// Loss of a stream: packets and frames.
-fn loss(sent: u64, received: u64, frames: rtlan_sim::FrameLoss) -> Value {
-    let pct = |a: u64, b: u64| {
-        if b == 0 {
-            0.0
-        } else {
-            a as f64 * 100.0 / b as f64
-        }
-    };
-    let lost = sent.saturating_sub(received);
-    json!({
-        "sent": sent, "received": received, "lost": lost, "loss_pct": pct(lost, sent),
-        "frames": frames.frames, "frames_lost": frames.lost,
-        "frame_loss_pct": pct(frames.lost, frames.frames),
-    })
 }
 
 fn lab(run: &Run, sc: &Scenario, results: &mut Value) -> anyhow::Result<Vec<Value>> {
@@ -304,7 +287,7 @@ fn lab_case(
         .collect();
     Ok(json!({
         "reserved": reserved,
-        "video": loss(sent, received, frames),
+        "video": stream_loss(sent, received, frames),
         "video_delivered_bps": video_report["wire_bps"],
         "video_delay_us": video_report["delay_us"],
         "blasts": blasts,
@@ -436,7 +419,7 @@ fn sim(run: &Run, sc: &Scenario, results: &mut Value) -> anyhow::Result<Vec<Valu
             received += f.received_frames;
             all_frames.frames += frames.frames;
             all_frames.lost += frames.lost;
-            let mut v = loss(f.sent_frames, f.received_frames, frames);
+            let mut v = stream_loss(f.sent_frames, f.received_frames, frames);
             v["name"] = f.name.clone().into();
             v["reservation"] = f.reservation.clone().into();
             v["delivered_bps"] = f.delivered_bps.into();
@@ -459,7 +442,7 @@ fn sim(run: &Run, sc: &Scenario, results: &mut Value) -> anyhow::Result<Vec<Valu
         }
         let case = json!({
             "reserved": reserved,
-            "video": loss(sent, received, all_frames),
+            "video": stream_loss(sent, received, all_frames),
             "videos": videos,
             "blasts": {"flows": blasts.len(),
                 "offered_bps": blasts.iter().map(|f| f.offered_bps).sum::<f64>(),

@@ -474,13 +474,13 @@ impl XdpPort {
     fn umem_stats(&self) -> Result<u64, ()> {
         let mut stats = [0u64; 6];
         let mut len = std::mem::size_of_val(&stats) as libc::socklen_t;
-        // SAFETY: `stats`/`len` are valid for writes of the sizes given; XDP_STATISTICS
-        // (7) fills `struct xdp_statistics` (six u64 in recent kernels, three in old ones).
+        // SAFETY: `stats`/`len` are valid for writes of the sizes given; XDP_STATISTICS fills
+        // `struct xdp_statistics` (six u64 in recent kernels, three in old ones).
         let rc = unsafe {
             libc::getsockopt(
-                self._socket_fd(),
+                self.socket_fd(),
                 libc::SOL_XDP,
-                7,
+                libc::XDP_STATISTICS,
                 stats.as_mut_ptr().cast(),
                 &mut len,
             )
@@ -492,7 +492,7 @@ impl XdpPort {
         Ok(stats[0] + stats[3] + stats[4])
     }
 
-    fn _socket_fd(&self) -> RawFd {
+    fn socket_fd(&self) -> RawFd {
         self.rx.as_raw_fd()
     }
 }

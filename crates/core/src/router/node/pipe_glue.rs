@@ -167,7 +167,7 @@ impl Router {
             ingress_router: e.sender.sender_template.src_addr,
             from: Vec::new(),
             to,
-            service: e.service,
+            service: e.service(),
             rate_bps: (f64::from(tspec.rate.to_f32()) * 8.0) as u64,
             burst_bytes: f64::from(tspec.size.to_f32()) as u64,
             max_packet: tspec.max_packet_size,
@@ -318,9 +318,9 @@ impl Router {
     /// A pipe's Path reached the router its destination subnet is attached to: book the pipe
     /// on that subnet's port, pop-and-route its label, and answer with the reservation.
     fn egress_arrived(&mut self, now: Instant, session: Session, sender: SenderDescriptor) {
-        let Some(service) = PipeService::of_port(session.dst_port) else {
+        if PipeService::of_port(session.dst_port).is_none() {
             return;
-        };
+        }
         let template = sender.sender_template;
         let input = self
             .rsvp
@@ -381,7 +381,6 @@ impl Router {
             EgressPipe {
                 session,
                 sender,
-                service,
                 in_port,
                 in_label,
                 port: None,
@@ -401,7 +400,7 @@ impl Router {
             return;
         };
         let (session, sender, service, in_port, in_label) =
-            (e.session, e.sender, e.service, e.in_port, e.in_label);
+            (e.session, e.sender, e.service(), e.in_port, e.in_label);
         let template = sender.sender_template;
         let Some(port) = self
             .tables
