@@ -6,6 +6,8 @@ use rtlan_core::switch::UnknownUnicast;
 use rtlan_core::units::{format_duration, format_rate};
 use serde::Serialize;
 
+use rtlan_linux::xdp::DataPlane;
+
 use crate::daemon::DaemonError;
 use crate::topology::{RtlanSwitch, Topology};
 
@@ -29,6 +31,9 @@ struct SwitchFile {
     scheduler: Option<rtlan_topology::SchedulerKind>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stp: Option<StpFile>,
+    /// Absent for AF_PACKET, the switch's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data_plane: Option<DataPlane>,
     port: Vec<PortFile>,
 }
 
@@ -67,12 +72,14 @@ struct KeyFile {
     file: String,
 }
 
-/// Renders the config of switch `name` in `topology`, with its control socket at `socket` and
-/// the link keys of an authenticated switch under the lab's state directory `dir`.
+/// Renders the config of switch `name` in `topology`, with its ports' sockets `data_plane`, its
+/// control socket at `socket` and the link keys of an authenticated switch under the lab's state
+/// directory `dir`.
 pub(crate) fn render_config(
     topology: &Topology,
     name: &str,
     opts: &RtlanSwitch,
+    data_plane: DataPlane,
     dir: &Path,
     socket: &Path,
 ) -> Result<String, DaemonError> {
@@ -87,6 +94,7 @@ pub(crate) fn render_config(
         lateness_budget: opts.lateness_budget.map(format_duration),
         scheduler: opts.scheduler,
         stp: opts.stp.then_some(StpFile::LAB),
+        data_plane: (data_plane != DataPlane::AfPacket).then_some(data_plane),
         port: topology
             .interfaces(name)
             .into_iter()
@@ -142,6 +150,7 @@ ends = ["s1", "b"]
             &topo,
             "s1",
             opts,
+            DataPlane::AfPacket,
             Path::new("/run/x"),
             Path::new("/run/x/s1.sock"),
         )
@@ -161,6 +170,18 @@ ends = ["s1", "b"]
         assert_eq!(ports[1]["ifname"].as_str(), Some("p1"));
         assert!(ports[1].get("rate").is_none());
         assert!(ports[0].get("keys").is_none(), "no auth, no keys");
+        assert!(v.get("data_plane").is_none(), "AF_PACKET is the default");
+        let xdp = render_config(
+            &topo,
+            "s1",
+            opts,
+            DataPlane::AfXdp,
+            Path::new("/run/x"),
+            Path::new("/run/x/s1.sock"),
+        )
+        .unwrap();
+        let v: toml::Value = toml::from_str(&xdp).unwrap();
+        assert_eq!(v["data_plane"].as_str(), Some("af_xdp"));
     }
 
     #[test]
@@ -179,7 +200,15 @@ ends = ["s1", "b"]
             panic!("rtlan switch")
         };
         let dir = Path::new("/run/x");
-        let text = render_config(&topo, "s1", opts, dir, &dir.join("s1.sock")).unwrap();
+        let text = render_config(
+            &topo,
+            "s1",
+            opts,
+            DataPlane::AfPacket,
+            dir,
+            &dir.join("s1.sock"),
+        )
+        .unwrap();
         let v: toml::Value = toml::from_str(&text).unwrap();
         let ports = v["port"].as_array().unwrap();
         let keys = ports[0]["keys"].as_array().expect("keys on the host link");

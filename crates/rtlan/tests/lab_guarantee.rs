@@ -5,24 +5,8 @@
 
 mod common;
 
-use common::root_or_skip;
+use common::{demo_reserved_flow as reserved_flow, root_or_skip};
 use serde_json::Value;
-
-/// The demo's a → d flow of the run on `switch`.
-fn reserved_flow<'a>(doc: &'a Value, switch: &str) -> &'a Value {
-    let run = doc["runs"]
-        .as_array()
-        .expect("runs is an array")
-        .iter()
-        .find(|r| r["switch"] == switch)
-        .unwrap_or_else(|| panic!("no {switch} run in {doc}"));
-    run["flows"]
-        .as_array()
-        .expect("flows is an array")
-        .iter()
-        .find(|f| f["name"].as_str().is_some_and(|n| n.starts_with("a→d")))
-        .unwrap_or_else(|| panic!("no a→d flow in {run}"))
-}
 
 #[test]
 fn a_reservation_keeps_its_rate_under_a_flood_and_the_bridge_does_not() {

@@ -1,11 +1,15 @@
-//! Routers on AF_XDP ports in the lab (docs/afxdp.md): `topologies/routed.toml` (a — r1 — r2 —
-//! b) with `data_plane = "af_xdp"` on both rtlan routers. The XDP program hands transit IPv4
-//! to the router and leaves ARP and the routers' own traffic to their kernels, so everything
-//! that worked on AF_PACKET must work the same: ARP through the kernel and the tap, TTL,
-//! time exceeded from the router's own address, 20 Mbit/s of UDP whole, and an RSVP
-//! reservation switched by label. Needs root; skips without it.
+//! Switches and routers on AF_XDP ports in the lab (docs/afxdp.md). Needs root; skips without it.
 //!
-//! Tolerances as in `lab_router.rs` (loss < 1 % at a fifth of the line rate; exact TTLs).
+//! - Routers: `topologies/routed.toml` (a — r1 — r2 — b) with `data_plane = "af_xdp"` on both
+//!   rtlan routers. The XDP program hands transit IPv4 to the router and leaves ARP and the
+//!   routers' own traffic to their kernels, so everything that worked on AF_PACKET must work the
+//!   same: ARP through the kernel and the tap, TTL, time exceeded from the router's own address,
+//!   20 Mbit/s of UDP whole, and an RSVP reservation switched by label. Tolerances as in
+//!   `lab_router.rs` (loss < 1 % at a fifth of the line rate; exact TTLs).
+//! - Switches: the program hands the switch every frame. `topologies/default.toml` on AF_XDP
+//!   learns, answers and forwards as `lab_switch.rs` checks on AF_PACKET (same tolerances), and
+//!   the guarantee demo on AF_XDP keeps `lab_guarantee.rs`'s criterion (50 Mbit/s within 3 %,
+//!   no loss, under two floods).
 
 mod common;
 
@@ -16,16 +20,14 @@ use rtlan_lab::tools::{self, Iperf3Opts, Iperf3Server};
 use rtlan_lab::{Lab, LabOptions, Topology};
 use rtlan_linux::xdp::DataPlane;
 
-fn up_xdp() -> Lab {
-    let path = format!(
-        "{}/../../topologies/routed.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let topology = Topology::from_file(&path).expect("routed.toml");
-    let name = lab_name("xdp");
+/// `topologies/<file>` as a lab whose rtlan switches and routers run on AF_XDP ports.
+fn up_xdp(file: &str, tag: &str) -> Lab {
+    let path = format!("{}/../../topologies/{file}", env!("CARGO_MANIFEST_DIR"));
+    let topology = Topology::from_file(&path).expect("repository topology");
+    let name = lab_name(tag);
     let _ = rtlan_lab::down(&name);
     let mut options = LabOptions::new(env!("CARGO_BIN_EXE_rtlan"));
-    options.router_data_plane = DataPlane::AfXdp;
+    options.data_plane = DataPlane::AfXdp;
     Lab::up(&topology, &name, &options).expect("lab up")
 }
 
@@ -35,7 +37,7 @@ fn routers_on_af_xdp_ports_forward_route_and_switch_as_on_af_packet() {
         return;
     }
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
-    let lab = up_xdp();
+    let lab = up_xdp("routed.toml", "xdp");
     for r in ["r1", "r2"] {
         lab.router_wait_routes(r, Duration::from_secs(5))
             .expect("static routes");
@@ -105,4 +107,96 @@ fn routers_on_af_xdp_ports_forward_route_and_switch_as_on_af_packet() {
     client.close(opened.conn).expect("closed");
     drop(client);
     down_clean(lab);
+}
+
+/// Every port of `switch` reports the AF_XDP socket.
+fn assert_af_xdp_ports(lab: &Lab, switch: &str) {
+    let stats = ctl(lab, switch, "stats");
+    let ports = stats["shell"]["ports"].as_array().expect("ports");
+    assert!(!ports.is_empty(), "{stats}");
+    for p in ports {
+        assert_eq!(p["kind"], "af_xdp", "{switch}: {p}");
+    }
+}
+
+#[test]
+fn a_switch_on_af_xdp_ports_learns_answers_and_forwards_as_on_af_packet() {
+    if !root_or_skip("a_switch_on_af_xdp_ports_learns_answers_and_forwards_as_on_af_packet") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let lab = up_xdp("default.toml", "xsw");
+    assert_af_xdp_ports(&lab, "s1");
+
+    // ARP + ping between every pair: ARP now reaches the switch through the socket, not a tap.
+    for (from, to) in [("a", "b"), ("a", "c"), ("b", "c"), ("c", "a")] {
+        ping_ok(&lab, from, to);
+    }
+    // Learning and the switch's ARP cache (EtheReal §3.4), as on AF_PACKET.
+    let table = fdb(&lab, "s1");
+    for host in ["a", "b", "c"] {
+        let mac = host_mac(&lab, host);
+        let want = port_towards(&lab, "s1", host);
+        let got = table.iter().find(|(m, _)| *m == mac).map(|(_, p)| *p);
+        assert_eq!(got, Some(want), "fdb entry of {host} ({mac}) in {table:?}");
+    }
+    let arp = ctl(&lab, "s1", "arp");
+    for host in ["a", "b", "c"] {
+        let ip = ip(&lab, host).to_string();
+        assert!(
+            arp.as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["ip"] == ip.as_str()),
+            "switch ARP cache lacks {host} ({ip}): {arp}"
+        );
+    }
+    // Payload intact both ways, and TCP at the paced line rate: >= 90 % of 100 Mbit/s and not
+    // above it (the switch paces; an AF_XDP send skips the qdiscs, so nothing else limits it).
+    let ns = |n| lab.netns(n).unwrap();
+    assert!(tools::socat_tcp_transfer(ns("c"), ns("a"), ip(&lab, "c"), 5001, 1 << 20).unwrap());
+    assert!(tools::socat_udp_transfer(ns("a"), ns("b"), ip(&lab, "a"), 5002, 64 << 10).unwrap());
+    let _server = Iperf3Server::start(ns("c"), 5201).unwrap();
+    let r = tools::iperf3_tcp(ns("a"), ip(&lab, "c"), 5201, 5, &Iperf3Opts::default()).unwrap();
+    assert!(
+        r.receiver_bps >= 0.90 * 100e6 && r.receiver_bps <= 100e6,
+        "TCP a->c {:.1} Mbit/s, want 90..100",
+        r.receiver_bps / 1e6
+    );
+    let stats = ctl(&lab, "s1", "stats");
+    assert_eq!(stats["switch"]["drop_malformed"], 0, "{stats}");
+    down_clean(lab);
+}
+
+#[test]
+fn the_guarantee_demo_holds_on_af_xdp_switch_ports() {
+    if !root_or_skip("the_guarantee_demo_holds_on_af_xdp_switch_ports") {
+        return;
+    }
+    // The demo takes the lab serial lock itself and removes its labs on every path.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rtlan"))
+        .args(["demo", "--json", "--no-plot", "--seconds", "4"])
+        .args(["--data-plane", "af_xdp"])
+        .output()
+        .expect("run rtlan demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "demo printed no JSON ({e}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    eprintln!("{doc:#}");
+    assert_eq!(doc["data_plane"], "af_xdp", "{doc}");
+    // lab_guarantee.rs's criterion and reasoning: d's port is offered about 250 Mbit/s for 100;
+    // a switch that did not serve the connection first would deliver about 20 Mbit/s with
+    // about 60 % loss.
+    let rt = demo_reserved_flow(&doc, "rtlan");
+    let delivered = rt["delivered_bps"].as_f64().expect("delivered_bps");
+    assert!(
+        (delivered - 50e6).abs() <= 0.03 * 50e6,
+        "rtlan on AF_XDP: reserved flow delivered {delivered} bit/s, not within 3 %: {rt}"
+    );
+    assert_eq!(rt["loss_pct"].as_f64(), Some(0.0), "lost datagrams: {rt}");
+    assert_eq!(out.status.code(), Some(0), "demo exit status");
 }

@@ -140,7 +140,7 @@ fn build(
     let topology = Topology::from_str(&topology_text(variant, switch_cpu), "bench forward")
         .context("the benchmark topology")?;
     let mut options = LabOptions::new(exe);
-    options.router_data_plane = data_plane;
+    options.data_plane = data_plane;
     let lab =
         Lab::up(&topology, &name, &options).with_context(|| format!("building lab `{name}`"))?;
     let ping = rtlan_lab::tools::ping(

@@ -55,7 +55,9 @@ pub fn run_one(
     // A crashed earlier run with the same pid may have left it behind.
     let _ = rtlan_lab::down(&name);
     progress(Step::Message(format!("{}: building the lab", kind.name())));
-    let lab = Lab::up(&topology, &name, &LabOptions::new(exe))?;
+    let mut options = LabOptions::new(exe);
+    options.data_plane = scenario.data_plane;
+    let lab = Lab::up(&topology, &name, &options)?;
     let flows = traffic(scenario, exe, &lab, kind, progress);
     lab.down()?;
     flows

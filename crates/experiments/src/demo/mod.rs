@@ -131,6 +131,8 @@ pub struct Guarantee {
     pub listen: Duration,
     /// The pass criterion.
     pub criterion: Criterion,
+    /// The rtlan switch's port sockets in the lab (docs/afxdp.md); the simulator has none.
+    pub data_plane: rtlan_linux::xdp::DataPlane,
 }
 
 /// The reserved (on the bridge: offered) rate of the a → d stream, bits per second of whole
@@ -207,6 +209,7 @@ impl Guarantee {
                 tolerance: RATE_TOLERANCE,
                 max_loss_pct: 0.0,
             },
+            data_plane: rtlan_linux::xdp::DataPlane::AfPacket,
         }
     }
 

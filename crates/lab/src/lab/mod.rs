@@ -157,9 +157,9 @@ pub struct LabOptions {
     /// How long a switch, router or BIRD may take until its control socket accepts a
     /// connection.
     pub switch_timeout: Duration,
-    /// The sockets of the rtlan routers' ports (`data_plane` in their configuration,
-    /// docs/afxdp.md); AF_PACKET unless a benchmark or test asks otherwise.
-    pub router_data_plane: rtlan_linux::xdp::DataPlane,
+    /// The sockets of the rtlan switches' and routers' ports (`data_plane` in their
+    /// configuration, docs/afxdp.md); AF_PACKET unless a benchmark or test asks otherwise.
+    pub data_plane: rtlan_linux::xdp::DataPlane,
 }
 
 impl LabOptions {
@@ -168,7 +168,7 @@ impl LabOptions {
         LabOptions {
             rtlan_exe: rtlan_exe.into(),
             switch_timeout: Duration::from_secs(10),
-            router_data_plane: rtlan_linux::xdp::DataPlane::AfPacket,
+            data_plane: rtlan_linux::xdp::DataPlane::AfPacket,
         }
     }
 }

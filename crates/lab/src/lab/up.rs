@@ -488,7 +488,8 @@ fn build(
         let socket = dir.join(format!("{}.sock", s.name));
         let log = dir.join(format!("{}.log", s.name));
         let text =
-            switches::render_config(topology, &s.name, opts, dir, &socket).map_err(switch_err)?;
+            switches::render_config(topology, &s.name, opts, options.data_plane, dir, &socket)
+                .map_err(switch_err)?;
         daemon::write_config(&config, &text).map_err(switch_err)?;
         let launch = Launch {
             exe: &options.rtlan_exe,
@@ -607,7 +608,7 @@ fn start_router(
     let config = dir.join(format!("{}.toml", r.name));
     let socket = dir.join(format!("{}.sock", r.name));
     let log = dir.join(format!("{}.log", r.name));
-    let text = routers::render_config(&state.topology, r, &socket, options.router_data_plane)
+    let text = routers::render_config(&state.topology, r, &socket, options.data_plane)
         .map_err(router_err)?;
     daemon::write_config(&config, &text).map_err(router_err)?;
     let launch = Launch {

@@ -117,6 +117,8 @@ pub struct Config {
     pub busy_poll: bool,
     /// Send with `PACKET_QDISC_BYPASS` (skips `tc` qdiscs on the ports).
     pub qdisc_bypass: bool,
+    /// The ports' sockets (docs/afxdp.md); AF_XDP ports always bypass the qdiscs.
+    pub data_plane: crate::xdp::DataPlane,
     /// Slots per RX and per TX ring of each port.
     pub ring_frames: usize,
     /// A real-time connection with no REFRESH for this long is released; zero = never.
@@ -183,6 +185,7 @@ struct RawConfig {
     cpu: Option<usize>,
     busy_poll: Option<bool>,
     qdisc_bypass: Option<bool>,
+    data_plane: Option<crate::xdp::DataPlane>,
     ring_frames: Option<Spanned<usize>>,
     refresh_timeout: Option<Spanned<String>>,
     realtime_cap_percent: Option<Spanned<u8>>,
@@ -488,6 +491,7 @@ impl Config {
             cpu: raw.cpu,
             busy_poll: raw.busy_poll.unwrap_or(false),
             qdisc_bypass: raw.qdisc_bypass.unwrap_or(false),
+            data_plane: raw.data_plane.unwrap_or_default(),
             ring_frames,
             refresh_timeout,
             realtime_cap_percent,
@@ -607,6 +611,7 @@ struct ConfigView<'a> {
     cpu: Option<usize>,
     busy_poll: bool,
     qdisc_bypass: bool,
+    data_plane: crate::xdp::DataPlane,
     ring_frames: usize,
     refresh_timeout: String,
     realtime_cap_percent: u8,
@@ -643,6 +648,7 @@ impl serde::Serialize for Config {
             cpu: self.cpu,
             busy_poll: self.busy_poll,
             qdisc_bypass: self.qdisc_bypass,
+            data_plane: self.data_plane,
             ring_frames: self.ring_frames,
             refresh_timeout: format_duration(self.refresh_timeout),
             realtime_cap_percent: self.realtime_cap_percent,

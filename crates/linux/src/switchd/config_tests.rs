@@ -16,6 +16,7 @@ control_socket = "/run/rtlan/s1.sock"
 cpu = 1
 busy_poll = true
 qdisc_bypass = true
+data_plane = "af_xdp"
 ring_frames = 512
 refresh_timeout = "45s"
 
@@ -55,6 +56,7 @@ fn full_config_parses_every_key() {
     assert_eq!(c.cpu, Some(1));
     assert!(c.busy_poll);
     assert!(c.qdisc_bypass);
+    assert_eq!(c.data_plane, crate::xdp::DataPlane::AfXdp);
     assert_eq!(c.ring_frames, 512);
     assert_eq!(c.refresh_timeout, Duration::from_secs(45));
     assert_eq!(
@@ -91,8 +93,17 @@ fn minimal_config_takes_defaults() {
     assert_eq!(c.control_socket, None);
     assert!(!c.busy_poll);
     assert!(!c.qdisc_bypass);
+    assert_eq!(c.data_plane, crate::xdp::DataPlane::AfPacket);
     assert_eq!(c.ring_frames, DEFAULT_RING_FRAMES);
     assert_eq!(c.refresh_timeout, Duration::from_secs(30));
+}
+
+#[test]
+fn an_unknown_data_plane_names_its_line() {
+    let (line, message) =
+        invalid_line("name = \"s\"\ndata_plane = \"dpdk\"\n[[port]]\nifname = \"a\"\n");
+    assert_eq!(line, 2, "{message}");
+    assert!(message.contains("af_xdp"), "{message}");
 }
 
 #[test]

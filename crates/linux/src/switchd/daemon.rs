@@ -13,13 +13,13 @@ use super::{Config, Error, RunReport, ShellStats};
 use crate::clock;
 use crate::driver::{Driver, DriverOptions};
 use crate::mgmt::MgmtError;
-use crate::packet::PacketPort;
 use crate::timer::LatenessStats;
+use crate::xdp::AnyPort;
 
 /// The switch daemon's state while it runs.
 pub(super) struct Daemon {
     config: Config,
-    driver: Driver<Switch, PacketPort>,
+    driver: Driver<Switch, AnyPort>,
     /// Closed (and its socket file removed) when the daemon drops.
     control: Option<ControlServer>,
 }
@@ -27,10 +27,10 @@ pub(super) struct Daemon {
 impl Daemon {
     pub(super) fn new(
         config: Config,
-        ports: Vec<PacketPort>,
+        ports: Vec<AnyPort>,
         control_path: Option<&Path>,
     ) -> Result<Self, Error> {
-        let macs: Vec<_> = ports.iter().map(PacketPort::mac).collect();
+        let macs: Vec<_> = ports.iter().map(crate::driver::Port::mac).collect();
         let mut switch_config = config.switch_config(&macs);
         // Signed sequence numbers keep growing across restarts (RFC 2747 §3).
         switch_config.rt.auth_seq_base = crate::keys::sequence_base();
@@ -106,7 +106,7 @@ impl Daemon {
     }
 }
 
-fn shell_stats(driver: &Driver<Switch, PacketPort>, control: Option<&ControlServer>) -> ShellStats {
+fn shell_stats(driver: &Driver<Switch, AnyPort>, control: Option<&ControlServer>) -> ShellStats {
     ShellStats {
         ports: driver.port_stats(),
         loop_iterations: driver.loop_iterations(),

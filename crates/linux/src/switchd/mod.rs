@@ -3,8 +3,9 @@
 //! [`driver`](crate::driver), plus what is the switch's own: its configuration file and its
 //! control socket.
 //!
-//! [`run`] prepares the thread (CPU pinning, SCHED_FIFO), opens one [`PacketPort`] per
-//! configured interface, builds the core [`Switch`](rtlan_core::switch::Switch) with the
+//! [`run`] prepares the thread (CPU pinning, SCHED_FIFO), opens one port per configured
+//! interface (an AF_PACKET [`PacketPort`](crate::packet::PacketPort) or, with `data_plane`, an
+//! AF_XDP [`XdpPort`](crate::xdp::XdpPort) steered to take every frame), builds the core [`Switch`](rtlan_core::switch::Switch) with the
 //! interfaces' MACs, and hands both to a [`Driver`](crate::driver::Driver), whose loop also
 //! serves the control socket's requests between data-plane iterations.
 //!
@@ -33,8 +34,9 @@ pub use control::{ControlError, Request, MAX_CONNECTIONS, MAX_REQUEST_LINE};
 pub use stp_config::StpSpec;
 
 use crate::driver::DriverError;
-use crate::packet::{PacketError, PacketPort};
+use crate::packet::PacketError;
 use crate::timer::{LatenessStats, TimerError};
+use crate::xdp::{AnyPort, AnyPortError, Steering};
 
 pub use crate::driver::{PortStats as ShellPortStats, RX_BATCH, RX_QUANTUM};
 
@@ -50,6 +52,9 @@ pub enum Error {
         #[source]
         source: PacketError,
     },
+    /// An AF_XDP port could not be opened (`data_plane = "af_xdp"`).
+    #[error(transparent)]
+    Xdp(#[from] crate::xdp::XdpError),
     /// The core refused the configuration.
     #[error("switch core: {0}")]
     Core(#[from] rtlan_core::switch::ConfigError),
@@ -145,12 +150,23 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         .ports
         .iter()
         .map(|p| {
-            PacketPort::open(&p.ifname, &options).map_err(|source| Error::Port {
-                ifname: p.ifname.clone(),
-                source,
-            })
+            let port = AnyPort::open(
+                &p.ifname,
+                config.data_plane,
+                &Steering::Everything,
+                &options,
+            )
+            .map_err(|e| match e {
+                AnyPortError::Packet(source) => Error::Port {
+                    ifname: p.ifname.clone(),
+                    source,
+                },
+                AnyPortError::Xdp(source) => Error::Xdp(source),
+            })?;
+            tracing::info!(ifname = %p.ifname, kind = port.kind(), "port open");
+            Ok(port)
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, Error>>()?;
     let control_path: Option<PathBuf> = config.control_socket.clone();
     let mut daemon = daemon::Daemon::new(config, ports, control_path.as_deref())?;
     daemon.run(shutdown)?;

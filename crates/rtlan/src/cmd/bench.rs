@@ -92,7 +92,7 @@ pub(crate) struct ForwardArgs {
     /// router r1 between them) instead of the switch against the bridge.
     #[arg(long)]
     router: bool,
-    /// With --router: the rtlan router's port sockets (docs/afxdp.md).
+    /// The rtlan switch's or router's port sockets (docs/afxdp.md).
     #[arg(long, value_enum, default_value = "af_packet")]
     data_plane: DataPlaneArg,
     /// Leave the labs running afterwards (remove them with `rtlan lab down --name …`).
@@ -109,6 +109,15 @@ pub(crate) enum DataPlaneArg {
     /// AF_XDP sockets with the steering program.
     #[value(name = "af_xdp")]
     AfXdp,
+}
+
+impl From<DataPlaneArg> for rtlan_linux::xdp::DataPlane {
+    fn from(arg: DataPlaneArg) -> Self {
+        match arg {
+            DataPlaneArg::AfPacket => rtlan_linux::xdp::DataPlane::AfPacket,
+            DataPlaneArg::AfXdp => rtlan_linux::xdp::DataPlane::AfXdp,
+        }
+    }
 }
 
 /// Arguments of `bench setup`.
@@ -155,10 +164,7 @@ pub(crate) fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
                 msg_size: args.msg_size,
                 offloads_baseline: !args.no_offloads_baseline,
                 router: args.router,
-                data_plane: match args.data_plane {
-                    DataPlaneArg::AfPacket => rtlan_linux::xdp::DataPlane::AfPacket,
-                    DataPlaneArg::AfXdp => rtlan_linux::xdp::DataPlane::AfXdp,
-                },
+                data_plane: args.data_plane.into(),
                 keep: args.keep,
                 exe: exe()?,
             };

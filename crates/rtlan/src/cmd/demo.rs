@@ -17,6 +17,7 @@ use anyhow::Context;
 use clap::Args;
 use rtlan_experiments::demo::{self, Flow, Guarantee, SwitchKind};
 
+use super::bench::DataPlaneArg;
 use super::runner::{bar, draw, BackendArg};
 
 /// Arguments of `rtlan demo`.
@@ -45,11 +46,15 @@ pub(crate) struct DemoArgs {
     /// discrete-event simulator, once it has a runner for this scenario).
     #[arg(long, value_enum, default_value_t)]
     backend: BackendArg,
+    /// The rtlan switch's port sockets in the lab (docs/afxdp.md).
+    #[arg(long, value_enum, default_value = "af_packet")]
+    data_plane: DataPlaneArg,
 }
 
 pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().context("locating the rtlan executable")?;
-    let scenario = Guarantee::new(args.seconds);
+    let mut scenario = Guarantee::new(args.seconds);
+    scenario.data_plane = args.data_plane.into();
     let progress = bar("{spinner} [{bar:30}] {msg}")?;
     progress.enable_steady_tick(Duration::from_millis(120));
     let runs = demo::run(args.backend.into(), &scenario, &exe, &|s| {
@@ -58,7 +63,13 @@ pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     progress.finish_and_clear();
     let runs = runs?;
 
-    let doc = demo::results_json(&runs);
+    let mut doc = demo::results_json(&runs);
+    if let Some(obj) = doc.as_object_mut() {
+        obj.insert(
+            "data_plane".to_string(),
+            serde_json::to_value(scenario.data_plane)?,
+        );
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {

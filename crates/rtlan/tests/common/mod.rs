@@ -436,3 +436,20 @@ pub fn star4(kind: &str) -> String {
     }
     text
 }
+
+/// The `rtlan demo --json` document's a → d flow of the run on `switch` (`rtlan` or
+/// `linux-bridge`).
+pub fn demo_reserved_flow<'a>(doc: &'a serde_json::Value, switch: &str) -> &'a serde_json::Value {
+    let run = doc["runs"]
+        .as_array()
+        .expect("runs is an array")
+        .iter()
+        .find(|r| r["switch"] == switch)
+        .unwrap_or_else(|| panic!("no {switch} run in {doc}"));
+    run["flows"]
+        .as_array()
+        .expect("flows is an array")
+        .iter()
+        .find(|f| f["name"].as_str().is_some_and(|n| n.starts_with("a→d")))
+        .unwrap_or_else(|| panic!("no a→d flow in {run}"))
+}
