@@ -22,6 +22,7 @@ pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
 pub mod mpls;
+pub mod rether;
 pub mod rewrite;
 pub mod rsvp;
 pub mod stp;
