@@ -9,6 +9,7 @@ pub mod bwm;
 pub mod egress;
 pub mod node;
 pub mod prefix;
+pub mod rether;
 pub mod router;
 pub mod rsvp;
 pub mod rtcd;
