@@ -13,6 +13,7 @@ pub mod rether;
 pub mod router;
 pub mod rsvp;
 pub mod rtcd;
+pub mod segment;
 pub mod shaper;
 pub mod stats;
 pub mod stp;
