@@ -39,6 +39,7 @@ fn token() -> TokenRepr {
         phase: Phase::NonRealTime,
         rt_next: 0,
         nrt_next: Some(id(3)),
+        pass: 0,
         members: vec![
             Member {
                 id: id(1),

@@ -31,8 +31,11 @@
 //!   paper's timer is the residual time on the token; a successor may hold longer than a small
 //!   residual (its THT; a whole TRT as the first RT sender at a cycle's start), so the timer here
 //!   is the largest of those plus twice the token cost and a configured slack (software latency).
-//!   On expiry the successor is marked dead, its reservations are released and the token goes to
-//!   the next live station; a station that sees itself dead in a token (a lost acknowledgement)
+//!   On the first expiry the pass is sent again (it may have collided with a JOIN and been
+//!   dropped after 16 attempts); every pass carries a pass number, so a successor that already
+//!   took the token answers a repeat by repeating its own pass rather than holding the token
+//!   twice. On the second expiry the successor is marked dead, its reservations are released and
+//!   the token goes to the next live station; a station that sees itself dead in a token (a lost acknowledgement)
 //!   announces itself again. **Token loss** (the paper's future work): no holder keeps the token
 //!   longer than a TRT and every pass is heard, so a station in RETHER mode that hears no token
 //!   for TRT + slack regenerates it with a SWITCH flagged REGENERATE for the next generation
@@ -249,6 +252,12 @@ struct AckWait {
     successor: NodeId,
     deadline: Instant,
     token: TokenRepr,
+    /// The pass as sent, for one retransmission.
+    repr: Repr,
+    /// How long to wait for the pass to be heard.
+    wait: Duration,
+    /// Retransmitted once already.
+    retried: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -271,7 +280,7 @@ enum State {
     Rether {
         generation: u32,
         holding: Option<Holding>,
-        ack: Option<AckWait>,
+        ack: Option<Box<AckWait>>,
         /// When a token was last heard (any holder).
         heard: Instant,
     },
@@ -302,6 +311,10 @@ pub struct Station {
     cycle_started: Option<Instant>,
     /// The (generation, cycle) in which this station last re-announced itself.
     announced: Option<(u32, u32)>,
+    /// The (generation, cycle, pass) of the last token this station took, and the pass it
+    /// sent on: a second copy of a taken token (its predecessor did not hear the pass) is
+    /// answered by sending that pass again, not by holding the token twice.
+    taken: Option<((u32, u32, u16), Option<Repr>)>,
     events: VecDeque<Event>,
     stats: Stats,
 }
@@ -327,6 +340,7 @@ impl Station {
             to_self: None,
             cycle_started: None,
             announced: None,
+            taken: None,
             events: VecDeque::new(),
             stats: Stats::default(),
         };
@@ -426,6 +440,11 @@ impl Station {
                 self.events.push_back(Event::Closed { session });
             }
         }
+    }
+
+    /// Non-real-time frames waiting.
+    pub fn nrt_queued(&self) -> usize {
+        self.nrt.len()
     }
 
     /// Queues a non-real-time frame (a whole Ethernet frame); `false` if dropped (queue full or
@@ -596,6 +615,7 @@ impl Station {
             phase: Phase::NonRealTime,
             rt_next: 0,
             nrt_next: None,
+            pass: 0,
             members,
             sessions,
         };
@@ -857,10 +877,20 @@ impl Station {
         let nrt_visit_fits = h.session.is_none()
             && token.phase == Phase::NonRealTime
             && (h.frames > 0 || self.nrt.is_empty());
+        // The token frame's own wire time is a cost of the pass as well.
+        let token_frame = rtlan_wire::ethernet::HEADER_LEN
+            + rether::HEADER_LEN
+            + 28
+            + 2 * token.members.len()
+            + 16 * token.sessions.len();
         let charge = h
             .spent_ns
             .max(nanos(now.saturating_duration_since(h.arrived)))
-            .saturating_add(nanos(self.config.token_cost));
+            .saturating_add(nanos(self.config.token_cost))
+            .saturating_add(nanos(rtlan_wire::tx_time(
+                token_frame,
+                self.config.rate_bps,
+            )));
         token.residual_ns = u64::from(token.residual_ns).saturating_sub(charge) as u32;
         let me = self.config.id;
         let first_rt = token.sessions.first().map(|s| s.sender);
@@ -903,11 +933,21 @@ impl Station {
         &mut self,
         now: Instant,
         generation: u32,
-        token: TokenRepr,
+        mut token: TokenRepr,
         dest: NodeId,
     ) -> Repr {
         let me = self.config.id;
+        token.pass = token.pass.wrapping_add(1);
         self.last_token = Some(token.clone());
+        let repr = Repr {
+            generation,
+            source: me,
+            dest: Dest::Node(dest),
+            message: Message::Token(token.clone()),
+        };
+        if let Some((_, sent)) = &mut self.taken {
+            *sent = Some(repr.clone());
+        }
         if dest == me {
             self.to_self = Some((now + self.config.token_cost, token.clone()));
         } else {
@@ -928,20 +968,19 @@ impl Station {
             let wait = max_tht.max(u64::from(token.residual_ns)).max(cycle_start)
                 + 2 * nanos(self.config.token_cost)
                 + nanos(self.config.ack_slack);
+            let wait = Duration::from_nanos(wait);
             if let State::Rether { ack, .. } = &mut self.state {
-                *ack = Some(AckWait {
+                *ack = Some(Box::new(AckWait {
                     successor: dest,
-                    deadline: now + Duration::from_nanos(wait),
-                    token: token.clone(),
-                });
+                    deadline: now + wait,
+                    token,
+                    repr: repr.clone(),
+                    wait,
+                    retried: false,
+                }));
             }
         }
-        Repr {
-            generation,
-            source: me,
-            dest: Dest::Node(dest),
-            message: Message::Token(token),
-        }
+        repr
     }
 
     /// The successor never passed the token on: it is dead (§2.4). Its sessions are released and
@@ -1091,16 +1130,22 @@ impl Station {
                 heard: now,
             });
         }
-        if token
+        let member = token
             .members
             .iter()
-            .any(|m| m.id == self.config.id && m.dead)
-            && self.announced != Some((generation, token.cycle))
-        {
-            // Declared dead by mistake (a lost acknowledgement): announce ourselves again,
-            // once per cycle until a holder takes us back.
+            .any(|m| m.id == self.config.id && !m.dead);
+        if !member && self.announced != Some((generation, token.cycle)) {
+            // Not on the token, or declared dead by mistake (a lost acknowledgement, a JOIN
+            // lost to a collision): announce ourselves again, once per cycle until a holder
+            // takes us in.
             self.announced = Some((generation, token.cycle));
-            self.queue_control(GROUP, Dest::All, Message::Join);
+            let pending = self
+                .control
+                .iter()
+                .any(|(_, r)| matches!(r.message, Message::Join));
+            if !pending {
+                self.queue_control(GROUP, Dest::All, Message::Join);
+            }
         }
         self.last_token = Some(token.clone());
         if let State::Rether { ack, heard, .. } = &mut self.state {
@@ -1110,6 +1155,17 @@ impl Station {
             }
         }
         if dest == Dest::Node(self.config.id) {
+            let identity = (generation, token.cycle, token.pass);
+            if let Some((taken, sent)) = &self.taken {
+                if *taken == identity {
+                    // Our pass went unheard: send it again.
+                    if let Some(repr) = sent.clone() {
+                        self.control.push_back((GROUP, repr));
+                    }
+                    return;
+                }
+            }
+            self.taken = Some((identity, None));
             self.receive_token(now, token);
         }
     }
@@ -1163,8 +1219,17 @@ impl Station {
                 ..
             } => {
                 if ack.as_ref().is_some_and(|a| a.deadline <= now) {
-                    let wait = ack.take().expect("checked");
-                    self.successor_dead(now, wait);
+                    let mut wait = ack.take().expect("checked");
+                    if wait.retried {
+                        self.successor_dead(now, *wait);
+                    } else {
+                        // The pass may have been lost (a collision with a JOIN, excessive
+                        // collisions): send it once more before calling the successor dead.
+                        wait.retried = true;
+                        wait.deadline = now + wait.wait;
+                        self.control.push_back((GROUP, wait.repr.clone()));
+                        *ack = Some(wait);
+                    }
                 } else if holding.is_none()
                     && ack.is_none()
                     && self.to_self.is_none()

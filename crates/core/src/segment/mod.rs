@@ -164,6 +164,13 @@ impl Bus {
         &self.stats
     }
 
+    /// Frames waiting in attachment `port`'s queue (its NIC's transmit buffer).
+    pub fn queued(&self, port: PortId) -> usize {
+        self.attachments
+            .get(usize::from(port.0))
+            .map_or(0, |a| a.queue.len())
+    }
+
     /// The configuration.
     pub fn config(&self) -> &BusConfig {
         &self.config

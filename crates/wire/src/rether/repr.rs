@@ -92,6 +92,9 @@ pub struct TokenRepr {
     /// Where the NRT round robin resumes: the first station not visited in the previous cycle,
     /// `None` = the lowest id.
     pub nrt_next: Option<NodeId>,
+    /// Passes of this token so far (wraps): with the generation and cycle it names one pass, so
+    /// that a retransmitted pass is recognised.
+    pub pass: u16,
     /// Every station known, ascending by id, with its dead flag (≤ [`MAX_MEMBERS`]).
     pub members: Vec<Member>,
     /// The RT-set in visiting order (≤ [`MAX_SESSIONS`]).
@@ -403,6 +406,7 @@ fn parse_token(body: &[u8]) -> Result<TokenRepr> {
         cycle: be32(body, 12),
         phase,
         rt_next: be16(body, 24),
+        pass: be16(body, 26),
         nrt_next,
         members,
         sessions,
@@ -443,7 +447,7 @@ fn emit_token(t: &TokenRepr, body: &mut [u8]) {
     body[20..22].copy_from_slice(&(t.members.len() as u16).to_be_bytes());
     body[22..24].copy_from_slice(&(t.sessions.len() as u16).to_be_bytes());
     body[24..26].copy_from_slice(&t.rt_next.to_be_bytes());
-    body[26..28].fill(0);
+    body[26..28].copy_from_slice(&t.pass.to_be_bytes());
     for (i, m) in t.members.iter().enumerate() {
         let raw = m.id.get() | if m.dead { DEAD_BIT } else { 0 };
         let at = TOKEN_FIXED_LEN + 2 * i;

@@ -40,6 +40,7 @@ fn token_repr() -> Repr {
             phase: Phase::RealTime,
             rt_next: 0,
             nrt_next: None,
+            pass: 0,
             members: vec![
                 Member {
                     id: id(1),
@@ -375,6 +376,7 @@ fn token() -> impl Strategy<Value = TokenRepr> {
                 },
                 rt_next: next % (sessions.len() as u16 + 1),
                 nrt_next,
+                pass: next.wrapping_mul(7),
                 members: members
                     .into_iter()
                     .map(|(id, dead)| Member { id, dead })
