@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
+use crate::methods::{self, Cross, Method, MethodBounds, PortView};
 use crate::netfile::{FlowSpec, NetFile};
 use crate::network::GRID;
 use crate::rational::{ArithError, Q};
@@ -244,8 +245,26 @@ pub struct PortReport {
 pub struct FlowReport {
     /// Name.
     pub name: String,
-    /// Σ port delay bounds + host delay, s; `None` when not finite.
+    /// The tightest sound bound (host delay included), s: the minimum of [`FlowReport::bounds`];
+    /// `None` when not finite.
     pub delay_bound: Option<Q>,
+    /// The method that gave [`FlowReport::delay_bound`].
+    pub method: Option<Method>,
+    /// The bound of every method (TFA: Σ port delay bounds + host delay).
+    pub bounds: MethodBounds,
+}
+
+impl FlowReport {
+    /// The report of a flow from its bounds by every method.
+    pub fn from_bounds(name: String, bounds: MethodBounds) -> FlowReport {
+        let best = bounds.best();
+        FlowReport {
+            name,
+            delay_bound: best.map(|b| b.0),
+            method: best.map(|b| b.1),
+            bounds,
+        }
+    }
 }
 
 /// A violated admission constraint.
@@ -491,7 +510,8 @@ pub fn analyze(topo: &Topology, flows: &[Flow]) -> Result<Report, AnalysisError>
             }
         }
     }
-    for f in flows {
+    let fifo = fifo_pass(topo, flows, &order, &at, &delays)?;
+    for (fi, f) in flows.iter().enumerate() {
         let mut total = Some(f.host_delay);
         for hop in &f.hops {
             total = match (total, delays.get(&hop.port)) {
@@ -499,13 +519,139 @@ pub fn analyze(topo: &Topology, flows: &[Flow]) -> Result<Report, AnalysisError>
                 _ => None,
             };
         }
-        check_flow(f, total, &mut report.violations);
-        report.flows.push(FlowReport {
-            name: f.name.clone(),
-            delay_bound: total,
-        });
+        let bounds = match total {
+            Some(tfa) => fifo.flow_bounds(flows, &at, fi, tfa)?,
+            None => MethodBounds::default(),
+        };
+        let fr = FlowReport::from_bounds(f.name.clone(), bounds);
+        check_flow(f, fr.delay_bound, &mut report.violations);
+        report.flows.push(fr);
     }
     Ok(report)
+}
+
+/// The FIFO-aware TFA propagation of a whole network (see [`crate::methods`]): per port
+/// `(Σr, Σb, delay bound)` with FIFO-aware bursts, and every flow's burst at every hop.
+struct FifoPass {
+    ports: HashMap<PortKey, PortView>,
+    delays: HashMap<PortKey, Q>,
+    bursts: Vec<Vec<Option<Q>>>,
+}
+
+/// Runs the FIFO-aware propagation over the ports that have a TFA bound (`tfa_delays`), in the
+/// topological `order`.
+fn fifo_pass(
+    topo: &Topology,
+    flows: &[Flow],
+    order: &[PortKey],
+    at: &BTreeMap<PortKey, Vec<(usize, usize)>>,
+    tfa_delays: &HashMap<PortKey, Q>,
+) -> Result<FifoPass, AnalysisError> {
+    let mut bursts: Vec<Vec<Option<Q>>> = flows
+        .iter()
+        .map(|f| {
+            let mut v = vec![None; f.hops.len()];
+            v[0] = Some(f.burst);
+            v
+        })
+        .collect();
+    let mut ports = HashMap::new();
+    let mut delays = HashMap::new();
+    for key in order {
+        if !tfa_delays.contains_key(key) {
+            continue;
+        }
+        let entries = &at[key];
+        let (c, t_mux, _) = topo
+            .port(*key)
+            .ok_or_else(|| AnalysisError::BadPath(String::new()))?;
+        let mut sum_r = Q::ZERO;
+        let mut sum_b = Some(Q::ZERO);
+        let mut g_max = Q::ZERO;
+        for &(f, h) in entries {
+            let fl = &flows[f];
+            sum_r = sum_r.add(fl.rate)?;
+            sum_b = match (sum_b, bursts[f][h]) {
+                (Some(s), Some(b)) => {
+                    g_max = g_max.max(inflexion(b, fl.max_packet, fl.hops[h].peak, fl.rate)?);
+                    Some(s.add(b)?)
+                }
+                _ => None,
+            };
+        }
+        let Some(sum_b) = sum_b else { continue };
+        let (d, _) = port_bounds(c, t_mux, sum_b, sum_r, g_max)?;
+        for &(f, h) in entries {
+            if h + 1 < flows[f].hops.len() {
+                if let Some(b) = bursts[f][h] {
+                    let theta = methods::fifo_theta(c, t_mux, sum_b, b)?;
+                    bursts[f][h + 1] = Some(b.add(flows[f].rate.mul(d.min(theta))?)?);
+                }
+            }
+        }
+        delays.insert(*key, d);
+        ports.insert(
+            *key,
+            PortView {
+                key: *key,
+                c,
+                t_mux,
+                sum_r,
+                sum_b,
+            },
+        );
+    }
+    Ok(FifoPass {
+        ports,
+        delays,
+        bursts,
+    })
+}
+
+impl FifoPass {
+    /// Every method's bound for flow `fi`, whose TFA bound (host delay included) is `tfa`.
+    fn flow_bounds(
+        &self,
+        flows: &[Flow],
+        at: &BTreeMap<PortKey, Vec<(usize, usize)>>,
+        fi: usize,
+        tfa: Q,
+    ) -> Result<MethodBounds, ArithError> {
+        let f = &flows[fi];
+        let mut bounds = MethodBounds {
+            tfa: Some(tfa),
+            ..MethodBounds::default()
+        };
+        let views: Option<Vec<PortView>> =
+            f.hops.iter().map(|h| self.ports.get(&h.port).copied()).collect();
+        let own: Option<Vec<Q>> = self.bursts[fi].iter().copied().collect();
+        let (Some(views), Some(own)) = (views, own) else {
+            return Ok(bounds);
+        };
+        let mut t = f.host_delay;
+        for v in &views {
+            // Invariant: a port with a view has a delay.
+            t = t.add(self.delays.get(&v.key).copied().unwrap_or(Q::ZERO))?;
+        }
+        bounds.fifo_tfa = Some(t);
+        bounds.sfa = methods::sfa(f, &views, &own)?;
+        bounds.pmoo = methods::pmoo(f, &views, |j, push| {
+            for &(g, h) in &at[&views[j].key] {
+                if g == fi {
+                    continue;
+                }
+                // Invariant: every flow at a port with a view has a burst there.
+                let burst = self.bursts[g][h].unwrap_or(Q::ZERO);
+                push(Cross {
+                    flow: &flows[g],
+                    hop: h,
+                    burst,
+                })?;
+            }
+            Ok(())
+        })?;
+        Ok(bounds)
+    }
 }
 
 pub(crate) fn check_flow(f: &Flow, total: Option<Q>, violations: &mut Vec<Violation>) {
