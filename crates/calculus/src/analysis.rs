@@ -383,6 +383,17 @@ impl Report {
 
 /// Full analysis of a set of flows (issue 5 item 2).
 pub fn analyze(topo: &Topology, flows: &[Flow]) -> Result<Report, AnalysisError> {
+    Ok(analyze_with_bursts(topo, flows)?.0)
+}
+
+/// `[f][h]`: a burst of flow `f` at its `h`-th hop, `None` where not finite.
+pub(crate) type HopBursts = Vec<Vec<Option<Q>>>;
+
+/// [`analyze`], and every flow's FIFO-aware burst at every hop (`None` where not finite).
+pub(crate) fn analyze_with_bursts(
+    topo: &Topology,
+    flows: &[Flow],
+) -> Result<(Report, HopBursts), AnalysisError> {
     let mut report = Report::default();
     // Ports and the (flow, hop) entries at each.
     let mut at: BTreeMap<PortKey, Vec<(usize, usize)>> = BTreeMap::new();
@@ -527,7 +538,7 @@ pub fn analyze(topo: &Topology, flows: &[Flow]) -> Result<Report, AnalysisError>
         check_flow(f, fr.delay_bound, &mut report.violations);
         report.flows.push(fr);
     }
-    Ok(report)
+    Ok((report, fifo.bursts))
 }
 
 /// The FIFO-aware TFA propagation of a whole network (see [`crate::methods`]): per port
@@ -535,7 +546,7 @@ pub fn analyze(topo: &Topology, flows: &[Flow]) -> Result<Report, AnalysisError>
 struct FifoPass {
     ports: HashMap<PortKey, PortView>,
     delays: HashMap<PortKey, Q>,
-    bursts: Vec<Vec<Option<Q>>>,
+    bursts: HopBursts,
 }
 
 /// Runs the FIFO-aware propagation over the ports that have a TFA bound (`tfa_delays`), in the
@@ -547,7 +558,7 @@ fn fifo_pass(
     at: &BTreeMap<PortKey, Vec<(usize, usize)>>,
     tfa_delays: &HashMap<PortKey, Q>,
 ) -> Result<FifoPass, AnalysisError> {
-    let mut bursts: Vec<Vec<Option<Q>>> = flows
+    let mut bursts: HopBursts = flows
         .iter()
         .map(|f| {
             let mut v = vec![None; f.hops.len()];
@@ -580,7 +591,11 @@ fn fifo_pass(
             };
         }
         let Some(sum_b) = sum_b else { continue };
-        let (d, _) = port_bounds(c, t_mux, sum_b, sum_r, g_max)?;
+        // Both are bounds on the port's delay (each from valid arrival curves); the minimum
+        // also keeps FIFO-aware TFA at or below TFA despite the grid rounding of g.
+        let d = port_bounds(c, t_mux, sum_b, sum_r, g_max)?
+            .0
+            .min(tfa_delays[key]);
         for &(f, h) in entries {
             if h + 1 < flows[f].hops.len() {
                 if let Some(b) = bursts[f][h] {
@@ -622,8 +637,11 @@ impl FifoPass {
             tfa: Some(tfa),
             ..MethodBounds::default()
         };
-        let views: Option<Vec<PortView>> =
-            f.hops.iter().map(|h| self.ports.get(&h.port).copied()).collect();
+        let views: Option<Vec<PortView>> = f
+            .hops
+            .iter()
+            .map(|h| self.ports.get(&h.port).copied())
+            .collect();
         let own: Option<Vec<Q>> = self.bursts[fi].iter().copied().collect();
         let (Some(views), Some(own)) = (views, own) else {
             return Ok(bounds);

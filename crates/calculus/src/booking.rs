@@ -648,7 +648,7 @@ impl Booking {
             let (d, b) = port_bounds(p.c, p.t_mux, p.sum_b, p.sum_r, g_max)?;
             let fg_max = Q::new(p.fg.keys().next_back().copied().unwrap_or(0), GRID)?;
             let (fd, _) = port_bounds(p.c, p.t_mux, p.fsum_b, p.sum_r, fg_max)?;
-            (d, b, fd)
+            (d, b, fd.min(d))
         };
         let delay_changed = delay != p.delay;
         // θ of every flow here moves with Σb, so the FIFO bursts of all of them may move.
@@ -707,7 +707,7 @@ impl Booking {
                 let (ob, og) = (b.fbursts[h + 1], b.fgs[h + 1]);
                 b.fbursts[h + 1] = nfb;
                 b.fgs[h + 1] = ng;
-                if let Some(np) = np.as_deref_mut() {
+                if let Some(np) = np {
                     np.fsum_b = np.fsum_b.add(nfb.sub(ob)?)?;
                     if ng != og {
                         multiset_remove(&mut np.fg, og);

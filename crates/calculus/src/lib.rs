@@ -26,6 +26,8 @@ pub mod analysis;
 mod analysis_tests;
 pub mod booking;
 pub mod curve;
+#[cfg(test)]
+mod fluid;
 pub mod loser;
 pub mod methods;
 pub mod netfile;

@@ -166,9 +166,7 @@ pub(crate) fn sfa(f: &Flow, ports: &[PortView], bursts: &[Q]) -> Result<Option<Q
     }
     let peak = f.hops.first().map_or(rate, |h| h.peak);
     let own = tspec_delay(peak, f.max_packet, f.rate, f.burst, rate)?;
-    Ok(Some(
-        latency.add(own)?.add(f.host_delay)?.round_up(GRID)?,
-    ))
+    Ok(Some(latency.add(own)?.add(f.host_delay)?.round_up(GRID)?))
 }
 
 /// A cross flow at position `j` of the path of interest: the flow and its hop index there, and
@@ -184,7 +182,11 @@ pub(crate) struct Cross<'a> {
 
 /// PMOO bound (host delay included, rounded up), `None` without leftover rate. `cross(j, push)`
 /// must hand every flow other than `f` at `ports[j]` to `push`.
-pub(crate) fn pmoo<'a, F>(f: &Flow, ports: &[PortView], mut cross: F) -> Result<Option<Q>, ArithError>
+pub(crate) fn pmoo<'a, F>(
+    f: &Flow,
+    ports: &[PortView],
+    mut cross: F,
+) -> Result<Option<Q>, ArithError>
 where
     F: FnMut(usize, &mut dyn FnMut(Cross<'a>) -> Result<(), ArithError>) -> Result<(), ArithError>,
 {
@@ -214,8 +216,7 @@ where
             }
             let mut t = Q::ZERO;
             let mut m = 0;
-            while j + m < n && x.hop + m < hops.len() && hops[x.hop + m].port == ports[j + m].key
-            {
+            while j + m < n && x.hop + m < hops.len() && hops[x.hop + m].port == ports[j + m].key {
                 t = t.add(ports[j + m].t_mux)?;
                 m += 1;
             }
@@ -233,3 +234,7 @@ where
             .round_up(GRID)?,
     ))
 }
+
+#[cfg(test)]
+#[path = "methods_tests.rs"]
+mod tests;
