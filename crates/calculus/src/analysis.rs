@@ -596,11 +596,11 @@ fn fifo_pass(
         let d = port_bounds(c, t_mux, sum_b, sum_r, g_max)?
             .0
             .min(tfa_delays[key]);
+        let step = methods::FifoGrowth::new(c, t_mux, sum_b, d)?;
         for &(f, h) in entries {
             if h + 1 < flows[f].hops.len() {
                 if let Some(b) = bursts[f][h] {
-                    let theta = methods::fifo_theta(c, t_mux, sum_b, b)?;
-                    bursts[f][h + 1] = Some(b.add(flows[f].rate.mul(d.min(theta))?)?);
+                    bursts[f][h + 1] = Some(b.add(flows[f].rate.mul(step.growth(b)?)?)?);
                 }
             }
         }

@@ -665,7 +665,7 @@ impl Booking {
             p.fsum_b_settled = p.fsum_b;
             touched.ports.insert(key);
         }
-        let (c, t_mux, fsum_b) = (p.c, p.t_mux, p.fsum_b);
+        let step = crate::methods::FifoGrowth::new(p.c, p.t_mux, p.fsum_b, fdelay)?;
         let push: Vec<(u64, usize)> = if delay_changed || fifo_changed {
             p.flows.iter().map(|(&f, &h)| (f, h)).collect()
         } else {
@@ -682,8 +682,7 @@ impl Booking {
                 continue;
             };
             let nb = b.bursts[h].add(b.flow.rate.mul(delay)?)?;
-            let theta = crate::methods::fifo_theta(c, t_mux, fsum_b, b.fbursts[h])?;
-            let nfb = b.fbursts[h].add(b.flow.rate.mul(fdelay.min(theta))?)?;
+            let nfb = b.fbursts[h].add(b.flow.rate.mul(step.growth(b.fbursts[h])?)?)?;
             let (tfa_moves, fifo_moves) = (nb != b.bursts[h + 1], nfb != b.fbursts[h + 1]);
             if !tfa_moves && !fifo_moves {
                 continue;

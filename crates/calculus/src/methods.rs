@@ -116,6 +116,42 @@ pub(crate) fn fifo_theta(c: Q, t_mux: Q, sum_b: Q, own_b: Q) -> Result<Q, ArithE
     t_mux.add(sum_b.sub(own_b)?.div(c)?)?.round_up(GRID)
 }
 
+/// The delay a flow's burst grows by at one port under FIFO-aware TFA, min(d, θ), for every
+/// flow of the port: θ ≥ d exactly when the flow's burst is at most Σb − C·(d − t_mux), so the
+/// division of θ is done only for the flows where it can win.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FifoGrowth {
+    c: Q,
+    t_mux: Q,
+    sum_b: Q,
+    delay: Q,
+    threshold: Q,
+}
+
+impl FifoGrowth {
+    /// For a port of rate `c`, latency `t_mux`, Σb `sum_b` and delay bound `delay`.
+    pub(crate) fn new(c: Q, t_mux: Q, sum_b: Q, delay: Q) -> Result<FifoGrowth, ArithError> {
+        let threshold = sum_b.sub(c.mul(delay.sub(t_mux)?)?)?;
+        Ok(FifoGrowth {
+            c,
+            t_mux,
+            sum_b,
+            delay,
+            threshold,
+        })
+    }
+
+    /// min(d, θ) for a flow with burst `own_b` here (θ rounded up to the grid).
+    pub(crate) fn growth(&self, own_b: Q) -> Result<Q, ArithError> {
+        if own_b <= self.threshold {
+            return Ok(self.delay);
+        }
+        Ok(self
+            .delay
+            .min(fifo_theta(self.c, self.t_mux, self.sum_b, own_b)?))
+    }
+}
+
 /// Horizontal deviation of the T-SPEC `min(p·t + M, r·t + b)` against λ_R (no latency), exact;
 /// needs `r ≤ R`.
 pub(crate) fn tspec_delay(p: Q, m: Q, r: Q, b: Q, rate: Q) -> Result<Q, ArithError> {
