@@ -652,7 +652,8 @@ impl FifoPass {
             t = t.add(self.delays.get(&v.key).copied().unwrap_or(Q::ZERO))?;
         }
         bounds.fifo_tfa = Some(t);
-        bounds.sfa = methods::sfa(f, &views, &own)?;
+        // An overflow in SFA or PMOO leaves that method out; TFA still bounds the flow.
+        bounds.sfa = methods::sfa(f, &views, &own).unwrap_or(None);
         bounds.pmoo = methods::pmoo(f, &views, |j, push| {
             for &(g, h) in &at[&views[j].key] {
                 if g == fi {
@@ -667,7 +668,8 @@ impl FifoPass {
                 })?;
             }
             Ok(())
-        })?;
+        })
+        .unwrap_or(None);
         Ok(bounds)
     }
 }

@@ -287,6 +287,7 @@ impl Booking {
                 sum_b: p.fsum_b,
             });
         }
+        // As in `analyze`: an overflow in SFA or PMOO leaves that method out.
         let pmoo = methods::pmoo(f, &views, |j, push| {
             if let Some(p) = self.ports.get(&views[j].key) {
                 for (&g, &h) in &p.flows {
@@ -303,11 +304,12 @@ impl Booking {
                 }
             }
             Ok(())
-        })?;
+        })
+        .unwrap_or(None);
         Ok(MethodBounds {
             tfa: Some(self.tfa_bound(f)?),
             fifo_tfa: Some(fifo_tfa),
-            sfa: methods::sfa(f, &views, &b.fbursts)?,
+            sfa: methods::sfa(f, &views, &b.fbursts).unwrap_or(None),
             pmoo,
         })
     }
