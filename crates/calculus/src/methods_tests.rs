@@ -126,6 +126,41 @@ fn three_port_tandem_by_hand() {
 }
 
 #[test]
+fn admission_uses_the_tightest_bound() {
+    // The tandem above with a deadline on f between its PMOO bound (39/8) and its TFA bound
+    // (103/20): booked and admitted by `analyze`; with a deadline below 39/8, refused by both.
+    for (deadline, fits) in [(q(5), true), (frac(48, 10), false)] {
+        let mut file = line(3, 10, 1);
+        for h in ["a", "ax", "zf", "zx"] {
+            let s = if h.starts_with('a') { "s0" } else { "s2" };
+            file.links.push(link(h, s, 10));
+        }
+        file.flows
+            .push(spec("x", &["ax", "s0", "s1", "s2", "zx"], 2, 1, 9));
+        let mut f = spec("f", &["a", "s0", "s1", "s2", "zf"], 2, 1, 5);
+        f.deadline = Some(deadline);
+        file.flows.push(f);
+        let (topo, flows) = resolve(&file);
+        assert_eq!(analyze(&topo, &flows).unwrap().admitted(), fits);
+        let mut booking = crate::booking::Booking::new(topo);
+        booking.try_admit(flows[0].clone()).unwrap().unwrap();
+        match booking.try_admit(flows[1].clone()).unwrap() {
+            Ok(v) => {
+                assert!(fits);
+                assert_eq!(v.delay_bound, frac(39, 8));
+            }
+            Err(refusal) => {
+                assert!(!fits);
+                assert!(matches!(
+                    refusal.violations[..],
+                    [crate::analysis::Violation::DeadlineMissed { bound, .. }] if bound == frac(39, 8)
+                ));
+            }
+        }
+    }
+}
+
+#[test]
 fn leftover_from_tspec_burst_is_unsound() {
     // One port s0 → z, C = 10, t_mux = 1. Two cross flows from their own 10 bit/s links
     // (r 1, M 1, b 10, so g = 1): together they arrive at 2C for a second and pile up.
