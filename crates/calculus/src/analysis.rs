@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use crate::methods::{self, Cross, Method, MethodBounds, PortView};
+use crate::methods::{self, Method, MethodBounds, PortView};
 use crate::netfile::{FlowSpec, NetFile};
 use crate::network::GRID;
 use crate::rational::{ArithError, Q};
@@ -547,6 +547,8 @@ struct FifoPass {
     ports: HashMap<PortKey, PortView>,
     delays: HashMap<PortKey, Q>,
     bursts: HopBursts,
+    /// Per pair of consecutive hops (a → b): Σ of the bursts at b of the flows that go a → b.
+    from_prev: HashMap<(PortKey, PortKey), Q>,
 }
 
 /// Runs the FIFO-aware propagation over the ports that have a TFA bound (`tfa_delays`), in the
@@ -616,15 +618,26 @@ fn fifo_pass(
             },
         );
     }
+    let mut from_prev: HashMap<(PortKey, PortKey), Q> = HashMap::new();
+    for (f, fl) in flows.iter().enumerate() {
+        for (w, b) in fl.hops.windows(2).zip(&bursts[f][1..]) {
+            if let Some(b) = b {
+                let e = from_prev.entry((w[0].port, w[1].port)).or_insert(Q::ZERO);
+                *e = e.add(*b)?;
+            }
+        }
+    }
     Ok(FifoPass {
         ports,
         delays,
         bursts,
+        from_prev,
     })
 }
 
 impl FifoPass {
     /// Every method's bound for flow `fi`, whose TFA bound (host delay included) is `tfa`.
+    #[cfg_attr(not(test), allow(unused_variables))]
     fn flow_bounds(
         &self,
         flows: &[Flow],
@@ -654,22 +667,34 @@ impl FifoPass {
         bounds.fifo_tfa = Some(t);
         // An overflow in SFA or PMOO leaves that method out; TFA still bounds the flow.
         bounds.sfa = methods::sfa(f, &views, &own).unwrap_or(None);
-        bounds.pmoo = methods::pmoo(f, &views, |j, push| {
-            for &(g, h) in &at[&views[j].key] {
-                if g == fi {
-                    continue;
+        let from_prev: Vec<Q> = (0..views.len())
+            .map(|k| {
+                k.checked_sub(1)
+                    .and_then(|p| self.from_prev.get(&(views[p].key, views[k].key)))
+                    .copied()
+                    .unwrap_or(Q::ZERO)
+            })
+            .collect();
+        bounds.pmoo = methods::pmoo(f, &views, &own, &from_prev).unwrap_or(None);
+        #[cfg(test)]
+        {
+            // The per-port sum equals the paper's run-by-run sum (checked on every analysis the
+            // tests run).
+            let by_runs = methods::pmoo_by_runs(f, &views, |j, push| {
+                for &(g, h) in &at[&views[j].key] {
+                    if g != fi {
+                        push(methods::Cross {
+                            flow: &flows[g],
+                            hop: h,
+                            burst: self.bursts[g][h].unwrap_or(Q::ZERO),
+                        })?;
+                    }
                 }
-                // Invariant: every flow at a port with a view has a burst there.
-                let burst = self.bursts[g][h].unwrap_or(Q::ZERO);
-                push(Cross {
-                    flow: &flows[g],
-                    hop: h,
-                    burst,
-                })?;
-            }
-            Ok(())
-        })
-        .unwrap_or(None);
+                Ok(())
+            })
+            .unwrap_or(None);
+            assert_eq!(bounds.pmoo, by_runs, "PMOO of flow {}", f.name);
+        }
         Ok(bounds)
     }
 }

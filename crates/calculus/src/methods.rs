@@ -205,8 +205,55 @@ pub(crate) fn sfa(f: &Flow, ports: &[PortView], bursts: &[Q]) -> Result<Option<Q
     Ok(Some(latency.add(own)?.add(f.host_delay)?.round_up(GRID)?))
 }
 
+/// PMOO bound (host delay included, rounded up), `None` without leftover rate. `bursts[k]` is the
+/// flow's burst at `ports[k]`; `from_prev[k]` (k ≥ 1; `from_prev[0]` is not read) is Σ of the
+/// bursts at `ports[k]` of every flow, `f` included, whose previous hop is `ports[k − 1]`.
+///
+/// The cross term Σ_i (b_i + r_i·Σ_{k∈P_i} T_k) is summed per port, in O(hops): a cross flow
+/// starts a run at k unless it came from k − 1, so Σ_i b_i = Σ_k (Σb_k − b_f,k) −
+/// Σ_{k≥1} (from_prev[k] − b_f,k); and every cross flow at k is in exactly one run covering k, so
+/// Σ_i r_i·Σ_{k∈P_i} T_k = Σ_k T_k·(Σr_k − r_f). A test checks it against the run-by-run sum.
+pub(crate) fn pmoo(
+    f: &Flow,
+    ports: &[PortView],
+    bursts: &[Q],
+    from_prev: &[Q],
+) -> Result<Option<Q>, ArithError> {
+    let mut rate: Option<Q> = None;
+    let mut latency = Q::ZERO;
+    let mut charge = Q::ZERO;
+    for (k, (p, b)) in ports.iter().zip(bursts).enumerate() {
+        let cross_r = p.sum_r.sub(f.rate)?;
+        let left = p.c.sub(cross_r)?;
+        if !left.is_positive() {
+            return Ok(None);
+        }
+        rate = Some(rate.map_or(left, |r| r.min(left)));
+        latency = latency.add(p.t_mux)?;
+        charge = charge.add(p.sum_b.sub(*b)?)?.add(p.t_mux.mul(cross_r)?)?;
+        if k > 0 {
+            let staying = from_prev.get(k).copied().unwrap_or(Q::ZERO).sub(*b)?;
+            charge = charge.sub(staying)?;
+        }
+    }
+    let Some(rate) = rate else { return Ok(None) };
+    if f.rate > rate {
+        return Ok(None);
+    }
+    let peak = f.hops.first().map_or(rate, |h| h.peak);
+    let own = tspec_delay(peak, f.max_packet, f.rate, f.burst, rate)?;
+    Ok(Some(
+        latency
+            .add(charge.div(rate)?)?
+            .add(own)?
+            .add(f.host_delay)?
+            .round_up(GRID)?,
+    ))
+}
+
 /// A cross flow at position `j` of the path of interest: the flow and its hop index there, and
 /// its FIFO-aware burst at that hop.
+#[cfg(test)]
 pub(crate) struct Cross<'a> {
     /// The cross flow.
     pub flow: &'a Flow,
@@ -216,9 +263,10 @@ pub(crate) struct Cross<'a> {
     pub burst: Q,
 }
 
-/// PMOO bound (host delay included, rounded up), `None` without leftover rate. `cross(j, push)`
-/// must hand every flow other than `f` at `ports[j]` to `push`.
-pub(crate) fn pmoo<'a, F>(
+/// [`pmoo`] summed run by run, as in the paper (tests only). `cross(j, push)` must hand every
+/// flow other than `f` at `ports[j]` to `push`.
+#[cfg(test)]
+pub(crate) fn pmoo_by_runs<'a, F>(
     f: &Flow,
     ports: &[PortView],
     mut cross: F,
