@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
+use crate::booking::FastMap;
 use crate::methods::{self, Method, MethodBounds, PortView};
 use crate::netfile::{FlowSpec, NetFile};
 use crate::network::GRID;
@@ -544,11 +545,11 @@ pub(crate) fn analyze_with_bursts(
 /// The FIFO-aware TFA propagation of a whole network (see [`crate::methods`]): per port
 /// `(Σr, Σb, delay bound)` with FIFO-aware bursts, and every flow's burst at every hop.
 struct FifoPass {
-    ports: HashMap<PortKey, PortView>,
-    delays: HashMap<PortKey, Q>,
+    ports: FastMap<PortKey, PortView>,
+    delays: FastMap<PortKey, Q>,
     bursts: HopBursts,
     /// Per pair of consecutive hops (a → b): Σ of the bursts at b of the flows that go a → b.
-    from_prev: HashMap<(PortKey, PortKey), Q>,
+    from_prev: FastMap<(PortKey, PortKey), Q>,
 }
 
 /// Runs the FIFO-aware propagation over the ports that have a TFA bound (`tfa_delays`), in the
@@ -568,8 +569,8 @@ fn fifo_pass(
             v
         })
         .collect();
-    let mut ports = HashMap::new();
-    let mut delays = HashMap::new();
+    let mut ports = FastMap::default();
+    let mut delays = FastMap::default();
     for key in order {
         if !tfa_delays.contains_key(key) {
             continue;
@@ -618,7 +619,7 @@ fn fifo_pass(
             },
         );
     }
-    let mut from_prev: HashMap<(PortKey, PortKey), Q> = HashMap::new();
+    let mut from_prev: FastMap<(PortKey, PortKey), Q> = FastMap::default();
     for (f, fl) in flows.iter().enumerate() {
         for (w, b) in fl.hops.windows(2).zip(&bursts[f][1..]) {
             if let Some(b) = b {

@@ -28,7 +28,7 @@ use crate::rational::{ArithError, Q};
 /// module hands out, so the DoS resistance of the default SipHash buys nothing here and costs
 /// a large part of an admission.
 #[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl FxHasher {
     fn add(&mut self, word: u64) {
@@ -58,7 +58,7 @@ impl Hasher for FxHasher {
     }
 }
 
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 type FastSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// Errors from booking (refusals are [`Refusal`], not errors).
