@@ -13,6 +13,11 @@
 //! When `g_max < t_mux`, the backlog is taken at `t_mux` instead: `Σb + Σr·t_mux` (the generic
 //! vertical deviation).
 //!
+//! A flow's end-to-end bound is the tightest of TFA (Σ of its ports' bounds) and the methods of
+//! [`crate::methods`] — FIFO-aware TFA, SFA and PMOO — computed here after a second, FIFO-aware
+//! propagation of the bursts; [`FlowReport`] records every method's bound and which one won. The
+//! port reports and the buffer check stay TFA's.
+//!
 //! Rounding (all upward for bounds, see `docs/analyze.md`): each inflexion time `g_k` is rounded
 //! *down* to [`GRID`] (1 ps), which can only raise (4) and (6); each port delay bound is rounded
 //! *up* to the grid before it is reported or propagated.
