@@ -10,10 +10,11 @@
 //!   increasing, α_c an arrival curve of the cross traffic. We apply it with
 //!   α_c = γ_{r_c, b_c}, the cross flows' long-term token buckets (r_c = Σ r, b_c = Σ b of the
 //!   other flows at the port), which bound the cross T-SPECs from above, and θ = T + b_c/C: then
-//!   β_θ = β_{C − r_c, θ} exactly, increasing. We do **not** feed the T-SPEC itself with θ taken
-//!   from its burst at 0+ (Σ M): with peak-limited cross traffic that β_θ is not increasing and
-//!   the "leftover" β_{C − r_c, T + ΣM/C} is not a service curve (a test shows a trajectory that
-//!   beats the bound it gives). See `docs/calculus.md`, "FIFO and T-SPECs".
+//!   β_θ = β_{C − r_c, θ} exactly, increasing. We do **not** take θ from the T-SPEC's burst at 0+
+//!   (θ = T + ΣM/C) and call the leftover β_{C − r_c, θ}: for that θ the true β_θ stays at 0 while
+//!   the cross traffic runs at its peaks and reaches slope C − r_c only later, so
+//!   β_{C − r_c, T + ΣM/C} is not a service curve (a test shows a trajectory that beats the bound
+//!   it gives). See `docs/calculus.md`, "FIFO and T-SPECs".
 //! - **FIFO-aware TFA**: the same closed-form per-port bound as TFA (Löser/Härtig eq. (6)), but a
 //!   flow leaves a port with the burst b + r·min(d, θ) instead of b + r·d: both γ_{r, b + r·d}
 //!   (every bit delayed at most d) and γ_{r, b + r·θ} (= γ_{r,b} ⊘ β_{C − r_c, θ}) bound the
