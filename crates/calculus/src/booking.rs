@@ -112,8 +112,6 @@ struct PortState {
     fg: BTreeMap<i128, u32>,
     /// Delay bound with the FIFO-aware bursts.
     fdelay: Q,
-    /// Per previous port: Σ of the FIFO-aware bursts here of the flows coming from it (PMOO).
-    from_prev: FastMap<PortKey, Q>,
     /// Next ports of the flows here, with multiplicity.
     succ: FastMap<PortKey, u32>,
 }
@@ -289,14 +287,19 @@ impl Booking {
                 sum_b: p.fsum_b,
             });
         }
-        let from_prev: Vec<Q> = (0..views.len())
-            .map(|k| {
-                k.checked_sub(1)
-                    .and_then(|p| self.ports[&views[k].key].from_prev.get(&views[p].key))
-                    .copied()
-                    .unwrap_or(Q::ZERO)
-            })
-            .collect();
+        // PMOO's S_k, gathered here rather than kept on every burst move: this runs for one
+        // flow per admission (and for deadline flows TFA cannot settle), a move for thousands.
+        let mut from_prev = vec![Q::ZERO; views.len()];
+        for k in 1..views.len() {
+            let prev = views[k - 1].key;
+            for (&g, &h) in &self.ports[&views[k].key].flows {
+                if let Some(x) = self.flows.get(&g) {
+                    if h > 0 && x.flow.hops[h - 1].port == prev {
+                        from_prev[k] = from_prev[k].add(x.fbursts[h])?;
+                    }
+                }
+            }
+        }
         // As in `analyze`: an overflow in SFA or PMOO leaves that method out.
         let pmoo = methods::pmoo(f, &views, &b.fbursts, &from_prev).unwrap_or(None);
         Ok(MethodBounds {
@@ -510,7 +513,6 @@ impl Booking {
                 fsum_b_settled: Q::ZERO,
                 fg: BTreeMap::new(),
                 fdelay: Q::ZERO,
-                from_prev: FastMap::default(),
                 succ: FastMap::default(),
             });
             p.flows.insert(id, h);
@@ -519,13 +521,6 @@ impl Booking {
             *p.g.entry(g).or_insert(0) += 1;
             p.fsum_b = p.fsum_b.add(booked.fbursts[h])?;
             *p.fg.entry(g).or_insert(0) += 1;
-            if h > 0 {
-                let e = p
-                    .from_prev
-                    .entry(booked.flow.hops[h - 1].port)
-                    .or_insert(Q::ZERO);
-                *e = e.add(booked.fbursts[h])?;
-            }
             if let Some(next) = booked.flow.hops.get(h + 1) {
                 *p.succ.entry(next.port).or_insert(0) += 1;
             }
@@ -551,12 +546,6 @@ impl Booking {
             multiset_remove(&mut p.g, booked.gs[h]);
             p.fsum_b = p.fsum_b.sub(booked.fbursts[h])?;
             multiset_remove(&mut p.fg, booked.fgs[h]);
-            if h > 0 {
-                let prev = booked.flow.hops[h - 1].port;
-                if let Some(e) = p.from_prev.get_mut(&prev) {
-                    *e = e.sub(booked.fbursts[h])?;
-                }
-            }
             if let Some(next) = booked.flow.hops.get(h + 1) {
                 if let Some(c) = p.succ.get_mut(&next.port) {
                     *c -= 1;
@@ -717,8 +706,6 @@ impl Booking {
                 b.fgs[h + 1] = ng;
                 if let Some(np) = np {
                     np.fsum_b = np.fsum_b.add(nfb.sub(ob)?)?;
-                    let e = np.from_prev.entry(key).or_insert(Q::ZERO);
-                    *e = e.add(nfb.sub(ob)?)?;
                     if ng != og {
                         multiset_remove(&mut np.fg, og);
                         *np.fg.entry(ng).or_insert(0) += 1;
