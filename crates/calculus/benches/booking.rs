@@ -1,5 +1,6 @@
 //! Criterion benchmarks for issue 5 item 6: admitting one flow into a leaf–spine network with
-//! 10,000 booked flows (incremental), and the full analysis of 1,000 flows over 100 switches.
+//! 10,000 booked flows (incremental), the full analysis of 1,000 flows over 100 switches, and
+//! admitting one flow into that 1,000-flow network.
 //!
 //! `admit_one_into_10k` admits one fixed flow over a random spine; `admit_random_into_10k` is
 //! what `rtlan bench bwm` measures through the manager: 10,000 flows between random host pairs
@@ -181,6 +182,26 @@ fn bench(c: &mut Criterion) {
     let (topo1k, flows1k) = network(1_000);
     g.bench_function("analyze_1k_flows_100_switches", |b| {
         b.iter(|| analyze(&topo1k, &flows1k).expect("no overflow"))
+    });
+    // The 1,000-flow network booked, then each iteration admits and releases the next of the
+    // 64 flows drawn after them (different leaves and spines each time).
+    let (topo1k, mut flows1k) = network(1_064);
+    let probes = flows1k.split_off(flows1k.len() - 64);
+    let mut booking = Booking::new(topo1k);
+    match booking.try_admit_all(flows1k).expect("no overflow") {
+        Ok(_) => {}
+        Err(r) => panic!("the booked flows fit: {r}"),
+    }
+    let mut i = 0;
+    g.bench_function("admit_random_into_1k_100_switches", |b| {
+        b.iter(|| {
+            let v = booking
+                .try_admit(probes[i % probes.len()].clone())
+                .expect("no overflow")
+                .expect("admitted");
+            booking.release(v.id).expect("booked");
+            i += 1;
+        })
     });
     g.finish();
 }

@@ -13,6 +13,11 @@
 //! When `g_max < t_mux`, the backlog is taken at `t_mux` instead: `Σb + Σr·t_mux` (the generic
 //! vertical deviation).
 //!
+//! A flow's end-to-end bound is the tightest of TFA (Σ of its ports' bounds) and the methods of
+//! [`crate::methods`] — FIFO-aware TFA, SFA and PMOO — computed here after a second, FIFO-aware
+//! propagation of the bursts; [`FlowReport`] records every method's bound and which one won. The
+//! port reports and the buffer check stay TFA's.
+//!
 //! Rounding (all upward for bounds, see `docs/analyze.md`): each inflexion time `g_k` is rounded
 //! *down* to [`GRID`] (1 ps), which can only raise (4) and (6); each port delay bound is rounded
 //! *up* to the grid before it is reported or propagated.
@@ -20,6 +25,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
+use crate::booking::FastMap;
+use crate::methods::{self, Method, MethodBounds, PortView};
 use crate::netfile::{FlowSpec, NetFile};
 use crate::network::GRID;
 use crate::rational::{ArithError, Q};
@@ -244,8 +251,26 @@ pub struct PortReport {
 pub struct FlowReport {
     /// Name.
     pub name: String,
-    /// Σ port delay bounds + host delay, s; `None` when not finite.
+    /// The tightest sound bound (host delay included), s: the minimum of [`FlowReport::bounds`];
+    /// `None` when not finite.
     pub delay_bound: Option<Q>,
+    /// The method that gave [`FlowReport::delay_bound`].
+    pub method: Option<Method>,
+    /// The bound of every method (TFA: Σ port delay bounds + host delay).
+    pub bounds: MethodBounds,
+}
+
+impl FlowReport {
+    /// The report of a flow from its bounds by every method.
+    pub fn from_bounds(name: String, bounds: MethodBounds) -> FlowReport {
+        let best = bounds.best();
+        FlowReport {
+            name,
+            delay_bound: best.map(|b| b.0),
+            method: best.map(|b| b.1),
+            bounds,
+        }
+    }
 }
 
 /// A violated admission constraint.
@@ -364,6 +389,17 @@ impl Report {
 
 /// Full analysis of a set of flows (issue 5 item 2).
 pub fn analyze(topo: &Topology, flows: &[Flow]) -> Result<Report, AnalysisError> {
+    Ok(analyze_with_bursts(topo, flows)?.0)
+}
+
+/// `[f][h]`: a burst of flow `f` at its `h`-th hop, `None` where not finite.
+pub(crate) type HopBursts = Vec<Vec<Option<Q>>>;
+
+/// [`analyze`], and every flow's FIFO-aware burst at every hop (`None` where not finite).
+pub(crate) fn analyze_with_bursts(
+    topo: &Topology,
+    flows: &[Flow],
+) -> Result<(Report, HopBursts), AnalysisError> {
     let mut report = Report::default();
     // Ports and the (flow, hop) entries at each.
     let mut at: BTreeMap<PortKey, Vec<(usize, usize)>> = BTreeMap::new();
@@ -491,7 +527,8 @@ pub fn analyze(topo: &Topology, flows: &[Flow]) -> Result<Report, AnalysisError>
             }
         }
     }
-    for f in flows {
+    let fifo = fifo_pass(topo, flows, &order, &at, &delays)?;
+    for (fi, f) in flows.iter().enumerate() {
         let mut total = Some(f.host_delay);
         for hop in &f.hops {
             total = match (total, delays.get(&hop.port)) {
@@ -499,13 +536,173 @@ pub fn analyze(topo: &Topology, flows: &[Flow]) -> Result<Report, AnalysisError>
                 _ => None,
             };
         }
-        check_flow(f, total, &mut report.violations);
-        report.flows.push(FlowReport {
-            name: f.name.clone(),
-            delay_bound: total,
-        });
+        let bounds = match total {
+            Some(tfa) => fifo.flow_bounds(flows, &at, fi, tfa)?,
+            None => MethodBounds::default(),
+        };
+        let fr = FlowReport::from_bounds(f.name.clone(), bounds);
+        check_flow(f, fr.delay_bound, &mut report.violations);
+        report.flows.push(fr);
     }
-    Ok(report)
+    Ok((report, fifo.bursts))
+}
+
+/// The FIFO-aware TFA propagation of a whole network (see [`crate::methods`]): per port
+/// `(Σr, Σb, delay bound)` with FIFO-aware bursts, and every flow's burst at every hop.
+struct FifoPass {
+    ports: FastMap<PortKey, PortView>,
+    delays: FastMap<PortKey, Q>,
+    bursts: HopBursts,
+    /// Per pair of consecutive hops (a → b): Σ of the bursts at b of the flows that go a → b.
+    from_prev: FastMap<(PortKey, PortKey), Q>,
+}
+
+/// Runs the FIFO-aware propagation over the ports that have a TFA bound (`tfa_delays`), in the
+/// topological `order`.
+fn fifo_pass(
+    topo: &Topology,
+    flows: &[Flow],
+    order: &[PortKey],
+    at: &BTreeMap<PortKey, Vec<(usize, usize)>>,
+    tfa_delays: &HashMap<PortKey, Q>,
+) -> Result<FifoPass, AnalysisError> {
+    let mut bursts: HopBursts = flows
+        .iter()
+        .map(|f| {
+            let mut v = vec![None; f.hops.len()];
+            v[0] = Some(f.burst);
+            v
+        })
+        .collect();
+    let mut ports = FastMap::default();
+    let mut delays = FastMap::default();
+    for key in order {
+        if !tfa_delays.contains_key(key) {
+            continue;
+        }
+        let entries = &at[key];
+        let (c, t_mux, _) = topo
+            .port(*key)
+            .ok_or_else(|| AnalysisError::BadPath(String::new()))?;
+        let mut sum_r = Q::ZERO;
+        let mut sum_b = Some(Q::ZERO);
+        let mut g_max = Q::ZERO;
+        for &(f, h) in entries {
+            let fl = &flows[f];
+            sum_r = sum_r.add(fl.rate)?;
+            sum_b = match (sum_b, bursts[f][h]) {
+                (Some(s), Some(b)) => {
+                    g_max = g_max.max(inflexion(b, fl.max_packet, fl.hops[h].peak, fl.rate)?);
+                    Some(s.add(b)?)
+                }
+                _ => None,
+            };
+        }
+        let Some(sum_b) = sum_b else { continue };
+        // Both are bounds on the port's delay (each from valid arrival curves); the minimum
+        // also keeps FIFO-aware TFA at or below TFA despite the grid rounding of g.
+        let d = port_bounds(c, t_mux, sum_b, sum_r, g_max)?
+            .0
+            .min(tfa_delays[key]);
+        let step = methods::FifoGrowth::new(c, t_mux, sum_b, d)?;
+        for &(f, h) in entries {
+            if h + 1 < flows[f].hops.len() {
+                if let Some(b) = bursts[f][h] {
+                    bursts[f][h + 1] = Some(b.add(flows[f].rate.mul(step.growth(b)?)?)?);
+                }
+            }
+        }
+        delays.insert(*key, d);
+        ports.insert(
+            *key,
+            PortView {
+                key: *key,
+                c,
+                t_mux,
+                sum_r,
+                sum_b,
+            },
+        );
+    }
+    let mut from_prev: FastMap<(PortKey, PortKey), Q> = FastMap::default();
+    for (f, fl) in flows.iter().enumerate() {
+        for (w, b) in fl.hops.windows(2).zip(&bursts[f][1..]) {
+            if let Some(b) = b {
+                let e = from_prev.entry((w[0].port, w[1].port)).or_insert(Q::ZERO);
+                *e = e.add(*b)?;
+            }
+        }
+    }
+    Ok(FifoPass {
+        ports,
+        delays,
+        bursts,
+        from_prev,
+    })
+}
+
+impl FifoPass {
+    /// Every method's bound for flow `fi`, whose TFA bound (host delay included) is `tfa`.
+    #[cfg_attr(not(test), allow(unused_variables))]
+    fn flow_bounds(
+        &self,
+        flows: &[Flow],
+        at: &BTreeMap<PortKey, Vec<(usize, usize)>>,
+        fi: usize,
+        tfa: Q,
+    ) -> Result<MethodBounds, ArithError> {
+        let f = &flows[fi];
+        let mut bounds = MethodBounds {
+            tfa: Some(tfa),
+            ..MethodBounds::default()
+        };
+        let views: Option<Vec<PortView>> = f
+            .hops
+            .iter()
+            .map(|h| self.ports.get(&h.port).copied())
+            .collect();
+        let own: Option<Vec<Q>> = self.bursts[fi].iter().copied().collect();
+        let (Some(views), Some(own)) = (views, own) else {
+            return Ok(bounds);
+        };
+        let mut t = f.host_delay;
+        for v in &views {
+            // Invariant: a port with a view has a delay.
+            t = t.add(self.delays.get(&v.key).copied().unwrap_or(Q::ZERO))?;
+        }
+        bounds.fifo_tfa = Some(t);
+        // An overflow in SFA or PMOO leaves that method out; TFA still bounds the flow.
+        bounds.sfa = methods::sfa(f, &views, &own).unwrap_or(None);
+        let from_prev: Vec<Q> = (0..views.len())
+            .map(|k| {
+                k.checked_sub(1)
+                    .and_then(|p| self.from_prev.get(&(views[p].key, views[k].key)))
+                    .copied()
+                    .unwrap_or(Q::ZERO)
+            })
+            .collect();
+        bounds.pmoo = methods::pmoo(f, &views, &own, &from_prev).unwrap_or(None);
+        #[cfg(test)]
+        {
+            // The per-port sum equals the paper's run-by-run sum (checked on every analysis the
+            // tests run).
+            let by_runs = methods::pmoo_by_runs(f, &views, |j, push| {
+                for &(g, h) in &at[&views[j].key] {
+                    if g != fi {
+                        push(methods::Cross {
+                            flow: &flows[g],
+                            hop: h,
+                            burst: self.bursts[g][h].unwrap_or(Q::ZERO),
+                        })?;
+                    }
+                }
+                Ok(())
+            })
+            .unwrap_or(None);
+            assert_eq!(bounds.pmoo, by_runs, "PMOO of flow {}", f.name);
+        }
+        Ok(bounds)
+    }
 }
 
 pub(crate) fn check_flow(f: &Flow, total: Option<Q>, violations: &mut Vec<Violation>) {

@@ -17,9 +17,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::analysis::{
-    check_flow, inflexion_grid, port_bounds, port_report, Flow, PortKey, Report, Topology,
-    Violation,
+    check_flow, inflexion_grid, port_bounds, port_report, Flow, FlowReport, PortKey, Report,
+    Topology, Violation,
 };
+use crate::methods::{self, MethodBounds, PortView};
 use crate::network::GRID;
 use crate::rational::{ArithError, Q};
 
@@ -27,7 +28,7 @@ use crate::rational::{ArithError, Q};
 /// module hands out, so the DoS resistance of the default SipHash buys nothing here and costs
 /// a large part of an admission.
 #[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl FxHasher {
     fn add(&mut self, word: u64) {
@@ -57,7 +58,7 @@ impl Hasher for FxHasher {
     }
 }
 
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 type FastSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// Errors from booking (refusals are [`Refusal`], not errors).
@@ -103,6 +104,14 @@ struct PortState {
     g: BTreeMap<i128, u32>,
     delay: Q,
     backlog: Q,
+    /// Σb of the FIFO-aware bursts here (see [`crate::methods`]).
+    fsum_b: Q,
+    /// `fsum_b` when the port was last recomputed (θ of every flow here depends on it).
+    fsum_b_settled: Q,
+    /// Multiset of the inflexion times of the FIFO-aware bursts, in grid steps.
+    fg: BTreeMap<i128, u32>,
+    /// Delay bound with the FIFO-aware bursts.
+    fdelay: Q,
     /// Next ports of the flows here, with multiplicity.
     succ: FastMap<PortKey, u32>,
 }
@@ -113,6 +122,10 @@ struct Booked {
     bursts: Vec<Q>,
     /// Inflexion time at each hop, in grid steps.
     gs: Vec<i128>,
+    /// FIFO-aware burst at each hop.
+    fbursts: Vec<Q>,
+    /// Inflexion time of the FIFO-aware burst at each hop, in grid steps.
+    fgs: Vec<i128>,
 }
 
 /// The booked state of a network (see the module doc).
@@ -197,13 +210,18 @@ impl Booking {
         {
             for &f in self.ports[p].flows.keys() {
                 let b = &self.flows[&f].flow;
-                if b.deadline.is_some() && checked.insert(f) {
-                    check_flow(b, Some(self.bound_of(b)?), &mut violations);
+                if let Some(deadline) = b.deadline {
+                    if checked.insert(f) {
+                        // TFA alone often settles it; the other methods only when it does not.
+                        if self.tfa_bound(b)? > deadline {
+                            check_flow(b, Some(self.best_of(f)?), &mut violations);
+                        }
+                    }
                 }
             }
         }
         if violations.is_empty() {
-            let delay_bound = self.bound_of(&self.flows[&id].flow)?;
+            let delay_bound = self.best_of(id)?;
             Ok(Ok(Verdict { id, delay_bound }))
         } else {
             self.remove(id, &mut Touched::default())?;
@@ -221,22 +239,75 @@ impl Booking {
 
     /// The end-to-end bound of a booked flow (s).
     pub fn flow_bound(&self, id: u64) -> Option<Q> {
-        let b = self.flows.get(&id)?;
-        self.bound_of(&b.flow).ok()
+        self.best_of(id).ok()
     }
 
-    fn flows_in_id_order(&self) -> Vec<&Booked> {
+    fn ids_in_order(&self) -> Vec<u64> {
         let mut ids: Vec<u64> = self.flows.keys().copied().collect();
         ids.sort_unstable();
-        ids.iter().filter_map(|id| self.flows.get(id)).collect()
+        ids
     }
 
-    fn bound_of(&self, f: &Flow) -> Result<Q, ArithError> {
+    /// The TFA bound of a booked flow: Σ port delays + host delay.
+    fn tfa_bound(&self, f: &Flow) -> Result<Q, ArithError> {
         let mut t = f.host_delay;
         for h in &f.hops {
             t = t.add(self.ports.get(&h.port).map_or(Q::ZERO, |p| p.delay))?;
         }
         Ok(t)
+    }
+
+    /// The tightest bound of booked flow `id` (see [`crate::methods`]).
+    fn best_of(&self, id: u64) -> Result<Q, BookingError> {
+        self.bounds_of(id)?
+            .best()
+            .map(|b| b.0)
+            .ok_or(BookingError::UnknownFlow(id))
+    }
+
+    /// Every method's bound for booked flow `id`, from the booked state: exactly what
+    /// [`crate::analysis::analyze`] computes for the booked set.
+    fn bounds_of(&self, id: u64) -> Result<MethodBounds, BookingError> {
+        let b = self.flows.get(&id).ok_or(BookingError::UnknownFlow(id))?;
+        let f = &b.flow;
+        let mut views = Vec::with_capacity(f.hops.len());
+        let mut fifo_tfa = f.host_delay;
+        for h in &f.hops {
+            // Invariant: every hop of a booked flow has a port state.
+            let p = self
+                .ports
+                .get(&h.port)
+                .ok_or_else(|| BookingError::BadPort(f.name.clone()))?;
+            fifo_tfa = fifo_tfa.add(p.fdelay)?;
+            views.push(PortView {
+                key: h.port,
+                c: p.c,
+                t_mux: p.t_mux,
+                sum_r: p.sum_r,
+                sum_b: p.fsum_b,
+            });
+        }
+        // PMOO's S_k, gathered here rather than kept on every burst move: this runs for one
+        // flow per admission (and for deadline flows TFA cannot settle), a move for thousands.
+        let mut from_prev = vec![Q::ZERO; views.len()];
+        for k in 1..views.len() {
+            let prev = views[k - 1].key;
+            for (&g, &h) in &self.ports[&views[k].key].flows {
+                if let Some(x) = self.flows.get(&g) {
+                    if h > 0 && x.flow.hops[h - 1].port == prev {
+                        from_prev[k] = from_prev[k].add(x.fbursts[h])?;
+                    }
+                }
+            }
+        }
+        // As in `analyze`: an overflow in SFA or PMOO leaves that method out.
+        let pmoo = methods::pmoo(f, &views, &b.fbursts, &from_prev).unwrap_or(None);
+        Ok(MethodBounds {
+            tfa: Some(self.tfa_bound(f)?),
+            fifo_tfa: Some(fifo_tfa),
+            sfa: methods::sfa(f, &views, &b.fbursts).unwrap_or(None),
+            pmoo,
+        })
     }
 
     /// The same report [`crate::analysis::analyze`] gives for the booked flows in id order.
@@ -256,11 +327,11 @@ impl Booking {
                 Some((p.delay, p.backlog)),
             )?);
         }
-        for b in self.flows_in_id_order() {
-            r.flows.push(crate::analysis::FlowReport {
-                name: b.flow.name.clone(),
-                delay_bound: Some(self.bound_of(&b.flow)?),
-            });
+        for id in self.ids_in_order() {
+            r.flows.push(FlowReport::from_bounds(
+                self.flows[&id].flow.name.clone(),
+                self.bounds_of(id)?,
+            ));
         }
         Ok(r)
     }
@@ -366,20 +437,23 @@ impl Booking {
                 }
             }
         }
-        for b in self.flows_in_id_order() {
-            check_flow(&b.flow, Some(self.bound_of(&b.flow)?), &mut violations);
+        for id in self.ids_in_order() {
+            check_flow(
+                &self.flows[&id].flow,
+                Some(self.best_of(id)?),
+                &mut violations,
+            );
         }
         if !violations.is_empty() {
             return Ok(Err(Refusal { violations }));
         }
         ids.into_iter()
             .map(|id| {
-                let delay_bound = self.bound_of(&self.flows[&id].flow)?;
+                let delay_bound = self.best_of(id)?;
                 Ok(Verdict { id, delay_bound })
             })
-            .collect::<Result<Vec<_>, ArithError>>()
+            .collect::<Result<Vec<_>, BookingError>>()
             .map(Ok)
-            .map_err(BookingError::from)
     }
 
     fn insert(
@@ -403,6 +477,8 @@ impl Booking {
         let mut booked = Booked {
             bursts: vec![Q::ZERO; n],
             gs: vec![0; n],
+            fbursts: vec![flow.burst; n],
+            fgs: vec![0; n],
             flow,
         };
         booked.bursts[0] = booked.flow.burst;
@@ -423,6 +499,7 @@ impl Booking {
                 booked.flow.rate,
             )?;
             booked.gs[h] = g;
+            booked.fgs[h] = g;
             let p = self.ports.entry(hop.port).or_insert_with(|| PortState {
                 c,
                 t_mux,
@@ -432,12 +509,18 @@ impl Booking {
                 g: BTreeMap::new(),
                 delay: Q::ZERO,
                 backlog: Q::ZERO,
+                fsum_b: Q::ZERO,
+                fsum_b_settled: Q::ZERO,
+                fg: BTreeMap::new(),
+                fdelay: Q::ZERO,
                 succ: FastMap::default(),
             });
             p.flows.insert(id, h);
             p.sum_r = p.sum_r.add(booked.flow.rate)?;
             p.sum_b = p.sum_b.add(booked.bursts[h])?;
             *p.g.entry(g).or_insert(0) += 1;
+            p.fsum_b = p.fsum_b.add(booked.fbursts[h])?;
+            *p.fg.entry(g).or_insert(0) += 1;
             if let Some(next) = booked.flow.hops.get(h + 1) {
                 *p.succ.entry(next.port).or_insert(0) += 1;
             }
@@ -461,6 +544,8 @@ impl Booking {
             p.sum_r = p.sum_r.sub(booked.flow.rate)?;
             p.sum_b = p.sum_b.sub(booked.bursts[h])?;
             multiset_remove(&mut p.g, booked.gs[h]);
+            p.fsum_b = p.fsum_b.sub(booked.fbursts[h])?;
+            multiset_remove(&mut p.fg, booked.fgs[h]);
             if let Some(next) = booked.flow.hops.get(h + 1) {
                 if let Some(c) = p.succ.get_mut(&next.port) {
                     *c -= 1;
@@ -553,25 +638,33 @@ impl Booking {
         let Some(p) = self.ports.get_mut(&key) else {
             return Ok(());
         };
-        let (delay, backlog) = if p.flows.is_empty() {
-            (Q::ZERO, Q::ZERO)
+        let (delay, backlog, fdelay) = if p.flows.is_empty() {
+            (Q::ZERO, Q::ZERO, Q::ZERO)
         } else {
-            // Invariant: a port with flows has a non-empty multiset of g.
+            // Invariant: a port with flows has non-empty multisets of g.
             let g_max = Q::new(p.g.keys().next_back().copied().unwrap_or(0), GRID)?;
-            port_bounds(p.c, p.t_mux, p.sum_b, p.sum_r, g_max)?
+            let (d, b) = port_bounds(p.c, p.t_mux, p.sum_b, p.sum_r, g_max)?;
+            let fg_max = Q::new(p.fg.keys().next_back().copied().unwrap_or(0), GRID)?;
+            let (fd, _) = port_bounds(p.c, p.t_mux, p.fsum_b, p.sum_r, fg_max)?;
+            (d, b, fd.min(d))
         };
         let delay_changed = delay != p.delay;
+        // θ of every flow here moves with Σb, so the FIFO bursts of all of them may move.
+        let fifo_changed = fdelay != p.fdelay || p.fsum_b != p.fsum_b_settled;
         if backlog != p.backlog {
             let e = self.switch_backlog.entry(key.switch).or_insert(Q::ZERO);
             *e = e.add(backlog)?.sub(p.backlog)?;
             p.backlog = backlog;
             touched.switches.insert(key.switch);
         }
-        if delay_changed {
+        if delay_changed || fifo_changed {
             p.delay = delay;
+            p.fdelay = fdelay;
+            p.fsum_b_settled = p.fsum_b;
             touched.ports.insert(key);
         }
-        let push: Vec<(u64, usize)> = if delay_changed {
+        let step = crate::methods::FifoGrowth::new(p.c, p.t_mux, p.fsum_b, fdelay)?;
+        let push: Vec<(u64, usize)> = if delay_changed || fifo_changed {
             p.flows.iter().map(|(&f, &h)| (f, h)).collect()
         } else {
             changed
@@ -587,18 +680,36 @@ impl Booking {
                 continue;
             };
             let nb = b.bursts[h].add(b.flow.rate.mul(delay)?)?;
-            if nb == b.bursts[h + 1] {
+            let nfb = b.fbursts[h].add(b.flow.rate.mul(step.growth(b.fbursts[h])?)?)?;
+            let (tfa_moves, fifo_moves) = (nb != b.bursts[h + 1], nfb != b.fbursts[h + 1]);
+            if !tfa_moves && !fifo_moves {
                 continue;
             }
-            let ng = inflexion_grid(nb, b.flow.max_packet, next.peak, b.flow.rate)?;
-            let (ob, og) = (b.bursts[h + 1], b.gs[h + 1]);
-            b.bursts[h + 1] = nb;
-            b.gs[h + 1] = ng;
-            if let Some(np) = self.ports.get_mut(&next.port) {
-                np.sum_b = np.sum_b.add(nb.sub(ob)?)?;
-                if ng != og {
-                    multiset_remove(&mut np.g, og);
-                    *np.g.entry(ng).or_insert(0) += 1;
+            let mut np = self.ports.get_mut(&next.port);
+            if tfa_moves {
+                let ng = inflexion_grid(nb, b.flow.max_packet, next.peak, b.flow.rate)?;
+                let (ob, og) = (b.bursts[h + 1], b.gs[h + 1]);
+                b.bursts[h + 1] = nb;
+                b.gs[h + 1] = ng;
+                if let Some(np) = np.as_deref_mut() {
+                    np.sum_b = np.sum_b.add(nb.sub(ob)?)?;
+                    if ng != og {
+                        multiset_remove(&mut np.g, og);
+                        *np.g.entry(ng).or_insert(0) += 1;
+                    }
+                }
+            }
+            if fifo_moves {
+                let ng = inflexion_grid(nfb, b.flow.max_packet, next.peak, b.flow.rate)?;
+                let (ob, og) = (b.fbursts[h + 1], b.fgs[h + 1]);
+                b.fbursts[h + 1] = nfb;
+                b.fgs[h + 1] = ng;
+                if let Some(np) = np {
+                    np.fsum_b = np.fsum_b.add(nfb.sub(ob)?)?;
+                    if ng != og {
+                        multiset_remove(&mut np.fg, og);
+                        *np.fg.entry(ng).or_insert(0) += 1;
+                    }
                 }
             }
             pending.entry(next.port).or_default().push(f);

@@ -8,6 +8,8 @@
 //! - [`loser`]: the closed forms (2)–(7) of Löser/Härtig §2.2 for one switch output port.
 //! - [`network`]: multi-hop total flow analysis (TFA) and separated flow analysis (SFA) on
 //!   feed-forward networks.
+//! - [`methods`]: per-flow bounds beyond TFA on that model — FIFO-aware output bursts, SFA and
+//!   PMOO — and the choice of the tightest.
 //! - [`rfc2212`]: the Guaranteed-Service end-to-end delay bound.
 //! - [`netfile`]: the network the analysis takes (read from files by `rtlan_topology`).
 //! - [`analysis`]: per-port closed forms over a whole network, with the admission verdict.
@@ -24,7 +26,10 @@ pub mod analysis;
 mod analysis_tests;
 pub mod booking;
 pub mod curve;
+#[cfg(test)]
+mod fluid;
 pub mod loser;
+pub mod methods;
 pub mod netfile;
 pub mod network;
 pub mod rational;

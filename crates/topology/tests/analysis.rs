@@ -146,7 +146,9 @@ fn multi_hop_burst_grows_by_rate_times_delay() {
         .unwrap()
         .add(Q::micros(5))
         .unwrap();
-    assert_eq!(r.flows[0].delay_bound, Some(total));
+    assert_eq!(r.flows[0].bounds.tfa, Some(total));
+    // Alone on its path the flow pays its burst once (SFA): 2·t_mux + M/C + host delay.
+    assert_eq!(r.flows[0].delay_bound, Some(Q::micros(105)));
 }
 
 #[test]

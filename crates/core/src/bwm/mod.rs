@@ -5,13 +5,15 @@
 //! 1. Σ r on every port of its path stays within the port rate (seed 004 eq. (1)),
 //! 2. on every switch, Σ over its ports of the backlog bounds (eq. (4)) fits the buffer memory
 //!    (so an off-the-shelf switch never drops, seed 001 §2),
-//! 3. its own end-to-end delay bound — Σ over the ports on its path of eq. (6), plus the host
-//!    delay `t_os` — meets its requirement, and
+//! 3. its own end-to-end delay bound — the tightest of TFA (Σ over the ports on its path of
+//!    eq. (6)), FIFO-aware TFA, SFA and PMOO, plus the host delay `t_os` — meets its requirement,
+//!    and
 //! 4. every existing connection that shares a port with it still meets its requirement.
 //!
 //! Bounds come from `rtlan_calculus::booking::Booking`: total flow analysis over the whole
-//! network, where a flow's burst grows by `r·d` at every upstream port, so every bound is an
-//! upper bound on multi-switch paths too and equals `rtlan analyze`'s for the same flows. Only the
+//! network, where a flow's burst grows by `r·d` at every upstream port, and the other methods of
+//! `rtlan_calculus::methods` on the same state, so every bound is an upper bound on multi-switch
+//! paths too and equals `rtlan analyze`'s for the same flows. Only the
 //! ports on the new path and the ports downstream of them are recomputed, and only the
 //! connections crossing changed ports are re-checked. One-shot best-effort reservations (seed 001 §3.3) are booked on every switch
 //! output port ("the bandwidth manager takes care of all output queues") and expire after a

@@ -99,6 +99,8 @@ struct JsonPort<'a> {
 struct JsonFlow<'a> {
     name: &'a str,
     delay_bound_us: Option<i128>,
+    /// The analysis that gave the bound: `tfa`, `fifo-tfa`, `sfa` or `pmoo`.
+    method: Option<&'static str>,
 }
 
 /// Keys in the documented order: ports, flows, admitted, violations.
@@ -129,6 +131,7 @@ fn json_report(r: &Report) -> anyhow::Result<JsonReport<'_>> {
         flows.push(JsonFlow {
             name: &f.name,
             delay_bound_us: ceil_us(f.delay_bound)?,
+            method: f.method.map(|m| m.name()),
         });
     }
     Ok(JsonReport {
