@@ -31,29 +31,31 @@ pub(crate) struct RawFlow {
 const MAX_PACKET_LIMIT: i64 = 1 << 32;
 
 /// Checks every flow against the switches and links already resolved.
-pub(crate) fn resolve(
-    raw: &[RawFlow],
+pub(crate) fn resolve<'a>(
+    raw: &'a [RawFlow],
     loc: &Locator<'_>,
-    switches: &[Switch],
-    links: &[Link],
+    switches: &'a [Switch],
+    links: &'a [Link],
 ) -> Result<Vec<Flow>, TopologyError> {
-    let linked = |a: &str, b: &str| {
-        links.iter().any(|l| {
-            let [x, y] = &l.ends;
-            (x.node == a && y.node == b) || (x.node == b && y.node == a)
-        })
-    };
-    let is_switch = |n: &str| switches.iter().any(|s| s.name == n);
-    let mut names = HashSet::new();
+    // Indexes, not scans: every hop of every flow looks up its link and its node's kind.
+    let ordered = |a: &'a str, b: &'a str| if a < b { (a, b) } else { (b, a) };
+    let pairs: HashSet<(&str, &str)> = links
+        .iter()
+        .map(|l| ordered(&l.ends[0].node, &l.ends[1].node))
+        .collect();
+    let linked = |a: &'a str, b: &'a str| pairs.contains(&ordered(a, b));
+    let switch_names: HashSet<&str> = switches.iter().map(|s| s.name.as_str()).collect();
+    let is_switch = |n: &str| switch_names.contains(n);
+    let mut names: HashSet<&str> = HashSet::with_capacity(raw.len());
     let mut out = Vec::with_capacity(raw.len());
     for f in raw {
-        let name = f.name.get_ref().clone();
+        let name = f.name.get_ref();
         let err = |span: std::ops::Range<usize>, reason: String| TopologyError::BadFlow {
             at: loc.at(&span),
             flow: name.clone(),
             reason,
         };
-        if name.is_empty() || !names.insert(name.clone()) {
+        if name.is_empty() || !names.insert(name) {
             return Err(err(
                 f.name.span(),
                 "duplicate or empty flow name".to_string(),
@@ -84,7 +86,8 @@ pub(crate) fn resolve(
                     format!("`{}` must be {want}", node.get_ref()),
                 ));
             }
-            if i > 0 && !linked(&path[i - 1], &path[i]) {
+            let written = f.path.get_ref();
+            if i > 0 && !linked(written[i - 1].get_ref(), node.get_ref()) {
                 return Err(err(
                     node.span(),
                     format!("no link between {} and {}", path[i - 1], path[i]),
@@ -144,7 +147,7 @@ pub(crate) fn resolve(
             None => None,
         };
         out.push(Flow {
-            name,
+            name: name.clone(),
             path,
             rate_bps,
             max_packet_bytes,

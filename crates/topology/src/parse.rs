@@ -2,7 +2,7 @@
 //! (`toml::Spanned`), then the checks below turn spans into `line:column` for every error. The
 //! [`Profile`] decides the rules that differ between a lab topology and a network file.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::ops::Range;
 
@@ -219,10 +219,17 @@ struct IpPlan {
 pub(crate) type Used = HashMap<Ipv4Addr, String>;
 
 impl IpPlan {
-    fn claim(&mut self, ip: Ipv4Addr, node: &str, at: Location) -> Result<(), TopologyError> {
+    /// Takes `ip` for `node`; `at` (the line and column of the claim, computed only for an error)
+    /// names where a duplicate was written.
+    fn claim(
+        &mut self,
+        ip: Ipv4Addr,
+        node: &str,
+        at: impl FnOnce() -> Location,
+    ) -> Result<(), TopologyError> {
         if let Some(other) = self.used.get(&ip) {
             return Err(TopologyError::DuplicateIp {
-                at,
+                at: at(),
                 ip,
                 other: other.clone(),
             });
@@ -249,25 +256,35 @@ impl IpPlan {
 /// The top-level tables this reader knows.
 const TABLES: [&str; 6] = ["lab", "host", "switch", "router", "link", "flow"];
 
-/// Refuses a top-level key that is neither one of [`TABLES`] nor one of `extras` (tables another
-/// reader of the same file takes, such as the simulator's). Its location is the first line that
-/// opens or assigns it.
-fn unknown_tables(text: &str, loc: &Locator<'_>, extras: &[&str]) -> Result<(), TopologyError> {
-    let syntax = |e: toml::de::Error| TopologyError::Syntax {
+/// Reads `text` into [`RawFile`] with one TOML parse. A syntax error is reported at the first
+/// problem in the file (the parser recovers and collects every error; the earliest is the one a
+/// reader fixes first). A top-level key that is neither one of [`TABLES`] nor one of `extras`
+/// (tables another reader of the same file takes, such as the simulator's) is refused at the
+/// first line that opens or assigns it.
+fn read_raw(text: &str, loc: &Locator<'_>, extras: &[&str]) -> Result<RawFile, TopologyError> {
+    let syntax = |e: &toml::de::Error| TopologyError::Syntax {
         at: loc.at(&e.span().unwrap_or(0..0)),
         message: e.message().trim().to_string(),
     };
-    let table: toml::Table = toml::from_str(text).map_err(syntax)?;
-    let Some(key) = table
-        .keys()
-        .find(|k| !TABLES.contains(&k.as_str()) && !extras.contains(&k.as_str()))
-    else {
-        return Ok(());
+    let (doc, errors) = toml::de::DeTable::parse_recoverable(text);
+    if let Some(first) = errors
+        .iter()
+        .min_by_key(|e| e.span().map_or(0, |s| s.start))
+    {
+        return Err(syntax(first));
+    }
+    let unknown = doc.get_ref().keys().find(|k| {
+        let k: &str = k.get_ref();
+        !TABLES.contains(&k) && !extras.contains(&k)
+    });
+    let Some(key) = unknown else {
+        return RawFile::deserialize(toml::de::Deserializer::from(doc)).map_err(|e| syntax(&e));
     };
+    let key: &str = key.get_ref();
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let t = line.trim_start().trim_start_matches('[').trim_start();
-        if t.strip_prefix(key.as_str()).is_some_and(|rest| {
+        if t.strip_prefix(key).is_some_and(|rest| {
             let rest = rest.trim_start();
             rest.starts_with(']') || rest.starts_with('=') || rest.starts_with('.')
         }) {
@@ -300,11 +317,7 @@ pub(super) fn parse(
     profile: Profile,
 ) -> Result<Topology, TopologyError> {
     let loc = Locator { text, origin };
-    unknown_tables(text, &loc, extras)?;
-    let raw: RawFile = toml::from_str(text).map_err(|e| TopologyError::Syntax {
-        at: loc.at(&e.span().unwrap_or(0..0)),
-        message: e.message().trim().to_string(),
-    })?;
+    let raw = read_raw(text, &loc, extras)?;
     if raw.host.is_empty() && raw.switch.is_empty() && raw.router.is_empty() {
         return Err(TopologyError::Empty {
             at: loc.at(&(0..0)),
@@ -392,7 +405,7 @@ pub(super) fn parse(
     };
     explicit.sort_by_key(|(span, _, _)| span.start);
     for (span, ip, node) in explicit {
-        plan.claim(ip, &node, loc.at(&span))?;
+        plan.claim(ip, &node, || loc.at(&span))?;
     }
     if routed {
         let links = resolve_links(&raw, &loc, &defined, profile)?;
@@ -433,7 +446,7 @@ pub(super) fn parse(
                 subnet: "198.18.255.0/24".to_string(),
             }
         })?;
-        plan.claim(ip, &switches[i].name, loc.at(&raw.switch[i].name.span()))?;
+        plan.claim(ip, &switches[i].name, || loc.at(&raw.switch[i].name.span()))?;
         if let SwitchKind::Rtlan(opts) = &mut switches[i].kind {
             opts.mgmt_ip = ip;
         }
@@ -447,7 +460,7 @@ pub(super) fn parse(
                 subnet: "198.18.0.0/16".to_string(),
             }
         })?;
-        plan.claim(ip, &hosts[i].name, loc.at(&raw.host[i].name.span()))?;
+        plan.claim(ip, &hosts[i].name, || loc.at(&raw.host[i].name.span()))?;
         hosts[i].ip = ip;
     }
 
@@ -700,14 +713,25 @@ impl Components {
     }
 }
 
-fn resolve_links(
-    raw: &RawFile,
+fn resolve_links<'a>(
+    raw: &'a RawFile,
     loc: &Locator<'_>,
     defined: &BTreeMap<String, Range<usize>>,
     profile: Profile,
 ) -> Result<Vec<Link>, TopologyError> {
-    let is_switch = |n: &str| raw.switch.iter().any(|s| s.name.get_ref() == n);
-    let is_router = |n: &str| raw.router.iter().any(|r| r.name.get_ref() == n);
+    // Indexes, not scans: every link looks its ends up here.
+    let switch_by_name: HashMap<&str, &RawSwitch> = raw
+        .switch
+        .iter()
+        .map(|s| (s.name.get_ref().as_str(), s))
+        .collect();
+    let routers: HashSet<&str> = raw
+        .router
+        .iter()
+        .map(|r| r.name.get_ref().as_str())
+        .collect();
+    let is_switch = |n: &str| switch_by_name.contains_key(n);
+    let is_router = |n: &str| routers.contains(n);
     // Loops are safe only when every switch runs the spanning tree (docs/stp.md): a kernel
     // bridge here has STP off, an rtlan switch has it when `stp = true`.
     let loops_allowed = !raw.switch.is_empty()
@@ -715,9 +739,10 @@ fn resolve_links(
             s.kind.as_ref().is_none_or(|k| k.get_ref() == "rtlan")
                 && s.stp.as_ref().is_some_and(|v| *v.get_ref())
         });
-    let mut host_link: HashMap<String, Range<usize>> = HashMap::new();
-    let mut next_port: HashMap<String, usize> = HashMap::new();
-    let mut pairs: HashMap<(String, String), Range<usize>> = HashMap::new();
+    // Keyed by names borrowed from the file: no string copies per link.
+    let mut host_link: HashMap<&str, Range<usize>> = HashMap::new();
+    let mut next_port: HashMap<&str, usize> = HashMap::new();
+    let mut pairs: HashMap<(&str, &str), Range<usize>> = HashMap::new();
     let mut components = Components {
         parent: HashMap::new(),
     };
@@ -758,9 +783,8 @@ fn resolve_links(
         // Keys are per link (docs/protocol.md §8): two rtlan switches on one link either both
         // authenticate or neither does, or each would drop the other's control messages.
         let auth_of = |n: &str| {
-            raw.switch
-                .iter()
-                .find(|s| s.name.get_ref() == n)
+            switch_by_name
+                .get(n)
                 .filter(|s| s.kind.as_ref().is_none_or(|k| k.get_ref() == "rtlan"))
                 .map(|s| s.auth.as_ref().is_some_and(|v| *v.get_ref()))
         };
@@ -778,14 +802,14 @@ fn resolve_links(
             Profile::Lab => {
                 for end in ends {
                     if !is_switch(end.get_ref()) && !is_router(end.get_ref()) {
-                        if let Some(first) = host_link.get(end.get_ref()) {
+                        if let Some(first) = host_link.get(end.get_ref().as_str()) {
                             return Err(TopologyError::HostHasTwoLinks {
                                 at: loc.at(&end.span()),
                                 name: end.get_ref().clone(),
                                 first_line: loc.line(first),
                             });
                         }
-                        host_link.insert(end.get_ref().clone(), end.span());
+                        host_link.insert(end.get_ref().as_str(), end.span());
                     }
                 }
                 // A router ends every Ethernet segment: loops through routers are IP routing's
@@ -809,9 +833,9 @@ fn resolve_links(
                     });
                 }
                 let key = if a < b {
-                    (a.clone(), b.clone())
+                    (a.as_str(), b.as_str())
                 } else {
-                    (b.clone(), a.clone())
+                    (b.as_str(), a.as_str())
                 };
                 if let Some(first) = pairs.get(&key) {
                     return Err(TopologyError::DuplicateLink {
@@ -824,7 +848,7 @@ fn resolve_links(
                 pairs.insert(key, l.ends.span());
                 for end in ends {
                     host_link
-                        .entry(end.get_ref().clone())
+                        .entry(end.get_ref().as_str())
                         .or_insert_with(|| end.span());
                 }
             }
@@ -855,11 +879,8 @@ fn resolve_links(
                 };
                 let v = parse_rate(e.get_ref()).map_err(|err| bad(err.to_string()))?;
                 // An rtlan real-time switch books wire bits at the line rate (docs/bwm.md).
-                let scheduled = |n: &str| {
-                    raw.switch
-                        .iter()
-                        .any(|s| s.name.get_ref() == n && s.scheduler.is_some())
-                };
+                let scheduled =
+                    |n: &str| switch_by_name.get(n).is_some_and(|s| s.scheduler.is_some());
                 if profile == Profile::Network && (scheduled(a) || scheduled(b)) {
                     return Err(bad(
                         "an rtlan switch (with a `scheduler`) books wire bits at the line `rate`"
@@ -877,8 +898,8 @@ fn resolve_links(
             None => std::time::Duration::ZERO,
             Some(d) => loc.duration(d, "delay")?,
         };
-        let mut end_of = |node: &str| {
-            let n = next_port.entry(node.to_string()).or_insert(0);
+        let mut end_of = |node: &'a str| {
+            let n = next_port.entry(node).or_insert(0);
             *n += 1;
             let ifname = match (is_switch(node) || is_router(node), *n - 1) {
                 (true, k) => format!("p{k}"),
@@ -898,7 +919,7 @@ fn resolve_links(
         });
     }
     for h in &raw.host {
-        if !host_link.contains_key(h.name.get_ref()) {
+        if !host_link.contains_key(h.name.get_ref().as_str()) {
             return Err(TopologyError::HostWithoutLink {
                 at: loc.at(&h.name.span()),
                 name: h.name.get_ref().clone(),
@@ -906,7 +927,7 @@ fn resolve_links(
         }
     }
     for s in &raw.switch {
-        if !next_port.contains_key(s.name.get_ref()) {
+        if !next_port.contains_key(s.name.get_ref().as_str()) {
             return Err(TopologyError::SwitchWithoutLink {
                 at: loc.at(&s.name.span()),
                 name: s.name.get_ref().clone(),
@@ -914,7 +935,7 @@ fn resolve_links(
         }
     }
     for r in &raw.router {
-        if !next_port.contains_key(r.name.get_ref()) {
+        if !next_port.contains_key(r.name.get_ref().as_str()) {
             return Err(TopologyError::RouterWithoutLink {
                 at: loc.at(&r.name.span()),
                 name: r.name.get_ref().clone(),

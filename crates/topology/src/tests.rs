@@ -601,3 +601,46 @@ fn auth_on_one_switch_of_a_link_only_is_refused_with_its_line() {
         "`auth` only applies",
     );
 }
+
+/// The flow and link checks of a network file (looked up through indexes since the reader was
+/// made fast) still name the offending value's line and column.
+#[test]
+fn network_paths_and_links_are_checked_at_their_place() {
+    let head = "[[switch]]\nname = \"s1\"\nt_mux = \"1us\"\nbuffer = \"1MiB\"\n\
+                [[switch]]\nname = \"s2\"\nt_mux = \"1us\"\nbuffer = \"1MiB\"\n\
+                [[link]]\nends = [\"a\", \"s1\"]\nrate = \"1gbit\"\n\
+                [[link]]\nends = [\"s2\", \"b\"]\nrate = \"1gbit\"\n";
+    let flow = |path: &str| {
+        format!(
+            "{head}[[flow]]\nname = \"f\"\npath = {path}\nrate = \"1mbit\"\n\
+             max_packet = 100\nburst = \"1000B\"\n"
+        )
+    };
+    let err = |text: &str| match Topology::network_from_str(text, "n.toml") {
+        Ok(_) => panic!("expected an error:\n{text}"),
+        Err(e) => e.to_string(),
+    };
+    // Line 17 holds the path; columns count from 1.
+    let e = err(&flow("[\"a\", \"s1\", \"s2\", \"b\"]"));
+    assert!(e.starts_with("n.toml:17:20: "), "{e}");
+    assert!(e.contains("no link between s1 and s2"), "{e}");
+    let e = err(&flow("[\"a\", \"b\", \"s2\"]"));
+    assert!(e.starts_with("n.toml:17:14: "), "{e}");
+    assert!(e.contains("`b` must be a switch"), "{e}");
+    let e = err(&flow("[\"s1\", \"s1\", \"a\"]"));
+    assert!(e.starts_with("n.toml:17:9: "), "{e}");
+    assert!(e.contains("`s1` must be a host"), "{e}");
+    assert!(Topology::network_from_str(&flow("[\"b\", \"s2\", \"b\"]"), "n.toml").is_err());
+    let twice = format!("{head}[[link]]\nends = [\"s1\", \"a\"]\nrate = \"1gbit\"\n");
+    let e = err(&twice);
+    assert!(e.starts_with("n.toml:16:8: "), "{e}");
+    assert!(e.contains("duplicate link s1–a (first at line 10)"), "{e}");
+    // And the good path reads.
+    let ok = format!("{head}[[link]]\nends = [\"s1\", \"s2\"]\nrate = \"1gbit\"\n")
+        + &flow("[\"a\", \"s1\", \"s2\", \"b\"]")[head.len()..];
+    let net = Topology::network_from_str(&ok, "n.toml")
+        .expect("a valid network")
+        .network()
+        .expect("complete");
+    assert_eq!(net.flows[0].path, ["a", "s1", "s2", "b"]);
+}

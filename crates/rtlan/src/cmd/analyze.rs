@@ -6,12 +6,21 @@
 //!
 //! Output rounding: bounds are rounded **up** to whole bytes / µs (never below the exact value),
 //! estimates to the nearest.
+//!
+//! `--export-dnc OUT` writes the model it analyses — each switch output port a rate-latency
+//! server, each flow its arrival curve and its ports — as plain text for the DiscoDNC driver
+//! `tools/dnc/RtlanDnc.java` (format in `docs/analyze.md` § Export for DiscoDNC);
+//! `--token-buckets` analyses (and exports) every flow as its token bucket γ_{r,b}.
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use rtlan_calculus::analysis::{analyze_file, Report};
+use rtlan_calculus::analysis::{self, analyze_file, PortKey, Report};
+use rtlan_calculus::netfile::NetFile;
 use rtlan_calculus::Q;
 use rtlan_topology::Topology;
 #[cfg(test)]
@@ -32,13 +41,39 @@ pub(crate) struct AnalyzeArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Analyse every flow as its token bucket γ_{r,b} (no peak rate: `max_packet` taken as the
+    /// burst), as DiscoDNC's FIFO analyses assume.
+    #[arg(long)]
+    token_buckets: bool,
+    /// Also write the analysed model for the DiscoDNC driver (tools/dnc) to this file.
+    #[arg(long, value_name = "OUT")]
+    export_dnc: Option<String>,
+    /// Print to stderr, as one JSON line, how long reading the file took and the minimum and
+    /// median of 20 repetitions of the analysis step.
+    #[arg(long)]
+    timings: bool,
 }
+
+/// Repetitions of the analysis step behind `--timings`.
+const TIMING_REPEATS: usize = 20;
 
 /// Runs the command.
 pub(crate) fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
     let text =
         std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file))?;
-    let report = analyze_named(&text, &args.file)?;
+    let mut file = read_named(&text, &args.file)?;
+    let read = started.elapsed();
+    if args.token_buckets {
+        as_token_buckets(&mut file);
+    }
+    if let Some(out) = &args.export_dnc {
+        std::fs::write(out, dnc_export(&file)?).with_context(|| format!("writing {out}"))?;
+    }
+    let report = analyze_file(&file)?;
+    if args.timings {
+        eprintln!("{}", timings_line(read, &file)?);
+    }
     if args.json {
         println!("{}", to_json_text(&report)?);
     } else {
@@ -51,17 +86,96 @@ pub(crate) fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Reads network-file `text` with the one topology reader (errors start `origin:line:col:`) and
-/// analyses it.
-pub(crate) fn analyze_named(text: &str, origin: &str) -> anyhow::Result<Report> {
-    let file = Topology::network_from_str(text, origin)?.network()?;
-    Ok(analyze_file(&file)?)
+/// Reads network-file `text` with the one topology reader (errors start `origin:line:col:`)
+/// into the model the analysis takes.
+pub(crate) fn read_named(text: &str, origin: &str) -> anyhow::Result<NetFile> {
+    Ok(Topology::network_from_str(text, origin)?.network()?)
 }
 
-/// [`analyze_named`] for text without a file name (errors start `network file:line:col:`).
+/// Replaces each flow's T-SPEC by its token bucket: with `M = b` the curve
+/// `min(p·t + M, r·t + b)` is `r·t + b` for all `t ≥ 0`.
+pub(crate) fn as_token_buckets(file: &mut NetFile) {
+    for f in &mut file.flows {
+        f.max_packet = f.burst;
+    }
+}
+
+/// `{"read_us":…,"analysis_us_min":…,"analysis_us_median":…,"repeats":20}`: the read (file to
+/// calculus model) as timed by [`run`], and [`TIMING_REPEATS`] runs of the analysis step.
+fn timings_line(read: Duration, file: &NetFile) -> anyhow::Result<String> {
+    let mut runs = Vec::with_capacity(TIMING_REPEATS);
+    for _ in 0..TIMING_REPEATS {
+        let t = Instant::now();
+        std::hint::black_box(analyze_file(std::hint::black_box(file))?);
+        runs.push(t.elapsed());
+    }
+    runs.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    Ok(serde_json::json!({
+        "read_us": us(read),
+        "analysis_us_min": us(runs[0]),
+        "analysis_us_median": us(runs[TIMING_REPEATS / 2]),
+        "repeats": TIMING_REPEATS,
+    })
+    .to_string())
+}
+
+/// The model [`analyze_file`] analyses, as text for DiscoDNC (`tools/dnc/RtlanDnc.java`):
+///
+/// ```text
+/// rtlan-dnc 1
+/// server <id> <rate bit/s> <latency s> <name>
+/// flow <rate bit/s> <burst bit> <max_packet bit> <peak bit/s> <host_delay s> <id>,<id>,… <name>
+/// ```
+///
+/// One server per switch output port that a flow crosses (id = index in port order, name
+/// `switch->next`), rate = the effective rate `C` of its link and latency = the switch's
+/// `t_mux`; flows in file order with the T-SPEC `min(peak·t + max_packet, rate·t + burst)` at
+/// their first port, the host delay the analysis adds to their bound, and their ports. Numbers
+/// are exact: an integer or `numerator/denominator`. A name is the rest of its line.
+pub(crate) fn dnc_export(file: &NetFile) -> anyhow::Result<String> {
+    let topo = analysis::Topology::from_netfile(file);
+    let flows = file
+        .flows
+        .iter()
+        .map(|f| topo.resolve(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ids: BTreeMap<PortKey, usize> = BTreeMap::new();
+    for h in flows.iter().flat_map(|f| &f.hops) {
+        ids.insert(h.port, 0);
+    }
+    let mut s = String::from("rtlan-dnc 1\n");
+    for (id, (key, slot)) in ids.iter_mut().enumerate() {
+        *slot = id;
+        // resolve() checked that every hop's port exists.
+        let (c, t_mux, _) = topo
+            .port(*key)
+            .context("a resolved flow crosses a port that does not exist")?;
+        let name = format!("{}->{}", topo.name(key.switch), topo.name(key.to));
+        writeln!(s, "server {id} {c} {t_mux} {name}")?;
+    }
+    for f in &flows {
+        let path: Vec<String> = f.hops.iter().map(|h| ids[&h.port].to_string()).collect();
+        let peak = f.hops.first().map_or(Q::ZERO, |h| h.peak);
+        writeln!(
+            s,
+            "flow {} {} {} {} {} {} {}",
+            f.rate,
+            f.burst,
+            f.max_packet,
+            peak,
+            f.host_delay,
+            path.join(","),
+            f.name
+        )?;
+    }
+    Ok(s)
+}
+
+/// Reads and analyses text without a file name (errors start `network file:line:col:`).
 #[cfg(test)]
 fn analyze_text(text: &str) -> anyhow::Result<Report> {
-    analyze_named(text, "network file")
+    Ok(analyze_file(&read_named(text, "network file")?)?)
 }
 
 fn ceil_us(q: Option<Q>) -> anyhow::Result<Option<i128>> {
@@ -159,7 +273,6 @@ fn cell(v: Option<i128>) -> String {
 
 /// The human-readable table.
 pub(crate) fn to_table(r: &Report) -> anyhow::Result<String> {
-    use std::fmt::Write;
     let mut s = String::new();
     writeln!(
         s,
@@ -285,5 +398,74 @@ mod tests {
             analyze_text("[[switch]]\nname = \"s\"\nt_mux = \"1us\"\nbuffer = \"1KiB\"\nx = 1\n")
                 .unwrap_err();
         assert!(err.to_string().starts_with("network file:5:1:"), "{err}");
+    }
+
+    #[test]
+    fn dnc_export_writes_the_analysed_ports_and_curves_exactly() {
+        let file = read_named(&load("table4-ts1ms.toml"), "t4").unwrap();
+        let text = dnc_export(&file).unwrap();
+        // C = 98.6 Mbit/s, t_mux = 45 µs = 9/200000 s; b = r·1 ms + 1514 B (in bits); peak = C
+        // (every link is Fast Ethernet); host delay 80 µs = 1/12500 s; A-B's burst is 64 B.
+        assert_eq!(
+            text,
+            "rtlan-dnc 1\n\
+             server 0 98600000 9/200000 s1->B\n\
+             flow 40000000 52112 12112 98600000 1/12500 0 C-B\n\
+             flow 32000000 44112 12112 98600000 1/12500 0 D-B\n\
+             flow 20000000 32112 12112 98600000 1/12500 0 E-B\n\
+             flow 512000 512 512 98600000 1/12500 0 A-B\n"
+        );
+    }
+
+    #[test]
+    fn dnc_export_numbers_ports_in_port_order_along_multi_hop_paths() {
+        let text = "[[switch]]\nname = \"a\"\nt_mux = \"10us\"\nbuffer = \"1MiB\"\n\
+                    [[switch]]\nname = \"b\"\nt_mux = \"20us\"\nbuffer = \"1MiB\"\n\
+                    [[link]]\nends = [\"x\", \"a\"]\nrate = \"1gbit\"\n\
+                    [[link]]\nends = [\"a\", \"b\"]\nrate = \"100mbit\"\n\
+                    [[link]]\nends = [\"b\", \"y\"]\nrate = \"100mbit\"\n\
+                    [[flow]]\nname = \"long one\"\npath = [\"x\", \"a\", \"b\", \"y\"]\n\
+                    rate = \"1mbit\"\nmax_packet = 100\nburst = \"1000B\"\n\
+                    [[flow]]\nname = \"short\"\npath = [\"y\", \"b\", \"a\", \"x\"]\n\
+                    rate = \"2mbit\"\nmax_packet = 100\nburst = \"200B\"\n";
+        let mut file = read_named(text, "t").unwrap();
+        let lines: Vec<String> = dnc_export(&file)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        // Switches are nodes 0 (a) and 1 (b), hosts x = 2, y = 3: ports in (switch, to) order.
+        assert_eq!(
+            lines[1..5],
+            [
+                "server 0 100000000 1/100000 a->b",
+                "server 1 1000000000 1/100000 a->x",
+                "server 2 100000000 1/50000 b->a",
+                "server 3 100000000 1/50000 b->y",
+            ]
+        );
+        // The first port's peak is max(C, inbound): 1 Gbit/s in from x, 100 Mbit/s in from y.
+        assert_eq!(lines[5], "flow 1000000 8000 800 1000000000 0 0,3 long one");
+        assert_eq!(lines[6], "flow 2000000 1600 800 100000000 0 2,1 short");
+        as_token_buckets(&mut file);
+        let tb = dnc_export(&file).unwrap();
+        assert!(
+            tb.contains("flow 1000000 8000 8000 1000000000 0 0,3 long one\n"),
+            "{tb}"
+        );
+    }
+
+    #[test]
+    fn token_buckets_drop_the_peak_from_the_bound() {
+        // Token buckets at one port: eq. (6) with g_max = 0 is Σb/C + t_mux, here
+        // (52112+44112+32112+512) bit / 98.6 Mbit/s + 45 µs = 1351.76… µs (+ 80 µs host delay);
+        // with the T-SPECs' peaks it is 1310 µs.
+        let mut file = read_named(&load("table4-ts1ms.toml"), "t4").unwrap();
+        let tspec = to_json(&analyze_file(&file).unwrap()).unwrap();
+        as_token_buckets(&mut file);
+        let tb = to_json(&analyze_file(&file).unwrap()).unwrap();
+        assert_eq!(tspec["ports"][0]["delay_bound_us"], 1310);
+        assert_eq!(tb["ports"][0]["delay_bound_us"], 1352);
+        assert_eq!(tb["flows"][0]["delay_bound_us"], 1432);
     }
 }

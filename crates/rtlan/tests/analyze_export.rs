@@ -1,0 +1,81 @@
+//! `rtlan analyze --export-dnc` and `--token-buckets` as a user runs them (no lab, no root).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn table4() -> String {
+    format!(
+        "{}/../../experiments/loser/table4-ts1ms.toml",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn rtlan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtlan"))
+        .args(args)
+        .output()
+        .expect("rtlan runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rtlan-export-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn export_writes_the_file_and_the_report_still_prints() {
+    let dir = scratch("ok");
+    let out = dir.join("t4.dnc");
+    let o = rtlan(&[
+        "analyze",
+        &table4(),
+        "--json",
+        "--token-buckets",
+        "--export-dnc",
+        out.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // Token buckets: Σb/C + t_mux at s1->B, rounded up.
+    assert_eq!(report["ports"][0]["delay_bound_us"], 1352);
+    assert!(
+        text.starts_with("rtlan-dnc 1\nserver 0 98600000 9/200000 s1->B\n"),
+        "{text}"
+    );
+    // With --token-buckets the max_packet column equals the burst.
+    assert!(
+        text.contains("flow 40000000 52112 52112 98600000 1/12500 0 C-B\n"),
+        "{text}"
+    );
+    assert_eq!(text.lines().filter(|l| l.starts_with("flow ")).count(), 4);
+}
+
+#[test]
+fn timings_go_to_stderr_as_one_json_line() {
+    let o = rtlan(&["analyze", &table4(), "--json", "--timings"]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = err.lines().last().unwrap_or_default();
+    let t: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(t["repeats"], 20);
+    assert!(t["analysis_us_min"].as_f64().unwrap() <= t["analysis_us_median"].as_f64().unwrap());
+    assert!(t["read_us"].as_f64().unwrap() > 0.0);
+    // stdout is still exactly the report.
+    let _: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+}
+
+#[test]
+fn unwritable_export_path_is_an_error_naming_it() {
+    let o = rtlan(&[
+        "analyze",
+        &table4(),
+        "--export-dnc",
+        "/nonexistent-dir/x.dnc",
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("writing /nonexistent-dir/x.dnc"), "{err}");
+}
