@@ -27,48 +27,7 @@ fn one_switch_three_hosts_ping_udp_tcp_and_learning() {
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
     let lab = up_file("default.toml", "one");
 
-    // ARP + ping between every pair.
-    for (from, to) in [("a", "b"), ("a", "c"), ("b", "c"), ("c", "a")] {
-        ping_ok(&lab, from, to);
-    }
-
-    // Learning: every host's MAC sits on the port that leads to it.
-    let table = fdb(&lab, "s1");
-    for host in ["a", "b", "c"] {
-        let mac = host_mac(&lab, host);
-        let want = port_towards(&lab, "s1", host);
-        let got = table.iter().find(|(m, _)| *m == mac).map(|(_, p)| *p);
-        assert_eq!(got, Some(want), "fdb entry of {host} ({mac}) in {table:?}");
-    }
-    // The switch's ARP cache learnt the hosts from their ARP traffic (EtheReal §3.4).
-    let arp = ctl(&lab, "s1", "arp");
-    for host in ["a", "b", "c"] {
-        let ip = ip(&lab, host).to_string();
-        assert!(
-            arp.as_array()
-                .unwrap()
-                .iter()
-                .any(|e| e["ip"] == ip.as_str()),
-            "switch ARP cache lacks {host} ({ip}): {arp}"
-        );
-    }
-
-    // UDP and TCP end to end, payload intact.
-    let ns = |n| lab.netns(n).unwrap();
-    assert!(tools::socat_tcp_transfer(ns("c"), ns("a"), ip(&lab, "c"), 5001, 1 << 20).unwrap());
-    assert!(tools::socat_udp_transfer(ns("a"), ns("b"), ip(&lab, "a"), 5002, 64 << 10).unwrap());
-
-    // iperf3 TCP over a 100 Mbit/s path reaches >= 90% of the rate and not more than the line.
-    let _server = Iperf3Server::start(ns("c"), 5201).unwrap();
-    let r = tools::iperf3_tcp(ns("a"), ip(&lab, "c"), 5201, 5, &Iperf3Opts::default()).unwrap();
-    assert!(
-        r.receiver_bps >= 0.90 * LINE_RATE && r.receiver_bps <= LINE_RATE,
-        "TCP a->c {:.1} Mbit/s, want 90..100",
-        r.receiver_bps / 1e6
-    );
-
-    let stats = ctl(&lab, "s1", "stats");
-    assert_eq!(stats["switch"]["drop_malformed"], 0, "{stats}");
+    assert_serves_default_topology(&lab);
     down_clean(lab);
 }
 

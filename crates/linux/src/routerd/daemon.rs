@@ -197,16 +197,17 @@ impl Daemon {
         let steering = Steering::Router {
             addresses: addresses.clone(),
         };
-        for (spec, &(addr, prefix_len)) in config.ports.iter().zip(&addresses) {
-            let port = AnyPort::open(&spec.ifname, config.data_plane, &steering, &options)
-                .map_err(|e| match e {
-                    AnyPortError::Packet(source) => Error::Port {
-                        ifname: spec.ifname.clone(),
-                        source,
-                    },
-                    AnyPortError::Xdp(source) => Error::Xdp(source),
-                })?;
-            tracing::info!(ifname = %spec.ifname, kind = port.kind(), "port open");
+        let opened = crate::xdp::open_ports(
+            config.ports.iter().map(|p| p.ifname.as_str()),
+            config.data_plane,
+            &steering,
+            &options,
+        )
+        .map_err(|(ifname, e)| match e {
+            AnyPortError::Packet(source) => Error::Port { ifname, source },
+            AnyPortError::Xdp(source) => Error::Xdp(source),
+        })?;
+        for ((spec, &(addr, prefix_len)), port) in config.ports.iter().zip(&addresses).zip(opened) {
             ifindex.push(crate::driver::Port::ifindex(&port));
             router_ports.push(RouterPort {
                 name: spec.ifname.clone(),

@@ -36,7 +36,7 @@ pub use stp_config::StpSpec;
 use crate::driver::DriverError;
 use crate::packet::PacketError;
 use crate::timer::{LatenessStats, TimerError};
-use crate::xdp::{AnyPort, AnyPortError, Steering};
+use crate::xdp::{open_ports, AnyPortError, Steering};
 
 pub use crate::driver::{PortStats as ShellPortStats, RX_BATCH, RX_QUANTUM};
 
@@ -146,27 +146,13 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         ring_frames: config.ring_frames,
         qdisc_bypass: config.qdisc_bypass,
     };
-    let ports = config
-        .ports
-        .iter()
-        .map(|p| {
-            let port = AnyPort::open(
-                &p.ifname,
-                config.data_plane,
-                &Steering::Everything,
-                &options,
-            )
-            .map_err(|e| match e {
-                AnyPortError::Packet(source) => Error::Port {
-                    ifname: p.ifname.clone(),
-                    source,
-                },
-                AnyPortError::Xdp(source) => Error::Xdp(source),
-            })?;
-            tracing::info!(ifname = %p.ifname, kind = port.kind(), "port open");
-            Ok(port)
-        })
-        .collect::<Result<Vec<_>, Error>>()?;
+    let ports = config.ports.iter().map(|p| p.ifname.as_str());
+    let ports = open_ports(ports, config.data_plane, &Steering::Everything, &options).map_err(
+        |(ifname, e)| match e {
+            AnyPortError::Packet(source) => Error::Port { ifname, source },
+            AnyPortError::Xdp(source) => Error::Xdp(source),
+        },
+    )?;
     let control_path: Option<PathBuf> = config.control_socket.clone();
     let mut daemon = daemon::Daemon::new(config, ports, control_path.as_deref())?;
     daemon.run(shutdown)?;

@@ -374,6 +374,25 @@ impl AnyPort {
     }
 }
 
+/// Opens every interface of `ifnames` as `plane` asks (with the one `steering` for all), logging
+/// each port's kind; on failure, the interface that failed and why.
+pub fn open_ports<'a>(
+    ifnames: impl IntoIterator<Item = &'a str>,
+    plane: DataPlane,
+    steering: &Steering,
+    options: &crate::packet::PortOptions,
+) -> Result<Vec<AnyPort>, (String, AnyPortError)> {
+    ifnames
+        .into_iter()
+        .map(|ifname| {
+            let port = AnyPort::open(ifname, plane, steering, options)
+                .map_err(|e| (ifname.to_string(), e))?;
+            tracing::info!(ifname, kind = port.kind(), "port open");
+            Ok(port)
+        })
+        .collect()
+}
+
 /// Why a port of either kind did not open.
 #[derive(Debug, thiserror::Error)]
 pub enum AnyPortError {
