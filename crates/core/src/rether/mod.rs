@@ -42,7 +42,10 @@
 //!   (one attempt: the segment is silent), the race resolved as above and the RT-set taken from
 //!   the last token it heard; the new token follows within 2 TRT of the loss with the default
 //!   timers. **Joins**: a station announces itself with JOIN; the next token holder adds it, or
-//!   clears its dead flag.
+//!   clears its dead flag. **Partitions**: each side runs its own ring (the side without the
+//!   token regenerates one); when they meet, the newer generation wins, the others follow it and
+//!   join, and a station whose admitted session is missing from the token it holds asks for it
+//!   again.
 //!
 //! Written by hand: no crate implements RETHER.
 
@@ -553,7 +556,10 @@ impl Station {
             generation,
             initiator: from,
             deadline: now
-                + self.config.switch_timeout * u32::from(self.config.switch_attempts.max(1)) * 2,
+                + self
+                    .config
+                    .switch_timeout
+                    .saturating_mul(2 * u32::from(self.config.switch_attempts.max(1))),
         });
         self.queue_control(
             from_mac,
@@ -740,6 +746,18 @@ impl Station {
                 .retain(|e| !(e.sender == id && e.session == session));
             self.sessions.remove(&session);
             self.events.push_back(Event::Closed { session });
+        }
+        // Admitted sessions the token no longer carries (released while this station was cut
+        // off — a partition, a false death, a regeneration from an older token): ask again.
+        for (&session, local) in self.sessions.iter_mut() {
+            if local.admitted
+                && !token
+                    .sessions
+                    .iter()
+                    .any(|e| e.sender == id && e.session == session)
+            {
+                local.admitted = false;
+            }
         }
         // Joins: every station heard and not alive on the token.
         for &station in self.stations.keys() {

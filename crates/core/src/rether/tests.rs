@@ -41,6 +41,8 @@ struct Segment {
     lose_next_token: bool,
     /// Crash this station as it sends its next token frame.
     kill_next_token_sender: Option<u16>,
+    /// Per station, its side of a partition: frames reach only stations on the same side.
+    side: Vec<u8>,
     start: usize,
 }
 
@@ -58,6 +60,7 @@ impl Segment {
             log: Vec::new(),
             lose_next_token: false,
             kill_next_token_sender: None,
+            side: vec![0; n],
             start: 0,
         }
     }
@@ -125,7 +128,7 @@ impl Segment {
                         continue;
                     }
                     for j in 0..count {
-                        if j != i && self.alive[j] {
+                        if j != i && self.alive[j] && self.side[j] == self.side[i] {
                             self.stations[j].handle_frame(self.now, PortId(0), &frame);
                         }
                     }
@@ -498,4 +501,56 @@ fn nrt_policies_bound_the_frames_per_visit() {
     assert_eq!(frames_per_visit(NrtPolicy::One), 1);
     assert_eq!(frames_per_visit(NrtPolicy::AtMost(4)), 4);
     assert!(frames_per_visit(NrtPolicy::AsManyAsFit) > 20);
+}
+
+#[test]
+fn a_partition_runs_two_rings_and_heals_into_one_with_both_reservations() {
+    let mut seg = Segment::new(&[1, 2, 3, 4]);
+    seg.run(ms(1));
+    let now = seg.now;
+    seg.at(1).open(now, 1, 4_000, 1000, None);
+    seg.at(3).open(now, 1, 4_000, 1000, None);
+    seg.run(ms(40));
+    assert_eq!(seg.at(2).last_token().unwrap().sessions.len(), 2);
+    // The cable is cut between {1, 2} and {3, 4}.
+    seg.side = vec![0, 0, 1, 1];
+    seg.run(ms(200));
+    // Each half runs its own ring: the half without the token regenerated one, and each token
+    // lists the other half dead and carries only its own half's reservation.
+    for (n, own) in [(1, 1), (3, 3)] {
+        let token = seg.at(n).last_token().unwrap().clone();
+        let senders: Vec<u16> = token.sessions.iter().map(|s| s.sender.get()).collect();
+        assert_eq!(senders, vec![own], "station {n}: {token:?}");
+        let dead: Vec<u16> = token
+            .members
+            .iter()
+            .filter(|m| m.dead)
+            .map(|m| m.id.get())
+            .collect();
+        assert_eq!(dead.len(), 2, "station {n}: the other half dead: {token:?}");
+    }
+    let before = [1, 3].map(|n| seg.at(n).stats().cycles_started);
+    seg.run(ms(300));
+    let after = [1, 3].map(|n| seg.at(n).stats().cycles_started);
+    assert!(
+        after[0] >= before[0] + 8 && after[1] >= before[1] + 8,
+        "{before:?} {after:?}"
+    );
+    // Healed: one generation wins, the others join it, and both reservations are on it again.
+    seg.side = vec![0; 4];
+    seg.run(ms(600));
+    let token = seg.at(4).last_token().unwrap().clone();
+    assert!(token.members.iter().all(|m| !m.dead), "{token:?}");
+    let mut senders: Vec<u16> = token.sessions.iter().map(|s| s.sender.get()).collect();
+    senders.sort();
+    assert_eq!(senders, vec![1, 3], "{token:?}");
+    let generation = |n: u16| {
+        seg.log
+            .iter()
+            .rev()
+            .find(|s| s.from == n && s.kind == Some(MessageType::Token))
+            .map(|s| parse_frame(&s.frame).unwrap().0.generation)
+    };
+    let gens: Vec<Option<u32>> = [1, 2, 3, 4].iter().map(|&n| generation(n)).collect();
+    assert!(gens.windows(2).all(|w| w[0] == w[1]), "one token: {gens:?}");
 }
