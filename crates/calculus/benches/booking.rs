@@ -13,94 +13,17 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use rtlan_calculus::analysis::{analyze, Flow, Topology};
 use rtlan_calculus::booking::Booking;
-use rtlan_calculus::netfile::{FlowSpec, LinkSpec, NetFile, SwitchSpec};
+use rtlan_calculus::netfile::FlowSpec;
 use rtlan_calculus::Q;
 
-const LEAVES: usize = 90;
-const SPINES: usize = 10;
-const HOSTS_PER_LEAF: usize = 8;
+#[allow(dead_code)]
+mod nets;
 
-/// 90 leaf and 10 spine switches (1 Gbit/s, t_mux 10 µs, `buffer_mib` MiB each), 8 hosts per
-/// leaf at 1 Gbit/s.
-fn leaf_spine(buffer_mib: i64) -> NetFile {
-    let mut f = NetFile::default();
-    let sw = |name: String| SwitchSpec {
-        name,
-        t_mux: Q::micros(10),
-        buffer: Q::bytes(buffer_mib << 20),
-    };
-    let link = |a: String, b: String| LinkSpec {
-        ends: [a, b],
-        rate: Q::int(1_000_000_000),
-        effective_rate: Q::int(1_000_000_000),
-    };
-    for l in 0..LEAVES {
-        f.switches.push(sw(format!("l{l}")));
-        for h in 0..HOSTS_PER_LEAF {
-            f.links.push(link(format!("h{l}x{h}"), format!("l{l}")));
-        }
-        for s in 0..SPINES {
-            f.links.push(link(format!("l{l}"), format!("s{s}")));
-        }
-    }
-    for s in 0..SPINES {
-        f.switches.push(sw(format!("s{s}")));
-    }
-    f
-}
+use nets::{lcg, leaf_spine, HOSTS_PER_LEAF, LEAVES};
 
-/// A deterministic generator (an LCG) of indices below `m`; `rtlan bench bwm` uses the same.
-fn lcg() -> impl FnMut(usize) -> usize {
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    move |m: usize| {
-        seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (seed >> 33) as usize % m
-    }
-}
-
-/// The leaf–spine network with 16 MiB buffers and flows host → leaf → spine → leaf → host
-/// (3 switches, a random spine) or within one leaf (1 switch).
+/// The leaf–spine network of `nets::leaf_spine_flows`.
 fn network(n: usize) -> (Topology, Vec<Flow>) {
-    let mut f = leaf_spine(16);
-    let mut next = lcg();
-    for i in 0..n {
-        let (a, b) = (next(LEAVES), next(LEAVES));
-        let (ha, hb) = (next(HOSTS_PER_LEAF), next(HOSTS_PER_LEAF));
-        let src = format!("h{a}x{ha}");
-        let dst = format!("h{b}x{hb}");
-        let path = if a == b {
-            if ha == hb {
-                continue;
-            }
-            vec![src, format!("l{a}"), dst]
-        } else {
-            vec![
-                src,
-                format!("l{a}"),
-                format!("s{}", next(SPINES)),
-                format!("l{b}"),
-                dst,
-            ]
-        };
-        f.flows.push(FlowSpec {
-            name: format!("f{i}"),
-            path,
-            rate: Q::int(100_000),
-            max_packet: Q::bytes(1514),
-            burst: Q::bytes(1514 + 125),
-            host_delay: Q::micros(80),
-            deadline: None,
-        });
-    }
-    let topo = Topology::from_netfile(&f);
-    let flows = f
-        .flows
-        .iter()
-        .map(|x| topo.resolve(x).expect("generated paths are valid"))
-        .collect();
-    (topo, flows)
+    nets::leaf_spine_flows(n)
 }
 
 /// `rtlan bench bwm`'s network: the same leaf–spine topology with 64 MiB buffers, `n` flows

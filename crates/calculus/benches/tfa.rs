@@ -6,8 +6,11 @@
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+#[allow(dead_code)]
+mod nets;
+
 use rtlan_calculus::analysis::{analyze, Topology};
-use rtlan_calculus::netfile::{FlowSpec, LinkSpec, NetFile, SwitchSpec};
 use rtlan_calculus::{ArrivalCurve, Flow, Network, Node, RateLatency, Q};
 
 /// A deterministic feed-forward network: 100 nodes in a line (1 Gbit/s, 10 µs), 1,000 flows of
@@ -46,59 +49,9 @@ fn network() -> Network {
     Network { nodes, flows }
 }
 
-/// The same line as [`network`] for `analysis::analyze`: switches at 1 Gbit/s with t_mux 10 µs,
-/// flows of 0.5 Mbit/s (M = 1514 B, b = M + 5,000 bits) from 1 Gbit/s host links.
+/// The same line as [`network`] for `analysis::analyze` (`nets::line`).
 fn line() -> (Topology, Vec<rtlan_calculus::analysis::Flow>) {
-    let gbit = |a: String, b: String| LinkSpec {
-        ends: [a, b],
-        rate: Q::int(1_000_000_000),
-        effective_rate: Q::int(1_000_000_000),
-    };
-    let mut f = NetFile::default();
-    for k in 0..100 {
-        f.switches.push(SwitchSpec {
-            name: format!("s{k}"),
-            t_mux: Q::micros(10),
-            buffer: Q::bytes(16 << 20),
-        });
-        if k > 0 {
-            f.links.push(gbit(format!("s{}", k - 1), format!("s{k}")));
-        }
-    }
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        seed >> 33
-    };
-    for i in 0..1000 {
-        let start = (next() % 100) as usize;
-        let len = 2 + (next() % 7) as usize;
-        let end = (start + len).min(100);
-        let (a, z) = (format!("a{i}"), format!("z{i}"));
-        f.links.push(gbit(a.clone(), format!("s{start}")));
-        f.links.push(gbit(format!("s{}", end - 1), z.clone()));
-        let mut path = vec![a];
-        path.extend((start..end).map(|k| format!("s{k}")));
-        path.push(z);
-        f.flows.push(FlowSpec {
-            name: format!("f{i}"),
-            path,
-            rate: Q::int(500_000),
-            max_packet: Q::bytes(1514),
-            burst: Q::bytes(1514).add(Q::int(5_000)).expect("small"),
-            host_delay: Q::ZERO,
-            deadline: None,
-        });
-    }
-    let topo = Topology::from_netfile(&f);
-    let flows = f
-        .flows
-        .iter()
-        .map(|x| topo.resolve(x).expect("generated paths are valid"))
-        .collect();
-    (topo, flows)
+    nets::line()
 }
 
 fn bench_tfa(c: &mut Criterion) {
