@@ -7,7 +7,7 @@
 //! Without `tshark` on the PATH the test says so and passes — except under `CI=true`, where a
 //! missing `tshark` fails it (`scripts/install-deps` installs it).
 
-use std::process::Command;
+mod tshark_util;
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::DataLink;
@@ -177,20 +177,8 @@ fn lua_script() -> String {
 }
 
 fn tshark(pcap: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new("tshark")
-        .arg("-X")
-        .arg(format!("lua_script:{}", lua_script()))
-        .arg("-r")
-        .arg(pcap)
-        .args(args)
-        .output()
-        .expect("tshark runs");
-    assert!(
-        out.status.success(),
-        "tshark {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    let script = format!("lua_script:{}", lua_script());
+    tshark_util::run(&["-X", &script], pcap, args)
 }
 
 /// Removes the file when dropped (on success and on a failed assertion alike).
@@ -202,22 +190,9 @@ impl Drop for Remove {
     }
 }
 
-fn have_tshark() -> bool {
-    if Command::new("tshark").arg("--version").output().is_ok() {
-        return true;
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    assert!(
-        !ci,
-        "tshark is not installed (scripts/install-deps installs it)"
-    );
-    println!("note: tshark not installed, skipping the dissector check");
-    false
-}
-
 #[test]
 fn tshark_reads_every_rether_message_through_the_lua_dissector() {
-    if !have_tshark() {
+    if !tshark_util::available() {
         return;
     }
     let pcap = std::env::temp_dir().join(format!("rtlan-rether-{}.pcap", std::process::id()));

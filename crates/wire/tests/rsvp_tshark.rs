@@ -7,7 +7,8 @@
 //! missing `tshark` fails it (`scripts/install-deps` installs it).
 
 use std::net::Ipv4Addr;
-use std::process::Command;
+
+mod tshark_util;
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::DataLink;
@@ -370,31 +371,12 @@ const EXPECTED: [Expected; 8] = [
 const IP_CHECK_CHECKSUM: &str = "ip.check_checksum:TRUE";
 
 fn tshark(args: &[&str], pcap: &std::path::Path) -> String {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(pcap)
-        .args(["-o", IP_CHECK_CHECKSUM])
-        .args(args)
-        .output()
-        .expect("tshark runs");
-    // tshark run as root warns on stderr; only the exit status and stdout matter.
-    assert!(
-        out.status.success(),
-        "tshark {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("tshark prints UTF-8")
+    tshark_util::run(&["-o", IP_CHECK_CHECKSUM], pcap, args)
 }
 
 #[test]
 fn tshark_decodes_every_message() {
-    if Command::new("tshark").arg("--version").output().is_err() {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        assert!(
-            !ci,
-            "tshark is not installed (scripts/install-deps installs it)"
-        );
-        println!("note: tshark not installed, skipping the decode check");
+    if !tshark_util::available() {
         return;
     }
     let messages = messages();
