@@ -49,6 +49,7 @@
 //!
 //! Written by hand: no crate implements RETHER.
 
+pub mod agent;
 #[cfg(test)]
 mod tests;
 
@@ -1358,5 +1359,30 @@ impl Node for Station {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.deadline()
+    }
+}
+
+/// What the host-transparent agent ([`agent::Agent`]) reads of a station.
+impl Station {
+    /// Frames of `session` waiting for the token, or `None` if this station has no such session.
+    pub fn rt_queued(&self, session: u16) -> Option<usize> {
+        self.sessions.get(&session).map(|l| l.queue.len())
+    }
+
+    /// Whether `session` is in the token's RT-set and not closing.
+    pub fn is_admitted(&self, session: u16) -> bool {
+        self.sessions
+            .get(&session)
+            .is_some_and(|l| l.admitted && !l.closing)
+    }
+
+    /// The generation of the RETHER mode last seen (what DATA headers carry).
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// The MAC of station `id`, if it was heard.
+    pub fn mac_of(&self, id: NodeId) -> Option<Address> {
+        self.stations.get(&id).copied()
     }
 }

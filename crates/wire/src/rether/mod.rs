@@ -22,7 +22,9 @@ mod tests;
 
 use core::fmt;
 
-pub use repr::{DataRepr, Member, Message, Phase, Repr, SessionEntry, SwitchRepr, TokenRepr};
+pub use repr::{
+    DataRepr, Member, Message, Phase, Repr, SessionEntry, SwitchRepr, TokenRepr, DATA_FIXED_LEN,
+};
 
 use crate::ethernet::Address;
 use crate::{Error, Result};

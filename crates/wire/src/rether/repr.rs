@@ -17,7 +17,7 @@ pub(super) const TOKEN_FIXED_LEN: usize = 28;
 /// One RT-set entry of the token.
 pub(super) const SESSION_LEN: usize = 16;
 /// DATA's fixed part, before the payload.
-pub(super) const DATA_FIXED_LEN: usize = 12;
+pub const DATA_FIXED_LEN: usize = 12;
 /// The dead flag of a token's station entry.
 const DEAD_BIT: u16 = 0x8000;
 
