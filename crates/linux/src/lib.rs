@@ -22,6 +22,7 @@ pub mod linkwatch;
 pub mod mgmt;
 pub mod netlink;
 pub mod packet;
+pub mod retherd;
 pub mod routerd;
 pub mod rtcd;
 pub mod switchd;

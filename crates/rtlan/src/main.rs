@@ -71,6 +71,8 @@ enum Command {
     Switch(cmd::switch::SwitchArgs),
     /// Run the QSR router (IPv4 forwarding) on the interfaces named in a config file.
     Router(cmd::router::RouterArgs),
+    /// Run the RETHER agent: a host's bump in the wire onto a shared segment (timed token).
+    Rether(cmd::rether::RetherArgs),
     /// Run the host daemon that reserves real-time connections for local applications.
     Rtcd(cmd::rtcd::RtcdArgs),
     /// Reserve a real-time connection and hold it (prints the proxy IP to send to).
@@ -110,6 +112,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Switch(args) => cmd::switch::run(args),
         Command::Router(args) => cmd::router::run(args),
+        Command::Rether(args) => cmd::rether::run(args),
         Command::Rtcd(args) => cmd::rtcd::run(args),
         Command::Reserve(args) => cmd::reserve::run(args),
         Command::Send(args) => cmd::send::run(args),

@@ -57,6 +57,8 @@ pub const MAX_FRAGMENT: usize = MAX_FRAME - ethernet::HEADER_LEN - HEADER_LEN - 
 pub const MAX_UNIT: usize = 256 * 1024;
 /// Most data units a session buffers, sending or receiving.
 pub const MAX_BUFFERS: usize = 64;
+/// The TOKEN message's type code (`docs/rether.md` §3), read straight from the header.
+const TOKEN_TYPE: u8 = 3;
 /// Events kept for the agent's user before the oldest are dropped (and counted).
 const MAX_EVENTS: usize = 4096;
 
@@ -270,6 +272,11 @@ pub struct AgentStats {
     pub data_unlistened: u64,
     /// Events dropped because the user did not read them.
     pub events_dropped: u64,
+    /// Tokens heard on the segment (any holder).
+    pub tokens_heard: u64,
+    /// The longest silence between two tokens heard in RETHER mode since the last
+    /// [`Agent::reset_token_gap`], ns: a lost token or a dead station shows here.
+    pub token_gap_max_ns: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -313,6 +320,8 @@ pub struct Agent {
     receiving: BTreeMap<(NodeId, u16), Receiving>,
     events: VecDeque<AgentEvent>,
     stats: AgentStats,
+    /// When the last token was heard in RETHER mode.
+    last_token_heard: Option<Instant>,
 }
 
 impl Agent {
@@ -328,7 +337,18 @@ impl Agent {
             receiving: BTreeMap::new(),
             events: VecDeque::new(),
             stats: AgentStats::default(),
+            last_token_heard: None,
         }
+    }
+
+    /// Starts measuring the longest silence between tokens afresh.
+    pub fn reset_token_gap(&mut self) {
+        self.stats.token_gap_max_ns = 0;
+    }
+
+    /// When a token was last heard in RETHER mode.
+    pub fn last_token_heard(&self) -> Option<Instant> {
+        self.last_token_heard
     }
 
     /// The station.
@@ -749,6 +769,25 @@ impl Agent {
         });
     }
 
+    /// A RETHER frame heard or sent: a token in RETHER mode ends a silence.
+    fn note_token(&mut self, now: Instant, frame: &[u8]) {
+        let token = frame.get(ethernet::HEADER_LEN + 3) == Some(&TOKEN_TYPE);
+        if self.station.mode() != Mode::Rether {
+            self.last_token_heard = None;
+            return;
+        }
+        if !token {
+            return;
+        }
+        self.stats.tokens_heard += 1;
+        if let Some(last) = self.last_token_heard {
+            let gap = now.saturating_duration_since(last);
+            let gap = u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX);
+            self.stats.token_gap_max_ns = self.stats.token_gap_max_ns.max(gap);
+        }
+        self.last_token_heard = Some(now);
+    }
+
     fn on_host_frame(&mut self, frame: &[u8]) {
         self.stats.host_rx += 1;
         let Ok(view) = ethernet::Frame::new_checked(frame) else {
@@ -794,6 +833,7 @@ impl Agent {
             return;
         };
         if u16::from(view.ethertype()) == ETHERTYPE {
+            self.note_token(now, frame);
             self.station.handle_frame(now, PortId(0), frame);
             self.drain();
             return;
@@ -866,6 +906,12 @@ impl Node for Agent {
         match port {
             SEGMENT => {
                 let sent = self.station.poll_transmit(now, PortId(0), buf);
+                if let Some(len) = sent {
+                    let frame = &buf[..len];
+                    if frame.get(12..14) == Some(&ETHERTYPE.to_be_bytes()[..]) {
+                        self.note_token(now, frame);
+                    }
+                }
                 self.drain();
                 sent
             }

@@ -244,9 +244,26 @@ impl<N: Node, P: Port> Driver<N, P> {
     /// Runs until `shutdown` is set. Each epoll event with a token at or above
     /// [`USER_TOKEN_BASE`] is handed to `on_user_event(self, token, flags)` before the
     /// iteration's data-plane work.
-    pub fn run<F>(&mut self, shutdown: &AtomicBool, mut on_user_event: F) -> Result<(), DriverError>
+    pub fn run<F>(&mut self, shutdown: &AtomicBool, on_user_event: F) -> Result<(), DriverError>
     where
         F: FnMut(&mut Self, u64, u32),
+    {
+        self.run_with(shutdown, on_user_event, |_| {})
+    }
+
+    /// [`Driver::run`] with `after_io(self)` called once per iteration after the node has
+    /// handled what arrived and what fell due and has transmitted: a daemon whose requests wait
+    /// for the node (the RETHER agent's admission, which comes with the token) answers them
+    /// there.
+    pub fn run_with<F, G>(
+        &mut self,
+        shutdown: &AtomicBool,
+        mut on_user_event: F,
+        mut after_io: G,
+    ) -> Result<(), DriverError>
+    where
+        F: FnMut(&mut Self, u64, u32),
+        G: FnMut(&mut Self),
     {
         let mut events = [EMPTY_EVENT; 64];
         let mut more_rx = false;
@@ -289,6 +306,7 @@ impl<N: Node, P: Port> Driver<N, P> {
                 self.node.handle_timeout(now);
             }
             self.transmit(now)?;
+            after_io(self);
             self.arm_timer(now)?;
         }
         self.stopped = Some(clock::now());
