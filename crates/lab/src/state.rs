@@ -18,6 +18,8 @@ pub(crate) const ROLE_HOST: &str = "host";
 pub(crate) const ROLE_RTLAN_SWITCH: &str = "rtlan";
 /// Role of a kernel bridge.
 pub(crate) const ROLE_LINUX_BRIDGE: &str = "linux-bridge";
+/// Role of a shared segment (`rtlan segment`, docs/segment.md).
+pub(crate) const ROLE_SEGMENT: &str = "segment";
 /// Role of an rtlan router.
 pub(crate) const ROLE_RTLAN_ROUTER: &str = "rtlan-router";
 /// Role of a kernel router.
@@ -45,7 +47,8 @@ pub(crate) struct NodeState {
     pub(crate) name: String,
     /// Its namespace, `rtl-<lab>-<node>`.
     pub(crate) netns: String,
-    /// `host`, `rtlan` (an rtlan switch), `linux-bridge`, `rtlan-router` or `linux-router`.
+    /// `host`, `rtlan` (an rtlan switch), `linux-bridge`, `segment`, `rtlan-router` or
+    /// `linux-router`.
     pub(crate) role: String,
     /// A host's address and prefix length.
     pub(crate) ip: Option<(Ipv4Addr, u8)>,

@@ -443,6 +443,7 @@ fn build(
         ) {
             (Some(SwitchKind::Rtlan(_)), _) => state::ROLE_RTLAN_SWITCH,
             (Some(SwitchKind::LinuxBridge), _) => state::ROLE_LINUX_BRIDGE,
+            (Some(SwitchKind::Segment(_)), _) => state::ROLE_SEGMENT,
             (None, Some(RouterKind::Rtlan)) => state::ROLE_RTLAN_ROUTER,
             (None, Some(RouterKind::LinuxRouter)) => state::ROLE_LINUX_ROUTER,
             (None, None) => state::ROLE_HOST,
