@@ -71,6 +71,8 @@ enum Command {
     Switch(cmd::switch::SwitchArgs),
     /// Run the QSR router (IPv4 forwarding) on the interfaces named in a config file.
     Router(cmd::router::RouterArgs),
+    /// Run an emulated shared Ethernet segment (CSMA/CD) on the interfaces named in a config file.
+    Segment(cmd::segment::SegmentArgs),
     /// Run the host daemon that reserves real-time connections for local applications.
     Rtcd(cmd::rtcd::RtcdArgs),
     /// Reserve a real-time connection and hold it (prints the proxy IP to send to).
@@ -110,6 +112,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Switch(args) => cmd::switch::run(args),
         Command::Router(args) => cmd::router::run(args),
+        Command::Segment(args) => cmd::segment::run(args),
         Command::Rtcd(args) => cmd::rtcd::run(args),
         Command::Reserve(args) => cmd::reserve::run(args),
         Command::Send(args) => cmd::send::run(args),
