@@ -102,10 +102,12 @@ fn five_hosts_on_a_segment_ping_each_other_through_their_bumps() {
     assert_eq!(counter(&s, "excessive_collisions"), 0, "{s}");
     assert_eq!(s["attachments"].as_array().map(Vec::len), Some(5), "{s}");
 
-    down_clean(lab);
-    // SAFETY: kill(pid, 0) only asks whether the process exists.
-    let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
-    assert!(!alive, "the segment process {pid} survived `down`");
+    // `down` stops the segment (SIGTERM) and removes every namespace, the bumps included.
+    let report = lab.down().expect("lab down");
+    assert!(report.terminated.contains(&pid), "{report}");
+    assert_eq!(report.namespaces.len(), 11, "{report}");
+    let left = rtlan_lab::lab_namespaces(&name).expect("ip netns list");
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
 }
 
 #[test]
