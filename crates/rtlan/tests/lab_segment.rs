@@ -155,11 +155,15 @@ fn a_flood_collides_delays_pings_and_never_exceeds_the_rate() {
         loaded.received > 0 && loaded_ms >= idle_ms + 1.0,
         "the flood must delay pings: idle {idle_ms:.2} ms, loaded {loaded:?}"
     );
+    let excessive =
+        counter(&after, "excessive_collisions") - counter(&before, "excessive_collisions");
+    let queue_drops = counter(&after, "queue_drops") - counter(&before, "queue_drops");
     let delivered = a.receiver_bps + b.receiver_bps;
     let capacity = RATE_BPS * f64::from(PAYLOAD) / f64::from(PAYLOAD + 66);
     eprintln!(
         "segment flood: idle ping {idle_ms:.2} ms, loaded {loaded_ms:.2} ms ({}/20), \
-         {collisions} collisions, delivered {:.2} + {:.2} = {:.2} Mbit/s of {:.2}",
+         {collisions} collisions ({excessive} frames dropped after 16, {queue_drops} for a full \
+         queue), delivered {:.2} + {:.2} = {:.2} Mbit/s of {:.2}",
         loaded.received,
         a.receiver_bps / 1e6,
         b.receiver_bps / 1e6,
