@@ -1,7 +1,8 @@
 //! Bump namespaces: every host attached to a shared segment (`kind = "segment"`) reaches it
 //! through a namespace of its own between the two, where the host's RETHER agent runs
-//! (`rtlan rether`, a bump in the wire: Venkatramani and Chiueh, RETHER §3, on an unmodified
-//! host; docs/rether.md §7, docs/segment.md):
+//! (`rtlan rether`, docs/rether.md §7, docs/segment.md). Venkatramani and Chiueh put RETHER
+//! directly above the host's network interface, transparent to TCP/IP (RETHER §3); rtlan
+//! leaves hosts unmodified, so that layer becomes a bump in the wire beside the host:
 //!
 //! ```text
 //! host ns            bump ns rtl-<lab>-<host>-bump          segment ns
