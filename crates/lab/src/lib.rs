@@ -22,6 +22,7 @@ mod lock;
 mod registry;
 mod routers;
 pub use routers::PSIP_HTTP_PORT;
+mod segments;
 mod shaping;
 mod state;
 mod switches;
@@ -49,6 +50,12 @@ pub const NETNS_PREFIX: &str = "rtl-";
 /// The namespace name of `node` in lab `lab`: `rtl-<lab>-<node>`.
 pub fn netns_name(lab: &str, node: &str) -> String {
     format!("{NETNS_PREFIX}{lab}-{node}")
+}
+
+/// The namespace of the bump between host `host` and its shared segment in lab `lab`:
+/// `rtl-<lab>-<host>-bump` (a `-` never appears in node or lab names, so it names no node).
+pub fn bump_netns_name(lab: &str, host: &str) -> String {
+    format!("{}-bump", netns_name(lab, host))
 }
 
 /// The namespaces that exist now for lab `name` (`rtl-<name>-*`), whoever made them.

@@ -18,6 +18,8 @@ pub(crate) const ROLE_HOST: &str = "host";
 pub(crate) const ROLE_RTLAN_SWITCH: &str = "rtlan";
 /// Role of a kernel bridge.
 pub(crate) const ROLE_LINUX_BRIDGE: &str = "linux-bridge";
+/// Role of a shared segment (`rtlan segment`, docs/segment.md).
+pub(crate) const ROLE_SEGMENT: &str = "segment";
 /// Role of an rtlan router.
 pub(crate) const ROLE_RTLAN_ROUTER: &str = "rtlan-router";
 /// Role of a kernel router.
@@ -45,7 +47,8 @@ pub(crate) struct NodeState {
     pub(crate) name: String,
     /// Its namespace, `rtl-<lab>-<node>`.
     pub(crate) netns: String,
-    /// `host`, `rtlan` (an rtlan switch), `linux-bridge`, `rtlan-router` or `linux-router`.
+    /// `host`, `rtlan` (an rtlan switch), `linux-bridge`, `segment`, `rtlan-router` or
+    /// `linux-router`.
     pub(crate) role: String,
     /// A host's address and prefix length.
     pub(crate) ip: Option<(Ipv4Addr, u8)>,
@@ -68,6 +71,27 @@ pub(crate) struct NodeState {
     /// FRR's `ospfd` of a router with `ospf = "frr"` (its socket: `ospfd.vty`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) ospfd: Option<DaemonState>,
+    /// The bump namespace of a host attached to a shared segment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) bump: Option<BumpState>,
+}
+
+/// The bump namespace between a host and its shared segment (docs/segment.md): `h0` towards
+/// the host's `eth0`, `s0` towards the segment's port; the RETHER agent's place.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct BumpState {
+    /// Its namespace, `rtl-<lab>-<host>-bump`.
+    pub(crate) netns: String,
+    /// The segment.
+    pub(crate) segment: String,
+    /// The segment's port at the other end of `s0`.
+    pub(crate) segment_port: String,
+    /// Where the host's RETHER agent reads its configuration (`<state>/<host>.rether.toml`).
+    pub(crate) agent_config: PathBuf,
+    /// The RETHER agent, once the lab starts one; `None` while a bridge stands in.
+    pub(crate) agent: Option<DaemonState>,
+    /// The kernel bridge joining `h0` and `s0` while no agent runs (`br0`).
+    pub(crate) bridge: Option<String>,
 }
 
 /// A daemon the lab started beside a node's own process (BIRD, or FRR's zebra and ospfd, in a

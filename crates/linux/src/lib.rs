@@ -8,6 +8,7 @@
 //! - [`clock`], [`timer`]: `CLOCK_MONOTONIC` as the cores' [`rtlan_core::Instant`], absolute
 //!   `timerfd` deadlines, wake-up lateness.
 //! - [`switchd`]: the switch daemon (`rtlan switch --config FILE`).
+//! - [`segmentd`]: the shared-segment daemon (`rtlan segment --config FILE`).
 //! - [`rtcd`]: the host daemon (`rtlan rtcd`) and its blocking client.
 //! - [`ctl`]: the client of the switch's control socket.
 //! - [`netlink`]: neighbour (ARP) entries and on-link routes for the host daemon.
@@ -25,6 +26,7 @@ pub mod packet;
 pub mod retherd;
 pub mod routerd;
 pub mod rtcd;
+pub mod segmentd;
 pub mod switchd;
 pub mod timer;
 mod unix_socket;

@@ -73,6 +73,8 @@ enum Command {
     Router(cmd::router::RouterArgs),
     /// Run the RETHER agent: a host's bump in the wire onto a shared segment (timed token).
     Rether(cmd::rether::RetherArgs),
+    /// Run an emulated shared Ethernet segment (CSMA/CD) on the interfaces named in a config file.
+    Segment(cmd::segment::SegmentArgs),
     /// Run the host daemon that reserves real-time connections for local applications.
     Rtcd(cmd::rtcd::RtcdArgs),
     /// Reserve a real-time connection and hold it (prints the proxy IP to send to).
@@ -112,7 +114,11 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Switch(args) => cmd::switch::run(args),
         Command::Router(args) => cmd::router::run(args),
+<<<<<<< HEAD
         Command::Rether(args) => cmd::rether::run(args),
+=======
+        Command::Segment(args) => cmd::segment::run(args),
+>>>>>>> rseg
         Command::Rtcd(args) => cmd::rtcd::run(args),
         Command::Reserve(args) => cmd::reserve::run(args),
         Command::Send(args) => cmd::send::run(args),

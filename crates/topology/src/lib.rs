@@ -19,6 +19,8 @@ mod routed;
 mod tests;
 #[cfg(test)]
 mod tests_routed;
+#[cfg(test)]
+mod tests_segment;
 pub mod units;
 
 use std::net::Ipv4Addr;
@@ -104,21 +106,26 @@ pub enum TopologyError {
         /// Where (the start of the file).
         at: Location,
     },
-    /// A switch `kind` that is neither `rtlan` nor `linux-bridge`.
-    #[error("{at}: unknown switch kind `{kind}` (expected \"rtlan\" or \"linux-bridge\")")]
+    /// A switch `kind` that is not `rtlan`, `linux-bridge` or `segment`.
+    #[error(
+        "{at}: unknown switch kind `{kind}` (expected \"rtlan\", \"linux-bridge\" or \"segment\")"
+    )]
     UnknownKind {
         /// Where.
         at: Location,
         /// The kind as written.
         kind: String,
     },
-    /// An option that only applies to `rtlan` switches was given to a `linux-bridge` switch.
-    #[error("{at}: `{option}` only applies to switches of kind \"rtlan\"")]
+    /// An option was given to a switch of a kind it does not apply to (an rtlan-only option on
+    /// a `linux-bridge` or `segment`, a segment's option on another kind).
+    #[error("{at}: `{option}` only applies to switches of kind {kinds}")]
     OptionNotForKind {
         /// Where.
         at: Location,
         /// The option.
         option: &'static str,
+        /// The kinds it applies to, quoted (`"rtlan"`, `"segment"`, …).
+        kinds: &'static str,
     },
     /// A switch option has a value that is not allowed.
     #[error("{at}: bad `{option}`: {reason}")]
@@ -326,6 +333,25 @@ pub enum TopologyError {
         /// A router without.
         off: String,
     },
+    /// A shared segment (`kind = "segment"`) linked to something other than a host: its
+    /// stations are hosts, each behind the bump namespace where its RETHER agent runs.
+    #[error("{at}: segment `{segment}` is linked to {what} `{other}`; a segment's stations are hosts (each behind its RETHER bump, docs/segment.md)")]
+    SegmentStation {
+        /// Where the link is.
+        at: Location,
+        /// The segment.
+        segment: String,
+        /// `switch`, `router` or `segment`.
+        what: &'static str,
+        /// The node at the other end.
+        other: String,
+    },
+    /// A network file (`rtlan analyze`, `rtlan bwm`) with a shared segment.
+    #[error("{at}: `kind = \"segment\"` is lab-only: `rtlan analyze` and `rtlan bwm` have no model of a shared medium (CSMA/CD has no delay bound; RETHER's is docs/rether.md)")]
+    SegmentsNotAnalysed {
+        /// Where the segment's `kind` is.
+        at: Location,
+    },
     /// More segments than the automatic address plan has subnets.
     #[error("{at}: more than 255 segments: the automatic plan gives each a /24 of 198.18.0.0/16; give the hosts explicit `ip`s in other subnets")]
     TooManySegments {
@@ -364,6 +390,8 @@ impl TopologyError {
             | E::TwoPortsOnSegment { at, .. }
             | E::OspfMixed { at, .. }
             | E::TooManySegments { at }
+            | E::SegmentStation { at, .. }
+            | E::SegmentsNotAnalysed { at }
             | E::BadNetworkName { at, .. }
             | E::Missing { at, .. }
             | E::HostToHost { at, .. }
@@ -459,7 +487,29 @@ pub enum SwitchKind {
     Rtlan(RtlanSwitch),
     /// A kernel bridge `br0` (STP off, forward delay 0): the baseline.
     LinuxBridge,
+    /// A shared Ethernet segment (`rtlan segment --config …`, docs/segment.md): one
+    /// transmission at a time, collisions, binary exponential backoff — the medium RETHER runs
+    /// on (Venkatramani and Chiueh, RETHER §1–§2). Lab only.
+    Segment(SharedSegment),
 }
+
+/// Options of a `segment`: the shared medium, not an IP [`Segment`] of a routed topology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedSegment {
+    /// The medium's rate, bit/s; every link to the segment runs at it.
+    pub rate_bps: u64,
+    /// One-way propagation delay across the segment; `None` = the segment's default (a
+    /// quarter slot time).
+    #[serde(default)]
+    pub propagation: Option<Duration>,
+    /// Seed of the backoff generator; `None` = the segment's default.
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+/// A segment's rate when the topology gives none: 10 Mbit/s, the 802.3 half-duplex medium
+/// RETHER was built and measured on (RETHER §4.1).
+pub const DEFAULT_SEGMENT_RATE_BPS: u64 = 10_000_000;
 
 /// Options of an `rtlan` switch, written to its config file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -770,6 +820,14 @@ impl Topology {
         self.switches.iter().find(|s| s.name == name)
     }
 
+    /// The shared segment (`kind = "segment"`) named `name`.
+    pub fn segment(&self, name: &str) -> Option<&SharedSegment> {
+        match &self.switch(name)?.kind {
+            SwitchKind::Segment(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The router named `name`.
     pub fn router(&self, name: &str) -> Option<&Router> {
         self.routers.iter().find(|r| r.name == name)
@@ -829,7 +887,7 @@ impl Topology {
                 .find(|s| s.name == n)
                 .map(|s| match &s.kind {
                     SwitchKind::Rtlan(r) => Some(r.auth),
-                    SwitchKind::LinuxBridge => None,
+                    SwitchKind::LinuxBridge | SwitchKind::Segment(_) => None,
                 })
         };
         match (auth(a), auth(b)) {

@@ -14,8 +14,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::{
-    Host, Link, LinkEnd, Location, RtlanSwitch, Switch, SwitchKind, Topology, TopologyError,
-    HOST_IFNAME,
+    Host, Link, LinkEnd, Location, RtlanSwitch, SharedSegment, Switch, SwitchKind, Topology,
+    TopologyError, DEFAULT_SEGMENT_RATE_BPS, HOST_IFNAME,
 };
 
 /// The top-level tables of a topology file; any other top-level key is refused by
@@ -75,6 +75,9 @@ pub(crate) struct RawSwitch {
     buffer: Option<Spanned<String>>,
     stp: Option<Spanned<bool>>,
     auth: Option<Spanned<bool>>,
+    rate: Option<Spanned<String>>,
+    propagation: Option<Spanned<String>>,
+    seed: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]
@@ -498,6 +501,13 @@ fn resolve_switch(
     routed: bool,
 ) -> Result<(Switch, bool), TopologyError> {
     let name = s.name.get_ref().clone();
+    if let Some(k) = &s.kind {
+        if k.get_ref() == "segment" && profile == Profile::Network {
+            return Err(TopologyError::SegmentsNotAnalysed {
+                at: loc.at(&k.span()),
+            });
+        }
+    }
     let t_mux = s
         .t_mux
         .as_ref()
@@ -539,11 +549,10 @@ fn resolve_switch(
             }
         }
     }
-    let is_rtlan = match &s.kind {
-        None => true,
+    let kind = match &s.kind {
+        None => "rtlan",
         Some(k) => match k.get_ref().as_str() {
-            "rtlan" => true,
-            "linux-bridge" => false,
+            kind @ ("rtlan" | "linux-bridge" | "segment") => kind,
             other => {
                 return Err(TopologyError::UnknownKind {
                     at: loc.at(&k.span()),
@@ -552,7 +561,22 @@ fn resolve_switch(
             }
         },
     };
-    if !is_rtlan {
+    if kind == "segment" {
+        return resolve_segment(s, loc).map(|switch| (switch, false));
+    }
+    let segment_only = [
+        ("rate", s.rate.as_ref().map(|v| v.span())),
+        ("propagation", s.propagation.as_ref().map(|v| v.span())),
+        ("seed", s.seed.as_ref().map(|v| v.span())),
+    ];
+    if let Some((option, Some(span))) = segment_only.into_iter().find(|(_, sp)| sp.is_some()) {
+        return Err(TopologyError::OptionNotForKind {
+            at: loc.at(&span),
+            option,
+            kinds: "\"segment\"",
+        });
+    }
+    if kind == "linux-bridge" {
         let rtlan_only = [
             (
                 "unknown_unicast",
@@ -577,6 +601,7 @@ fn resolve_switch(
             return Err(TopologyError::OptionNotForKind {
                 at: loc.at(&span),
                 option,
+                kinds: "\"rtlan\"",
             });
         }
         return Ok((
@@ -684,6 +709,81 @@ fn resolve_switch(
     ))
 }
 
+/// Resolves a `kind = "segment"` switch: its rate (default [`DEFAULT_SEGMENT_RATE_BPS`]),
+/// propagation delay and seed; every option of the other kinds is refused.
+fn resolve_segment(s: &RawSwitch, loc: &Locator<'_>) -> Result<Switch, TopologyError> {
+    let others = [
+        (
+            "unknown_unicast",
+            s.unknown_unicast.as_ref().map(|v| v.span()),
+        ),
+        ("mgmt_ip", s.mgmt_ip.as_ref().map(|v| v.span())),
+        ("cycle_time", s.cycle_time.as_ref().map(|v| v.span())),
+        (
+            "nrt_queue_bytes",
+            s.nrt_queue_bytes.as_ref().map(|v| v.span()),
+        ),
+        ("cpu", s.cpu.as_ref().map(|v| v.span())),
+        ("scheduler", s.scheduler.as_ref().map(|v| v.span())),
+        (
+            "lateness_budget",
+            s.lateness_budget.as_ref().map(|v| v.span()),
+        ),
+        ("stp", s.stp.as_ref().map(|v| v.span())),
+        ("auth", s.auth.as_ref().map(|v| v.span())),
+    ];
+    if let Some((option, Some(span))) = others.into_iter().find(|(_, sp)| sp.is_some()) {
+        return Err(TopologyError::OptionNotForKind {
+            at: loc.at(&span),
+            option,
+            kinds: "\"rtlan\"",
+        });
+    }
+    let calculus = [
+        ("t_mux", s.t_mux.as_ref().map(|v| v.span())),
+        ("buffer", s.buffer.as_ref().map(|v| v.span())),
+    ];
+    if let Some((option, Some(span))) = calculus.into_iter().find(|(_, sp)| sp.is_some()) {
+        return Err(TopologyError::OptionNotForKind {
+            at: loc.at(&span),
+            option,
+            kinds: "\"rtlan\" and \"linux-bridge\"",
+        });
+    }
+    let rate_bps = match &s.rate {
+        None => DEFAULT_SEGMENT_RATE_BPS,
+        Some(r) => {
+            let bps = parse_rate(r.get_ref()).map_err(|source| TopologyError::BadRate {
+                at: loc.at(&r.span()),
+                source: Box::new(source),
+            })?;
+            if bps == 0 {
+                return Err(TopologyError::BadOption {
+                    at: loc.at(&r.span()),
+                    option: "rate",
+                    reason: "must be greater than zero".to_string(),
+                });
+            }
+            bps
+        }
+    };
+    let propagation = s
+        .propagation
+        .as_ref()
+        .map(|v| loc.duration(v, "propagation"))
+        .transpose()?;
+    Ok(Switch {
+        name: s.name.get_ref().clone(),
+        kind: SwitchKind::Segment(SharedSegment {
+            rate_bps,
+            propagation,
+            seed: s.seed.as_ref().map(|v| *v.get_ref()),
+        }),
+        t_mux: None,
+        buffer_bytes: None,
+    })
+}
+
 /// Union-find over node names, to refuse loops (and, with routers, to find segments).
 #[derive(Default)]
 pub(crate) struct Components {
@@ -732,6 +832,17 @@ fn resolve_links<'a>(
         .collect();
     let is_switch = |n: &str| switch_by_name.contains_key(n);
     let is_router = |n: &str| routers.contains(n);
+    // The rate of each shared segment (validated in `resolve_segment`).
+    let segment_rate = |n: &str| {
+        let s = switch_by_name.get(n)?;
+        let kind = s.kind.as_ref()?;
+        (kind.get_ref() == "segment").then(|| {
+            s.rate
+                .as_ref()
+                .and_then(|r| parse_rate(r.get_ref()).ok())
+                .unwrap_or(DEFAULT_SEGMENT_RATE_BPS)
+        })
+    };
     // Loops are safe only when every switch runs the spanning tree (docs/stp.md): a kernel
     // bridge here has STP off, an rtlan switch has it when `stp = true`.
     let loops_allowed = !raw.switch.is_empty()
@@ -853,7 +964,52 @@ fn resolve_links<'a>(
                 }
             }
         }
+        // A segment's stations are hosts, and their links run at the segment's rate.
+        let segment_end = [(a, b), (b, a)]
+            .into_iter()
+            .find_map(|(seg, other)| Some((seg, other, segment_rate(seg)?)));
+        if let Some((seg, other, seg_rate)) = segment_end {
+            let what = if segment_rate(other).is_some() {
+                Some("segment")
+            } else if is_switch(other) {
+                Some("switch")
+            } else if is_router(other) {
+                Some("router")
+            } else {
+                None
+            };
+            if let Some(what) = what {
+                return Err(TopologyError::SegmentStation {
+                    at: loc.at(&l.ends.span()),
+                    segment: seg.clone(),
+                    what,
+                    other: other.clone(),
+                });
+            }
+            if let Some(r) = &l.rate {
+                if parse_rate(r.get_ref()).ok() != Some(seg_rate) {
+                    return Err(TopologyError::BadOption {
+                        at: loc.at(&r.span()),
+                        option: "rate",
+                        reason: format!(
+                            "a link to segment `{seg}` runs at the segment's rate ({seg_rate} bit/s); \
+                             leave `rate` out or set it on the segment"
+                        ),
+                    });
+                }
+            }
+            if let Some(d) = &l.delay {
+                return Err(TopologyError::BadOption {
+                    at: loc.at(&d.span()),
+                    option: "delay",
+                    reason: format!(
+                        "a link to segment `{seg}` has none: the segment's `propagation` is its delay"
+                    ),
+                });
+            }
+        }
         let rate_bps = match &l.rate {
+            _ if segment_end.is_some() => segment_end.map(|(_, _, r)| r),
             None if profile == Profile::Network => {
                 return Err(TopologyError::Missing {
                     at: loc.at(&l.ends.span()),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::parse::parse_cidr;
 use super::*;
 
-fn ok(text: &str) -> Topology {
+pub(super) fn ok(text: &str) -> Topology {
     match Topology::from_str(text, "t.toml") {
         Ok(t) => t,
         Err(e) => panic!("unexpected error: {e}"),
@@ -14,7 +14,7 @@ fn ok(text: &str) -> Topology {
 }
 
 /// Parses `text`, expects an error, and checks its `line:column` and a piece of its message.
-fn err_at(text: &str, line: usize, column: usize, needle: &str) -> TopologyError {
+pub(super) fn err_at(text: &str, line: usize, column: usize, needle: &str) -> TopologyError {
     let e = match Topology::from_str(text, "t.toml") {
         Ok(_) => panic!("expected an error containing {needle:?}"),
         Err(e) => e,

@@ -166,7 +166,8 @@ impl Topology {
         for s in &model.switches {
             let rtlan = match &s.kind {
                 SwitchKind::Rtlan(o) => Some(o),
-                SwitchKind::LinuxBridge => None,
+                // Network files refuse segments (rtlan_topology::TopologyError::SegmentsNotAnalysed).
+                SwitchKind::LinuxBridge | SwitchKind::Segment(_) => None,
             };
             let buffer = || {
                 s.buffer_bytes

@@ -1,6 +1,7 @@
 //! A running lab (DESIGN.md §5): built by [`Lab::up`], found again by [`Lab::open`], entered with
 //! [`Lab::exec`], removed by [`Lab::down`] — or on drop, unless [`Lab::keep`] was called.
 
+mod bump;
 mod up;
 
 use std::ffi::OsStr;
@@ -59,6 +60,14 @@ pub enum LabError {
     Switch {
         /// The switch.
         switch: String,
+        /// Why.
+        source: DaemonError,
+    },
+    /// A shared segment (`rtlan segment`) did not come up.
+    #[error("segment `{segment}`: {source}")]
+    Segment {
+        /// The segment.
+        segment: String,
         /// Why.
         source: DaemonError,
     },
@@ -358,6 +367,45 @@ impl Lab {
         self.node_of_role(switch, state::ROLE_RTLAN_SWITCH)?
             .log
             .clone()
+    }
+
+    /// The names of the shared segments (`kind = "segment"`), in file order.
+    pub fn segments(&self) -> Vec<&str> {
+        let t = &self.state.topology;
+        t.switches
+            .iter()
+            .filter(|s| matches!(s.kind, crate::SwitchKind::Segment(_)))
+            .map(|s| s.name.as_str())
+            .collect()
+    }
+
+    /// The control socket of a shared segment (docs/segment.md); `None` for other nodes.
+    pub fn segment_socket(&self, segment: &str) -> Option<PathBuf> {
+        self.node_of_role(segment, state::ROLE_SEGMENT)?
+            .socket
+            .clone()
+    }
+
+    /// The PID of a shared segment's `rtlan segment` process.
+    pub fn segment_pid(&self, segment: &str) -> Option<u32> {
+        self.node_of_role(segment, state::ROLE_SEGMENT)?.pid
+    }
+
+    /// The log file (stdout and stderr) of a shared segment's process.
+    pub fn segment_log(&self, segment: &str) -> Option<PathBuf> {
+        self.node_of_role(segment, state::ROLE_SEGMENT)?.log.clone()
+    }
+
+    /// The namespace of the bump between host `host` and its shared segment
+    /// (`rtl-<lab>-<host>-bump`, docs/segment.md); `None` for a host on no segment.
+    pub fn bump_netns(&self, host: &str) -> Option<&str> {
+        Some(self.node(host).ok()?.bump.as_ref()?.netns.as_str())
+    }
+
+    /// Where host `host`'s RETHER agent reads its configuration
+    /// (`<state>/<host>.rether.toml`); `None` for a host on no segment.
+    pub fn bump_agent_config(&self, host: &str) -> Option<&Path> {
+        Some(self.node(host).ok()?.bump.as_ref()?.agent_config.as_path())
     }
 
     /// The control socket of an rtlan router (docs/router.md); `None` for a `linux-router`,

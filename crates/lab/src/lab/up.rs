@@ -9,6 +9,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::bump::{self, BUMP_HOST_IFNAME, BUMP_SEGMENT_IFNAME};
 use super::{LabError, LabOptions};
 use crate::cmd::{self, CmdError};
 use crate::daemon::{self, DaemonError, Launch};
@@ -16,7 +17,7 @@ use crate::shaping::TbfParams;
 use crate::state::{self, DaemonState, IfaceState, LabState, NodeState, STATE_VERSION};
 use crate::topology::{Ospf, Router, RouterKind, SwitchKind, Topology, HOST_IFNAME};
 use crate::{netns_name, registry};
-use crate::{routers, switches};
+use crate::{routers, segments, switches};
 
 /// The bridge interface of a `linux-bridge` switch.
 const BRIDGE_IFNAME: &str = "br0";
@@ -34,7 +35,7 @@ pub(super) fn up(
     let has_rtlan = topology
         .switches
         .iter()
-        .any(|s| matches!(s.kind, SwitchKind::Rtlan(_)))
+        .any(|s| matches!(s.kind, SwitchKind::Rtlan(_) | SwitchKind::Segment(_)))
         || topology.routers.iter().any(|r| r.kind == RouterKind::Rtlan);
     if has_rtlan && !options.rtlan_exe.is_file() {
         return Err(LabError::RtlanExe(options.rtlan_exe.clone()));
@@ -283,44 +284,56 @@ fn build(
         }
         cmd::ip(&["-n", netns, "link", "set", "lo", "up"])?;
     }
+    // Hosts on a shared segment reach it through a bump namespace each (`bump`).
+    let bumps = bump::bumps(topology);
+    let bump_ns: HashMap<&str, String> = bumps
+        .iter()
+        .map(|b| (b.host.as_str(), crate::bump_netns_name(name, &b.host)))
+        .collect();
+    for b in &bumps {
+        check_abort()?;
+        let netns = &bump_ns[b.host.as_str()];
+        cmd::ip(&["netns", "add", netns])?;
+        if !topology.ipv6 && ipv6_sysctl {
+            cmd::in_netns(
+                netns,
+                "sysctl",
+                &[
+                    "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ],
+            )?;
+        }
+        cmd::ip(&["-n", netns, "link", "set", "lo", "up"])?;
+    }
 
     for link in &topology.links {
         check_abort()?;
         let [a, b] = &link.ends;
-        cmd::ip(&[
-            "link",
-            "add",
-            "name",
-            &a.ifname,
-            "netns",
-            ns_of(&a.node),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &b.ifname,
-            "netns",
-            ns_of(&b.node),
-        ])?;
-        if !topology.offloads {
-            for end in [a, b] {
-                cmd::in_netns(
-                    ns_of(&end.node),
-                    "ethtool",
-                    &[
-                        "-K",
-                        &end.ifname,
-                        "tx",
-                        "off",
-                        "tso",
-                        "off",
-                        "gso",
-                        "off",
-                        "gro",
-                        "off",
-                    ],
+        let bumped = [a, b]
+            .into_iter()
+            .find_map(|end| bump_ns.get(end.node.as_str()).map(|ns| (end, ns)));
+        match bumped {
+            // host eth0 ── h0 (bump) and s0 (bump) ── pN (segment).
+            Some((host, netns)) => {
+                let seg = if std::ptr::eq(host, a) { b } else { a };
+                add_veth(
+                    (&host.ifname, ns_of(&host.node)),
+                    (BUMP_HOST_IFNAME, netns),
+                    topology.offloads,
+                )?;
+                add_veth(
+                    (BUMP_SEGMENT_IFNAME, netns),
+                    (&seg.ifname, ns_of(&seg.node)),
+                    topology.offloads,
                 )?;
             }
+            None => add_veth(
+                (&a.ifname, ns_of(&a.node)),
+                (&b.ifname, ns_of(&b.node)),
+                topology.offloads,
+            )?,
         }
     }
 
@@ -387,6 +400,11 @@ fn build(
             cmd::ip(&["-n", ns_of(&end.node), "link", "set", &end.ifname, "up"])?;
         }
     }
+    for netns in bump_ns.values() {
+        for ifname in [BUMP_HOST_IFNAME, BUMP_SEGMENT_IFNAME] {
+            cmd::ip(&["-n", netns, "link", "set", ifname, "up"])?;
+        }
+    }
 
     // The kernel attaches an interface's qdisc and sets it operationally up from a work item
     // that may run up to a second later; until then every frame sent on it is dropped. Wait for
@@ -403,6 +421,13 @@ fn build(
             want.push(BRIDGE_IFNAME.to_string());
         }
         links_of.insert(node, wait_oper_up(ns_of(node), &want, deadline)?);
+    }
+    let bump_ifnames = [
+        BUMP_HOST_IFNAME.to_string(),
+        BUMP_SEGMENT_IFNAME.to_string(),
+    ];
+    for netns in bump_ns.values() {
+        wait_oper_up(netns, &bump_ifnames, deadline)?;
     }
 
     // Routes need their gateway on a connected subnet, and the kernel only has the connected
@@ -443,6 +468,7 @@ fn build(
         ) {
             (Some(SwitchKind::Rtlan(_)), _) => state::ROLE_RTLAN_SWITCH,
             (Some(SwitchKind::LinuxBridge), _) => state::ROLE_LINUX_BRIDGE,
+            (Some(SwitchKind::Segment(_)), _) => state::ROLE_SEGMENT,
             (None, Some(RouterKind::Rtlan)) => state::ROLE_RTLAN_ROUTER,
             (None, Some(RouterKind::LinuxRouter)) => state::ROLE_LINUX_ROUTER,
             (None, None) => state::ROLE_HOST,
@@ -460,6 +486,7 @@ fn build(
             bird: None,
             zebra: None,
             ospfd: None,
+            bump: None,
         });
     }
     let mut state = LabState {
@@ -505,6 +532,46 @@ fn build(
             n.socket = Some(socket);
             n.config = Some(config);
             n.log = Some(log);
+        }
+        write_state(&state)?;
+    }
+    for s in &topology.switches {
+        let SwitchKind::Segment(seg) = &s.kind else {
+            continue;
+        };
+        check_abort()?;
+        let segment_err = |source| LabError::Segment {
+            segment: s.name.clone(),
+            source,
+        };
+        let config = dir.join(format!("{}.toml", s.name));
+        let socket = dir.join(format!("{}.sock", s.name));
+        let log = dir.join(format!("{}.log", s.name));
+        let text = segments::render_config(topology, &s.name, seg, options.data_plane, &socket)
+            .map_err(segment_err)?;
+        daemon::write_config(&config, &text).map_err(segment_err)?;
+        let launch = Launch {
+            exe: &options.rtlan_exe,
+            args: vec!["segment".into(), "--config".into(), config.clone().into()],
+            netns: ns_of(&s.name),
+            log: &log,
+            socket: &socket,
+            timeout: options.switch_timeout,
+        };
+        let pid = start(name, &launch).map_err(|e| e.map(segment_err))?;
+        if let Some(n) = state.nodes.iter_mut().find(|n| n.name == s.name) {
+            n.pid = Some(pid);
+            n.socket = Some(socket);
+            n.config = Some(config);
+            n.log = Some(log);
+        }
+        write_state(&state)?;
+    }
+    for b in &bumps {
+        check_abort()?;
+        let record = bump::start_bump(b, &bump_ns[b.host.as_str()], dir)?;
+        if let Some(n) = state.nodes.iter_mut().find(|n| n.name == b.host) {
+            n.bump = Some(record);
         }
         write_state(&state)?;
     }
@@ -642,6 +709,26 @@ fn add_static_routes(netns: &str, r: &Router) -> Result<(), LabError> {
     Ok(())
 }
 
+/// Creates a veth pair with each end `(ifname, netns)` made directly inside its namespace,
+/// offloads off unless `offloads`.
+fn add_veth(a: (&str, &str), b: (&str, &str), offloads: bool) -> Result<(), LabError> {
+    cmd::ip(&[
+        "link", "add", "name", a.0, "netns", a.1, "type", "veth", "peer", "name", b.0, "netns", b.1,
+    ])?;
+    if !offloads {
+        for (ifname, netns) in [a, b] {
+            cmd::in_netns(
+                netns,
+                "ethtool",
+                &[
+                    "-K", ifname, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
+                ],
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Adds the link-rate `tbf` on `ifname` and returns the qdisc spec used. Falls back to plain
 /// `tbf` (once, for the whole lab) if the kernel refuses the size table.
 fn add_tbf(netns: &str, ifname: &str, rate: u64, use_stab: &mut bool) -> Result<String, LabError> {
@@ -669,7 +756,7 @@ fn add_tbf(netns: &str, ifname: &str, rate: u64, use_stab: &mut bool) -> Result<
 }
 
 /// What `ip -j link show` says about one interface.
-struct LinkInfo {
+pub(super) struct LinkInfo {
     mac: String,
     operstate: String,
 }
@@ -696,7 +783,7 @@ fn read_links(netns: &str) -> Result<HashMap<String, LinkInfo>, LabError> {
 }
 
 /// Polls `netns` until every interface in `want` is operationally up; returns the last listing.
-fn wait_oper_up(
+pub(super) fn wait_oper_up(
     netns: &str,
     want: &[String],
     deadline: Instant,

@@ -117,11 +117,13 @@ pub fn parse_ping_output(text: &str) -> Result<PingResult> {
     if !seen_tx || !seen_rx || result.loss_percent.is_nan() {
         return Err(unparseable(tool, "incomplete statistics line", text));
     }
-    // "rtt min/avg/max/mdev = 0.074/0.436/1.131/0.491 ms"
+    // "rtt min/avg/max/mdev = 0.074/0.436/1.131/0.491 ms", with ", pipe N" appended when
+    // replies took longer than the interval (N requests were outstanding at once).
     if let Some(line) = text.lines().find(|l| l.starts_with("rtt ")) {
         let values = line
             .split('=')
             .nth(1)
+            .map(|v| v.split(',').next().unwrap_or(v))
             .map(|v| v.trim().trim_end_matches("ms").trim())
             .ok_or_else(|| unparseable(tool, "rtt line without values", text))?;
         let parsed: Vec<f64> = values
@@ -173,6 +175,17 @@ mod tests {
         let r = parse_ping_output(include_str!("testdata/ping_errors.txt")).expect("valid");
         assert_eq!((r.transmitted, r.received, r.errors), (6, 0, 6));
         assert_eq!(r.rtt, None);
+    }
+
+    #[test]
+    fn a_pipe_after_the_rtt_values_is_read_past() {
+        let text = "--- x ping statistics ---\n\
+                    20 packets transmitted, 17 received, 15% packet loss, time 1904ms\n\
+                    rtt min/avg/max/mdev = 1.295/31.702/107.793/44.483 ms, pipe 2\n";
+        let r = parse_ping_output(text).expect("valid");
+        assert_eq!(r.received, 17);
+        assert_eq!(r.rtt.map(|r| r.avg_ms), Some(31.702));
+        assert_eq!(r.rtt.map(|r| r.mdev_ms), Some(44.483));
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub(crate) struct ShowArgs {
     /// Lab name.
     #[arg(long)]
     name: String,
-    /// The rtlan switch to ask.
+    /// The rtlan switch (or shared segment) to ask.
     switch: String,
     /// What to show.
     #[arg(value_enum, default_value = "stats")]
@@ -140,6 +140,7 @@ pub(crate) fn describe(lab: &Lab) -> anyhow::Result<serde_json::Value> {
             "netns": lab.netns(h)?,
             "ip": lab.host_ip(h)?.to_string(),
             "mac": fmt_mac(lab.mac(h, "eth0")?),
+            "bump_netns": lab.bump_netns(h),
         }));
     }
     let mut switches = Vec::new();
@@ -149,11 +150,13 @@ pub(crate) fn describe(lab: &Lab) -> anyhow::Result<serde_json::Value> {
             .into_iter()
             .map(|(ifname, peer)| serde_json::json!({"ifname": ifname, "peer": peer}))
             .collect();
+        let segment = lab.segment_pid(s).is_some();
         switches.push(serde_json::json!({
             "name": s,
+            "kind": if segment { "segment" } else if lab.switch_pid(s).is_some() { "rtlan" } else { "linux-bridge" },
             "netns": lab.netns(s)?,
-            "pid": lab.switch_pid(s),
-            "control_socket": lab.switch_socket(s),
+            "pid": lab.switch_pid(s).or(lab.segment_pid(s)),
+            "control_socket": lab.switch_socket(s).or(lab.segment_socket(s)),
             "ports": ports,
         }));
     }
@@ -189,8 +192,11 @@ pub(crate) fn describe(lab: &Lab) -> anyhow::Result<serde_json::Value> {
 fn print_lab(lab: &Lab) -> anyhow::Result<()> {
     println!("lab `{}` is up", lab.name());
     for h in lab.hosts() {
+        let bump = lab
+            .bump_netns(h)
+            .map_or_else(String::new, |ns| format!(", bump ns {ns}"));
         println!(
-            "  host   {:<8} {:<16} {}  ns {}",
+            "  host   {:<8} {:<16} {}  ns {}{bump}",
             h,
             lab.host_ip(h)?.to_string(),
             fmt_mac(lab.mac(h, "eth0")?),
@@ -203,9 +209,10 @@ fn print_lab(lab: &Lab) -> anyhow::Result<()> {
             .into_iter()
             .map(|(ifname, peer)| format!("{ifname}→{peer}"))
             .collect();
-        let kind = match lab.switch_pid(s) {
-            Some(pid) => format!("rtlan pid {pid}"),
-            None => "linux-bridge".to_string(),
+        let kind = match (lab.switch_pid(s), lab.segment_pid(s)) {
+            (Some(pid), _) => format!("rtlan pid {pid}"),
+            (None, Some(pid)) => format!("segment pid {pid}"),
+            (None, None) => "linux-bridge".to_string(),
         };
         println!("  switch {:<8} {:<16} ports {}", s, kind, ports.join(" "));
     }
@@ -253,12 +260,22 @@ fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
 
 fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let lab = Lab::open(&args.name)?;
-    let Some(socket) = lab.switch_socket(&args.switch) else {
-        bail!(
-            "`{}` is not an rtlan switch of lab `{}` (Linux bridges have `bridge fdb`)",
+    let socket = match (
+        lab.switch_socket(&args.switch),
+        lab.segment_socket(&args.switch),
+    ) {
+        (Some(socket), _) => socket,
+        // A shared segment answers `stats` and `config` (docs/segment.md).
+        (None, Some(socket)) if matches!(args.what, ShowWhat::Stats | ShowWhat::Config) => socket,
+        (None, Some(_)) => bail!(
+            "`{}` is a shared segment: it has `stats` and `config` only",
+            args.switch
+        ),
+        (None, None) => bail!(
+            "`{}` is not an rtlan switch or segment of lab `{}` (Linux bridges have `bridge fdb`)",
             args.switch,
             args.name
-        );
+        ),
     };
     let cmd = match args.what {
         ShowWhat::Stats => "stats",

@@ -13,6 +13,7 @@ pub(crate) mod rether;
 pub(crate) mod router;
 pub(crate) mod rtcd;
 pub(crate) mod runner;
+pub(crate) mod segment;
 pub(crate) mod send;
 pub(crate) mod signals;
 pub(crate) mod sim;
