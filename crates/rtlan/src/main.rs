@@ -114,11 +114,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Switch(args) => cmd::switch::run(args),
         Command::Router(args) => cmd::router::run(args),
-<<<<<<< HEAD
         Command::Rether(args) => cmd::rether::run(args),
-=======
         Command::Segment(args) => cmd::segment::run(args),
->>>>>>> rseg
         Command::Rtcd(args) => cmd::rtcd::run(args),
         Command::Reserve(args) => cmd::reserve::run(args),
         Command::Send(args) => cmd::send::run(args),
