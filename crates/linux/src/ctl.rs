@@ -49,6 +49,16 @@ pub fn request_with_timeout(
     cmd: &str,
     timeout: Duration,
 ) -> Result<serde_json::Value, CtlError> {
+    request_json(path, serde_json::json!({ "op": cmd }), timeout)
+}
+
+/// Sends one request object (`{"op": …, arguments…}`; its `id` is set to 1) and returns the
+/// reply's `data`, waiting at most `timeout` per step — for requests with arguments.
+pub fn request_json(
+    path: &Path,
+    request: serde_json::Value,
+    timeout: Duration,
+) -> Result<serde_json::Value, CtlError> {
     let stream = UnixStream::connect(path).map_err(|source| CtlError::Connect {
         path: path.to_path_buf(),
         source,
@@ -56,8 +66,14 @@ pub fn request_with_timeout(
     let timeout = Some(timeout.max(Duration::from_millis(1)));
     stream.set_read_timeout(timeout).map_err(CtlError::Io)?;
     stream.set_write_timeout(timeout).map_err(CtlError::Io)?;
-    let mut request = serde_json::Map::new();
-    request.insert("op".to_string(), serde_json::Value::String(cmd.to_string()));
+    let mut request = match request {
+        serde_json::Value::Object(map) => map,
+        other => {
+            return Err(CtlError::BadReply(format!(
+                "a request is a JSON object, not {other}"
+            )))
+        }
+    };
     request.insert("id".to_string(), serde_json::Value::from(1u64));
     let mut line = serde_json::Value::Object(request).to_string();
     line.push('\n');

@@ -60,6 +60,10 @@ fn five_hosts_on_a_segment_ping_each_other_through_their_bumps() {
         assert!(spaces.iter().any(|s| s == bump), "{bump} in {spaces:?}");
         let config = lab.bump_agent_config(h).expect("agent config path");
         assert_eq!(config, lab.state_dir().join(format!("{h}.rether.toml")));
+        // Its RETHER agent runs and answers, in CSMA mode while nobody reserves.
+        let socket = lab.bump_agent_socket(h).expect("agent socket");
+        let status = rtlan_linux::ctl::request(socket, "status").expect("status");
+        assert_eq!(status["mode"], "csma", "{h}: {status}");
     }
     assert_eq!(lab.segments(), ["seg"]);
     assert!(lab.switch_socket("seg").is_none(), "a segment is no switch");

@@ -505,6 +505,10 @@ pub struct SharedSegment {
     /// Seed of the backoff generator; `None` = the segment's default.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// Token rotation time of the hosts' RETHER agents (RETHER §2.2.3); `None` = the agent's
+    /// default (33.3 ms).
+    #[serde(default)]
+    pub trt: Option<Duration>,
 }
 
 /// A segment's rate when the topology gives none: 10 Mbit/s, the 802.3 half-duplex medium

@@ -78,6 +78,7 @@ pub(crate) struct RawSwitch {
     rate: Option<Spanned<String>>,
     propagation: Option<Spanned<String>>,
     seed: Option<Spanned<u64>>,
+    trt: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -568,6 +569,7 @@ fn resolve_switch(
         ("rate", s.rate.as_ref().map(|v| v.span())),
         ("propagation", s.propagation.as_ref().map(|v| v.span())),
         ("seed", s.seed.as_ref().map(|v| v.span())),
+        ("trt", s.trt.as_ref().map(|v| v.span())),
     ];
     if let Some((option, Some(span))) = segment_only.into_iter().find(|(_, sp)| sp.is_some()) {
         return Err(TopologyError::OptionNotForKind {
@@ -772,12 +774,27 @@ fn resolve_segment(s: &RawSwitch, loc: &Locator<'_>) -> Result<Switch, TopologyE
         .as_ref()
         .map(|v| loc.duration(v, "propagation"))
         .transpose()?;
+    let trt = match &s.trt {
+        None => None,
+        Some(v) => {
+            let d = loc.duration(v, "trt")?;
+            if d.is_zero() || d > std::time::Duration::from_secs(1) {
+                return Err(TopologyError::BadOption {
+                    at: loc.at(&v.span()),
+                    option: "trt",
+                    reason: "the token rotation time is above 0 and at most 1s".to_string(),
+                });
+            }
+            Some(d)
+        }
+    };
     Ok(Switch {
         name: s.name.get_ref().clone(),
         kind: SwitchKind::Segment(SharedSegment {
             rate_bps,
             propagation,
             seed: s.seed.as_ref().map(|v| *v.get_ref()),
+            trt,
         }),
         t_mux: None,
         buffer_bytes: None,

@@ -86,6 +86,7 @@ fn options_of_other_kinds_and_bad_values_are_refused_where_written() {
             ("rate = \"10mbit\"", 8),
             ("propagation = \"1us\"", 15),
             ("seed = 3", 8),
+            ("trt = \"20ms\"", 7),
         ] {
             let key = option.split(' ').next().unwrap_or_default();
             err_at(

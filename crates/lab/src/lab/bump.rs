@@ -9,26 +9,31 @@
 //!  eth0 ──veth── h0 ═[agent; today a kernel bridge]═ s0 ──veth── pN (rtlan segment)
 //! ```
 //!
-//! Until the agent exists, [`start_bump`] joins `h0` and `s0` with a kernel bridge, a
-//! transparent placeholder: the host is then a plain CSMA/CD station. [`start_bump`] is the one
-//! place where the agent is to be started instead.
+//! [`render_agent_config`] writes the agent's configuration (`<state>/<host>.rether.toml`): ports
+//! `h0` towards the host and `s0` towards the segment, the segment's rate and TRT, the station
+//! id (the host's place among the segment's hosts, from 1) and the lab's acknowledgement slack;
+//! `lab::up` starts `rtlan rether` with it in the bump namespace once the segment runs.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
-use super::LabError;
-use crate::cmd;
-use crate::state::BumpState;
-use crate::topology::Topology;
+use rtlan_core::units::{format_duration, format_rate};
+use rtlan_linux::xdp::DataPlane;
+use serde::Serialize;
+
+use crate::daemon::DaemonError;
+use crate::state::{BumpState, DaemonState};
+use crate::topology::{SharedSegment, Topology};
 
 /// The bump's interface towards its host (the veth peer of the host's `eth0`).
 pub(crate) const BUMP_HOST_IFNAME: &str = "h0";
 /// The bump's interface towards the segment (the veth peer of the segment's port).
 pub(crate) const BUMP_SEGMENT_IFNAME: &str = "s0";
-/// The placeholder bridge joining the two while no agent runs.
-const BUMP_BRIDGE: &str = "br0";
-/// How long the placeholder bridge may take to come up.
-const BRIDGE_UP_TIMEOUT: Duration = Duration::from_secs(5);
+/// What the lab adds to every acknowledgement timer of its agents (the agent's `ack_slack`):
+/// on the 2-core machine a lab shares with its hosts and tools, a daemon's wake-up is late by
+/// milliseconds under floods (3.2 ms measured with three switches), and a pass crosses two of
+/// them (the agent and the segment); 2 ms, the agent's default for real hosts, would declare
+/// live stations dead.
+pub(crate) const LAB_ACK_SLACK: &str = "8ms";
 
 /// A host attached to a segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,46 +74,66 @@ pub(crate) fn agent_config_path(dir: &Path, host: &str) -> PathBuf {
     dir.join(format!("{host}.rether.toml"))
 }
 
-/// Joins bump `bump`'s two interfaces in its namespace `netns`, once the segment runs.
-///
-/// **THE RETHER AGENT IS TO BE STARTED HERE** (docs/rether.md §7): write its configuration to
-/// [`agent_config_path`] (`<state>/<host>.rether.toml`: ports `h0` towards the host and `s0`
-/// towards the segment, the segment's rate), launch `rtlan rether --config <that file>` in
-/// `netns` with [`crate::daemon::start`] as the switches are (log `<state>/<host>.rether.log`,
-/// socket `<state>/<host>.rether.sock`), record it in [`BumpState::agent`], and drop the
-/// bridge below. Until then a kernel bridge (STP off, forward delay 0) passes every frame
-/// both ways unchanged: the host is a plain CSMA/CD station.
-pub(super) fn start_bump(bump: &Bump, netns: &str, dir: &Path) -> Result<BumpState, LabError> {
-    cmd::ip(&[
-        "-n",
-        netns,
-        "link",
-        "add",
-        BUMP_BRIDGE,
-        "type",
-        "bridge",
-        "stp_state",
-        "0",
-        "forward_delay",
-        "0",
-    ])?;
-    for ifname in [BUMP_HOST_IFNAME, BUMP_SEGMENT_IFNAME] {
-        cmd::ip(&["-n", netns, "link", "set", ifname, "master", BUMP_BRIDGE])?;
-    }
-    cmd::ip(&["-n", netns, "link", "set", BUMP_BRIDGE, "up"])?;
-    super::up::wait_oper_up(
-        netns,
-        &[BUMP_BRIDGE.to_string()],
-        Instant::now() + BRIDGE_UP_TIMEOUT,
-    )?;
-    Ok(BumpState {
+/// The station id of every bump's agent: its host's place among its segment's hosts, from 1.
+pub(super) fn station_ids(bumps: &[Bump]) -> Vec<u16> {
+    bumps
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let before = bumps[..i].iter().filter(|o| o.segment == b.segment).count();
+            u16::try_from(before + 1).unwrap_or(u16::MAX)
+        })
+        .collect()
+}
+
+/// The agent's config file as `rtlan rether --config` reads it (docs/rether-agent.md).
+#[derive(Debug, Serialize)]
+struct AgentFile {
+    name: String,
+    id: u16,
+    host_port: &'static str,
+    segment_port: &'static str,
+    rate: String,
+    control_socket: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trt: Option<String>,
+    ack_slack: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data_plane: Option<DataPlane>,
+}
+
+/// The configuration of host `bump.host`'s agent, station `id` on a segment `segment`.
+pub(super) fn render_agent_config(
+    bump: &Bump,
+    id: u16,
+    segment: &SharedSegment,
+    data_plane: DataPlane,
+    socket: &Path,
+) -> Result<String, DaemonError> {
+    let file = AgentFile {
+        name: bump.host.clone(),
+        id,
+        host_port: BUMP_HOST_IFNAME,
+        segment_port: BUMP_SEGMENT_IFNAME,
+        rate: format_rate(segment.rate_bps),
+        control_socket: socket.display().to_string(),
+        trt: segment.trt.map(format_duration),
+        ack_slack: LAB_ACK_SLACK,
+        data_plane: (data_plane != DataPlane::AfPacket).then_some(data_plane),
+    };
+    Ok(toml::to_string(&file)?)
+}
+
+/// The bump's record once its agent runs.
+pub(super) fn record(bump: &Bump, netns: &str, agent: DaemonState) -> BumpState {
+    BumpState {
         netns: netns.to_string(),
         segment: bump.segment.clone(),
         segment_port: bump.port.clone(),
-        agent_config: agent_config_path(dir, &bump.host),
-        agent: None,
-        bridge: Some(BUMP_BRIDGE.to_string()),
-    })
+        agent_config: agent.config.clone(),
+        agent: Some(agent),
+        bridge: None,
+    }
 }
 
 #[cfg(test)]

@@ -71,6 +71,14 @@ pub enum LabError {
         /// Why.
         source: DaemonError,
     },
+    /// A host's RETHER agent (`rtlan rether` in its bump namespace) did not come up.
+    #[error("RETHER agent of `{host}`: {source}")]
+    Agent {
+        /// The host.
+        host: String,
+        /// Why.
+        source: DaemonError,
+    },
     /// An rtlan router did not come up.
     #[error("router `{router}`: {source}")]
     Router {
@@ -400,6 +408,18 @@ impl Lab {
     /// (`rtl-<lab>-<host>-bump`, docs/segment.md); `None` for a host on no segment.
     pub fn bump_netns(&self, host: &str) -> Option<&str> {
         Some(self.node(host).ok()?.bump.as_ref()?.netns.as_str())
+    }
+
+    /// The control socket of host `host`'s RETHER agent (docs/rether-agent.md); `None` for a
+    /// host on no segment.
+    pub fn bump_agent_socket(&self, host: &str) -> Option<&Path> {
+        let bump = self.node(host).ok()?.bump.as_ref()?;
+        Some(bump.agent.as_ref()?.socket.as_path())
+    }
+
+    /// The PID of host `host`'s RETHER agent.
+    pub fn bump_agent_pid(&self, host: &str) -> Option<u32> {
+        Some(self.node(host).ok()?.bump.as_ref()?.agent.as_ref()?.pid)
     }
 
     /// Where host `host`'s RETHER agent reads its configuration

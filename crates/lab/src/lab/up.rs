@@ -567,11 +567,39 @@ fn build(
         }
         write_state(&state)?;
     }
-    for b in &bumps {
+    for (b, id) in bumps.iter().zip(bump::station_ids(&bumps)) {
         check_abort()?;
-        let record = bump::start_bump(b, &bump_ns[b.host.as_str()], dir)?;
+        let agent_err = |source| LabError::Agent {
+            host: b.host.clone(),
+            source,
+        };
+        let Some(seg) = topology.segment(&b.segment) else {
+            continue;
+        };
+        let config = bump::agent_config_path(dir, &b.host);
+        let socket = dir.join(format!("{}.rether.sock", b.host));
+        let log = dir.join(format!("{}.rether.log", b.host));
+        let text = bump::render_agent_config(b, id, seg, options.data_plane, &socket)
+            .map_err(agent_err)?;
+        daemon::write_config(&config, &text).map_err(agent_err)?;
+        let netns = &bump_ns[b.host.as_str()];
+        let launch = Launch {
+            exe: &options.rtlan_exe,
+            args: vec!["rether".into(), "--config".into(), config.clone().into()],
+            netns,
+            log: &log,
+            socket: &socket,
+            timeout: options.switch_timeout,
+        };
+        let pid = start(name, &launch).map_err(|e| e.map(agent_err))?;
+        let agent = DaemonState {
+            pid,
+            socket,
+            config,
+            log,
+        };
         if let Some(n) = state.nodes.iter_mut().find(|n| n.name == b.host) {
-            n.bump = Some(record);
+            n.bump = Some(bump::record(b, netns, agent));
         }
         write_state(&state)?;
     }
