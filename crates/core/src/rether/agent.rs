@@ -272,9 +272,9 @@ pub struct AgentStats {
     pub data_unlistened: u64,
     /// Events dropped because the user did not read them.
     pub events_dropped: u64,
-    /// Tokens heard on the segment (any holder).
+    /// Token passes heard or sent on the segment (any holder; a pass sent again counts once).
     pub tokens_heard: u64,
-    /// The longest silence between two tokens heard in RETHER mode since the last
+    /// The longest time between two new token passes in RETHER mode since the last
     /// [`Agent::reset_token_gap`], ns: a lost token or a dead station shows here.
     pub token_gap_max_ns: u64,
 }
@@ -322,7 +322,11 @@ pub struct Agent {
     stats: AgentStats,
     /// When the last token was heard in RETHER mode.
     last_token_heard: Option<Instant>,
+    /// The (generation, cycle, pass) of the last pass heard, raw.
+    last_pass: Option<TokenPass>,
 }
+
+type TokenPass = (Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>);
 
 impl Agent {
     /// An agent whose station announces itself (§2.4).
@@ -338,6 +342,7 @@ impl Agent {
             events: VecDeque::new(),
             stats: AgentStats::default(),
             last_token_heard: None,
+            last_pass: None,
         }
     }
 
@@ -769,7 +774,9 @@ impl Agent {
         });
     }
 
-    /// A RETHER frame heard or sent: a token in RETHER mode ends a silence.
+    /// A RETHER frame heard or sent: a new pass of the token in RETHER mode ends a silence. A
+    /// pass sent again (the same generation, cycle and pass number, §6 of docs/rether.md) is
+    /// no progress: the ring is stalled until a new pass is heard.
     fn note_token(&mut self, now: Instant, frame: &[u8]) {
         let token = frame.get(ethernet::HEADER_LEN + 3) == Some(&TOKEN_TYPE);
         if self.station.mode() != Mode::Rether {
@@ -779,6 +786,17 @@ impl Agent {
         if !token {
             return;
         }
+        let at = |o: usize, n: usize| frame.get(o..o + n).map(<[u8]>::to_vec);
+        let body = ethernet::HEADER_LEN + HEADER_LEN;
+        let pass = (
+            at(ethernet::HEADER_LEN + 8, 4),
+            at(body + 12, 4),
+            at(body + 26, 2),
+        );
+        if self.last_pass.as_ref() == Some(&pass) {
+            return;
+        }
+        self.last_pass = Some(pass);
         self.stats.tokens_heard += 1;
         if let Some(last) = self.last_token_heard {
             let gap = now.saturating_duration_since(last);

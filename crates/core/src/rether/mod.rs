@@ -387,21 +387,20 @@ impl Station {
     }
 
     /// Eq. (1) with eq. (7): the token holding time of a session sending `bytes_per_trt` in
-    /// frames of at most `max_frame` bytes — the frames' transmission time, `a` per frame, `b`
-    /// once, and the token cost.
+    /// frames of at most `max_frame` bytes — ⌈bytes / payload⌉ frames, each charged the
+    /// transmission time of a largest frame and `a`, plus `b` once and the token cost.
+    ///
+    /// Every frame is charged as a largest one so that the reservation holds however the
+    /// sender cuts its data: a visit may send that many frames of any size up to `max_frame`,
+    /// which carry at least `bytes_per_trt` whenever the frames are full. (Charging the last
+    /// frame only its remainder, as a fluid reading of eq. 1 would, leaves a stream of
+    /// slightly smaller frames one frame short of its rate every visit — 4 of 5 frames of
+    /// 1,042 bytes on a 5,000-byte, 1,100-byte-frame reservation, measured in the lab.)
     pub fn tht(&self, bytes_per_trt: u32, max_frame: usize) -> Duration {
         let per_frame = max_frame.clamp(60, MAX_FRAME);
         let payload = per_frame - 14;
-        let bytes = bytes_per_trt as usize;
-        let full = bytes / payload;
-        let rest = bytes % payload;
-        let mut ns =
-            nanos(rtlan_wire::tx_time(per_frame, self.config.rate_bps)).saturating_mul(full as u64);
-        let mut frames = full as u64;
-        if rest > 0 {
-            ns = ns.saturating_add(nanos(rtlan_wire::tx_time(rest + 14, self.config.rate_bps)));
-            frames += 1;
-        }
+        let frames = (bytes_per_trt as usize).div_ceil(payload) as u64;
+        let ns = nanos(rtlan_wire::tx_time(per_frame, self.config.rate_bps)).saturating_mul(frames);
         Duration::from_nanos(
             ns.saturating_add(nanos(self.config.frame_overhead).saturating_mul(frames))
                 .saturating_add(nanos(self.config.visit_overhead))
