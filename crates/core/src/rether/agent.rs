@@ -872,7 +872,7 @@ impl Agent {
 
 /// The 5-tuple of an untagged IPv4 frame (zero ports when it has none or is a fragment), as
 /// the switch-router's classifier keys it.
-fn flow_key<T: AsRef<[u8]>>(view: &ethernet::Frame<T>) -> Option<FlowKey> {
+pub(crate) fn flow_key<T: AsRef<[u8]>>(view: &ethernet::Frame<T>) -> Option<FlowKey> {
     if view.vlan_tags() != 0 || view.ethertype() != ethernet::EtherType::Ipv4 {
         return None;
     }
