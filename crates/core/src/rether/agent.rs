@@ -57,6 +57,8 @@ pub const MAX_FRAGMENT: usize = MAX_FRAME - ethernet::HEADER_LEN - HEADER_LEN - 
 pub const MAX_UNIT: usize = 256 * 1024;
 /// Most data units a session buffers, sending or receiving.
 pub const MAX_BUFFERS: usize = 64;
+/// The token's phase byte of a non-real-time visit (`docs/rether.md` §4).
+const NRT_PHASE: u8 = 1;
 /// The TOKEN message's type code (`docs/rether.md` §3), read straight from the header.
 const TOKEN_TYPE: u8 = 3;
 /// Events kept for the agent's user before the oldest are dropped (and counted).
@@ -277,6 +279,15 @@ pub struct AgentStats {
     /// The longest time between two new token passes in RETHER mode since the last
     /// [`Agent::reset_token_gap`], ns: a lost token or a dead station shows here.
     pub token_gap_max_ns: u64,
+    /// Non-real-time visits of the token to this station (a TOKEN of the NRT phase addressed
+    /// to it) since the last [`Agent::reset_token_gap`]: RETHER §4's metric for the protocol's
+    /// cost to non-real-time traffic is the time between them.
+    pub nrt_visits: u64,
+    /// The sum of the times between consecutive NRT visits counted in `nrt_visits`, ns (their
+    /// mean is the NRT access delay of Figs. 5–8).
+    pub nrt_visit_gap_sum_ns: u64,
+    /// The longest time between consecutive NRT visits, ns.
+    pub nrt_visit_gap_max_ns: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -324,6 +335,8 @@ pub struct Agent {
     last_token_heard: Option<Instant>,
     /// The (generation, cycle, pass) of the last pass heard, raw.
     last_pass: Option<TokenPass>,
+    /// When this station's last NRT visit began.
+    last_nrt_visit: Option<Instant>,
 }
 
 type TokenPass = (Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>);
@@ -343,12 +356,17 @@ impl Agent {
             stats: AgentStats::default(),
             last_token_heard: None,
             last_pass: None,
+            last_nrt_visit: None,
         }
     }
 
-    /// Starts measuring the longest silence between tokens afresh.
+    /// Starts measuring the longest silence between tokens and the NRT visits afresh.
     pub fn reset_token_gap(&mut self) {
         self.stats.token_gap_max_ns = 0;
+        self.stats.nrt_visits = 0;
+        self.stats.nrt_visit_gap_sum_ns = 0;
+        self.stats.nrt_visit_gap_max_ns = 0;
+        self.last_nrt_visit = None;
     }
 
     /// When a token was last heard in RETHER mode.
@@ -798,6 +816,19 @@ impl Agent {
         }
         self.last_pass = Some(pass);
         self.stats.tokens_heard += 1;
+        let to_me = frame.get(ethernet::HEADER_LEN + 14..ethernet::HEADER_LEN + 16)
+            == Some(&self.config.station.id.get().to_be_bytes()[..]);
+        if to_me && frame.get(body + 16) == Some(&NRT_PHASE) {
+            if let Some(last) = self.last_nrt_visit {
+                let gap = now.saturating_duration_since(last);
+                let gap = u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX);
+                self.stats.nrt_visits += 1;
+                self.stats.nrt_visit_gap_sum_ns =
+                    self.stats.nrt_visit_gap_sum_ns.saturating_add(gap);
+                self.stats.nrt_visit_gap_max_ns = self.stats.nrt_visit_gap_max_ns.max(gap);
+            }
+            self.last_nrt_visit = Some(now);
+        }
         if let Some(last) = self.last_token_heard {
             let gap = now.saturating_duration_since(last);
             let gap = u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX);
