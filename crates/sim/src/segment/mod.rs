@@ -127,6 +127,18 @@ impl HostTiming {
         tx_ns_per_byte: 395.0 / 7.0,
     };
 
+    /// Every cost divided by `divisor` (RETHER §5.2 divides the times of a 10 Mbit/s host by 10
+    /// for 100 Mbit/s).
+    pub fn scaled(&self, divisor: f64) -> HostTiming {
+        let d = divisor.max(f64::MIN_POSITIVE);
+        HostTiming {
+            rx_fixed: self.rx_fixed.div_f64(d),
+            rx_ns_per_byte: self.rx_ns_per_byte / d,
+            tx_fixed: self.tx_fixed.div_f64(d),
+            tx_ns_per_byte: self.tx_ns_per_byte / d,
+        }
+    }
+
     fn rx_cost(&self, len: usize) -> Duration {
         self.rx_fixed + Duration::from_nanos((self.rx_ns_per_byte * len as f64) as u64)
     }
