@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::kit::run::{Run, RunOptions};
-use crate::{ethereal, loser, multihop, qsr, Backend};
+use crate::{ethereal, loser, multihop, qsr, rether, Backend};
 
 /// One reproduction of a paper's figure or table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,11 +35,14 @@ pub enum Experiment {
     /// QSR §6.2: RSVP set up and refreshed while every link is flooded, without and with the
     /// protected control channel (lab and simulator).
     QsrSignalling,
+    /// RETHER §1, §4.3 and §5: Figs. 4, 5, 6, 8, 9, the 40 MPEG-I streams on 100 Mbit/s and
+    /// Table 1, on the simulator's shared segment.
+    Rether,
 }
 
 impl Experiment {
     /// Every experiment, in the order of the papers.
-    pub const ALL: [Experiment; 11] = [
+    pub const ALL: [Experiment; 12] = [
         Experiment::Fig4,
         Experiment::Fig5,
         Experiment::Fig6,
@@ -51,6 +54,7 @@ impl Experiment {
         Experiment::QsrFig6,
         Experiment::QsrVideo,
         Experiment::QsrSignalling,
+        Experiment::Rether,
     ];
 
     /// The name on the command line and in results.json.
@@ -67,6 +71,7 @@ impl Experiment {
             Experiment::QsrFig6 => "qsr-fig6",
             Experiment::QsrVideo => "qsr-video",
             Experiment::QsrSignalling => "qsr-signalling",
+            Experiment::Rether => "rether",
         }
     }
 
@@ -78,6 +83,7 @@ impl Experiment {
             Experiment::QsrFig6 => "experiments/qsr/fig6".to_string(),
             Experiment::QsrVideo => "experiments/qsr/video".to_string(),
             Experiment::QsrSignalling => "experiments/qsr/signalling".to_string(),
+            Experiment::Rether => "experiments/rether".to_string(),
             other => format!("experiments/ethereal/{}", other.name()),
         }
     }
@@ -94,6 +100,7 @@ impl Experiment {
                 | Experiment::QsrFig6
                 | Experiment::QsrVideo
                 | Experiment::QsrSignalling
+                | Experiment::Rether
         )
     }
 
@@ -103,7 +110,7 @@ impl Experiment {
     /// QSR video and signalling experiments run on both (the simulator at 100 routers).
     pub fn backends(self) -> &'static [Backend] {
         match self {
-            Experiment::Multihop => &[Backend::Sim],
+            Experiment::Multihop | Experiment::Rether => &[Backend::Sim],
             Experiment::QsrVideo | Experiment::QsrSignalling => &[Backend::Lab, Backend::Sim],
             _ => &[Backend::Lab],
         }
@@ -135,6 +142,7 @@ impl Experiment {
             Experiment::QsrFig6 => qsr::fig6::run(&run),
             Experiment::QsrVideo => qsr::video::run(&run),
             Experiment::QsrSignalling => qsr::signalling::run(&run),
+            Experiment::Rether => rether::run(&run),
         }
     }
 }

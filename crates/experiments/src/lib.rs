@@ -20,6 +20,7 @@ pub mod labkit;
 pub mod loser;
 pub mod multihop;
 pub mod qsr;
+pub mod rether;
 
 pub use backend::{Backend, BackendError};
 pub use catalog::Experiment;

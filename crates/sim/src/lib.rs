@@ -30,6 +30,7 @@ pub mod host;
 mod pcap;
 pub mod results;
 pub mod scenario;
+pub mod segment;
 pub mod sessions;
 pub mod traffic;
 

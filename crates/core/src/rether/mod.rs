@@ -901,8 +901,11 @@ impl Station {
             + 28
             + 2 * token.members.len()
             + 16 * token.sessions.len();
-        let charge = h
-            .spent_ns
+        // Eq. (7)'s b is the first frame's processing and copy: a visit that sent nothing
+        // costs only what it really took and the token (Table 2: 247 µs "when there is
+        // nothing to send").
+        let estimate = if h.frames > 0 { h.spent_ns } else { 0 };
+        let charge = estimate
             .max(nanos(now.saturating_duration_since(h.arrived)))
             .saturating_add(nanos(self.config.token_cost))
             .saturating_add(nanos(rtlan_wire::tx_time(

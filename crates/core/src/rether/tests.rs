@@ -365,10 +365,14 @@ fn a_station_that_dies_holding_the_token_is_declared_dead_and_its_sessions_relea
 
 #[test]
 fn a_lost_token_is_regenerated_within_two_rotations_with_the_rt_set() {
+    // Station 2, which passes the token to station 3, waits longer for its pass than the
+    // others wait for any token (ack slack 5 ms against 2 ms): the loss is found by silence,
+    // not by 2's acknowledgement timer, whatever residual the lost pass carried.
     let configs = [1, 2, 3]
         .iter()
         .map(|&n| Config {
             switch_timeout: Duration::from_millis(5),
+            ack_slack: Duration::from_millis(if n == 2 { 5 } else { 2 }),
             ..config(n)
         })
         .collect();
@@ -553,4 +557,43 @@ fn a_partition_runs_two_rings_and_heals_into_one_with_both_reservations() {
     };
     let gens: Vec<Option<u32>> = [1, 2, 3, 4].iter().map(|&n| generation(n)).collect();
     assert!(gens.windows(2).all(|w| w[0] == w[1]), "one token: {gens:?}");
+}
+
+#[test]
+fn a_visit_that_sends_nothing_costs_the_token_not_the_first_frames_overhead() {
+    // b = 650 µs (the paper's first-frame copy), token 50 µs: an idle NRT visit charges the
+    // soft clock the token cost and the token frame's wire time only.
+    let configs = [1, 2, 3, 4]
+        .iter()
+        .map(|&n| {
+            let mut c = config(n);
+            c.visit_overhead = Duration::from_micros(650);
+            c
+        })
+        .collect();
+    let mut seg = Segment::with(configs);
+    seg.run(ms(1));
+    let now = seg.now;
+    seg.at(1).open(now, 1, 2_000, 1000, Some(id(2)));
+    seg.run(ms(40));
+    let tokens: Vec<(u16, TokenRepr, usize)> = seg
+        .log
+        .iter()
+        .filter_map(|s| match parse_frame(&s.frame).ok()?.0.message {
+            Message::Token(t) => Some((s.from, t, s.len)),
+            _ => None,
+        })
+        .collect();
+    let mut idle_passes = 0;
+    for w in tokens.windows(2) {
+        let ((_, a, _), (from, b, len)) = (&w[0], &w[1]);
+        // A pass by idle station 3 or 4 within one NRT phase.
+        if [3, 4].contains(from) && a.phase == Phase::NonRealTime && a.cycle == b.cycle {
+            let spent = u64::from(a.residual_ns - b.residual_ns);
+            let token = nanos(Duration::from_micros(50)) + nanos(rtlan_wire::tx_time(*len, RATE));
+            assert_eq!(spent, token, "idle visit charged {spent} ns");
+            idle_passes += 1;
+        }
+    }
+    assert!(idle_passes > 10, "{idle_passes}");
 }

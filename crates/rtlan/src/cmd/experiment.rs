@@ -50,13 +50,17 @@ pub(crate) enum ExperimentCommand {
     /// with RSVP on the protected control queue and in the data queue; state timeouts and
     /// stream loss (lab; `--backend sim`: a chain of 100 routers).
     QsrSignalling(Common),
+    /// RETHER Figs. 4, 5, 6, 8, 9, the 40 MPEG-I streams on 100 Mbit/s and Table 1, on the
+    /// simulator's shared segment (results in experiments/rether/results/).
+    Rether(Common),
 }
 
 /// Arguments every experiment takes.
 #[derive(Debug, Args)]
 pub(crate) struct Common {
     /// Scenario file [default: experiments/ethereal/<name>/scenario.toml; loser:
-    /// experiments/loser/lab/scenario.toml; qsr-<name>: experiments/qsr/<name>/scenario.toml].
+    /// experiments/loser/lab/scenario.toml; qsr-<name>: experiments/qsr/<name>/scenario.toml;
+    /// rether: experiments/rether/scenario.toml].
     #[arg(long)]
     scenario: Option<PathBuf>,
     /// Directory for results.json and the plot [default: the scenario's directory].
@@ -69,7 +73,7 @@ pub(crate) struct Common {
     #[arg(long)]
     no_plot: bool,
     /// Where the scenario runs: `lab` (network namespaces, needs root) or `sim` (the
-    /// discrete-event simulator) [default: the experiment's own — sim for multihop, lab for the
+    /// discrete-event simulator) [default: the experiment's own — sim for multihop and rether, lab for the
     /// others; qsr-video and qsr-signalling run on either].
     #[arg(long, value_enum)]
     backend: Option<BackendArg>,
@@ -88,6 +92,7 @@ pub(crate) fn run(command: ExperimentCommand) -> anyhow::Result<ExitCode> {
         ExperimentCommand::QsrFig6(c) => (Experiment::QsrFig6, c),
         ExperimentCommand::QsrVideo(c) => (Experiment::QsrVideo, c),
         ExperimentCommand::QsrSignalling(c) => (Experiment::QsrSignalling, c),
+        ExperimentCommand::Rether(c) => (Experiment::Rether, c),
     };
     let options = RunOptions {
         scenario: common.scenario,
