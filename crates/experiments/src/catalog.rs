@@ -38,11 +38,14 @@ pub enum Experiment {
     /// RETHER §1, §4.3 and §5: Figs. 4, 5, 6, 8, 9, the 40 MPEG-I streams on 100 Mbit/s and
     /// Table 1, on the simulator's shared segment.
     Rether,
+    /// RETHER §5, Fig. 7: the simulator validated against the lab's agents, five stations, 1–4
+    /// MPEG-I sessions, non-real-time access delay both ways.
+    RetherFig7,
 }
 
 impl Experiment {
     /// Every experiment, in the order of the papers.
-    pub const ALL: [Experiment; 12] = [
+    pub const ALL: [Experiment; 13] = [
         Experiment::Fig4,
         Experiment::Fig5,
         Experiment::Fig6,
@@ -55,6 +58,7 @@ impl Experiment {
         Experiment::QsrVideo,
         Experiment::QsrSignalling,
         Experiment::Rether,
+        Experiment::RetherFig7,
     ];
 
     /// The name on the command line and in results.json.
@@ -72,6 +76,7 @@ impl Experiment {
             Experiment::QsrVideo => "qsr-video",
             Experiment::QsrSignalling => "qsr-signalling",
             Experiment::Rether => "rether",
+            Experiment::RetherFig7 => "rether-fig7",
         }
     }
 
@@ -84,6 +89,7 @@ impl Experiment {
             Experiment::QsrVideo => "experiments/qsr/video".to_string(),
             Experiment::QsrSignalling => "experiments/qsr/signalling".to_string(),
             Experiment::Rether => "experiments/rether".to_string(),
+            Experiment::RetherFig7 => "experiments/rether/fig7".to_string(),
             other => format!("experiments/ethereal/{}", other.name()),
         }
     }
@@ -101,6 +107,7 @@ impl Experiment {
                 | Experiment::QsrVideo
                 | Experiment::QsrSignalling
                 | Experiment::Rether
+                | Experiment::RetherFig7
         )
     }
 
@@ -112,6 +119,7 @@ impl Experiment {
         match self {
             Experiment::Multihop | Experiment::Rether => &[Backend::Sim],
             Experiment::QsrVideo | Experiment::QsrSignalling => &[Backend::Lab, Backend::Sim],
+            // RetherFig7 compares the two; it runs the simulator itself after the lab.
             _ => &[Backend::Lab],
         }
     }
@@ -143,6 +151,7 @@ impl Experiment {
             Experiment::QsrVideo => qsr::video::run(&run),
             Experiment::QsrSignalling => qsr::signalling::run(&run),
             Experiment::Rether => rether::run(&run),
+            Experiment::RetherFig7 => rether::fig7::run(&run),
         }
     }
 }

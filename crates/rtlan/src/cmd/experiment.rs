@@ -53,6 +53,9 @@ pub(crate) enum ExperimentCommand {
     /// RETHER Figs. 4, 5, 6, 8, 9, the 40 MPEG-I streams on 100 Mbit/s and Table 1, on the
     /// simulator's shared segment (results in experiments/rether/results/).
     Rether(Common),
+    /// RETHER Fig. 7: the simulator validated against the lab's agents (five hosts on an
+    /// emulated 10 Mbit/s segment, 1–4 MPEG-I sessions; results in experiments/rether/fig7/).
+    RetherFig7(Common),
 }
 
 /// Arguments every experiment takes.
@@ -93,6 +96,7 @@ pub(crate) fn run(command: ExperimentCommand) -> anyhow::Result<ExitCode> {
         ExperimentCommand::QsrVideo(c) => (Experiment::QsrVideo, c),
         ExperimentCommand::QsrSignalling(c) => (Experiment::QsrSignalling, c),
         ExperimentCommand::Rether(c) => (Experiment::Rether, c),
+        ExperimentCommand::RetherFig7(c) => (Experiment::RetherFig7, c),
     };
     let options = RunOptions {
         scenario: common.scenario,
