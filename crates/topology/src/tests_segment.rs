@@ -17,6 +17,7 @@ kind = "segment"
 rate = "10Mbit/s"
 propagation = "2us"
 seed = 7
+trt = "20ms"
 [[link]]
 ends = ["h1", "seg"]
 [[link]]
@@ -31,6 +32,7 @@ fn a_segment_resolves_with_its_rate_on_every_link() {
     assert_eq!(seg.rate_bps, 10_000_000);
     assert_eq!(seg.propagation, Some(Duration::from_micros(2)));
     assert_eq!(seg.seed, Some(7));
+    assert_eq!(seg.trt, Some(Duration::from_millis(20)));
     assert!(t.links.iter().all(|l| l.rate_bps == Some(10_000_000)));
     assert_eq!(
         t.switch_ports("seg"),
@@ -63,6 +65,8 @@ fn options_of_other_kinds_and_bad_values_are_refused_where_written() {
         ("rate = \"0bit\"", 4, 8, "rate"),
         ("propagation = \"3\"", 4, 15, "bad `propagation`"),
         ("seed = -1", 4, 8, ""),
+        ("trt = \"0ms\"", 4, 7, "bad `trt`"),
+        ("trt = \"2s\"", 4, 7, "at most 1s"),
         (
             "cycle_time = \"1ms\"",
             4,
