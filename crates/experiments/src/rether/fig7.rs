@@ -199,7 +199,8 @@ fn measure_lab(
             .iter()
             .filter_map(|p| p["access_ms"].as_f64())
             .collect();
-        let access = (!means.is_empty()).then(|| r3(means.iter().sum::<f64>() / means.len() as f64));
+        let access =
+            (!means.is_empty()).then(|| r3(means.iter().sum::<f64>() / means.len() as f64));
         eprintln!("rether-fig7: lab, {n} sessions: access {access:?} ms");
         out.push(json!({"sessions": n, "access_ms": access, "stations": per_station}));
     }
