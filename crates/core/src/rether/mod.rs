@@ -50,6 +50,7 @@
 //! Written by hand: no crate implements RETHER.
 
 pub mod agent;
+pub mod bridge;
 #[cfg(test)]
 mod tests;
 
