@@ -169,7 +169,10 @@ mod tests {
             assert!(scenario.is_file(), "{}: {}", e.name(), scenario.display());
             let leaf = match e {
                 Experiment::Loser => "loser/lab".to_string(),
-                _ => e.name().replace("qsr-", "qsr/").replace("rether-", "rether/"),
+                _ => e
+                    .name()
+                    .replace("qsr-", "qsr/")
+                    .replace("rether-", "rether/"),
             };
             assert!(e.dir().ends_with(&leaf), "{}", e.dir());
             assert!(!e.backends().is_empty(), "{}", e.name());

@@ -35,6 +35,14 @@ pub(crate) const BUMP_SEGMENT_IFNAME: &str = "s0";
 /// live stations dead.
 pub(crate) const LAB_ACK_SLACK: &str = "8ms";
 
+/// What one token pass costs in the lab (the agent's `token_cost`, eq. 1's share of each visit):
+/// the sender's agent, the wire (a 72-byte token: 76 µs at 10 Mbit/s with preamble and gap), the
+/// segment daemon and the receiver's agent. `rtlan experiment rether-fig7` calibrated the
+/// simulator on this machine's lab at 54 µs per frame sent and per frame received, about 185 µs
+/// a pass; 200 µs keeps the soft clock from running slow, so that cycles stay one TRT long
+/// (the multi-segment bound of docs/rether.md §9 assumes it).
+pub(crate) const LAB_TOKEN_COST: &str = "200us";
+
 /// A host attached to a segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Bump {
@@ -98,6 +106,7 @@ struct AgentFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     trt: Option<String>,
     ack_slack: &'static str,
+    token_cost: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     data_plane: Option<DataPlane>,
 }
@@ -119,6 +128,7 @@ pub(super) fn render_agent_config(
         control_socket: socket.display().to_string(),
         trt: segment.trt.map(format_duration),
         ack_slack: LAB_ACK_SLACK,
+        token_cost: LAB_TOKEN_COST,
         data_plane: (data_plane != DataPlane::AfPacket).then_some(data_plane),
     };
     Ok(toml::to_string(&file)?)
@@ -171,5 +181,48 @@ mod tests {
             Path::new("/run/rtlan/labs/x/a.rether.toml")
         );
         assert_eq!(crate::bump_netns_name("x", "a"), "rtl-x-a-bump");
+    }
+
+    #[test]
+    fn each_agent_gets_its_place_on_its_segment_and_a_config_it_reads_back() {
+        let topo = Topology::from_str(
+            "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[host]]\nname = \"c\"\n\
+             [[switch]]\nname = \"g\"\nkind = \"segment\"\nrate = \"10mbit\"\ntrt = \"20ms\"\n\
+             [[switch]]\nname = \"h\"\nkind = \"segment\"\n\
+             [[link]]\nends = [\"g\", \"a\"]\n[[link]]\nends = [\"c\", \"h\"]\n\
+             [[link]]\nends = [\"b\", \"g\"]\n",
+            "t.toml",
+        )
+        .expect("valid");
+        let found = bumps(&topo);
+        assert_eq!(
+            station_ids(&found),
+            vec![1, 1, 2],
+            "a and b on g, c alone on h"
+        );
+        let seg = topo.segment("g").expect("segment");
+        let text = render_agent_config(
+            &found[2],
+            2,
+            seg,
+            DataPlane::AfPacket,
+            Path::new("/run/x/b.rether.sock"),
+        )
+        .expect("renders");
+        let c = rtlan_linux::retherd::RetherDaemonConfig::from_toml_str(&text).expect("reads back");
+        assert_eq!(c.name, "b");
+        assert_eq!(c.station.id.get(), 2);
+        assert_eq!(
+            (c.host_port.as_str(), c.segment_port.as_str()),
+            ("h0", "s0")
+        );
+        assert_eq!(c.station.rate_bps, 10_000_000);
+        assert_eq!(c.station.trt, std::time::Duration::from_millis(20));
+        assert_eq!(c.station.ack_slack, std::time::Duration::from_millis(8));
+        assert_eq!(c.station.token_cost, std::time::Duration::from_micros(200));
+        assert_eq!(
+            c.control_socket.as_deref(),
+            Some(Path::new("/run/x/b.rether.sock"))
+        );
     }
 }
