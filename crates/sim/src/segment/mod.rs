@@ -452,7 +452,7 @@ pub fn run(config: &SegmentConfig) -> Result<SegmentResult, String> {
                     }
                     None => {
                         live.running = true;
-                        live.gen.next = live.gen.next.map(|_| now);
+                        live.gen.start_at(now);
                     }
                 }
             }
@@ -515,7 +515,12 @@ pub fn run(config: &SegmentConfig) -> Result<SegmentResult, String> {
                                     live.outcome.tht_us = Some(tht.as_nanos() as f64 / 1000.0);
                                     live.outcome.admitted_at_ms = Some(now.as_nanos() as f64 / 1e6);
                                     live.running = true;
-                                    live.gen.next = live.gen.next.map(|_| now);
+                                    // The application's first unit comes at a random phase
+                                    // of the cycle, not in step with the visit that admitted
+                                    // it (a source in step with its visits would hand every
+                                    // unit over just after its slot and carry a backlog).
+                                    let phase = phase_ns(config.seed, session, config.trt);
+                                    live.gen.start_at(now + Duration::from_nanos(phase));
                                 }
                             }
                         }
@@ -662,6 +667,15 @@ pub fn run(config: &SegmentConfig) -> Result<SegmentResult, String> {
         all_switched_us,
         deaths,
     })
+}
+
+/// A seeded phase in `0..trt` for session `session`.
+fn phase_ns(seed: u64, session: u16, trt: Duration) -> u64 {
+    let mut x = seed ^ (u64::from(session) << 32) ^ 0x2545_F491_4F6C_DD1D;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    x ^= x >> 33;
+    x % (trt.as_nanos() as u64).max(1)
 }
 
 fn port_zero() -> PortId {
