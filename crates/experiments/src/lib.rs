@@ -1,7 +1,8 @@
 //! rtlan's experiments as a library (DESIGN.md §6): the reproductions of the papers' evaluations
 //! (EtheReal §4.1–§4.3, Figs. 4–7, Table 1 and the capacity of §4.3 in [`ethereal`]; Löser/Härtig
 //! §4.2–§4.3, Tables 2, 4, 5 in [`loser`]; per-connection delay bounds across hops in
-//! [`multihop`], on the simulator; the QSR paper's §6 in [`qsr`]), the lab benchmarks against the Linux bridge
+//! [`multihop`], on the simulator; the QSR paper's §6 in [`qsr`]; RETHER §1, §4.3 and §5 in
+//! [`rether`], on the simulator's shared segment), the lab benchmarks against the Linux bridge
 //! ([`bench`]), the guarantee demo ([`demo`]) and the lab processes they all share
 //! ([`labkit`]). The `rtlan` binary parses arguments and prints; the runners live here so that
 //! the binary, the lab tests and the simulator share them.

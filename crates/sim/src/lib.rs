@@ -16,7 +16,8 @@
 //! `[[sessions]]`), `sessions` (RSVP sessions without data, at the QSR paper's scale),
 //! `generate` (leaf–spine generator), `build` (scenario → nodes and links), `engine` (event heap
 //! on `(time, sequence)`, full-duplex links), `host`, `traffic` (sources, sinks, payload
-//! header), `results` (JSON envelope and table), `pcap` (one capture per link). `docs/sim.md`
+//! header), `results` (JSON envelope and table), `pcap` (one capture per link), `segment` (a
+//! shared Ethernet segment of RETHER stations on the CSMA/CD bus, RETHER §5). `docs/sim.md`
 //! describes the format, the output and the simplifications.
 //!
 //! Determinism: events are ordered by `(time, insertion sequence)`, randomness comes from

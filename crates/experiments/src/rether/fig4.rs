@@ -29,6 +29,7 @@ pub fn run(p: &Params) -> anyhow::Result<Value> {
         for &n in &nodes {
             let mut times = Vec::new();
             let mut all = Vec::new();
+            let mut deaths = 0u64;
             for k in 0..p.fig4_runs {
                 let mut c = Hardware::PAPER.segment(n);
                 c.seed = p.seed + u64::from(k);
@@ -62,10 +63,9 @@ pub fn run(p: &Params) -> anyhow::Result<Value> {
                     }
                 }
                 let r = simulate(&finish(c))?;
-                anyhow::ensure!(
-                    r.deaths == 0,
-                    "fig4: a station was declared dead ({n} stations)"
-                );
+                // A station whose acknowledgement waited out the initiator's attempts behind
+                // its NIC's frame and the collisions is declared dead (and joins again).
+                deaths += r.deaths;
                 if let Some(t) = r.switch_us {
                     times.push(t / 1000.0);
                 }
@@ -93,6 +93,7 @@ pub fn run(p: &Params) -> anyhow::Result<Value> {
                 "switch_ms_min": min(&times).map(r3),
                 "switch_ms_max": max(&times).map(r3),
                 "all_stations_ms_mean": mean(&all),
+                "stations_declared_dead": deaths,
             }));
         }
         variants.push(json!({

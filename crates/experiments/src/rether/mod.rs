@@ -195,12 +195,16 @@ impl Hardware {
     }
 }
 
-/// Sets the token cost of eq. (1) to what a pass of this configuration's token costs on its
-/// hosts: its size grows with the stations and the sessions (docs/rether.md §4).
+/// Sets the token cost of eq. (1) to what a pass of this configuration's token costs its hosts
+/// (its size grows with the stations and the sessions, docs/rether.md §4): the sender's and the
+/// receiver's processing and copies. The engine adds the token frame's wire time itself.
 pub fn finish(mut c: SegmentConfig) -> SegmentConfig {
     let sessions = c.flows.iter().filter(|f| f.reserve.is_some()).count();
     let token_bytes = 14 + 16 + 28 + 2 * c.stations + 16 * sessions;
-    c.token_cost = c.host.token_pass(token_bytes, c.rate_bps);
+    c.token_cost = c
+        .host
+        .token_pass(token_bytes, c.rate_bps)
+        .saturating_sub(rtlan_wire::tx_time(token_bytes, c.rate_bps));
     c
 }
 

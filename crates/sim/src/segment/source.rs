@@ -93,6 +93,17 @@ pub enum Source {
         /// Unit size, bytes.
         bytes: u32,
     },
+    /// One unit of `bytes` every `period`, each handed over a uniform `0..jitter` after its
+    /// nominal instant: a periodic program on a time-sharing host (RETHER §1's
+    /// video-conferencing application on FreeBSD PCs), whose senders drift in and out of phase.
+    Jittered {
+        /// Interval between nominal instants.
+        period: Duration,
+        /// Unit size, bytes.
+        bytes: u32,
+        /// Largest lateness of a unit.
+        jitter: Duration,
+    },
     /// A synthetic MPEG-I stream, one unit per picture.
     Mpeg(MpegConfig),
     /// Keeps the station's non-real-time queue at least `backlog` frames deep with frames of
@@ -121,6 +132,8 @@ pub(crate) struct Generator {
     pub(crate) next: Option<Instant>,
     /// Position in the GOP.
     picture: usize,
+    /// The nominal instant of the next unit (jittered sources).
+    nominal: Instant,
 }
 
 impl Generator {
@@ -137,7 +150,16 @@ impl Generator {
             rng,
             next,
             picture,
+            nominal: start,
         }
+    }
+
+    /// The source starts at `at` (its session was admitted, or it was started then).
+    pub(crate) fn start_at(&mut self, at: Instant) {
+        if self.next.is_some() {
+            self.next = Some(at);
+        }
+        self.nominal = at;
     }
 
     fn uniform(&mut self) -> f64 {
@@ -152,6 +174,16 @@ impl Generator {
         match self.source {
             Source::Cbr { period, bytes } => {
                 self.next = Some(at + period.max(Duration::from_nanos(1)));
+                bytes
+            }
+            Source::Jittered {
+                period,
+                bytes,
+                jitter,
+            } => {
+                self.nominal += period.max(Duration::from_nanos(1));
+                let late = (self.uniform() * jitter.as_nanos() as f64) as u64;
+                self.next = Some(self.nominal + Duration::from_nanos(late));
                 bytes
             }
             Source::Mpeg(m) => {
