@@ -7,7 +7,8 @@
 //! on an emulated segment (`kind = "segment"`), each session an `rtlan send` stream whose
 //! 5-tuple its agent reserves; the agents time the NRT visits (`nrt_visit_gap_sum_ns`). The
 //! simulator runs the very same `Station` code on the same medium model
-//! ([`rtlan_sim::segment`]), with the same protocol parameters as the lab's agents.
+//! ([`rtlan_sim::segment`]), with the protocol parameters the lab's agents ran with (read from
+//! their configuration file).
 //!
 //! What the simulator cannot know is what a token pass costs this machine's user-space
 //! daemons. As the paper took its simulator's constants from its implementation's
@@ -90,18 +91,25 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
     let name = format!("rf7{}", std::process::id() % 10_000);
     let lab = Lab::up(&topology, &name, &LabOptions::new(&run.exe))?;
     let measured = measure_lab(run, &lab, &sc, Duration::from_secs_f64(seconds));
+    // The simulator takes the protocol parameters the lab's agents ran with.
+    let agent_config = lab
+        .bump_agent_config("a")
+        .context("host a has no RETHER agent")
+        .and_then(|p| {
+            rtlan_linux::retherd::RetherDaemonConfig::from_file(p)
+                .with_context(|| format!("reading {}", p.display()))
+        });
     lab.down()?;
     let lab_points = measured?;
-
-    let trt = Duration::from_secs_f64(sc.trt_ms / 1000.0);
+    let agent = agent_config?.station;
     let first = lab_points
         .first()
         .and_then(|p| p["access_ms"].as_f64())
         .context("no lab access delay at the first point")?;
-    let calibrated = calibrate(trt, sc.sessions[0], first, sc.sim_seconds)?;
+    let calibrated = calibrate(&agent, sc.sessions[0], first, sc.sim_seconds)?;
     let mut points = Vec::new();
     for (n, lab_point) in sc.sessions.iter().zip(&lab_points) {
-        let sim = simulate(trt, *n, calibrated, sc.sim_seconds)?;
+        let sim = simulate(&agent, *n, calibrated, sc.sim_seconds)?;
         let lab_ms = lab_point["access_ms"].as_f64().unwrap_or(f64::NAN);
         points.push(json!({
             "sessions": n,
@@ -117,6 +125,13 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
         "trt_ms": sc.trt_ms,
         "session_bytes_per_trt": SESSION_BYTES,
         "calibrated_host_cost_us": r3(calibrated.as_secs_f64() * 1e6),
+        "agent": {
+            "trt_us": agent.trt.as_micros() as u64,
+            "t_nrt_us": agent.t_nrt.as_micros() as u64,
+            "token_cost_us": agent.token_cost.as_micros() as u64,
+            "frame_overhead_us": agent.frame_overhead.as_micros() as u64,
+            "visit_overhead_us": agent.visit_overhead.as_micros() as u64,
+        },
         "date": now_utc(),
         "load_before": load_before,
         "points": points,
@@ -207,22 +222,22 @@ fn measure_lab(
     Ok(out)
 }
 
-/// The simulated segment of the lab's point with `sessions` sessions, every frame costing its
-/// host `cost` to receive and to send.
-fn config(trt: Duration, sessions: usize, cost: Duration, seconds: f64) -> SegmentConfig {
+/// The simulated segment of the lab's point with `sessions` sessions: the protocol parameters
+/// of the lab's agents (`agent`, read from host a's agent's configuration file), every frame
+/// costing its host `cost` to receive and to send.
+fn config(
+    agent: &rtlan_core::rether::Config,
+    sessions: usize,
+    cost: Duration,
+    seconds: f64,
+) -> SegmentConfig {
     let mut c = SegmentConfig::new(STATIONS, RATE_BPS);
-    c.trt = trt;
-    // The agents' defaults (rtlan_core::rether::Config::new and the agent's T_NRT = TRT / 10).
-    let defaults = rtlan_core::rether::Config::new(
-        rtlan_sim::segment::station_id(0),
-        Default::default(),
-        RATE_BPS,
-    );
-    c.t_nrt = trt / 10;
-    c.nrt_policy = defaults.nrt_policy;
-    c.frame_overhead = defaults.frame_overhead;
-    c.visit_overhead = defaults.visit_overhead;
-    c.token_cost = defaults.token_cost;
+    c.trt = agent.trt;
+    c.t_nrt = agent.t_nrt;
+    c.nrt_policy = agent.nrt_policy;
+    c.frame_overhead = agent.frame_overhead;
+    c.visit_overhead = agent.visit_overhead;
+    c.token_cost = agent.token_cost;
     c.host = HostTiming {
         rx_fixed: cost,
         rx_ns_per_byte: 0.0,
@@ -230,6 +245,7 @@ fn config(trt: Duration, sessions: usize, cost: Duration, seconds: f64) -> Segme
         tx_ns_per_byte: 0.0,
     };
     c.window = Duration::from_secs_f64(seconds);
+    let trt = agent.trt;
     for i in 0..sessions {
         c.flows.push(FlowSpec {
             from: i,
@@ -247,12 +263,12 @@ fn config(trt: Duration, sessions: usize, cost: Duration, seconds: f64) -> Segme
 }
 
 fn simulate(
-    trt: Duration,
+    agent: &rtlan_core::rether::Config,
     sessions: usize,
     cost: Duration,
     seconds: f64,
 ) -> anyhow::Result<Option<f64>> {
-    let r = rtlan_sim::segment::run(&config(trt, sessions, cost, seconds))
+    let r = rtlan_sim::segment::run(&config(agent, sessions, cost, seconds))
         .map_err(|e| anyhow::anyhow!("simulator: {e}"))?;
     let all: Vec<usize> = (0..STATIONS).collect();
     Ok(access_ms(&r, &all))
@@ -261,7 +277,7 @@ fn simulate(
 /// The per-frame host cost that makes the simulator's access delay with `sessions` sessions
 /// equal `target_ms` (bisection over 0..2 ms: the delay grows with the cost).
 fn calibrate(
-    trt: Duration,
+    agent: &rtlan_core::rether::Config,
     sessions: usize,
     target_ms: f64,
     seconds: f64,
@@ -269,7 +285,7 @@ fn calibrate(
     let (mut lo, mut hi) = (0.0f64, 2e-3f64);
     for _ in 0..14 {
         let mid = (lo + hi) / 2.0;
-        let got = simulate(trt, sessions, Duration::from_secs_f64(mid), seconds)?
+        let got = simulate(agent, sessions, Duration::from_secs_f64(mid), seconds)?
             .unwrap_or(f64::INFINITY);
         if got < target_ms {
             lo = mid;
