@@ -3,7 +3,6 @@
 //! segment, and a reserved stream from a host on one segment to a host on the other within
 //! the bound of `end_to_end` while both segments are flooded — and not without reservations.
 
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use proptest::prelude::*;
@@ -12,6 +11,7 @@ use rtlan_wire::rether::{self, NodeId};
 
 use super::*;
 use crate::rether::agent::{Agent, AgentConfig, AgentEvent, SendSpec, HOST, SEGMENT};
+use crate::rether::test_frames::{host_ip, host_mac, ms, udp};
 use crate::rether::Mode;
 use crate::segment::{Bus, BusConfig};
 
@@ -21,40 +21,6 @@ const TRTS_MS: [u64; 2] = [20, 10];
 /// The bridge's ports.
 const A: PortId = PortId(0);
 const B: PortId = PortId(1);
-
-fn host_mac(n: u16) -> Address {
-    Address([2, 0, 0, 0, 2, n as u8])
-}
-
-fn host_ip(n: u16) -> Ipv4Addr {
-    Ipv4Addr::new(198, 18, 0, n as u8)
-}
-
-fn ms(n: u64) -> Instant {
-    Instant::from_nanos(n * 1_000_000)
-}
-
-/// A UDP frame from host `from` to host `to`, ports 5000 → `dport`, of `len` bytes, carrying
-/// `tag` and `n` at the start of the payload.
-fn udp(from: u16, to: u16, dport: u16, len: usize, tag: u8, n: u32) -> Vec<u8> {
-    let mut f = vec![0u8; len.max(60)];
-    f[0..6].copy_from_slice(&host_mac(to).0);
-    f[6..12].copy_from_slice(&host_mac(from).0);
-    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    let ip_len = (f.len() - 14) as u16;
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[22] = 64;
-    f[23] = 17;
-    f[26..30].copy_from_slice(&host_ip(from).octets());
-    f[30..34].copy_from_slice(&host_ip(to).octets());
-    f[34..36].copy_from_slice(&5000u16.to_be_bytes());
-    f[36..38].copy_from_slice(&dport.to_be_bytes());
-    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
-    f[42] = tag;
-    f[43..47].copy_from_slice(&n.to_be_bytes());
-    f
-}
 
 /// A broadcast ARP-like hello from host `n` (so that bridge and agents learn its MAC).
 fn hello(n: u16) -> Vec<u8> {

@@ -52,6 +52,8 @@
 pub mod agent;
 pub mod bridge;
 #[cfg(test)]
+mod test_frames;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

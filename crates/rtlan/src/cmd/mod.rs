@@ -33,3 +33,19 @@ pub(crate) fn print_port_table(rows: impl IntoIterator<Item = (String, [u64; 5])
         );
     }
 }
+
+/// A daemon's configuration file that could not be used, as the CLI reports it:
+/// `FILE:line:column: message`, or `FILE: error` when the problem has no place.
+pub(crate) fn config_error(
+    path: &std::path::Path,
+    e: rtlan_linux::switchd::ConfigError,
+) -> anyhow::Error {
+    match e {
+        rtlan_linux::switchd::ConfigError::Invalid {
+            line,
+            column,
+            message,
+        } => anyhow::anyhow!("{}:{line}:{column}: {message}", path.display()),
+        e => anyhow::anyhow!("{}: {e}", path.display()),
+    }
+}

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 use rtlan_linux::routerd::{RouterDaemonConfig, RunReport};
-use rtlan_linux::switchd::ConfigError;
 
 /// Arguments of `rtlan router`.
 #[derive(Debug, Args)]
@@ -35,15 +34,8 @@ pub(crate) struct RouterArgs {
 }
 
 pub(crate) fn run(args: RouterArgs) -> anyhow::Result<ExitCode> {
-    let config = match RouterDaemonConfig::from_file(&args.config) {
-        Ok(c) => c,
-        Err(ConfigError::Invalid {
-            line,
-            column,
-            message,
-        }) => anyhow::bail!("{}:{line}:{column}: {message}", args.config.display()),
-        Err(e) => anyhow::bail!("{}: {e}", args.config.display()),
-    };
+    let config = RouterDaemonConfig::from_file(&args.config)
+        .map_err(|e| super::config_error(&args.config, e))?;
     let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
     let report = rtlan_linux::routerd::run(config, stop)?;
     if args.json {

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 use rtlan_linux::segmentd::{RunReport, SegmentDaemonConfig};
-use rtlan_linux::switchd::ConfigError;
 
 /// Arguments of `rtlan segment`.
 #[derive(Debug, Args)]
@@ -34,15 +33,8 @@ pub(crate) struct SegmentArgs {
 }
 
 pub(crate) fn run(args: SegmentArgs) -> anyhow::Result<ExitCode> {
-    let config = match SegmentDaemonConfig::from_file(&args.config) {
-        Ok(c) => c,
-        Err(ConfigError::Invalid {
-            line,
-            column,
-            message,
-        }) => anyhow::bail!("{}:{line}:{column}: {message}", args.config.display()),
-        Err(e) => anyhow::bail!("{}: {e}", args.config.display()),
-    };
+    let config = SegmentDaemonConfig::from_file(&args.config)
+        .map_err(|e| super::config_error(&args.config, e))?;
     let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
     let report = rtlan_linux::segmentd::run(config, stop)?;
     if args.json {
