@@ -43,6 +43,44 @@ fn bad_topology_file_names_line_and_problem() {
 }
 
 #[test]
+fn daemon_config_mistakes_name_file_line_and_column_and_start_nothing() {
+    let dir = std::env::temp_dir().join(format!("rtlan-cli-daemons-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (daemon, body, at, needle) in [
+        (
+            "rether",
+            "id = 1\nhost_port = \"h0\"\nsegment_port = \"s0\"\nrate = \"10mbit\"\ntrt = \"9s\"\n",
+            ":5:7:",
+            "trt",
+        ),
+        (
+            "segment",
+            "name = \"g\"\nrate = \"slow\"\n[[port]]\nifname = \"p0\"\n",
+            ":2:8:",
+            "rate",
+        ),
+        (
+            "router",
+            "name = \"r\"\n[[port]]\nifname = 7\n",
+            ":3:10:",
+            "string",
+        ),
+    ] {
+        let file = dir.join(format!("{daemon}.toml"));
+        std::fs::write(&file, body).unwrap();
+        let out = rtlan(&[daemon, "--config", file.to_str().unwrap()]);
+        let msg = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{daemon}: {msg}");
+        assert!(
+            msg.contains(&format!("{daemon}.toml{at}")),
+            "{daemon}: {msg}"
+        );
+        assert!(msg.contains(needle), "{daemon}: {msg}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn lab_up_exec_show_down_from_the_command_line() {
     if !root_or_skip("lab_up_exec_show_down_from_the_command_line") {
         return;
