@@ -517,22 +517,15 @@ fn build(
         let text =
             switches::render_config(topology, &s.name, opts, options.data_plane, dir, &socket)
                 .map_err(switch_err)?;
-        daemon::write_config(&config, &text).map_err(switch_err)?;
-        let launch = Launch {
-            exe: &options.rtlan_exe,
-            args: vec!["switch".into(), "--config".into(), config.clone().into()],
-            netns: ns_of(&s.name),
-            log: &log,
-            socket: &socket,
-            timeout: options.switch_timeout,
+        let files = DaemonState {
+            pid: 0,
+            socket,
+            config,
+            log,
         };
-        let pid = start(name, &launch).map_err(|e| e.map(switch_err))?;
-        if let Some(n) = state.nodes.iter_mut().find(|n| n.name == s.name) {
-            n.pid = Some(pid);
-            n.socket = Some(socket);
-            n.config = Some(config);
-            n.log = Some(log);
-        }
+        let run = launch_rtlan(name, options, ns_of(&s.name), "switch", files, &text)
+            .map_err(|e| e.map(switch_err))?;
+        record_node(&mut state, &s.name, run);
         write_state(&state)?;
     }
     for s in &topology.switches {
@@ -549,22 +542,15 @@ fn build(
         let log = dir.join(format!("{}.log", s.name));
         let text = segments::render_config(topology, &s.name, seg, options.data_plane, &socket)
             .map_err(segment_err)?;
-        daemon::write_config(&config, &text).map_err(segment_err)?;
-        let launch = Launch {
-            exe: &options.rtlan_exe,
-            args: vec!["segment".into(), "--config".into(), config.clone().into()],
-            netns: ns_of(&s.name),
-            log: &log,
-            socket: &socket,
-            timeout: options.switch_timeout,
+        let files = DaemonState {
+            pid: 0,
+            socket,
+            config,
+            log,
         };
-        let pid = start(name, &launch).map_err(|e| e.map(segment_err))?;
-        if let Some(n) = state.nodes.iter_mut().find(|n| n.name == s.name) {
-            n.pid = Some(pid);
-            n.socket = Some(socket);
-            n.config = Some(config);
-            n.log = Some(log);
-        }
+        let run = launch_rtlan(name, options, ns_of(&s.name), "segment", files, &text)
+            .map_err(|e| e.map(segment_err))?;
+        record_node(&mut state, &s.name, run);
         write_state(&state)?;
     }
     for (b, id) in bumps.iter().zip(bump::station_ids(&bumps)) {
@@ -581,23 +567,15 @@ fn build(
         let log = dir.join(format!("{}.rether.log", b.host));
         let text = bump::render_agent_config(b, id, seg, options.data_plane, &socket)
             .map_err(agent_err)?;
-        daemon::write_config(&config, &text).map_err(agent_err)?;
         let netns = &bump_ns[b.host.as_str()];
-        let launch = Launch {
-            exe: &options.rtlan_exe,
-            args: vec!["rether".into(), "--config".into(), config.clone().into()],
-            netns,
-            log: &log,
-            socket: &socket,
-            timeout: options.switch_timeout,
-        };
-        let pid = start(name, &launch).map_err(|e| e.map(agent_err))?;
-        let agent = DaemonState {
-            pid,
+        let files = DaemonState {
+            pid: 0,
             socket,
             config,
             log,
         };
+        let agent = launch_rtlan(name, options, netns, "rether", files, &text)
+            .map_err(|e| e.map(agent_err))?;
         if let Some(n) = state.nodes.iter_mut().find(|n| n.name == b.host) {
             n.bump = Some(bump::record(b, netns, agent));
         }
@@ -624,6 +602,43 @@ impl StartError {
             StartError::Interrupted => LabError::Interrupted,
             StartError::Failed(e) => wrap(e),
         }
+    }
+}
+
+/// Writes `text` to `files.config` and starts `rtlan <subcommand> --config <it>` of lab `lab` in
+/// `netns` (ready when `files.socket` accepts); `files` with its PID.
+fn launch_rtlan(
+    lab: &str,
+    options: &LabOptions,
+    netns: &str,
+    subcommand: &str,
+    files: DaemonState,
+    text: &str,
+) -> Result<DaemonState, StartError> {
+    daemon::write_config(&files.config, text).map_err(StartError::Failed)?;
+    let launch = Launch {
+        exe: &options.rtlan_exe,
+        args: vec![
+            subcommand.into(),
+            "--config".into(),
+            files.config.clone().into(),
+        ],
+        netns,
+        log: &files.log,
+        socket: &files.socket,
+        timeout: options.switch_timeout,
+    };
+    let pid = start(lab, &launch)?;
+    Ok(DaemonState { pid, ..files })
+}
+
+/// Records a node's own daemon in the lab state.
+fn record_node(state: &mut LabState, node: &str, run: DaemonState) {
+    if let Some(n) = state.nodes.iter_mut().find(|n| n.name == node) {
+        n.pid = Some(run.pid);
+        n.socket = Some(run.socket);
+        n.config = Some(run.config);
+        n.log = Some(run.log);
     }
 }
 
