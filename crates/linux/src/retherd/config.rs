@@ -99,7 +99,11 @@ fn duration(
         })
 }
 
-fn ifname(src: &Source<'_>, v: &Spanned<String>, key: &str) -> Result<String, ConfigError> {
+pub(super) fn ifname(
+    src: &Source<'_>,
+    v: &Spanned<String>,
+    key: &str,
+) -> Result<String, ConfigError> {
     let name = v.get_ref();
     if name.is_empty() || name.len() > 15 || name.contains(['/', ' ']) {
         return Err(src.error(
@@ -108,6 +112,108 @@ fn ifname(src: &Source<'_>, v: &Spanned<String>, key: &str) -> Result<String, Co
         ));
     }
     Ok(name.clone())
+}
+
+/// The station keys an agent and a bridge share (every one optional).
+pub(super) struct StationKeys {
+    pub(super) nrt_policy: Option<Spanned<String>>,
+    pub(super) frame_overhead: Option<Spanned<String>>,
+    pub(super) visit_overhead: Option<Spanned<String>>,
+    pub(super) token_cost: Option<Spanned<String>>,
+    pub(super) switch_timeout: Option<Spanned<String>>,
+    pub(super) switch_attempts: Option<Spanned<i64>>,
+    pub(super) ack_slack: Option<Spanned<String>>,
+}
+
+impl StationKeys {
+    /// Sets what the keys give on `c`, the defaults of [`Config::new`] elsewhere.
+    pub(super) fn apply(self, src: &Source<'_>, c: &mut Config) -> Result<(), ConfigError> {
+        if let Some(p) = self.nrt_policy {
+            c.nrt_policy = match p.get_ref().as_str() {
+                "one" => NrtPolicy::One,
+                "fit" => NrtPolicy::AsManyAsFit,
+                other => other
+                    .strip_prefix("at_most:")
+                    .and_then(|k| k.parse::<u16>().ok())
+                    .filter(|&k| k > 0)
+                    .map(NrtPolicy::AtMost)
+                    .ok_or_else(|| {
+                        src.error(
+                            p.span(),
+                            "nrt_policy: \"one\", \"fit\" or \"at_most:K\" with K ≥ 1",
+                        )
+                    })?,
+            };
+        }
+        let ms = Duration::from_millis(100);
+        let second = Duration::from_secs(1);
+        c.frame_overhead = duration(
+            src,
+            self.frame_overhead,
+            "frame_overhead",
+            c.frame_overhead,
+            ms,
+        )?;
+        c.visit_overhead = duration(
+            src,
+            self.visit_overhead,
+            "visit_overhead",
+            c.visit_overhead,
+            ms,
+        )?;
+        c.token_cost = duration(src, self.token_cost, "token_cost", c.token_cost, ms)?;
+        c.switch_timeout = duration(
+            src,
+            self.switch_timeout,
+            "switch_timeout",
+            c.switch_timeout,
+            second,
+        )?;
+        c.ack_slack = duration(src, self.ack_slack, "ack_slack", c.ack_slack, second)?;
+        if let Some(a) = self.switch_attempts {
+            c.switch_attempts = u8::try_from(*a.get_ref())
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| src.error(a.span(), "switch_attempts: 1 to 255"))?;
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn station_id(src: &Source<'_>, id: &Spanned<i64>) -> Result<NodeId, ConfigError> {
+    u16::try_from(*id.get_ref())
+        .ok()
+        .and_then(NodeId::new)
+        .ok_or_else(|| src.error(id.span(), format!("id: 1 to {MAX_NODE_ID}")))
+}
+
+pub(super) fn rate(src: &Source<'_>, v: &Spanned<String>) -> Result<u64, ConfigError> {
+    parse_rate(v.get_ref())
+        .ok()
+        .filter(|&r| r > 0)
+        .ok_or_else(|| src.error(v.span(), "rate: expected a rate above 0, like \"10mbit\""))
+}
+
+/// The TRT (above 0, at most 1 s; `default` when absent) and T_NRT (at most the TRT; 10 % of
+/// it when absent, whatever the TRT).
+pub(super) fn trt_and_t_nrt(
+    src: &Source<'_>,
+    trt: Option<&Spanned<String>>,
+    t_nrt: Option<&Spanned<String>>,
+    default: Duration,
+) -> Result<(Duration, Duration), ConfigError> {
+    let second = Duration::from_secs(1);
+    let trt_value = duration(src, trt.cloned(), "trt", default, second)?;
+    if trt_value.is_zero() {
+        let span = trt.map(|t| t.span()).unwrap_or(0..0);
+        return Err(src.error(span, "trt: above 0"));
+    }
+    let t_nrt_value = duration(src, t_nrt.cloned(), "t_nrt", trt_value / 10, second)?;
+    if t_nrt_value > trt_value {
+        let span = t_nrt.map(|t| t.span()).unwrap_or(0..0);
+        return Err(src.error(span, "t_nrt: at most the trt (eq. 3)"));
+    }
+    Ok((trt_value, t_nrt_value))
 }
 
 impl RetherDaemonConfig {
@@ -127,10 +233,7 @@ impl RetherDaemonConfig {
             let span = e.span().unwrap_or(0..0);
             src.error(span, e.message().to_string())
         })?;
-        let id = u16::try_from(*raw.id.get_ref())
-            .ok()
-            .and_then(NodeId::new)
-            .ok_or_else(|| src.error(raw.id.span(), format!("id: 1 to {MAX_NODE_ID}")))?;
+        let id = station_id(&src, &raw.id)?;
         let host_port = ifname(&src, &raw.host_port, "host_port")?;
         let segment_port = ifname(&src, &raw.segment_port, "segment_port")?;
         if host_port == segment_port {
@@ -139,76 +242,19 @@ impl RetherDaemonConfig {
                 "segment_port: must differ from host_port",
             ));
         }
-        let rate_bps = parse_rate(raw.rate.get_ref())
-            .ok()
-            .filter(|&r| r > 0)
-            .ok_or_else(|| {
-                src.error(
-                    raw.rate.span(),
-                    "rate: expected a rate above 0, like \"10mbit\"",
-                )
-            })?;
+        let rate_bps = rate(&src, &raw.rate)?;
         let mut c = Config::new(id, Address([0; 6]), rate_bps);
-        let second = Duration::from_secs(1);
-        c.trt = duration(&src, raw.trt.clone(), "trt", c.trt, second)?;
-        if c.trt.is_zero() {
-            let span = raw.trt.map(|t| t.span()).unwrap_or(0..0);
-            return Err(src.error(span, "trt: above 0"));
+        (c.trt, c.t_nrt) = trt_and_t_nrt(&src, raw.trt.as_ref(), raw.t_nrt.as_ref(), c.trt)?;
+        StationKeys {
+            nrt_policy: raw.nrt_policy,
+            frame_overhead: raw.frame_overhead,
+            visit_overhead: raw.visit_overhead,
+            token_cost: raw.token_cost,
+            switch_timeout: raw.switch_timeout,
+            switch_attempts: raw.switch_attempts,
+            ack_slack: raw.ack_slack,
         }
-        // T_NRT defaults to 10 % of the TRT, whatever the TRT.
-        let t_nrt_default = c.trt / 10;
-        c.t_nrt = duration(&src, raw.t_nrt.clone(), "t_nrt", t_nrt_default, second)?;
-        if c.t_nrt > c.trt {
-            let span = raw.t_nrt.map(|t| t.span()).unwrap_or(0..0);
-            return Err(src.error(span, "t_nrt: at most the trt (eq. 3)"));
-        }
-        if let Some(p) = raw.nrt_policy {
-            c.nrt_policy = match p.get_ref().as_str() {
-                "one" => NrtPolicy::One,
-                "fit" => NrtPolicy::AsManyAsFit,
-                other => other
-                    .strip_prefix("at_most:")
-                    .and_then(|k| k.parse::<u16>().ok())
-                    .filter(|&k| k > 0)
-                    .map(NrtPolicy::AtMost)
-                    .ok_or_else(|| {
-                        src.error(
-                            p.span(),
-                            "nrt_policy: \"one\", \"fit\" or \"at_most:K\" with K ≥ 1",
-                        )
-                    })?,
-            };
-        }
-        let ms = Duration::from_millis(100);
-        c.frame_overhead = duration(
-            &src,
-            raw.frame_overhead,
-            "frame_overhead",
-            c.frame_overhead,
-            ms,
-        )?;
-        c.visit_overhead = duration(
-            &src,
-            raw.visit_overhead,
-            "visit_overhead",
-            c.visit_overhead,
-            ms,
-        )?;
-        c.token_cost = duration(&src, raw.token_cost, "token_cost", c.token_cost, ms)?;
-        c.switch_timeout = duration(
-            &src,
-            raw.switch_timeout,
-            "switch_timeout",
-            c.switch_timeout,
-            second,
-        )?;
-        c.ack_slack = duration(&src, raw.ack_slack, "ack_slack", c.ack_slack, second)?;
-        if let Some(a) = raw.switch_attempts {
-            c.switch_attempts = u8::try_from(*a.get_ref())
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| src.error(a.span(), "switch_attempts: 1 to 255"))?;
-        }
+        .apply(&src, &mut c)?;
         let host_queue = match raw.host_queue {
             None => 1024,
             Some(q) => usize::try_from(*q.get_ref())

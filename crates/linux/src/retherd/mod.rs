@@ -11,11 +11,13 @@
 //! closed when that client goes, unless it was opened with `"keep": true` (a 5-tuple session
 //! reserved for an unmodified application by a tool that exits).
 
+mod bridge_config;
 mod config;
 mod daemon;
 
 use std::sync::atomic::AtomicBool;
 
+pub use bridge_config::{BridgePortConfig, RetherBridgeConfig};
 pub use config::RetherDaemonConfig;
 
 use crate::switchd::ConfigError;
