@@ -73,6 +73,8 @@ enum Command {
     Router(cmd::router::RouterArgs),
     /// Run the RETHER agent: a host's bump in the wire onto a shared segment (timed token).
     Rether(cmd::rether::RetherArgs),
+    /// Run a RETHER bridge: an rtlan node joining shared segments (RETHER §2.5).
+    RetherBridge(cmd::rether_bridge::RetherBridgeArgs),
     /// Run an emulated shared Ethernet segment (CSMA/CD) on the interfaces named in a config file.
     Segment(cmd::segment::SegmentArgs),
     /// Run the host daemon that reserves real-time connections for local applications.
@@ -115,6 +117,7 @@ fn main() -> std::process::ExitCode {
         Command::Switch(args) => cmd::switch::run(args),
         Command::Router(args) => cmd::router::run(args),
         Command::Rether(args) => cmd::rether::run(args),
+        Command::RetherBridge(args) => cmd::rether_bridge::run(args),
         Command::Segment(args) => cmd::segment::run(args),
         Command::Rtcd(args) => cmd::rtcd::run(args),
         Command::Reserve(args) => cmd::reserve::run(args),

@@ -54,6 +54,12 @@ fn daemon_config_mistakes_name_file_line_and_column_and_start_nothing() {
             "trt",
         ),
         (
+            "rether-bridge",
+            "rate = \"10mbit\"\n[[port]]\nifname = \"p0\"\nid = 4\n[[port]]\nifname = \"p1\"\nid = 99999\n",
+            ":7:6:",
+            "id: 1 to",
+        ),
+        (
             "segment",
             "name = \"g\"\nrate = \"slow\"\n[[port]]\nifname = \"p0\"\n",
             ":2:8:",

@@ -700,11 +700,12 @@ impl Agent {
                             }
                             self.push_event(AgentEvent::Closed { session });
                         }
-                        // Released by the others (a false death, a partition): the station
-                        // asks again on its own; the session waits for that answer.
+                        // Released by the others (a false death, a partition) or cut off
+                        // (the segment link went down): the station asks again on its own at
+                        // its next visit; the session waits for that answer.
                         Some(_) => {
                             if let Some(s) = self.sending.get_mut(&session) {
-                                s.state = SessionState::Refused;
+                                s.state = SessionState::Admitting;
                                 s.tht = None;
                             }
                             self.push_event(AgentEvent::Closed { session });

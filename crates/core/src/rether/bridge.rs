@@ -65,7 +65,7 @@ use std::time::Duration;
 use rtlan_wire::ethernet::{self, Address};
 use rtlan_wire::rether::ETHERTYPE;
 
-use super::agent::flow_key;
+use super::agent::{flow_key, SessionState};
 use super::{Config, Event, Station, MAX_FRAME};
 use crate::node::{Medium, Node, PortId};
 use crate::router::classify::{FlowKey, RsvpClassifier};
@@ -165,6 +165,35 @@ pub struct BridgeStats {
     pub events_dropped: u64,
 }
 
+/// A sub-connection: what it reserves and where it stands.
+#[derive(Debug, Clone, Copy)]
+struct Sub {
+    spec: SubSpec,
+    state: SessionState,
+    tht: Option<Duration>,
+}
+
+/// A sub-connection as [`Bridge::sessions`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SubInfo {
+    /// The output port (segment).
+    pub port: u16,
+    /// Its session id on that segment.
+    pub session: u16,
+    /// Where it stands (never `Closing`: a closed sub-connection is forgotten at once).
+    pub state: SessionState,
+    /// Reserved bytes per the segment's TRT.
+    pub bytes_per_trt: u32,
+    /// Largest frame.
+    pub max_frame: usize,
+    /// Its 5-tuple, as `proto src:port > dst:port`.
+    pub flow: String,
+    /// Its token holding time once admitted, ns.
+    pub tht_ns: Option<u64>,
+    /// Frames waiting for its visits.
+    pub queued_frames: usize,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Learnt {
     port: PortId,
@@ -185,8 +214,8 @@ pub struct Bridge {
     by_age: BTreeSet<(Instant, Address)>,
     /// Per output port: the 5-tuples of its sub-connections.
     flows: Vec<RsvpClassifier<u16>>,
-    /// (port, session) → the spec.
-    subs: BTreeMap<(PortId, u16), SubSpec>,
+    /// (port, session) → the spec and where it stands.
+    subs: BTreeMap<(PortId, u16), Sub>,
     events: VecDeque<(PortId, Event)>,
     stats: BridgeStats,
 }
@@ -257,11 +286,20 @@ impl Bridge {
         if let Some(&other) = flows.get(&spec.flow) {
             return Err(BridgeError::FlowTaken(other));
         }
+        // Not an id the station still knows: a closed one stays in the RT-set until its visit.
+        let station = &self.stations[usize::from(port.0)];
         let session = (1..=u16::MAX)
-            .find(|s| !self.subs.contains_key(&(port, *s)))
+            .find(|s| !self.subs.contains_key(&(port, *s)) && station.rt_queued(*s).is_none())
             .ok_or(BridgeError::NoFreeId(port.0))?;
         flows.replace(spec.flow, session);
-        self.subs.insert((port, session), spec);
+        self.subs.insert(
+            (port, session),
+            Sub {
+                spec,
+                state: SessionState::Open,
+                tht: None,
+            },
+        );
         Ok(session)
     }
 
@@ -269,13 +307,18 @@ impl Bridge {
     /// or [`Event::Refused`] when the token comes; the first one switches the segment to
     /// RETHER mode.
     pub fn admit(&mut self, now: Instant, port: PortId, session: u16) -> Result<(), BridgeError> {
-        let spec = *self
+        let sub = self
             .subs
-            .get(&(port, session))
+            .get_mut(&(port, session))
             .ok_or(BridgeError::NoSession {
                 port: port.0,
                 session,
             })?;
+        if matches!(sub.state, SessionState::Admitting | SessionState::Admitted) {
+            return Ok(());
+        }
+        sub.state = SessionState::Admitting;
+        let spec = sub.spec;
         let station = self
             .stations
             .get_mut(usize::from(port.0))
@@ -294,7 +337,8 @@ impl Bridge {
             .ok_or(BridgeError::NoSession {
                 port: port.0,
                 session,
-            })?;
+            })?
+            .spec;
         let i = usize::from(port.0);
         if let Some(flows) = self.flows.get_mut(i) {
             flows.remove(&spec.flow);
@@ -311,15 +355,76 @@ impl Bridge {
         self.station(port).is_some_and(|s| s.is_admitted(session))
     }
 
+    /// The sub-connections, by port and session.
+    pub fn sessions(&self) -> Vec<SubInfo> {
+        self.subs
+            .iter()
+            .map(|(&(port, session), sub)| {
+                let f = sub.spec.flow;
+                SubInfo {
+                    port: port.0,
+                    session,
+                    state: sub.state,
+                    bytes_per_trt: sub.spec.bytes_per_trt,
+                    max_frame: sub.spec.max_frame,
+                    flow: format!(
+                        "{} {}:{} > {}:{}",
+                        f.protocol, f.src, f.src_port, f.dst, f.dst_port
+                    ),
+                    tht_ns: sub
+                        .tht
+                        .map(|t| u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)),
+                    queued_frames: self
+                        .station(port)
+                        .and_then(|s| s.rt_queued(session))
+                        .unwrap_or(0),
+                }
+            })
+            .collect()
+    }
+
+    /// The bytes per `port`'s TRT of a stream of `rate_bps` (rounded up), or `None` without
+    /// such a port.
+    pub fn bytes_per_trt(&self, port: PortId, rate_bps: u64) -> Option<u32> {
+        let trt = self.station(port)?.config().trt;
+        let ns = u128::from(u64::try_from(trt.as_nanos()).unwrap_or(u64::MAX));
+        let bytes = (u128::from(rate_bps) * ns).div_ceil(8 * 1_000_000_000);
+        Some(u32::try_from(bytes).unwrap_or(u32::MAX))
+    }
+
     fn drain(&mut self) {
         for (i, station) in self.stations.iter_mut().enumerate() {
             while let Some(event) = station.poll_event() {
+                // The port count fits u16 (checked in `new`).
+                let port = PortId(i as u16);
+                match event {
+                    Event::Admitted { session, tht } => {
+                        if let Some(sub) = self.subs.get_mut(&(port, session)) {
+                            sub.state = SessionState::Admitted;
+                            sub.tht = Some(tht);
+                        }
+                    }
+                    Event::Refused { session, .. } => {
+                        if let Some(sub) = self.subs.get_mut(&(port, session)) {
+                            sub.state = SessionState::Refused;
+                            sub.tht = None;
+                        }
+                    }
+                    // Released by the others while still open here (a false death, a
+                    // partition): the station asks again on its own.
+                    Event::Closed { session } => {
+                        if let Some(sub) = self.subs.get_mut(&(port, session)) {
+                            sub.state = SessionState::Admitting;
+                            sub.tht = None;
+                        }
+                    }
+                    _ => {}
+                }
                 if self.events.len() >= MAX_EVENTS {
                     self.events.pop_front();
                     self.stats.events_dropped += 1;
                 }
-                // The port count fits u16 (checked in `new`).
-                self.events.push_back((PortId(i as u16), event));
+                self.events.push_back((port, event));
             }
         }
     }

@@ -403,6 +403,11 @@ fn sub_connections_refuse_bad_requests() {
     );
     net.bridge.close(B, s).expect("close");
     assert!(net.bridge.close(B, s).is_err());
+    assert_eq!(net.bridge.sessions().len(), 1, "A's is left");
+    // 1 Mbit/s is 2,500 bytes per A's 20 ms TRT, 1,250 per B's 10 ms.
+    assert_eq!(net.bridge.bytes_per_trt(A, 1_000_000), Some(2_500));
+    assert_eq!(net.bridge.bytes_per_trt(B, 1_000_000), Some(1_250));
+    assert_eq!(net.bridge.bytes_per_trt(PortId(2), 1_000_000), None);
     assert!(Bridge::new(BridgeConfig::new(vec![station_config(0, 1, host_mac(1))])).is_err());
 }
 
@@ -554,13 +559,32 @@ fn a_reserved_stream_crosses_the_bridge_within_the_bound_through_floods() {
             },
         )
         .expect("open on B");
+    assert_eq!(net.bridge.sessions()[0].state, SessionState::Open);
     let now = net.now;
     net.agents[0].admit(now, sa).expect("admit A");
     net.bridge.admit(now, B, sb).expect("admit B");
+    assert_eq!(net.bridge.sessions()[0].state, SessionState::Admitting);
     // Both segments switch in parallel (§2.5: the setup time is the larger of the two).
     net.run_until(ms(150), |_| {});
     assert!(net.agent_admitted(1, sa), "{:?}", net.events[0]);
     assert!(net.bridge_admitted(B, sb), "{:?}", net.bridge_events);
+    let listed = net.bridge.sessions();
+    assert_eq!(listed.len(), 1);
+    let sub = &listed[0];
+    assert_eq!((sub.port, sub.session), (1, sb));
+    assert_eq!(sub.state, SessionState::Admitted);
+    assert_eq!(sub.bytes_per_trt, bytes_b);
+    assert_eq!(
+        sub.tht_ns,
+        Some(
+            net.bridge
+                .station(B)
+                .unwrap()
+                .tht(bytes_b, STREAM_FRAME)
+                .as_nanos() as u64
+        )
+    );
+    assert_eq!(sub.flow, "17 198.18.0.1:0 > 198.18.0.4:9000");
     assert_eq!(net.agent(4).station().mode(), Mode::Rether);
 
     let (n, got, held) = stream_under_floods(&mut net, Some(sb));

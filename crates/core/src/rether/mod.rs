@@ -222,6 +222,8 @@ pub struct Stats {
     pub regenerations: u64,
     /// Switches to RETHER this station initiated and completed.
     pub switches: u64,
+    /// Times the segment port's carrier went down.
+    pub link_downs: u64,
 }
 
 /// One of this station's sessions.
@@ -318,6 +320,9 @@ pub struct Station {
     cycle_started: Option<Instant>,
     /// The (generation, cycle) in which this station last re-announced itself.
     announced: Option<(u32, u32)>,
+    /// The carrier of the segment port ([`Node::handle_link`]): while it is down the station
+    /// neither regenerates nor initiates (a ring of one would outrank the segment's on return).
+    link_up: bool,
     /// The (generation, cycle, pass) of the last token this station took, and the pass it
     /// sent on: a second copy of a taken token (its predecessor did not hear the pass) is
     /// answered by sending that pass again, not by holding the token twice.
@@ -347,6 +352,7 @@ impl Station {
             to_self: None,
             cycle_started: None,
             announced: None,
+            link_up: true,
             taken: None,
             events: VecDeque::new(),
             stats: Stats::default(),
@@ -500,6 +506,12 @@ impl Station {
     }
 
     fn initiate(&mut self, now: Instant, regenerate: bool) {
+        if !self.link_up {
+            // Cut off: nobody would answer, and a ring of one would outrank the segment's own
+            // when the link returns. The sessions wait; `link_changed` starts over.
+            self.set_mode(State::Csma);
+            return;
+        }
         let generation = self.generation.wrapping_add(1);
         self.generation = generation;
         self.set_mode(State::Initiating {
@@ -1328,9 +1340,61 @@ fn copy(frame: &[u8], buf: &mut [u8]) -> Option<usize> {
     Some(frame.len())
 }
 
+impl Station {
+    /// The segment port's carrier changed. Down: the station leaves the ring at once — it
+    /// drops the token if it held it (the others regenerate it, §2.4), forgets what it had to
+    /// send, and its sessions, no longer in any RT-set it can reach, wait to be asked for
+    /// again ([`Event::Closed`] for each admitted one; closing ones are gone). Up: it waits one
+    /// TRT (and the slack) for a token — hearing one, it joins that ring (JOIN, §2.4, its
+    /// sessions asked for at its first visit); hearing none, the segment is in CSMA mode and
+    /// its sessions start a switch. It never starts a ring of its own while cut off: a newer
+    /// generation made alone would take over the segment's ring when the link returns, and
+    /// every reservation on it would miss a cycle.
+    fn link_changed(&mut self, now: Instant, up: bool) {
+        if up == self.link_up {
+            return;
+        }
+        self.link_up = up;
+        if !up {
+            self.stats.link_downs += 1;
+            self.control.clear();
+            self.to_self = None;
+            let sessions: Vec<u16> = self.sessions.keys().copied().collect();
+            for session in sessions {
+                let Some(local) = self.sessions.get_mut(&session) else {
+                    continue;
+                };
+                if local.closing {
+                    self.sessions.remove(&session);
+                    self.events.push_back(Event::Closed { session });
+                } else if local.admitted {
+                    local.admitted = false;
+                    local.queue.clear();
+                    self.events.push_back(Event::Closed { session });
+                }
+            }
+            self.set_mode(State::Csma);
+            return;
+        }
+        let generation = self.generation;
+        self.set_mode(State::Following {
+            generation,
+            initiator: self.config.id,
+            deadline: now + self.config.trt + self.config.ack_slack,
+        });
+        self.queue_control(GROUP, Dest::All, Message::Join);
+    }
+}
+
 impl Node for Station {
     fn port_count(&self) -> usize {
         1
+    }
+
+    fn handle_link(&mut self, now: Instant, port: PortId, up: bool) {
+        if port.0 == 0 {
+            self.link_changed(now, up);
+        }
     }
 
     fn medium(&self, port: PortId) -> Medium {

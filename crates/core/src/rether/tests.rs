@@ -560,6 +560,89 @@ fn a_partition_runs_two_rings_and_heals_into_one_with_both_reservations() {
 }
 
 #[test]
+fn a_station_whose_link_goes_down_makes_no_ring_of_its_own_and_rejoins_the_segments() {
+    let mut seg = Segment::new(&[1, 2, 3, 4]);
+    seg.run(ms(1));
+    let now = seg.now;
+    seg.at(1).open(now, 1, 4_000, 1000, None);
+    seg.at(4).open(now, 1, 4_000, 1000, None);
+    seg.run(ms(40));
+    assert_eq!(seg.at(2).last_token().unwrap().sessions.len(), 2);
+    seg.events(1);
+    seg.events(4);
+    // Station 4's cable is pulled, and its carrier says so.
+    let four = seg.index(4);
+    seg.side[four] = 1;
+    let down_at = seg.now;
+    seg.at(4).handle_link(down_at, PortId(0), false);
+    assert_eq!(seg.at(4).mode(), Mode::Csma);
+    assert_eq!(seg.at(4).stats().link_downs, 1);
+    assert!(
+        seg.events(4).contains(&Event::Closed { session: 1 }),
+        "its admitted session is out of reach"
+    );
+    // It opens another session meanwhile: it waits, no switch is started into a dead link.
+    seg.at(4).open(down_at, 2, 2_000, 1000, None);
+    seg.run(ms(300));
+    let alone: Vec<_> = seg
+        .log
+        .iter()
+        .filter(|s| s.from == 4 && s.at > down_at)
+        .map(|s| s.kind)
+        .collect();
+    assert!(
+        !alone.contains(&Some(MessageType::Switch)) && !alone.contains(&Some(MessageType::Token)),
+        "no ring of its own: {alone:?}"
+    );
+    assert_eq!(seg.at(4).stats().regenerations, 0);
+    assert_eq!(seg.at(4).mode(), Mode::Csma);
+    // The others declared it dead and released its session; station 1 keeps its own.
+    let token = seg.at(2).last_token().unwrap().clone();
+    assert!(
+        token.members.iter().any(|m| m.id == id(4) && m.dead),
+        "{token:?}"
+    );
+    let senders: Vec<u16> = token.sessions.iter().map(|e| e.sender.get()).collect();
+    assert_eq!(senders, vec![1]);
+    // The link returns: station 4 waits for the segment's token and joins that ring (whose
+    // generation is newer than 4's if 4 held the token when its link went down).
+    let generation = seg.at(2).generation();
+    seg.side[four] = 0;
+    let up_at = seg.now;
+    seg.at(4).handle_link(up_at, PortId(0), true);
+    assert_eq!(seg.at(4).mode(), Mode::Switching, "waiting for a token");
+    seg.run(up_at + Duration::from_millis(300));
+    let token = seg.at(2).last_token().unwrap().clone();
+    assert!(token.members.iter().all(|m| !m.dead), "{token:?}");
+    let mut senders: Vec<(u16, u16)> = token
+        .sessions
+        .iter()
+        .map(|e| (e.sender.get(), e.session))
+        .collect();
+    senders.sort();
+    assert_eq!(
+        senders,
+        vec![(1, 1), (4, 1), (4, 2)],
+        "its sessions asked for again"
+    );
+    for n in [1, 2, 3, 4] {
+        assert_eq!(
+            seg.at(n).generation(),
+            generation,
+            "station {n}: the segment's ring went on, no new generation"
+        );
+    }
+    assert!(seg.at(4).is_admitted(1) && seg.at(4).is_admitted(2));
+    // Station 1's reservation was never touched.
+    let one = seg.events(1);
+    assert!(
+        !one.iter()
+            .any(|e| matches!(e, Event::Closed { .. } | Event::Admitted { .. })),
+        "{one:?}"
+    );
+}
+
+#[test]
 fn a_visit_that_sends_nothing_costs_the_token_not_the_first_frames_overhead() {
     // b = 650 µs (the paper's first-frame copy), token 50 µs: an idle NRT visit charges the
     // soft clock the token cost and the token frame's wire time only.

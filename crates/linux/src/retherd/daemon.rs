@@ -23,18 +23,18 @@ use crate::packet::PortOptions;
 use crate::xdp::{AnyPort, Steering};
 
 /// Longest request line: a base64 data unit of the largest size and its envelope.
-const MAX_LINE: usize = 512 * 1024;
+pub(super) const MAX_LINE: usize = 512 * 1024;
 /// How long a waiting request waits unless it says (`timeout_ms`).
 const DEFAULT_WAIT: Duration = Duration::from_secs(5);
 /// The longest wait a request may ask for.
 const MAX_WAIT: Duration = Duration::from_secs(60);
 /// Requests waiting at once, all clients together.
-const MAX_WAITING: usize = 1024;
+pub(super) const MAX_WAITING: usize = 1024;
 
 /// A flow as a request names it.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FlowArg {
+pub(super) struct FlowArg {
     /// `udp`, `tcp` or a protocol number.
     protocol: Value,
     src: Ipv4Addr,
@@ -46,7 +46,7 @@ struct FlowArg {
 }
 
 impl FlowArg {
-    fn key(&self) -> Result<FlowKey, MgmtError> {
+    pub(super) fn key(&self) -> Result<FlowKey, MgmtError> {
         let protocol = match &self.protocol {
             Value::String(s) if s == "udp" => 17,
             Value::String(s) if s == "tcp" => 6,
@@ -155,13 +155,13 @@ struct Owners {
 
 /// One line of the agent's recent history (`status`).
 #[derive(Debug, Clone, serde::Serialize)]
-struct Happened {
+pub(super) struct Happened {
     /// ns since the daemon started.
-    at_ns: u64,
-    what: String,
+    pub(super) at_ns: u64,
+    pub(super) what: String,
 }
 
-const HISTORY: usize = 64;
+pub(super) const HISTORY: usize = 64;
 
 pub(super) struct Daemon {
     config: RetherDaemonConfig,
@@ -199,13 +199,13 @@ fn node_id(n: u16, what: &str) -> Result<NodeId, MgmtError> {
         .ok_or_else(|| MgmtError::bad_request(format!("{what}: a station id, 1 to 32767")))
 }
 
-fn wait_for(timeout_ms: Option<u64>) -> Duration {
+pub(super) fn wait_for(timeout_ms: Option<u64>) -> Duration {
     timeout_ms
         .map_or(DEFAULT_WAIT, Duration::from_millis)
         .min(MAX_WAIT)
 }
 
-fn nanos(d: Duration) -> u64 {
+pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
@@ -598,7 +598,25 @@ fn status(
     now: Instant,
 ) -> Value {
     let station = agent.station();
-    let token = station.last_token().map(|t| {
+    let since = |t: Option<Instant>| t.map(|t| nanos(now.saturating_duration_since(t)));
+    json!({
+        "name": config.name,
+        "id": config.station.id.get(),
+        "mac": station.config().mac.to_string(),
+        "host_mac": agent.host_mac().map(|m| m.to_string()),
+        "mode": format!("{:?}", station.mode()).to_lowercase(),
+        "generation": station.generation(),
+        "heard": station.stations().iter().map(|n| n.get()).collect::<Vec<_>>(),
+        "token": token_json(station),
+        "token_heard_ago_ns": since(agent.last_token_heard()),
+        "uptime_ns": nanos(now.saturating_duration_since(started)),
+        "history": history,
+    })
+}
+
+/// The last token a station saw: its TRT, T_NRT, cycle, members and RT-set.
+pub(super) fn token_json(station: &rtlan_core::rether::Station) -> Option<Value> {
+    station.last_token().map(|t| {
         json!({
             "trt_ns": t.trt_ns,
             "t_nrt_ns": t.t_nrt_ns,
@@ -613,20 +631,6 @@ fn status(
                 "bytes_per_trt": e.bytes_per_trt,
             })).collect::<Vec<_>>(),
         })
-    });
-    let since = |t: Option<Instant>| t.map(|t| nanos(now.saturating_duration_since(t)));
-    json!({
-        "name": config.name,
-        "id": config.station.id.get(),
-        "mac": station.config().mac.to_string(),
-        "host_mac": agent.host_mac().map(|m| m.to_string()),
-        "mode": format!("{:?}", station.mode()).to_lowercase(),
-        "generation": station.generation(),
-        "heard": station.stations().iter().map(|n| n.get()).collect::<Vec<_>>(),
-        "token": token,
-        "token_heard_ago_ns": since(agent.last_token_heard()),
-        "uptime_ns": nanos(now.saturating_duration_since(started)),
-        "history": history,
     })
 }
 

@@ -12,12 +12,14 @@
 //! reserved for an unmodified application by a tool that exits).
 
 mod bridge_config;
+mod bridged;
 mod config;
 mod daemon;
 
 use std::sync::atomic::AtomicBool;
 
 pub use bridge_config::{BridgePortConfig, RetherBridgeConfig};
+pub use bridged::{BridgeRunReport, PortReport};
 pub use config::RetherDaemonConfig;
 
 use crate::switchd::ConfigError;
@@ -66,6 +68,17 @@ pub struct RunReport {
 /// 100 ms), then reports.
 pub fn run(config: RetherDaemonConfig, shutdown: &AtomicBool) -> Result<RunReport, Error> {
     let mut daemon = daemon::Daemon::new(config)?;
+    daemon.run(shutdown)?;
+    Ok(daemon.report())
+}
+
+/// Runs a RETHER bridge (`rtlan rether-bridge`, RETHER §2.5) on the calling thread until
+/// `shutdown` becomes true (checked at least every 100 ms), then reports.
+pub fn run_bridge(
+    config: RetherBridgeConfig,
+    shutdown: &AtomicBool,
+) -> Result<BridgeRunReport, Error> {
+    let mut daemon = bridged::BridgeDaemon::new(config)?;
     daemon.run(shutdown)?;
     Ok(daemon.report())
 }

@@ -10,6 +10,7 @@ pub(crate) mod lab;
 pub(crate) mod recv;
 pub(crate) mod reserve;
 pub(crate) mod rether;
+pub(crate) mod rether_bridge;
 pub(crate) mod router;
 pub(crate) mod rtcd;
 pub(crate) mod runner;
