@@ -20,6 +20,7 @@ mod keys;
 mod lab;
 mod lock;
 mod registry;
+mod rether_bridges;
 mod routers;
 pub use routers::PSIP_HTTP_PORT;
 mod segments;

@@ -20,6 +20,8 @@ pub(crate) const ROLE_RTLAN_SWITCH: &str = "rtlan";
 pub(crate) const ROLE_LINUX_BRIDGE: &str = "linux-bridge";
 /// Role of a shared segment (`rtlan segment`, docs/segment.md).
 pub(crate) const ROLE_SEGMENT: &str = "segment";
+/// Role of a RETHER bridge (`rtlan rether-bridge`, docs/rether-bridge.md).
+pub(crate) const ROLE_RETHER_BRIDGE: &str = "rether-bridge";
 /// Role of an rtlan router.
 pub(crate) const ROLE_RTLAN_ROUTER: &str = "rtlan-router";
 /// Role of a kernel router.
@@ -47,8 +49,8 @@ pub(crate) struct NodeState {
     pub(crate) name: String,
     /// Its namespace, `rtl-<lab>-<node>`.
     pub(crate) netns: String,
-    /// `host`, `rtlan` (an rtlan switch), `linux-bridge`, `segment`, `rtlan-router` or
-    /// `linux-router`.
+    /// `host`, `rtlan` (an rtlan switch), `linux-bridge`, `segment`, `rether-bridge`,
+    /// `rtlan-router` or `linux-router`.
     pub(crate) role: String,
     /// A host's address and prefix length.
     pub(crate) ip: Option<(Ipv4Addr, u8)>,

@@ -18,6 +18,8 @@ mod routed;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_rether_bridge;
+#[cfg(test)]
 mod tests_routed;
 #[cfg(test)]
 mod tests_segment;
@@ -106,9 +108,9 @@ pub enum TopologyError {
         /// Where (the start of the file).
         at: Location,
     },
-    /// A switch `kind` that is not `rtlan`, `linux-bridge` or `segment`.
+    /// A switch `kind` that is not `rtlan`, `linux-bridge`, `segment` or `rether-bridge`.
     #[error(
-        "{at}: unknown switch kind `{kind}` (expected \"rtlan\", \"linux-bridge\" or \"segment\")"
+        "{at}: unknown switch kind `{kind}` (expected \"rtlan\", \"linux-bridge\", \"segment\" or \"rether-bridge\")"
     )]
     UnknownKind {
         /// Where.
@@ -333,9 +335,10 @@ pub enum TopologyError {
         /// A router without.
         off: String,
     },
-    /// A shared segment (`kind = "segment"`) linked to something other than a host: its
-    /// stations are hosts, each behind the bump namespace where its RETHER agent runs.
-    #[error("{at}: segment `{segment}` is linked to {what} `{other}`; a segment's stations are hosts (each behind its RETHER bump, docs/segment.md)")]
+    /// A shared segment (`kind = "segment"`) linked to something other than a host or a
+    /// RETHER bridge: its stations are hosts, each behind the bump namespace where its RETHER
+    /// agent runs, and `rether-bridge`s, which are RETHER stations themselves.
+    #[error("{at}: segment `{segment}` is linked to {what} `{other}`; a segment's stations are hosts (each behind its RETHER bump) and rether-bridges (docs/segment.md)")]
     SegmentStation {
         /// Where the link is.
         at: Location,
@@ -351,6 +354,46 @@ pub enum TopologyError {
     SegmentsNotAnalysed {
         /// Where the segment's `kind` is.
         at: Location,
+    },
+    /// A network file (`rtlan analyze`, `rtlan bwm`) with a RETHER bridge.
+    #[error("{at}: `kind = \"rether-bridge\"` is lab-only: `rtlan analyze` and `rtlan bwm` have no model of the shared segments it joins (RETHER's multi-segment bound is docs/rether.md §9)")]
+    RetherBridgesNotAnalysed {
+        /// Where the bridge's `kind` is.
+        at: Location,
+    },
+    /// A RETHER bridge (`kind = "rether-bridge"`) linked to something other than a shared
+    /// segment: each of its ports is a RETHER station on one segment (RETHER §2.5).
+    #[error("{at}: rether-bridge `{bridge}` is linked to {what} `{other}`; a rether-bridge's links go to segments (`kind = \"segment\"`) only")]
+    RetherBridgeLink {
+        /// Where the link is.
+        at: Location,
+        /// The bridge.
+        bridge: String,
+        /// `host`, `switch`, `router` or `rether-bridge`.
+        what: &'static str,
+        /// The node at the other end.
+        other: String,
+    },
+    /// A second link between one RETHER bridge and one segment: a bridge is one station on
+    /// each segment it joins.
+    #[error("{at}: rether-bridge `{bridge}` is already linked to segment `{segment}` (line {first_line}); a bridge has one port per segment")]
+    RetherBridgeTwoPorts {
+        /// Where the second link is.
+        at: Location,
+        /// The bridge.
+        bridge: String,
+        /// The segment.
+        segment: String,
+        /// Line of the first link.
+        first_line: usize,
+    },
+    /// A RETHER bridge with fewer than two links: it joins two segments at least.
+    #[error("{at}: rether-bridge `{name}` has one link; a bridge joins two segments at least")]
+    RetherBridgeOneSegment {
+        /// Where the bridge is defined.
+        at: Location,
+        /// The bridge.
+        name: String,
     },
     /// More segments than the automatic address plan has subnets.
     #[error("{at}: more than 255 segments: the automatic plan gives each a /24 of 198.18.0.0/16; give the hosts explicit `ip`s in other subnets")]
@@ -392,6 +435,10 @@ impl TopologyError {
             | E::TooManySegments { at }
             | E::SegmentStation { at, .. }
             | E::SegmentsNotAnalysed { at }
+            | E::RetherBridgesNotAnalysed { at }
+            | E::RetherBridgeLink { at, .. }
+            | E::RetherBridgeTwoPorts { at, .. }
+            | E::RetherBridgeOneSegment { at, .. }
             | E::BadNetworkName { at, .. }
             | E::Missing { at, .. }
             | E::HostToHost { at, .. }
@@ -491,6 +538,12 @@ pub enum SwitchKind {
     /// transmission at a time, collisions, binary exponential backoff — the medium RETHER runs
     /// on (Venkatramani and Chiueh, RETHER §1–§2). Lab only.
     Segment(SharedSegment),
+    /// A RETHER bridge (`rtlan rether-bridge --config …`, docs/segment.md): one RETHER station
+    /// on each shared segment it is linked to, forwarding between them (RETHER §2.5,
+    /// multi-segment networks; docs/rether.md §9). Linked to segments only, two at least; it
+    /// has no options of its own in a topology — every port takes its segment's rate and TRT.
+    /// Lab only.
+    RetherBridge,
 }
 
 /// Options of a `segment`: the shared medium, not an IP [`Segment`] of a routed topology.
@@ -832,6 +885,12 @@ impl Topology {
         }
     }
 
+    /// Whether `name` is a RETHER bridge (`kind = "rether-bridge"`).
+    pub fn is_rether_bridge(&self, name: &str) -> bool {
+        self.switch(name)
+            .is_some_and(|s| s.kind == SwitchKind::RetherBridge)
+    }
+
     /// The router named `name`.
     pub fn router(&self, name: &str) -> Option<&Router> {
         self.routers.iter().find(|r| r.name == name)
@@ -891,7 +950,9 @@ impl Topology {
                 .find(|s| s.name == n)
                 .map(|s| match &s.kind {
                     SwitchKind::Rtlan(r) => Some(r.auth),
-                    SwitchKind::LinuxBridge | SwitchKind::Segment(_) => None,
+                    SwitchKind::LinuxBridge | SwitchKind::Segment(_) | SwitchKind::RetherBridge => {
+                        None
+                    }
                 })
         };
         match (auth(a), auth(b)) {

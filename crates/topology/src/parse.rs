@@ -503,10 +503,13 @@ fn resolve_switch(
 ) -> Result<(Switch, bool), TopologyError> {
     let name = s.name.get_ref().clone();
     if let Some(k) = &s.kind {
-        if k.get_ref() == "segment" && profile == Profile::Network {
-            return Err(TopologyError::SegmentsNotAnalysed {
-                at: loc.at(&k.span()),
-            });
+        if profile == Profile::Network {
+            let at = loc.at(&k.span());
+            match k.get_ref().as_str() {
+                "segment" => return Err(TopologyError::SegmentsNotAnalysed { at }),
+                "rether-bridge" => return Err(TopologyError::RetherBridgesNotAnalysed { at }),
+                _ => {}
+            }
         }
     }
     let t_mux = s
@@ -553,7 +556,7 @@ fn resolve_switch(
     let kind = match &s.kind {
         None => "rtlan",
         Some(k) => match k.get_ref().as_str() {
-            kind @ ("rtlan" | "linux-bridge" | "segment") => kind,
+            kind @ ("rtlan" | "linux-bridge" | "segment" | "rether-bridge") => kind,
             other => {
                 return Err(TopologyError::UnknownKind {
                     at: loc.at(&k.span()),
@@ -578,7 +581,7 @@ fn resolve_switch(
             kinds: "\"segment\"",
         });
     }
-    if kind == "linux-bridge" {
+    if kind == "linux-bridge" || kind == "rether-bridge" {
         let rtlan_only = [
             (
                 "unknown_unicast",
@@ -605,6 +608,9 @@ fn resolve_switch(
                 option,
                 kinds: "\"rtlan\"",
             });
+        }
+        if kind == "rether-bridge" {
+            return resolve_rether_bridge(s, loc).map(|switch| (switch, false));
         }
         return Ok((
             Switch {
@@ -709,6 +715,29 @@ fn resolve_switch(
         },
         auto,
     ))
+}
+
+/// Resolves a `kind = "rether-bridge"` switch once the options of segments and rtlan switches
+/// are refused: the network calculus's `t_mux` and `buffer` are refused too (a bridge has no
+/// options; each port takes its segment's rate and TRT).
+fn resolve_rether_bridge(s: &RawSwitch, loc: &Locator<'_>) -> Result<Switch, TopologyError> {
+    let calculus = [
+        ("t_mux", s.t_mux.as_ref().map(|v| v.span())),
+        ("buffer", s.buffer.as_ref().map(|v| v.span())),
+    ];
+    if let Some((option, Some(span))) = calculus.into_iter().find(|(_, sp)| sp.is_some()) {
+        return Err(TopologyError::OptionNotForKind {
+            at: loc.at(&span),
+            option,
+            kinds: "\"rtlan\" and \"linux-bridge\"",
+        });
+    }
+    Ok(Switch {
+        name: s.name.get_ref().clone(),
+        kind: SwitchKind::RetherBridge,
+        t_mux: None,
+        buffer_bytes: None,
+    })
 }
 
 /// Resolves a `kind = "segment"` switch: its rate (default [`DEFAULT_SEGMENT_RATE_BPS`]),
@@ -849,6 +878,12 @@ fn resolve_links<'a>(
         .collect();
     let is_switch = |n: &str| switch_by_name.contains_key(n);
     let is_router = |n: &str| routers.contains(n);
+    let is_bridge = |n: &str| {
+        switch_by_name
+            .get(n)
+            .and_then(|s| s.kind.as_ref())
+            .is_some_and(|k| k.get_ref() == "rether-bridge")
+    };
     // The rate of each shared segment (validated in `resolve_segment`).
     let segment_rate = |n: &str| {
         let s = switch_by_name.get(n)?;
@@ -871,6 +906,8 @@ fn resolve_links<'a>(
     let mut host_link: HashMap<&str, Range<usize>> = HashMap::new();
     let mut next_port: HashMap<&str, usize> = HashMap::new();
     let mut pairs: HashMap<(&str, &str), Range<usize>> = HashMap::new();
+    // (bridge, segment) → its link's span: one port per segment.
+    let mut bridge_ports: HashMap<(&str, &str), Range<usize>> = HashMap::new();
     let mut components = Components {
         parent: HashMap::new(),
     };
@@ -925,6 +962,39 @@ fn resolve_links<'a>(
                     off: off.clone(),
                 });
             }
+        }
+        // A RETHER bridge is a station on each segment it joins (RETHER §2.5): linked to
+        // segments only, once to each. Checked before loops, which a second link also closes.
+        for (bridge, other) in [(a, b), (b, a)] {
+            if !is_bridge(bridge) {
+                continue;
+            }
+            if segment_rate(other).is_none() {
+                let what = if is_bridge(other) {
+                    "rether-bridge"
+                } else if is_switch(other) {
+                    "switch"
+                } else if is_router(other) {
+                    "router"
+                } else {
+                    "host"
+                };
+                return Err(TopologyError::RetherBridgeLink {
+                    at: loc.at(&l.ends.span()),
+                    bridge: bridge.clone(),
+                    what,
+                    other: other.clone(),
+                });
+            }
+            if let Some(first) = bridge_ports.get(&(bridge.as_str(), other.as_str())) {
+                return Err(TopologyError::RetherBridgeTwoPorts {
+                    at: loc.at(&l.ends.span()),
+                    bridge: bridge.clone(),
+                    segment: other.clone(),
+                    first_line: loc.line(first),
+                });
+            }
+            bridge_ports.insert((bridge.as_str(), other.as_str()), l.ends.span());
         }
         match profile {
             Profile::Lab => {
@@ -981,13 +1051,16 @@ fn resolve_links<'a>(
                 }
             }
         }
-        // A segment's stations are hosts, and their links run at the segment's rate.
+        // A segment's stations are hosts and RETHER bridges, and their links run at the
+        // segment's rate.
         let segment_end = [(a, b), (b, a)]
             .into_iter()
             .find_map(|(seg, other)| Some((seg, other, segment_rate(seg)?)));
         if let Some((seg, other, seg_rate)) = segment_end {
             let what = if segment_rate(other).is_some() {
                 Some("segment")
+            } else if is_bridge(other) {
+                None
             } else if is_switch(other) {
                 Some("switch")
             } else if is_router(other) {
@@ -1102,6 +1175,14 @@ fn resolve_links<'a>(
     for s in &raw.switch {
         if !next_port.contains_key(s.name.get_ref().as_str()) {
             return Err(TopologyError::SwitchWithoutLink {
+                at: loc.at(&s.name.span()),
+                name: s.name.get_ref().clone(),
+            });
+        }
+    }
+    for s in raw.switch.iter().filter(|s| is_bridge(s.name.get_ref())) {
+        if next_port.get(s.name.get_ref().as_str()) == Some(&1) {
+            return Err(TopologyError::RetherBridgeOneSegment {
                 at: loc.at(&s.name.span()),
                 name: s.name.get_ref().clone(),
             });

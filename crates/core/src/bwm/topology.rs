@@ -166,8 +166,9 @@ impl Topology {
         for s in &model.switches {
             let rtlan = match &s.kind {
                 SwitchKind::Rtlan(o) => Some(o),
-                // Network files refuse segments (rtlan_topology::TopologyError::SegmentsNotAnalysed).
-                SwitchKind::LinuxBridge | SwitchKind::Segment(_) => None,
+                // Network files refuse segments and RETHER bridges
+                // (rtlan_topology::TopologyError::{SegmentsNotAnalysed, RetherBridgesNotAnalysed}).
+                SwitchKind::LinuxBridge | SwitchKind::Segment(_) | SwitchKind::RetherBridge => None,
             };
             let buffer = || {
                 s.buffer_bytes

@@ -11,7 +11,8 @@
 //!
 //! [`render_agent_config`] writes the agent's configuration (`<state>/<host>.rether.toml`): ports
 //! `h0` towards the host and `s0` towards the segment, the segment's rate and TRT, the station
-//! id (the host's place among the segment's hosts, from 1) and the lab's acknowledgement slack;
+//! id ([`station_id`]: the host's link's place among the segment's links, from 1) and the lab's
+//! acknowledgement slack;
 //! `lab::up` starts `rtlan rether` with it in the bump namespace once the segment runs.
 
 use std::path::{Path, PathBuf};
@@ -54,7 +55,8 @@ pub(super) struct Bump {
     pub(super) port: String,
 }
 
-/// Every host attached to a segment, in link order.
+/// Every host attached to a segment, in link order (a RETHER bridge on a segment is a station
+/// too, but of its own: no bump).
 pub(super) fn bumps(topology: &Topology) -> Vec<Bump> {
     topology
         .links
@@ -68,6 +70,7 @@ pub(super) fn bumps(topology: &Topology) -> Vec<Bump> {
             } else {
                 return None;
             };
+            topology.host(&host.node)?;
             Some(Bump {
                 host: host.node.clone(),
                 segment: seg.node.clone(),
@@ -82,15 +85,23 @@ pub(crate) fn agent_config_path(dir: &Path, host: &str) -> PathBuf {
     dir.join(format!("{host}.rether.toml"))
 }
 
-/// The station id of every bump's agent: its host's place among its segment's hosts, from 1.
-pub(super) fn station_ids(bumps: &[Bump]) -> Vec<u16> {
+/// The RETHER station id of `station` (a host's agent or a RETHER bridge's port) on `segment`:
+/// its link's place among the segment's links, from 1 — the segment's port `pN` is station
+/// `N + 1`. Hosts and bridges are numbered alike, so ids are unique on a segment and stable
+/// when a station of another kind is added after them. `None` if they are not linked.
+pub(crate) fn station_id(topology: &Topology, segment: &str, station: &str) -> Option<u16> {
+    let place = topology
+        .switch_ports(segment)
+        .iter()
+        .position(|(_, peer)| peer == station)?;
+    Some(u16::try_from(place + 1).unwrap_or(u16::MAX))
+}
+
+/// The station id of every bump's agent ([`station_id`]).
+pub(super) fn station_ids(topology: &Topology, bumps: &[Bump]) -> Vec<u16> {
     bumps
         .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            let before = bumps[..i].iter().filter(|o| o.segment == b.segment).count();
-            u16::try_from(before + 1).unwrap_or(u16::MAX)
-        })
+        .map(|b| station_id(topology, &b.segment, &b.host).unwrap_or(u16::MAX))
         .collect()
 }
 
@@ -184,6 +195,29 @@ mod tests {
     }
 
     #[test]
+    fn hosts_and_bridges_are_numbered_by_their_link_on_the_segment() {
+        // On g: a (link 1), the bridge (2), b (3); on h: c (1), the bridge (2).
+        let topo = Topology::from_str(
+            "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[host]]\nname = \"c\"\n\
+             [[switch]]\nname = \"g\"\nkind = \"segment\"\n\
+             [[switch]]\nname = \"h\"\nkind = \"segment\"\n\
+             [[switch]]\nname = \"br\"\nkind = \"rether-bridge\"\n\
+             [[link]]\nends = [\"a\", \"g\"]\n[[link]]\nends = [\"c\", \"h\"]\n\
+             [[link]]\nends = [\"g\", \"br\"]\n[[link]]\nends = [\"br\", \"h\"]\n\
+             [[link]]\nends = [\"b\", \"g\"]\n",
+            "t.toml",
+        )
+        .expect("valid");
+        let found = bumps(&topo);
+        let hosts: Vec<&str> = found.iter().map(|b| b.host.as_str()).collect();
+        assert_eq!(hosts, ["a", "c", "b"], "no bump for the bridge");
+        assert_eq!(station_ids(&topo, &found), vec![1, 1, 3]);
+        assert_eq!(station_id(&topo, "g", "br"), Some(2));
+        assert_eq!(station_id(&topo, "h", "br"), Some(2));
+        assert_eq!(station_id(&topo, "h", "a"), None);
+    }
+
+    #[test]
     fn each_agent_gets_its_place_on_its_segment_and_a_config_it_reads_back() {
         let topo = Topology::from_str(
             "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[host]]\nname = \"c\"\n\
@@ -196,7 +230,7 @@ mod tests {
         .expect("valid");
         let found = bumps(&topo);
         assert_eq!(
-            station_ids(&found),
+            station_ids(&topo, &found),
             vec![1, 1, 2],
             "a and b on g, c alone on h"
         );

@@ -1,7 +1,7 @@
 //! A running lab (DESIGN.md §5): built by [`Lab::up`], found again by [`Lab::open`], entered with
 //! [`Lab::exec`], removed by [`Lab::down`] — or on drop, unless [`Lab::keep`] was called.
 
-mod bump;
+pub(crate) mod bump;
 mod up;
 
 use std::ffi::OsStr;
@@ -68,6 +68,14 @@ pub enum LabError {
     Segment {
         /// The segment.
         segment: String,
+        /// Why.
+        source: DaemonError,
+    },
+    /// A RETHER bridge (`rtlan rether-bridge`) did not come up.
+    #[error("rether-bridge `{bridge}`: {source}")]
+    RetherBridge {
+        /// The bridge.
+        bridge: String,
         /// Why.
         source: DaemonError,
     },
@@ -402,6 +410,42 @@ impl Lab {
     /// The log file (stdout and stderr) of a shared segment's process.
     pub fn segment_log(&self, segment: &str) -> Option<PathBuf> {
         self.node_of_role(segment, state::ROLE_SEGMENT)?.log.clone()
+    }
+
+    /// The names of the RETHER bridges (`kind = "rether-bridge"`), in file order.
+    pub fn rether_bridges(&self) -> Vec<&str> {
+        let t = &self.state.topology;
+        t.switches
+            .iter()
+            .filter(|s| s.kind == crate::SwitchKind::RetherBridge)
+            .map(|s| s.name.as_str())
+            .collect()
+    }
+
+    /// The control socket of a RETHER bridge (docs/rether-bridge.md); `None` for other nodes.
+    pub fn rether_bridge_socket(&self, bridge: &str) -> Option<PathBuf> {
+        self.node_of_role(bridge, state::ROLE_RETHER_BRIDGE)?
+            .socket
+            .clone()
+    }
+
+    /// The PID of a RETHER bridge's `rtlan rether-bridge` process.
+    pub fn rether_bridge_pid(&self, bridge: &str) -> Option<u32> {
+        self.node_of_role(bridge, state::ROLE_RETHER_BRIDGE)?.pid
+    }
+
+    /// The log file (stdout and stderr) of a RETHER bridge's process.
+    pub fn rether_bridge_log(&self, bridge: &str) -> Option<PathBuf> {
+        self.node_of_role(bridge, state::ROLE_RETHER_BRIDGE)?
+            .log
+            .clone()
+    }
+
+    /// The config file of a RETHER bridge (`<state>/<bridge>.toml`).
+    pub fn rether_bridge_config(&self, bridge: &str) -> Option<PathBuf> {
+        self.node_of_role(bridge, state::ROLE_RETHER_BRIDGE)?
+            .config
+            .clone()
     }
 
     /// The namespace of the bump between host `host` and its shared segment

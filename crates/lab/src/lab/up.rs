@@ -1,8 +1,8 @@
 //! Building a lab, step by step (docs/lab.md "What `up` does"): namespaces, veth pairs created
 //! directly inside them (routers' forwarding and reverse-path filter set first), offloads off,
 //! bridges, addresses, `tbf` link emulation, interfaces up, gateways and static routes,
-//! `state.json`, then the rtlan switches, the routers and their BIRD or FRR. Any failure rolls
-//! everything back.
+//! `state.json`, then the rtlan switches, the shared segments, the RETHER bridges, the hosts'
+//! RETHER agents, the routers and their BIRD or FRR. Any failure rolls everything back.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -17,7 +17,7 @@ use crate::shaping::TbfParams;
 use crate::state::{self, DaemonState, IfaceState, LabState, NodeState, STATE_VERSION};
 use crate::topology::{Ospf, Router, RouterKind, SwitchKind, Topology, HOST_IFNAME};
 use crate::{netns_name, registry};
-use crate::{routers, segments, switches};
+use crate::{rether_bridges, routers, segments, switches};
 
 /// The bridge interface of a `linux-bridge` switch.
 const BRIDGE_IFNAME: &str = "br0";
@@ -32,11 +32,12 @@ pub(super) fn up(
     if !crate::valid_lab_name(name) {
         return Err(LabError::InvalidName(name.to_string()));
     }
-    let has_rtlan = topology
-        .switches
-        .iter()
-        .any(|s| matches!(s.kind, SwitchKind::Rtlan(_) | SwitchKind::Segment(_)))
-        || topology.routers.iter().any(|r| r.kind == RouterKind::Rtlan);
+    let has_rtlan = topology.switches.iter().any(|s| {
+        matches!(
+            s.kind,
+            SwitchKind::Rtlan(_) | SwitchKind::Segment(_) | SwitchKind::RetherBridge
+        )
+    }) || topology.routers.iter().any(|r| r.kind == RouterKind::Rtlan);
     if has_rtlan && !options.rtlan_exe.is_file() {
         return Err(LabError::RtlanExe(options.rtlan_exe.clone()));
     }
@@ -104,7 +105,8 @@ fn check_abort() -> Result<(), LabError> {
 }
 
 /// Whether `node` gets a `tbf` on its link interfaces: hosts, kernel bridges and kernel routers
-/// do; rtlan switches and routers pace their own output.
+/// do; rtlan switches and routers pace their own output, and segments and RETHER bridges pace
+/// themselves (the medium's rate; each station's token visits).
 fn shaped_by_qdisc(topology: &Topology, node: &str) -> bool {
     if let Some(s) = topology.switch(node) {
         return s.kind == SwitchKind::LinuxBridge;
@@ -469,6 +471,7 @@ fn build(
             (Some(SwitchKind::Rtlan(_)), _) => state::ROLE_RTLAN_SWITCH,
             (Some(SwitchKind::LinuxBridge), _) => state::ROLE_LINUX_BRIDGE,
             (Some(SwitchKind::Segment(_)), _) => state::ROLE_SEGMENT,
+            (Some(SwitchKind::RetherBridge), _) => state::ROLE_RETHER_BRIDGE,
             (None, Some(RouterKind::Rtlan)) => state::ROLE_RTLAN_ROUTER,
             (None, Some(RouterKind::LinuxRouter)) => state::ROLE_LINUX_ROUTER,
             (None, None) => state::ROLE_HOST,
@@ -553,7 +556,37 @@ fn build(
         record_node(&mut state, &s.name, run);
         write_state(&state)?;
     }
-    for (b, id) in bumps.iter().zip(bump::station_ids(&bumps)) {
+    // RETHER bridges after the segments, whose stations they are on every port (a port's
+    // station must find its segment running), and before the hosts' agents: once an agent
+    // forwards its host's frames, the way to the other segments is there already. The order
+    // among stations does not matter to RETHER: a segment stays in CSMA mode until a session
+    // is asked for, and a station starting later joins the ring it hears (docs/rether.md §6).
+    for s in &topology.switches {
+        if s.kind != SwitchKind::RetherBridge {
+            continue;
+        }
+        check_abort()?;
+        let bridge_err = |source| LabError::RetherBridge {
+            bridge: s.name.clone(),
+            source,
+        };
+        let config = dir.join(format!("{}.toml", s.name));
+        let socket = dir.join(format!("{}.sock", s.name));
+        let log = dir.join(format!("{}.log", s.name));
+        let text = rether_bridges::render_config(topology, &s.name, options.data_plane, &socket)
+            .map_err(bridge_err)?;
+        let files = DaemonState {
+            pid: 0,
+            socket,
+            config,
+            log,
+        };
+        let run = launch_rtlan(name, options, ns_of(&s.name), "rether-bridge", files, &text)
+            .map_err(|e| e.map(bridge_err))?;
+        record_node(&mut state, &s.name, run);
+        write_state(&state)?;
+    }
+    for (b, id) in bumps.iter().zip(bump::station_ids(topology, &bumps)) {
         check_abort()?;
         let agent_err = |source| LabError::Agent {
             host: b.host.clone(),

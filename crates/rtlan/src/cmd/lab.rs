@@ -151,12 +151,13 @@ pub(crate) fn describe(lab: &Lab) -> anyhow::Result<serde_json::Value> {
             .map(|(ifname, peer)| serde_json::json!({"ifname": ifname, "peer": peer}))
             .collect();
         let segment = lab.segment_pid(s).is_some();
+        let bridge = lab.rether_bridge_pid(s).is_some();
         switches.push(serde_json::json!({
             "name": s,
-            "kind": if segment { "segment" } else if lab.switch_pid(s).is_some() { "rtlan" } else { "linux-bridge" },
+            "kind": if segment { "segment" } else if bridge { "rether-bridge" } else if lab.switch_pid(s).is_some() { "rtlan" } else { "linux-bridge" },
             "netns": lab.netns(s)?,
-            "pid": lab.switch_pid(s).or(lab.segment_pid(s)),
-            "control_socket": lab.switch_socket(s).or(lab.segment_socket(s)),
+            "pid": lab.switch_pid(s).or(lab.segment_pid(s)).or(lab.rether_bridge_pid(s)),
+            "control_socket": lab.switch_socket(s).or(lab.segment_socket(s)).or(lab.rether_bridge_socket(s)),
             "ports": ports,
         }));
     }
@@ -209,10 +210,15 @@ fn print_lab(lab: &Lab) -> anyhow::Result<()> {
             .into_iter()
             .map(|(ifname, peer)| format!("{ifname}→{peer}"))
             .collect();
-        let kind = match (lab.switch_pid(s), lab.segment_pid(s)) {
-            (Some(pid), _) => format!("rtlan pid {pid}"),
-            (None, Some(pid)) => format!("segment pid {pid}"),
-            (None, None) => "linux-bridge".to_string(),
+        let kind = match (
+            lab.switch_pid(s),
+            lab.segment_pid(s),
+            lab.rether_bridge_pid(s),
+        ) {
+            (Some(pid), _, _) => format!("rtlan pid {pid}"),
+            (None, Some(pid), _) => format!("segment pid {pid}"),
+            (None, None, Some(pid)) => format!("rether-bridge pid {pid}"),
+            (None, None, None) => "linux-bridge".to_string(),
         };
         println!("  switch {:<8} {:<16} ports {}", s, kind, ports.join(" "));
     }
