@@ -3,17 +3,19 @@
 //! segment s2, both emulated 10 Mbit/s CSMA/CD (`kind = "segment"`, TRT 20 ms), every host
 //! unmodified behind its `rtlan rether` agent, and the segments joined by an `rtlan
 //! rether-bridge` (station 4 on both). A 1.6 Mbit/s stream (1,000-byte UDP datagrams, about an
-//! MPEG-I video) from a to x crosses both while b floods c on s1 and y floods z on s2, 8 Mbit/s
-//! each.
+//! MPEG-I video) from a to x crosses both while b floods c on s1 and y floods z on s2 (8 Mbit/s
+//! each, non-real-time) and z sends 7 Mbit/s to y, on a reservation of its own once it has one.
 //!
 //! - **Plain CSMA/CD** on both: the stream is late by hundreds of milliseconds and loses frames.
 //! - **Reserved end to end**: a sub-connection on a's agent (s1) and one on the bridge's port
 //!   towards s2, sized by `rether::bridge::end_to_end` (the bridge's must carry twice a's frames
-//!   per visit: two of s1's visits can fall into one cycle of s2). Every frame arrives and none
-//!   later than the computed bound plus the lab's allowance.
-//! - **Reserved on s1 only** (the bridge's sub-connection closed; z's reservation keeps s2 in
-//!   RETHER mode): at the bridge the stream is ordinary traffic, one frame per token visit — it
-//!   misses the same deadline.
+//!   per visit: two of s1's visits can fall into one cycle of s2); z holds what eq. (3) leaves of
+//!   s2 and fills it. Every frame arrives and none later than the computed bound plus the lab's
+//!   allowance.
+//! - **Reserved on s1 only**: the bridge's sub-connection closed, z takes the capacity it freed
+//!   (as any station may), and the stream crosses s2 as ordinary traffic, sharing what is left
+//!   of each cycle with y's flood — it misses the same deadline. Only the bridge's
+//!   sub-connection makes the bound hold.
 //! - **SIGKILL the bridge**: both segments declare station 4 dead and release its reservations;
 //!   each ring goes on.
 //!
@@ -150,23 +152,51 @@ fn stream(lab: &rtlan_lab::Lab, secs: u32) -> Child {
     .expect("rtlan send starts")
 }
 
-/// b floods c on s1 and y floods z on s2, 8 Mbit/s of UDP each, for `secs`.
+/// z's stream to y (iperf3's UDP to y's server), 1,000-byte datagrams: what z reserves.
+const Z_RATE: u64 = 7_000_000;
+const Z_LENGTH: u32 = 1000;
+
+/// For `secs`: b floods c on s1 and y floods z on s2, 8 Mbit/s of UDP each, and z sends
+/// [`Z_RATE`] to y.
 fn floods(lab: &rtlan_lab::Lab, secs: u32) -> Vec<std::thread::JoinHandle<()>> {
-    [("b", "c"), ("y", "z")]
-        .iter()
-        .map(|(from, to)| {
-            let ns = lab.netns(from).expect("ns").to_string();
-            let to = ip(lab, to);
-            std::thread::spawn(move || {
-                let opts = Iperf3Opts {
-                    length: Some(1400),
-                    ..Iperf3Opts::default()
-                };
-                // The flood's own outcome does not matter; it only has to load the segment.
-                let _ = tools::iperf3_udp(&ns, to, 5201, secs, 8_000_000, &opts);
-            })
+    [
+        ("b", "c", 8_000_000, 1400),
+        ("y", "z", 8_000_000, 1400),
+        ("z", "y", Z_RATE, Z_LENGTH),
+    ]
+    .iter()
+    .map(|&(from, to, rate, length)| {
+        let ns = lab.netns(from).expect("ns").to_string();
+        let to = ip(lab, to);
+        std::thread::spawn(move || {
+            let opts = Iperf3Opts {
+                length: Some(length),
+                ..Iperf3Opts::default()
+            };
+            // The load's own outcome does not matter; it only has to load the segment.
+            let _ = tools::iperf3_udp(&ns, to, 5201, secs, rate, &opts);
         })
-        .collect()
+    })
+    .collect()
+}
+
+/// z's reservation for its stream to y: `frames` per visit.
+fn reserve_z(lab: &rtlan_lab::Lab, frames: u32) -> u64 {
+    let open = agent(
+        lab,
+        "z",
+        json!({"op": "open", "bytes_per_trt": frames * (MAX_FRAME - 14) as u32,
+               "max_frame": MAX_FRAME, "keep": true,
+               "flow": {"protocol": "udp", "src": ip(lab, "z"), "dst": ip(lab, "y"),
+                        "dst_port": 5201}}),
+    );
+    let session = open["session"].as_u64().expect("session");
+    let admit = agent(lab, "z", json!({"op": "admit", "session": session}));
+    assert_eq!(
+        admit["state"], "admitted",
+        "z, {frames} frames per visit: {admit}"
+    );
+    session
 }
 
 /// One measured run of the stream under the floods: recv's report.
@@ -223,7 +253,7 @@ fn a_connection_across_two_segments_keeps_its_end_to_end_bound() {
     }
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
     let lab = up_str(TOPOLOGY, "rtb");
-    let _servers = ["c", "z"]
+    let _servers = ["c", "z", "y"]
         .map(|h| Iperf3Server::start(lab.netns(h).expect("ns"), 5201).expect("iperf3 -s"));
     for (from, to) in [
         ("a", "x"),
@@ -271,18 +301,8 @@ fn a_connection_across_two_segments_keeps_its_end_to_end_bound() {
     );
     assert_eq!(admit_b["state"], "admitted", "{admit_b}");
     let tht_b = Duration::from_nanos(admit_b["tht_ns"].as_u64().expect("tht"));
-    // z holds a small reservation of its own (never used), so that s2 stays in RETHER mode
-    // when the bridge's sub-connection closes (step 3).
-    let open_z = agent(
-        &lab,
-        "z",
-        json!({"op": "open", "rate": "300kbit", "keep": true,
-               "flow": {"protocol": "udp", "src": ip(&lab, "z"), "dst": ip(&lab, "y"),
-                        "dst_port": 6000}}),
-    );
-    let session_z = open_z["session"].as_u64().expect("session");
-    let admit_z = agent(&lab, "z", json!({"op": "admit", "session": session_z}));
-    assert_eq!(admit_z["state"], "admitted", "{admit_z}");
+    // z holds what eq. (3) leaves of s2 beside the bridge (7 frames of ~0.9 ms) and fills it.
+    let session_z = reserve_z(&lab, 7);
 
     let status = bridge(&lab, json!({"op": "status"}));
     let ports = status["ports"].as_array().expect("ports");
@@ -319,11 +339,24 @@ fn a_connection_across_two_segments_keeps_its_end_to_end_bound() {
     let reserved = loaded_run(&lab, 4);
     let b_stats = bridge(&lab, json!({"op": "stats"}));
 
-    // 3. Reserved on s1 only.
+    // 3. Reserved on s1 only: the bridge's sub-connection closes and z takes the capacity it
+    //    freed (x's small reservation, never used, keeps s2 in RETHER mode meanwhile).
+    let open_x = agent(
+        &lab,
+        "x",
+        json!({"op": "open", "rate": "100kbit", "keep": true,
+               "flow": {"protocol": "udp", "src": ip(&lab, "x"), "dst": ip(&lab, "y"),
+                        "dst_port": 6001}}),
+    );
+    let session_x = open_x["session"].as_u64().expect("session");
+    let admit_x = agent(&lab, "x", json!({"op": "admit", "session": session_x}));
+    assert_eq!(admit_x["state"], "admitted", "{admit_x}");
     bridge(
         &lab,
         json!({"op": "close", "port": "p1", "session": session_b}),
     );
+    agent(&lab, "z", json!({"op": "close", "session": session_z}));
+    let _big_z = reserve_z(&lab, 15);
     let s1_only = loaded_run(&lab, 4);
     let s2_status = agent(&lab, "x", json!({"op": "status"}));
 
@@ -374,10 +407,11 @@ fn a_connection_across_two_segments_keeps_its_end_to_end_bound() {
     for h in ["a", "x"] {
         agent(&lab, h, json!({"op": "reset_token_gap"}));
     }
-    // Reopen the bridge's sub-connection, so that its death must release a reservation on s2.
+    // A sub-connection for the bridge again (one frame per visit: what z left), so that its
+    // death must release a reservation on s2.
     let reopen = bridge(
         &lab,
-        json!({"op": "open", "port": "p1", "bytes_per_trt": frames_s2 * payload,
+        json!({"op": "open", "port": "p1", "bytes_per_trt": payload,
                "max_frame": MAX_FRAME, "keep": true, "flow": flow(&lab)}),
     );
     let session_b = reopen["session"].as_u64().expect("session");
