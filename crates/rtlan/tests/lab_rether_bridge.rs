@@ -271,6 +271,22 @@ fn a_connection_across_two_segments_keeps_its_end_to_end_bound() {
         "pings crossed the bridge: {stats}"
     );
 
+    // `lab show` reads the bridge's learning table: a behind p0 (s1), x behind p1 (s2).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rtlan"))
+        .args(["lab", "show", "--name", lab.name(), "br", "fdb", "--json"])
+        .output()
+        .expect("rtlan lab show runs");
+    assert!(out.status.success(), "lab show: {out:?}");
+    let fdb: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let port_of = |host: &str| {
+        let mac = host_mac(&lab, host);
+        fdb.as_array()
+            .and_then(|t| t.iter().find(|e| e["mac"] == mac.as_str()))
+            .map(|e| e["port"].clone())
+    };
+    assert_eq!(port_of("a"), Some(json!(0)), "{fdb}");
+    assert_eq!(port_of("x"), Some(json!(1)), "{fdb}");
+
     // 1. Plain CSMA/CD on both segments.
     let csma = loaded_run(&lab, 4);
 

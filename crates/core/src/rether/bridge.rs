@@ -268,6 +268,16 @@ impl Bridge {
             .map(|l| l.port)
     }
 
+    /// The learnt MACs heard within the aging time before `now`: (MAC, port, time since last
+    /// heard), in MAC order.
+    pub fn table(&self, now: Instant) -> Vec<(Address, PortId, Duration)> {
+        self.table
+            .iter()
+            .map(|(&mac, l)| (mac, l.port, now.saturating_duration_since(l.seen)))
+            .filter(|(_, _, age)| *age < self.config.aging)
+            .collect()
+    }
+
     /// Opens a sub-connection leaving on `port` and returns its session id there; its frames
     /// are non-real-time until [`Bridge::admit`] succeeds.
     pub fn open(&mut self, port: PortId, spec: SubSpec) -> Result<u16, BridgeError> {

@@ -217,6 +217,14 @@ fn ordinary_frames_are_bridged_both_ways_and_learnt() {
             "host {h} learnt"
         );
     }
+    let table = net.bridge.table(net.now);
+    assert_eq!(table.len(), 6, "{table:?}");
+    assert!(table.iter().all(
+        |(mac, port, age)| net.bridge.port_of(net.now, *mac) == Some(*port)
+            && *age < Duration::from_secs(1)
+    ));
+    let later = net.now + Duration::from_secs(301);
+    assert!(net.bridge.table(later).is_empty(), "aged out after 300 s");
     let heard = |net: &Net, h: usize| {
         net.to_hosts[h - 1]
             .iter()

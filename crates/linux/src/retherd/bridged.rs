@@ -4,7 +4,7 @@
 //! sub-connections managed on the control socket from the same `epoll`, admissions answered
 //! after every iteration once the token of the port's segment brings them.
 //!
-//! Ops: `ping`, `stats`, `status`, `sessions`, `open` (a sub-connection leaving on `port` for a
+//! Ops: `ping`, `stats`, `status`, `sessions`, `fdb` (the learnt MACs, as the switch's), `open` (a sub-connection leaving on `port` for a
 //! 5-tuple, `rate` or `bytes_per_trt` per that segment's TRT), `admit` (waits for the token's
 //! answer unless `"wait": false`) and `close`. A sub-connection belongs to the client that
 //! opened it and is closed when that client goes, unless it was opened with `"keep": true`.
@@ -37,6 +37,7 @@ enum Request {
     Stats,
     Status,
     Sessions,
+    Fdb,
     Open {
         /// The output port: its index or its interface name.
         port: Value,
@@ -413,6 +414,15 @@ fn answer(
         Request::Stats => Ok(stats(bridge, cx.config)),
         Request::Status => Ok(status(bridge, cx.config, history, cx.started, cx.now)),
         Request::Sessions => Ok(json!(bridge.sessions())),
+        Request::Fdb => Ok(Value::Array(
+            bridge
+                .table(cx.now)
+                .into_iter()
+                .map(|(mac, port, age)| {
+                    json!({"mac": mac.to_string(), "port": port.0, "age_ns": nanos(age)})
+                })
+                .collect(),
+        )),
         Request::Open {
             port,
             rate,
@@ -629,6 +639,7 @@ mod tests {
             r#"{"op":"stats"}"#.to_string(),
             r#"{"op":"status"}"#.to_string(),
             r#"{"op":"sessions"}"#.to_string(),
+            r#"{"op":"fdb"}"#.to_string(),
             format!(r#"{{"op":"open","port":1,"rate":"2mbit","max_frame":1100,"flow":{FLOW}}}"#),
             format!(
                 r#"{{"op":"open","port":"p1","bytes_per_trt":5000,"keep":true,"flow":{FLOW}}}"#

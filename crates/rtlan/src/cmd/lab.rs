@@ -67,7 +67,7 @@ pub(crate) struct ExecArgs {
 }
 
 /// What `lab show` prints.
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum ShowWhat {
     /// Per-port and switch-wide counters, timer lateness.
     Stats,
@@ -85,7 +85,7 @@ pub(crate) struct ShowArgs {
     /// Lab name.
     #[arg(long)]
     name: String,
-    /// The rtlan switch (or shared segment) to ask.
+    /// The rtlan switch (or shared segment, or RETHER bridge) to ask.
     switch: String,
     /// What to show.
     #[arg(value_enum, default_value = "stats")]
@@ -264,8 +264,53 @@ fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Prints a learning table (`fdb`: MAC, port, age) with the node each port leads to.
+fn print_fdb(lab: &Lab, node: &str, data: &serde_json::Value) -> anyhow::Result<()> {
+    let ports = lab.switch_ports(node)?;
+    println!(
+        "{:<18} {:<5} {:<10} {:>10}",
+        "mac", "port", "towards", "age"
+    );
+    for e in data.as_array().into_iter().flatten() {
+        let port = e["port"].as_u64().unwrap_or(u64::MAX);
+        let towards = usize::try_from(port)
+            .ok()
+            .and_then(|p| ports.get(p))
+            .map_or("?", |(_, peer)| peer.as_str());
+        let age_s = e["age_ns"].as_f64().unwrap_or(0.0) / 1e9;
+        println!(
+            "{:<18} p{:<4} {:<10} {:>9.1}s",
+            e["mac"].as_str().unwrap_or("?"),
+            port,
+            towards,
+            age_s
+        );
+    }
+    Ok(())
+}
+
 fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let lab = Lab::open(&args.name)?;
+    // A RETHER bridge answers `stats`, `fdb` and, for `config`, its `status` (each port's
+    // rate, TRT and token; docs/rether-bridge.md).
+    if let Some(socket) = lab.rether_bridge_socket(&args.switch) {
+        let op = match args.what {
+            ShowWhat::Stats => "stats",
+            ShowWhat::Fdb => "fdb",
+            ShowWhat::Config => "status",
+            ShowWhat::Arp => bail!(
+                "`{}` is a RETHER bridge: it has `stats`, `fdb` and `config` (its status)",
+                args.switch
+            ),
+        };
+        let data = rtlan_linux::ctl::request(&socket, op)?;
+        if args.json || args.what != ShowWhat::Fdb {
+            println!("{}", serde_json::to_string_pretty(&data)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        print_fdb(&lab, &args.switch, &data)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let socket = match (
         lab.switch_socket(&args.switch),
         lab.segment_socket(&args.switch),
@@ -295,28 +340,7 @@ fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     match args.what {
-        ShowWhat::Fdb => {
-            let ports = lab.switch_ports(&args.switch)?;
-            println!(
-                "{:<18} {:<5} {:<10} {:>10}",
-                "mac", "port", "towards", "age"
-            );
-            for e in data.as_array().into_iter().flatten() {
-                let port = e["port"].as_u64().unwrap_or(u64::MAX);
-                let towards = usize::try_from(port)
-                    .ok()
-                    .and_then(|p| ports.get(p))
-                    .map_or("?", |(_, peer)| peer.as_str());
-                let age_s = e["age_ns"].as_f64().unwrap_or(0.0) / 1e9;
-                println!(
-                    "{:<18} p{:<4} {:<10} {:>9.1}s",
-                    e["mac"].as_str().unwrap_or("?"),
-                    port,
-                    towards,
-                    age_s
-                );
-            }
-        }
+        ShowWhat::Fdb => print_fdb(&lab, &args.switch, &data)?,
         ShowWhat::Arp => {
             for e in data.as_array().into_iter().flatten() {
                 println!(
