@@ -117,3 +117,23 @@ fn sim_routed_scenario_reports_routers_and_refuses_a_linux_router_by_name() {
         "{msg}"
     );
 }
+
+#[test]
+fn sim_refuses_a_rether_segment_and_says_where_it_is_simulated() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sim-cli-segment");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("segment.toml");
+    let topology = std::fs::read_to_string(format!(
+        "{}/../../topologies/segment.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("segment.toml");
+    std::fs::write(&file, format!("{topology}\n[sim]\nduration = \"1s\"\n")).expect("write");
+    let out = rtlan(&["sim", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        msg.contains("switch `seg`") && msg.contains("rtlan experiment rether"),
+        "{msg}"
+    );
+}

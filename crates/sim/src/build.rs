@@ -123,11 +123,22 @@ pub fn router_config(scenario: &Scenario, index: usize) -> Result<RouterConfig, 
 pub fn switch_config(scenario: &Scenario, index: usize) -> Result<SwitchConfig, SimError> {
     let topo = &scenario.topology;
     let switch = &topo.switches[index];
-    let SwitchKind::Rtlan(options) = &switch.kind else {
-        return Err(SimError::Unsupported(format!(
-            "switch `{}`: only kind \"rtlan\" is simulated (the Linux bridge is not modelled)",
-            switch.name
-        )));
+    let options = match &switch.kind {
+        SwitchKind::Rtlan(options) => options,
+        SwitchKind::LinuxBridge => {
+            return Err(SimError::Unsupported(format!(
+                "switch `{}`: only kind \"rtlan\" is simulated (the Linux bridge is not modelled)",
+                switch.name
+            )))
+        }
+        SwitchKind::Segment(_) | SwitchKind::RetherBridge => {
+            return Err(SimError::Unsupported(format!(
+                "switch `{}`: RETHER segments are simulated by `rtlan experiment rether` on its \
+                 CSMA/CD bus (crates/sim/src/segment, docs/rether.md §8), not by `rtlan sim`; \
+                 `rtlan lab up` runs this topology",
+                switch.name
+            )))
+        }
     };
     let ports = topo
         .interfaces(&switch.name)
