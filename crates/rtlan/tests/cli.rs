@@ -140,6 +140,21 @@ fn lab_up_exec_show_down_from_the_command_line() {
         "lab", "exec", "--name", &name, "b", "--", "sh", "-c", "exit 7",
     ]);
     assert_eq!(fails.status.code(), Some(7));
+    // exec passes SIGTERM on to its command: a `sleep` stopped this way ends exec with 143.
+    let mut sleeper = Command::new(env!("CARGO_BIN_EXE_rtlan"))
+        .args(["lab", "exec", "--name", &name, "a", "--", "sleep", "30"])
+        .spawn()
+        .expect("lab exec starts");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    // SAFETY: kill(2) on the child this test spawned and has not reaped.
+    unsafe { libc::kill(sleeper.id() as libc::pid_t, libc::SIGTERM) };
+    let status = sleeper.wait().expect("lab exec ends");
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "the signal reached sleep"
+    );
 
     let fdb = rtlan(&["lab", "show", "--name", &name, "s1", "fdb", "--json"]);
     assert!(fdb.status.success(), "{}", text(&fdb));

@@ -251,16 +251,37 @@ pub(crate) fn fmt_mac(mac: [u8; 6]) -> String {
     rtlan_wire::ethernet::Address(mac).to_string()
 }
 
+/// Runs a command in a node's namespace and passes its exit status through. SIGINT, SIGTERM
+/// and SIGHUP sent to `rtlan` are passed on to the command (which decides whether to stop), so
+/// that a supervisor stopping `lab exec` stops what it runs too; a command killed by a signal
+/// exits 128 + the signal's number, as a shell reports it.
 fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
+    use std::os::unix::process::ExitStatusExt;
+
     let lab = Lab::open(&args.name)?;
-    let status = lab
+    super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
+    let mut child = lab
         .exec(&args.node, &args.command)?
-        .status()
+        .spawn()
         .with_context(|| format!("running {:?} in {}", args.command, args.node))?;
-    Ok(match status.code() {
-        Some(0) => ExitCode::SUCCESS,
-        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-        None => ExitCode::FAILURE,
+    let pid = libc::pid_t::try_from(child.id()).context("child pid")?;
+    let status = loop {
+        if let Some(sig) = super::signals::take_signal() {
+            // SAFETY: kill(2) on our own child's PID, which is not yet reaped (try_wait below
+            // reaps it), so it cannot name another process.
+            unsafe { libc::kill(pid, sig) };
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) => return Err(e).context("waiting for the command"),
+        }
+    };
+    Ok(match (status.code(), status.signal()) {
+        (Some(0), _) => ExitCode::SUCCESS,
+        (Some(code), _) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        (None, Some(sig)) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
+        (None, None) => ExitCode::FAILURE,
     })
 }
 

@@ -2,14 +2,26 @@
 //! send, recv) turn the signals they name into a flag their loops poll, so that they release
 //! what they hold and clean up instead of dying mid-way.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use anyhow::Context;
 
 static STOP: AtomicBool = AtomicBool::new(false);
+/// The last signal that set [`STOP`] and was not yet taken ([`take_signal`]); 0 = none.
+static LAST: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
+    LAST.store(sig, Ordering::Relaxed);
     STOP.store(true, Ordering::Relaxed);
+}
+
+/// The signal that last arrived since the previous call, if any (for a command that passes
+/// signals on to a child instead of stopping: `lab exec`).
+pub(crate) fn take_signal() -> Option<libc::c_int> {
+    match LAST.swap(0, Ordering::Relaxed) {
+        0 => None,
+        sig => Some(sig),
+    }
 }
 
 /// Makes each of `signals` set the returned flag instead of killing the process.
