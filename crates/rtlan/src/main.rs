@@ -136,8 +136,43 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("rtlan: error: {e:#}");
+            eprintln!("rtlan: error: {}", render_chain(&e));
+            if let Some(hint) = privilege_hint(&e) {
+                eprintln!("rtlan: hint: {hint}");
+            }
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// `e` and its causes joined by `: `, each cause left out when the text so far already says it
+/// (many errors print their source in their own message too; the OS error is then said once).
+fn render_chain(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let said = cause.to_string();
+        if text.is_empty() {
+            text = said;
+        } else if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+    }
+    text
+}
+
+/// A hint when `e` comes from a refused privilege (EPERM or EACCES anywhere in its chain) and the
+/// process is not root: packet sockets, XDP, namespaces and qdiscs need root or capabilities.
+fn privilege_hint(e: &anyhow::Error) -> Option<&'static str> {
+    let refused = e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| matches!(io.raw_os_error(), Some(libc::EPERM | libc::EACCES)))
+    });
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    (refused && !root).then_some(
+        "this needs root, or the capabilities CAP_NET_RAW and CAP_NET_ADMIN \
+         (`sudo setcap cap_net_raw,cap_net_admin+ep $(command -v rtlan)`); `rtlan lab` needs root",
+    )
 }

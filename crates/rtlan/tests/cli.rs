@@ -287,3 +287,44 @@ fn log_level_and_rust_log_decide_what_reaches_stderr() {
         "RUST_LOG=warn wins over --log-level error: {env}"
     );
 }
+
+#[test]
+fn a_refused_privilege_is_said_once_with_a_hint() {
+    if !root_or_skip("a_refused_privilege_is_said_once_with_a_hint") {
+        return;
+    }
+    // As `nobody` (setpriv, util-linux): opening a packet socket is refused.
+    let dir = std::env::temp_dir().join(format!("rtlan-cli-priv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("segment.toml");
+    std::fs::write(
+        &file,
+        "name = \"g\"\nrate = \"10mbit\"\n[[port]]\nifname = \"lo\"\n[[port]]\nifname = \"lo2\"\n",
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&dir).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&dir, perms).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_rtlan"))
+        .args(["segment", "--config", file.to_str().unwrap()])
+        .output()
+        .expect("setpriv runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let msg = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{msg}");
+    let error = msg
+        .lines()
+        .find(|l| l.starts_with("rtlan: error:"))
+        .unwrap_or_else(|| panic!("an error line: {msg}"));
+    assert_eq!(
+        error.matches("Operation not permitted").count(),
+        1,
+        "the OS error once: {msg}"
+    );
+    assert!(
+        msg.contains("hint:") && msg.contains("CAP_NET_RAW"),
+        "{msg}"
+    );
+}
