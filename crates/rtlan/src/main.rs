@@ -19,7 +19,7 @@ use clap::{Parser, Subcommand};
     propagate_version = true,
     max_term_width = 100
 )]
-struct Cli {
+pub(crate) struct Cli {
     /// Least severe log messages written to stderr: error, warn, info, debug or trace (or a
     /// `tracing` filter such as `rtlan_linux=debug`). `RUST_LOG`, when set, wins.
     #[arg(long, global = true, default_value = DEFAULT_LOG_LEVEL, value_name = "LEVEL")]
@@ -108,6 +108,10 @@ enum Command {
     /// Simulate a scenario (topology + traffic) on virtual time with the real switch and
     /// host-daemon cores (docs/sim.md).
     Sim(cmd::sim::SimArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) for rtlan.
+    Completions(cmd::completions::CompletionsArgs),
+    /// Write man pages for rtlan and every subcommand into a directory.
+    Man(cmd::completions::ManArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -132,6 +136,8 @@ fn main() -> std::process::ExitCode {
         Command::Bwmctl(args) => cmd::bwmctl::run(args),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Experiment(c) => cmd::experiment::run(c),
+        Command::Completions(args) => cmd::completions::completions(args),
+        Command::Man(args) => cmd::completions::man(args),
     };
     match result {
         Ok(code) => code,

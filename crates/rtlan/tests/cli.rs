@@ -328,3 +328,39 @@ fn a_refused_privilege_is_said_once_with_a_hint() {
         "{msg}"
     );
 }
+
+#[test]
+fn completions_and_man_pages_come_from_the_cli_definition() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = rtlan(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", text(&out));
+        let script = String::from_utf8_lossy(&out.stdout);
+        for word in ["rether-bridge", "lab", "log-level", "data-plane"] {
+            assert!(script.contains(word), "{shell} completes {word}");
+        }
+    }
+    assert_eq!(rtlan(&["completions", "tcsh"]).status.code(), Some(2));
+    let dir = std::env::temp_dir().join(format!("rtlan-cli-man-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = rtlan(&["man", "--out-dir", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    for page in [
+        "rtlan.1",
+        "rtlan-lab-up.1",
+        "rtlan-rether-bridge.1",
+        "rtlan-bench-forward.1",
+    ] {
+        let body =
+            std::fs::read_to_string(dir.join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(
+            body.starts_with(".ie") || body.contains(".TH"),
+            "{page}: roff"
+        );
+    }
+    let lab_up = std::fs::read_to_string(dir.join("rtlan-lab-up.1")).unwrap();
+    assert!(
+        lab_up.contains("rtlan lab up"),
+        "the synopsis names the command as typed"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

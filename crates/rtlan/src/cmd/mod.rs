@@ -4,6 +4,7 @@ pub(crate) mod analyze;
 pub(crate) mod bench;
 pub(crate) mod bwm;
 pub(crate) mod bwmctl;
+pub(crate) mod completions;
 pub(crate) mod demo;
 pub(crate) mod experiment;
 pub(crate) mod lab;
