@@ -2,7 +2,7 @@
 //! `docs/switch.md`): send one JSON-line request, read one JSON-line reply, with a timeout on
 //! every step.
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -66,6 +66,42 @@ pub fn request_json(
     let timeout = Some(timeout.max(Duration::from_millis(1)));
     stream.set_read_timeout(timeout).map_err(CtlError::Io)?;
     stream.set_write_timeout(timeout).map_err(CtlError::Io)?;
+    exchange(&stream, request)
+}
+
+/// [`request_json`] to a daemon listening on TCP (`rtlan bwm`), `addr` as `host:port`.
+pub fn request_json_tcp(
+    addr: &str,
+    request: serde_json::Value,
+    timeout: Duration,
+) -> Result<serde_json::Value, CtlError> {
+    use std::net::ToSocketAddrs;
+
+    let timeout = timeout.max(Duration::from_millis(1));
+    let connect_error = |source| CtlError::Connect {
+        path: PathBuf::from(addr),
+        source,
+    };
+    let target = addr
+        .to_socket_addrs()
+        .map_err(connect_error)?
+        .next()
+        .ok_or_else(|| connect_error(io::Error::from(io::ErrorKind::NotFound)))?;
+    let stream = std::net::TcpStream::connect_timeout(&target, timeout).map_err(connect_error)?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(CtlError::Io)?;
+    stream
+        .set_write_timeout(Some(timeout))
+        .map_err(CtlError::Io)?;
+    exchange(&stream, request)
+}
+
+/// Writes one request line on `stream` and reads one reply line.
+fn exchange<S>(stream: S, request: serde_json::Value) -> Result<serde_json::Value, CtlError>
+where
+    S: io::Read + io::Write + Copy,
+{
     let mut request = match request {
         serde_json::Value::Object(map) => map,
         other => {
@@ -77,9 +113,10 @@ pub fn request_json(
     request.insert("id".to_string(), serde_json::Value::from(1u64));
     let mut line = serde_json::Value::Object(request).to_string();
     line.push('\n');
-    (&stream).write_all(line.as_bytes()).map_err(CtlError::Io)?;
+    let mut writer = stream;
+    writer.write_all(line.as_bytes()).map_err(CtlError::Io)?;
     let mut reply = String::new();
-    BufReader::new(&stream)
+    BufReader::new(stream)
         .read_line(&mut reply)
         .map_err(CtlError::Io)?;
     if reply.is_empty() {
@@ -105,7 +142,7 @@ pub fn parse_reply(line: &str) -> Result<serde_json::Value, CtlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
+    use std::io::{Read, Write};
     use std::os::unix::net::UnixListener;
 
     #[test]

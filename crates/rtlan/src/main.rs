@@ -108,6 +108,8 @@ enum Command {
     /// Simulate a scenario (topology + traffic) on virtual time with the real switch and
     /// host-daemon cores (docs/sim.md).
     Sim(cmd::sim::SimArgs),
+    /// Talk to any daemon's management socket: stats, fdb, connections, bookings, … as tables.
+    Ctl(cmd::ctl::CtlArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) for rtlan.
     Completions(cmd::completions::CompletionsArgs),
     /// Write man pages for rtlan and every subcommand into a directory.
@@ -136,6 +138,7 @@ fn main() -> std::process::ExitCode {
         Command::Bwmctl(args) => cmd::bwmctl::run(args),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Experiment(c) => cmd::experiment::run(c),
+        Command::Ctl(args) => cmd::ctl::run(args),
         Command::Completions(args) => cmd::completions::completions(args),
         Command::Man(args) => cmd::completions::man(args),
     };

@@ -364,3 +364,91 @@ fn completions_and_man_pages_come_from_the_cli_definition() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ctl_talks_to_a_running_manager_in_tables_and_json() {
+    let dir = std::env::temp_dir().join(format!("rtlan-cli-ctl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let network = dir.join("net.toml");
+    std::fs::write(
+        &network,
+        "[[switch]]\nname = \"s1\"\nt_mux = \"45us\"\nbuffer = \"128KiB\"\n\
+         [[link]]\nends = [\"A\", \"s1\"]\nrate = \"100mbit\"\n\
+         [[link]]\nends = [\"B\", \"s1\"]\nrate = \"100mbit\"\n",
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut bwm = Command::new(env!("CARGO_BIN_EXE_rtlan"))
+        .args(["bwm", "--network"])
+        .arg(&network)
+        .arg("--state")
+        .arg(dir.join("state.json"))
+        .args(["--listen", &addr])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("rtlan bwm starts");
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) on the child this test spawned and has not reaped.
+            unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = self.0.wait();
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(std::time::Instant::now() < deadline, "bwm never listened");
+        assert!(bwm.try_wait().unwrap().is_none(), "bwm exited");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _stop = Stop(bwm);
+    let ctl = |args: &[&str]| {
+        let mut all = vec!["ctl", "--tcp", addr.as_str()];
+        all.extend_from_slice(args);
+        rtlan(&all)
+    };
+    let admit = ctl(&[
+        "admit",
+        "src=A",
+        "dst=B",
+        "rate_bps=1000000",
+        "max_packet=1000",
+        "burst_bytes=2000",
+    ]);
+    assert!(admit.status.success(), "{}", text(&admit));
+    let said = String::from_utf8_lossy(&admit.stdout).to_string();
+    assert!(
+        said.contains("conn: 1") && said.contains("path: [\"A\",\"s1\",\"B\"]"),
+        "{said}"
+    );
+    let list = ctl(&["list"]);
+    let table = String::from_utf8_lossy(&list.stdout).to_string();
+    let header = table
+        .lines()
+        .find(|l| l.starts_with("bucket_bytes"))
+        .unwrap_or_else(|| panic!("a table: {table}"));
+    assert!(
+        header.contains("delay_bound_us") && header.contains("src"),
+        "{table}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&ctl(&["list", "--json"]).stdout).expect("--json is JSON");
+    assert_eq!(json["connections"][0]["conn"], 1, "{json}");
+    let refused = ctl(&["frobnicate"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused).contains("bad_request"), "{}", text(&refused));
+    let nobody = rtlan(&["ctl", "--socket", "/nonexistent/rtlan.sock", "stats"]);
+    assert_eq!(nobody.status.code(), Some(1));
+    assert!(
+        text(&nobody).contains("cannot connect"),
+        "{}",
+        text(&nobody)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

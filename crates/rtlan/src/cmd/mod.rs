@@ -5,6 +5,7 @@ pub(crate) mod bench;
 pub(crate) mod bwm;
 pub(crate) mod bwmctl;
 pub(crate) mod completions;
+pub(crate) mod ctl;
 pub(crate) mod demo;
 pub(crate) mod experiment;
 pub(crate) mod lab;
