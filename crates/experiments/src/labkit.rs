@@ -333,7 +333,7 @@ impl Stream {
         self.start_with(exe, lab, host, &[])
     }
 
-    /// [`Stream::start`] with `extra` arguments after the stream's own (e.g. `--tick 1ms`).
+    /// [`Stream::start`] with `extra` arguments after the stream's own (e.g. `--shaping-interval 1ms`).
     pub fn start_with(
         &self,
         exe: &Path,

@@ -431,7 +431,7 @@ fn ctl_talks_to_a_running_manager_in_tables_and_json() {
     let table = String::from_utf8_lossy(&list.stdout).to_string();
     let header = table
         .lines()
-        .find(|l| l.starts_with("bucket_bytes"))
+        .find(|l| l.starts_with("burst_bytes"))
         .unwrap_or_else(|| panic!("a table: {table}"));
     assert!(
         header.contains("delay_bound_us") && header.contains("src"),

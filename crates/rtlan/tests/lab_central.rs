@@ -238,7 +238,7 @@ fn central_admission_through_an_off_the_shelf_switch() {
         &socket_c,
         "--shaping",
         "token",
-        "--tick",
+        "--shaping-interval",
         "1ms",
         "--json",
     ]
@@ -265,7 +265,7 @@ fn central_admission_through_an_off_the_shelf_switch() {
     let held = guaranteed(&lab, &manager);
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!(
-        (&held[0]["src"], &held[0]["dst"], &held[0]["bucket_bytes"]),
+        (&held[0]["src"], &held[0]["dst"], &held[0]["burst_bytes"]),
         (&Value::from("c"), &Value::from("b"), &Value::from(6538)),
         "{held:?}"
     );

@@ -317,7 +317,7 @@ fn reserved_stream_goes_ahead_of_its_own_hosts_tcp() {
             "--reserve",
             "--shaping",
             "token",
-            "--tick",
+            "--shaping-interval",
             "5ms",
             "--socket",
             &socket,

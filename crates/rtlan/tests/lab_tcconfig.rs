@@ -106,13 +106,13 @@ fn shaped_stream_conforms(kind: &str, tag: &str) {
         "40mbit",
         "--max-packet",
         "1514",
-        "--ts",
+        "--shaping-interval",
         "10ms",
         "--kind",
         kind,
     ]);
     let rate = plan["tspec"]["rate_bps"].as_u64().expect("rate");
-    let b = plan["tspec"]["bucket_bytes"].as_u64().expect("bucket");
+    let b = plan["tspec"]["burst_bytes"].as_u64().expect("bucket");
     assert_eq!((rate, b), (40_000_000, 51_538));
     // Replace the lab's link-rate tbf on a's eth0 with the printed shaper.
     for cmd in plan["commands"].as_array().expect("commands") {

@@ -310,7 +310,8 @@ pub struct ConnInfo {
     pub rate_bps: u64,
     /// Maximum packet, bytes.
     pub max_packet: u64,
-    /// Bucket, bytes (rounded up).
+    /// Bucket, bytes (rounded up): `burst_bytes`, the name of the request's field.
+    #[serde(rename = "burst_bytes", alias = "bucket_bytes")]
     pub bucket_bytes: u64,
     /// Requirement, µs.
     pub delay_us: Option<u64>,

@@ -4,7 +4,7 @@
 //! The Unix-socket shell reads one JSON object per line and maps it onto [`Request`] (serde,
 //! internally tagged by `"op"`: `{"op":"register","pid":42}`,
 //! `{"op":"open","dst_ip":"198.18.0.2","dst_port":5004,"src_port":0,"rate_bps":1000000,
-//! "max_burst":3028,"max_packet":1514}` with an optional `"shaping":"kernel"`,
+//! "burst_bytes":3028,"max_packet":1514}` with an optional `"shaping":"kernel"`,
 //! `{"op":"close","conn":7}`, `{"op":"list"}`); every reply is delivered as [`Action::Reply`]
 //! carrying the tag the shell passed with the request.
 
@@ -46,7 +46,9 @@ pub enum Request {
         src_port: u16,
         /// Reserved rate, bit/s of whole Ethernet frames (non-zero).
         rate_bps: u64,
-        /// Largest back-to-back burst, bytes (at least `max_packet`).
+        /// Largest back-to-back burst, bytes (at least `max_packet`); `burst_bytes` on the wire,
+        /// `max_burst` accepted too (its earlier name).
+        #[serde(rename = "burst_bytes", alias = "max_burst")]
         max_burst: u32,
         /// Largest frame, bytes, Ethernet header included (non-zero).
         max_packet: u16,

@@ -67,7 +67,8 @@ pub struct ConnectionInfo {
     pub dst_port: u16,
     /// Reserved rate, bit/s (whole frames).
     pub rate_bps: u64,
-    /// Bytes the sender may send back to back.
+    /// Bytes the sender may send back to back (`burst_bytes` in JSON).
+    #[serde(rename = "burst_bytes")]
     pub max_burst: u32,
     /// Largest frame, bytes.
     pub max_packet: u16,

@@ -31,6 +31,8 @@ struct Scenario {
     cpu_costs: Vec<String>,
     rate_bps: u64,
     max_packet: u16,
+    /// The connections' burst, bytes (`max_burst`, its earlier name, is read too).
+    #[serde(rename = "burst_bytes", alias = "max_burst")]
     max_burst: u32,
     /// Stop opening after this many (bounds the run time).
     max_open: u64,
@@ -77,7 +79,7 @@ fn open_until_refused(
         while !stop && issued < sc.max_open && issued - answered < sc.window {
             let port = 1024 + issued % 64_000;
             let req = json!({"op": "open", "id": issued + 2, "dst_ip": dst, "dst_port": port,
-                "src_port": 0, "rate_bps": sc.rate_bps, "max_burst": sc.max_burst,
+                "src_port": 0, "rate_bps": sc.rate_bps, "burst_bytes": sc.max_burst,
                 "max_packet": sc.max_packet});
             writeln!(writer, "{req}")?;
             issued += 1;
@@ -136,7 +138,7 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
         "load_before": load_before,
         "rate_bps": sc.rate_bps,
         "max_packet": sc.max_packet,
-        "max_burst": sc.max_burst,
+        "burst_bytes": sc.max_burst,
         "max_open": sc.max_open,
         "paper_connections": 1669,
         "paper_cost_per_connection_ns": 5990,

@@ -80,7 +80,7 @@ pub fn run(run: &Run) -> anyhow::Result<PathBuf> {
                 reserve: Some(rtcd.socket().to_path_buf()),
                 shaping: None,
             };
-            let tick = ["--tick".to_string(), format!("{tick}ms")];
+            let tick = ["--shaping-interval".to_string(), format!("{tick}ms")];
             let sender = stream.start_with(&run.exe, &lab, "a", &tick)?;
             let send = sender.finish_json(duration + Duration::from_secs(10));
             drop(hogs);

@@ -71,7 +71,7 @@ impl Session {
             "{}",
             json!({"op": "open", "id": 2, "dst_ip": req.dst_ip.to_string(),
                 "dst_port": req.dst_port, "src_port": req.src_port, "rate_bps": req.rate_bps,
-                "max_burst": req.max_burst, "max_packet": req.max_packet})
+                "burst_bytes": req.max_burst, "max_packet": req.max_packet})
         )?;
         let reply = loop {
             line.clear();

@@ -59,7 +59,7 @@ struct Scenario {
     quick_calib_s: f64,
     /// rtlan's `nrt_queue_bytes`; `None`: the same as the bridge port's tbf limit.
     rtlan_nrt_queue_bytes: Option<u64>,
-    /// Pass `--shaping token --tick Ts` to the plain senders (false: the plain pacer only).
+    /// Pass `--shaping token --shaping-interval Ts` to the plain senders (false: the plain pacer only).
     shaped: bool,
     /// The buffer probe (Table 2); absent: skipped.
     buffer_probe: Option<buffer::BufferProbe>,
@@ -198,7 +198,7 @@ pub(super) struct Send<'a> {
     pub(super) rate: &'a str,
     /// UDP payload bytes.
     pub(super) size: u16,
-    /// `--shaping token --tick` this interval (None: the plain pacer).
+    /// `--shaping token --shaping-interval` this interval (None: the plain pacer).
     pub(super) tick: Option<&'a str>,
     /// Reserve through the host daemon at this socket (`--reserve`; central admission).
     pub(super) socket: Option<&'a std::path::Path>,
@@ -218,7 +218,7 @@ impl<'a> Send<'a> {
     }
 }
 
-/// Starts `s` for `secs` seconds under a guard (`rtlan send --json`; `--shaping token --tick` if
+/// Starts `s` for `secs` seconds under a guard (`rtlan send --json`; `--shaping token --shaping-interval` if
 /// it has a shaping interval).
 pub(super) fn start_send(run: &Run, lab: &Lab, s: &Send<'_>, secs: f64) -> anyhow::Result<Guarded> {
     let stream = Stream {
@@ -231,7 +231,7 @@ pub(super) fn start_send(run: &Run, lab: &Lab, s: &Send<'_>, secs: f64) -> anyho
     };
     let tick: Vec<String> = s
         .tick
-        .map(|t| vec!["--tick".to_string(), t.to_string()])
+        .map(|t| vec!["--shaping-interval".to_string(), t.to_string()])
         .unwrap_or_default();
     Ok(stream.start_with(&run.exe, lab, s.host, &tick)?)
 }

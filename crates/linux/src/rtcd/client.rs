@@ -52,7 +52,7 @@ pub struct OpenParams {
     pub src_port: u16,
     /// Reserved rate, bit/s of whole frames.
     pub rate_bps: u64,
-    /// Largest burst, bytes.
+    /// Largest burst, bytes (`burst_bytes` on the wire).
     pub max_burst: u32,
     /// Largest frame, bytes.
     pub max_packet: u16,

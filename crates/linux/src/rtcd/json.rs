@@ -243,7 +243,8 @@ mod tests {
                 },
             ),
             (
-                r#"{"op":"open","id":10,"dst_ip":"198.18.0.2","dst_port":5004,"src_port":0,"rate_bps":1000000,"max_burst":3028,"max_packet":1514,"delay_us":2000}"#,
+                // `burst_bytes`, the documented name (`max_burst` above: the earlier one).
+                r#"{"op":"open","id":10,"dst_ip":"198.18.0.2","dst_port":5004,"src_port":0,"rate_bps":1000000,"burst_bytes":3028,"max_packet":1514,"delay_us":2000}"#,
                 Some(10),
                 Request::Open {
                     dst_ip: Ipv4Addr::new(198, 18, 0, 2),

@@ -33,10 +33,10 @@ Examples:
     # Löser/Härtig: 40 Mbit/s shaped by a token bucket with shaping interval Ts = 1 ms
     # (bucket r·Ts + M), reserved through a daemon on central admission with a 2 ms requirement
     rtlan send --to 198.18.0.2:5004 --rate 40mbit --size 1472 --duration 10s --reserve \\
-               --shaping token --tick 1ms --delay 2ms --json
+               --shaping token --shaping-interval 1ms --delay 2ms --json
 
     # the same token bucket on a plain stream, no reservation (a conforming non-real-time host)
-    rtlan send --to 198.18.0.2:5004 --rate 40mbit --size 1472 --duration 10s --shaping token --tick 1ms
+    rtlan send --to 198.18.0.2:5004 --rate 40mbit --size 1472 --duration 10s --shaping token --shaping-interval 1ms
 
 Every payload starts with a 24-byte header: \"RTLN\", version 1, flags, 2 reserved bytes, the
 sequence number (u64, big endian) and the CLOCK_REALTIME send time in ns (u64, big endian), read
@@ -66,16 +66,17 @@ pub(crate) struct SendArgs {
     #[arg(long)]
     reserve: bool,
     /// How the stream is shaped [default: leaky with --reserve]. Without --reserve only `token`
-    /// applies: the plain stream then passes the same token bucket (shaping interval --tick).
+    /// applies: the plain stream then passes the same token bucket (--shaping-interval).
     #[arg(long, value_enum)]
     shaping: Option<SendShaping>,
     /// End-to-end delay the reservation requires (`2ms`, with --reserve): the first switch whose
     /// bound would exceed it refuses (reason "delay"), as does the bandwidth manager.
     #[arg(long, value_parser = parse_duration, requires = "reserve")]
     delay: Option<Duration>,
-    /// Leaky-bucket timer period / token-bucket interval (the plain generator's bucket spans at
-    /// least 10 ms).
-    #[arg(long, value_parser = parse_duration, default_value = "1ms")]
+    /// Shaping interval: the leaky bucket's timer period, the token bucket's Ts (the plain
+    /// generator's bucket spans at least 10 ms). `--tick` is accepted too.
+    #[arg(long = "shaping-interval", alias = "tick", value_name = "TS",
+          value_parser = parse_duration, default_value = "1ms")]
     tick: Duration,
     /// The daemon's socket [default: $RTLAN_RTCD_SOCKET or /run/rtlan/rtcd.sock].
     #[arg(long)]

@@ -39,7 +39,7 @@ the T-SPEC (C, M, r, b) printed with the commands; give it to the admission (`rt
 the bandwidth manager) like any real-time node's. Traffic beyond it waits in a short queue
 (8 full frames) and is then dropped on this host, never in the switch.
 
-The bucket: --ts gives b = r*Ts + M (Loeser/Haertig: the shaper replenishes an empty bucket at
+The bucket: --shaping-interval Ts gives b = r*Ts + M (Loeser/Haertig: the shaper replenishes an empty bucket at
 most once per Ts); --burst gives b directly. The kernel's qdisc watchdog fires tens to hundreds
 of microseconds late on a loaded host; tokens beyond b are lost then, so a Ts well below 1 ms
 costs rate, never conformance.
@@ -47,10 +47,10 @@ costs rate, never conformance.
 Examples:
 
     # 40 Mbit/s, 10 ms shaping interval, TBF
-    rtlan tc-config --dev eth0 --rate 40mbit --max-packet 1514 --ts 10ms
+    rtlan tc-config --dev eth0 --rate 40mbit --max-packet 1514 --shaping-interval 10ms
 
     # the same as an HTB class, printed as JSON
-    rtlan tc-config --dev eth0 --rate 40mbit --ts 1ms --kind htb --json
+    rtlan tc-config --dev eth0 --rate 40mbit --shaping-interval 1ms --kind htb --json
 
 Apply the printed lines with sh (as root, in the host's namespace); `tc qdisc del dev DEV root`
 undoes them.")]
@@ -64,9 +64,9 @@ pub(crate) struct TcConfigArgs {
     /// Largest frame this host sends, bytes without FCS (1514 at MTU 1500); M = that + 24.
     #[arg(long, default_value_t = 1514, value_parser = clap::value_parser!(u64).range(14..=2023))]
     max_packet: u64,
-    /// Shaping interval Ts: b = r*Ts + M.
-    #[arg(long, value_parser = parse_duration, required_unless_present = "burst",
-          conflicts_with = "burst")]
+    /// Shaping interval Ts: b = r*Ts + M (`--ts` is accepted too).
+    #[arg(long = "shaping-interval", alias = "ts", value_name = "TS", value_parser = parse_duration,
+          required_unless_present = "burst", conflicts_with = "burst")]
     ts: Option<Duration>,
     /// Bucket b in wire bytes (at least M).
     #[arg(long)]
@@ -103,7 +103,8 @@ pub(crate) struct Tspec {
     pub(crate) max_packet_bytes: u64,
     /// Token rate r.
     pub(crate) rate_bps: u64,
-    /// Bucket b.
+    /// Bucket b (`burst_bytes` in JSON, the name every file and flag uses).
+    #[serde(rename = "burst_bytes")]
     pub(crate) bucket_bytes: u64,
 }
 
