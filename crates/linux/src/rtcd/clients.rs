@@ -41,6 +41,59 @@ pub enum ClientsError {
     },
 }
 
+/// Gives the socket file at `path` its mode and group (docs/rtcd.md `socket_mode`,
+/// `socket_group`): the group a name (looked up in the group database) or a number.
+pub(super) fn set_access(
+    path: &Path,
+    mode: Option<u32>,
+    group: Option<&str>,
+) -> Result<(), ClientsError> {
+    use std::os::unix::fs::PermissionsExt;
+
+    let io = |source| ClientsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(group) = group {
+        let gid = group_id(group).ok_or_else(|| {
+            io(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("socket_group: no group `{group}`"),
+            ))
+        })?;
+        std::os::unix::fs::chown(path, None, Some(gid)).map_err(io)?;
+    }
+    if let Some(mode) = mode {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io)?;
+    }
+    Ok(())
+}
+
+/// The gid of group `group` (a name, or a number as it is).
+fn group_id(group: &str) -> Option<u32> {
+    if let Ok(gid) = group.parse::<u32>() {
+        return Some(gid);
+    }
+    let name = std::ffi::CString::new(group).ok()?;
+    // SAFETY: `libc::group` is plain data (integers and pointers); all-zero is a valid value,
+    // overwritten by getgrnam_r before it is read.
+    let mut grp: libc::group = unsafe { std::mem::zeroed() };
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    let mut found: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: getgrnam_r(3) fills `grp` with pointers into `buf` (both outlive the call and
+    // are only read through `found`, which is null or points at `grp`); `name` is NUL-terminated.
+    let rc = unsafe {
+        libc::getgrnam_r(
+            name.as_ptr(),
+            &mut grp,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    (rc == 0 && !found.is_null()).then_some(grp.gr_gid)
+}
+
 /// Binds `path` (replacing a stale socket file, creating the parent directory) and registers
 /// the listener with `epoll`.
 pub(super) fn bind(path: &Path, epoll: &Epoll) -> Result<MgmtServer, ClientsError> {
@@ -63,4 +116,34 @@ pub(super) fn bind(path: &Path, epoll: &Epoll) -> Result<MgmtServer, ClientsErro
             source,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    #[test]
+    fn the_socket_gets_its_mode_and_group() {
+        let dir = std::env::temp_dir().join(format!("rtl-rtcd-access-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("rtcd.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        set_access(&path, Some(0o660), None).expect("chmod");
+        let meta = std::fs::metadata(&path).expect("stat");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o660);
+        // SAFETY: geteuid(2) has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            // Debian's `nogroup` is gid 65534: by name and by number.
+            set_access(&path, None, Some("nogroup")).expect("chown by name");
+            assert_eq!(std::fs::metadata(&path).expect("stat").gid(), 65534);
+            set_access(&path, Some(0o600), Some("0")).expect("chown by number");
+            let meta = std::fs::metadata(&path).expect("stat");
+            assert_eq!((meta.gid(), meta.permissions().mode() & 0o777), (0, 0o600));
+        }
+        let err = set_access(&path, None, Some("no-such-group-here")).expect_err("unknown");
+        assert!(err.to_string().contains("no group"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

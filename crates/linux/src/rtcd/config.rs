@@ -47,6 +47,12 @@ pub struct Config {
     pub interface: String,
     /// Path of the clients' Unix stream socket.
     pub socket: PathBuf,
+    /// The socket file's permission bits (`socket_mode = "0660"`); `None` = what the umask
+    /// leaves (root only, under the usual 022).
+    pub socket_mode: Option<u32>,
+    /// The socket file's group (`socket_group = "rtlan"`, a name or a number): with a mode that
+    /// lets the group write, its members may reserve. `None` = root's.
+    pub socket_group: Option<String>,
     /// Paper-compatible addressing (proxy IPs 1.1.X.Y, proxy MACs FF:FF:FF:FF:X:Y).
     pub paper: bool,
     /// Source IP of SETUP; `None` = the interface's IPv4 address.
@@ -105,6 +111,8 @@ pub struct Config {
 struct RawConfig {
     interface: String,
     socket: Option<PathBuf>,
+    socket_mode: Option<String>,
+    socket_group: Option<String>,
     paper: Option<bool>,
     host_ip: Option<String>,
     host_mac: Option<String>,
@@ -159,6 +167,8 @@ impl Config {
         Config {
             interface: interface.to_string(),
             socket: socket.to_path_buf(),
+            socket_mode: None,
+            socket_group: None,
             paper: false,
             host_ip: None,
             host_mac: None,
@@ -202,6 +212,25 @@ impl Config {
         let socket = raw.socket.unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET));
         let mut config = Config::new(&raw.interface, &socket);
         config.paper = raw.paper.unwrap_or(false);
+        if let Some(mode) = raw.socket_mode {
+            let bits = u32::from_str_radix(mode.trim().trim_start_matches("0o"), 8)
+                .ok()
+                .filter(|m| *m <= 0o777)
+                .ok_or_else(|| {
+                    ConfigError::Value(format!(
+                        "socket_mode: `{mode}` is not an octal mode like \"0660\""
+                    ))
+                })?;
+            config.socket_mode = Some(bits);
+        }
+        if let Some(group) = raw.socket_group {
+            if group.trim().is_empty() {
+                return Err(ConfigError::Value(
+                    "socket_group: a group name or number".into(),
+                ));
+            }
+            config.socket_group = Some(group.trim().to_string());
+        }
         if let Some(ip) = raw.host_ip {
             let ip = ip.parse().map_err(|_| {
                 ConfigError::Value(format!("host_ip: `{ip}` is not an IPv4 address"))
@@ -393,6 +422,27 @@ fn check_ifname(name: &str) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_socket_mode_and_group_are_read() {
+        let c = Config::from_toml_str(
+            "interface = \"eth0\"\nsocket_mode = \"0660\"\nsocket_group = \"rtlan\"\n",
+        )
+        .expect("valid");
+        assert_eq!(c.socket_mode, Some(0o660));
+        assert_eq!(c.socket_group.as_deref(), Some("rtlan"));
+        let plain = Config::from_toml_str("interface = \"eth0\"\n").expect("valid");
+        assert_eq!((plain.socket_mode, plain.socket_group), (None, None));
+        for bad in [
+            "socket_mode = \"0999\"",
+            "socket_mode = \"rw\"",
+            "socket_mode = \"1777\"",
+            "socket_group = \" \"",
+        ] {
+            let text = format!("interface = \"eth0\"\n{bad}\n");
+            assert!(Config::from_toml_str(&text).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn keys_reach_the_core() {

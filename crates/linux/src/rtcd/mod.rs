@@ -200,6 +200,11 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         },
         manager,
     )?;
+    clients::set_access(
+        &config.socket,
+        config.socket_mode,
+        config.socket_group.as_deref(),
+    )?;
     tracing::info!(
         interface = %config.interface,
         mac = %core.host_mac,
