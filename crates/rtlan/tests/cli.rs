@@ -83,6 +83,13 @@ fn daemon_config_mistakes_name_file_line_and_column_and_start_nothing() {
         );
         assert!(msg.contains(needle), "{daemon}: {msg}");
     }
+    // A file that cannot be read is named once, with the OS's reason.
+    let missing = dir.join("missing.toml");
+    let out = rtlan(&["rether", "--config", missing.to_str().unwrap()]);
+    let msg = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{msg}");
+    assert_eq!(msg.matches("missing.toml").count(), 1, "{msg}");
+    assert!(msg.contains("No such file"), "{msg}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

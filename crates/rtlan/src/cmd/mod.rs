@@ -49,6 +49,8 @@ pub(crate) fn config_error(
             column,
             message,
         } => anyhow::anyhow!("{}:{line}:{column}: {message}", path.display()),
+        // It names the file already.
+        e @ rtlan_linux::switchd::ConfigError::Read { .. } => anyhow::anyhow!("{e}"),
         e => anyhow::anyhow!("{}: {e}", path.display()),
     }
 }
