@@ -91,20 +91,13 @@ struct RawPort {
 impl RetherBridgeConfig {
     /// Reads and validates `path`.
     pub fn from_file(path: &Path) -> Result<RetherBridgeConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        RetherBridgeConfig::from_toml_str(&text)
+        RetherBridgeConfig::from_toml_str(&crate::switchd::config::read_config(path)?)
     }
 
     /// Parses and validates a configuration.
     pub fn from_toml_str(text: &str) -> Result<RetherBridgeConfig, ConfigError> {
         let src = Source(text);
-        let raw: RawBridge = toml::from_str(text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            src.error(span, e.message().to_string())
-        })?;
+        let raw: RawBridge = src.parse()?;
         let default_rate = raw.rate.as_ref().map(|r| rate(&src, r)).transpose()?;
         let Some(raw_ports) = raw.port else {
             return Err(src.error(0..0, "a bridge has [[port]] tables, at least two"));

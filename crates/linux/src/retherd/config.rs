@@ -219,20 +219,13 @@ pub(super) fn trt_and_t_nrt(
 impl RetherDaemonConfig {
     /// Reads and validates `path`.
     pub fn from_file(path: &Path) -> Result<RetherDaemonConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        RetherDaemonConfig::from_toml_str(&text)
+        RetherDaemonConfig::from_toml_str(&crate::switchd::config::read_config(path)?)
     }
 
     /// Parses and validates a configuration.
     pub fn from_toml_str(text: &str) -> Result<RetherDaemonConfig, ConfigError> {
         let src = Source(text);
-        let raw: RawConfig = toml::from_str(text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            src.error(span, e.message().to_string())
-        })?;
+        let raw: RawConfig = src.parse()?;
         let id = station_id(&src, &raw.id)?;
         let host_port = ifname(&src, &raw.host_port, "host_port")?;
         let segment_port = ifname(&src, &raw.segment_port, "segment_port")?;

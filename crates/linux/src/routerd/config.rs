@@ -160,20 +160,13 @@ struct RawRoute {
 impl RouterDaemonConfig {
     /// Reads and validates `path`.
     pub fn from_file(path: &Path) -> Result<RouterDaemonConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        RouterDaemonConfig::from_toml_str(&text)
+        RouterDaemonConfig::from_toml_str(&crate::switchd::config::read_config(path)?)
     }
 
     /// Parses and validates a configuration.
     pub fn from_toml_str(text: &str) -> Result<RouterDaemonConfig, ConfigError> {
         let src = Source(text);
-        let raw: RawConfig = toml::from_str(text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            src.error(span, e.message().to_string())
-        })?;
+        let raw: RawConfig = src.parse()?;
         if raw.port.is_empty() {
             return Err(ConfigError::NoPorts);
         }

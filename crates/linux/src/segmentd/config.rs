@@ -80,20 +80,13 @@ struct RawPort {
 impl SegmentDaemonConfig {
     /// Reads and validates `path`.
     pub fn from_file(path: &Path) -> Result<SegmentDaemonConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        SegmentDaemonConfig::from_toml_str(&text)
+        SegmentDaemonConfig::from_toml_str(&crate::switchd::config::read_config(path)?)
     }
 
     /// Parses and validates a configuration.
     pub fn from_toml_str(text: &str) -> Result<SegmentDaemonConfig, ConfigError> {
         let src = Source(text);
-        let raw: RawConfig = toml::from_str(text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            src.error(span, e.message().to_string())
-        })?;
+        let raw: RawConfig = src.parse()?;
         let Some(rate) = raw.rate else {
             return Err(src.error(
                 0..0,

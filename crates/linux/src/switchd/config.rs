@@ -229,7 +229,23 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 
 pub(crate) struct Source<'a>(pub(crate) &'a str);
 
+/// A daemon's config file as text ([`ConfigError::Read`] naming it when it cannot be read).
+pub(crate) fn read_config(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 impl Source<'_> {
+    /// The file deserialized into `T`, a syntax error or an unknown key at its `line:column`.
+    pub(crate) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
+        toml::from_str(self.0).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            self.error(span, e.message().to_string())
+        })
+    }
+
     pub(crate) fn error(&self, span: Range<usize>, message: impl Into<String>) -> ConfigError {
         let (line, column) = line_column(self.0, span.start);
         ConfigError::Invalid {
