@@ -24,9 +24,9 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use common::rether::*;
 use common::*;
 use rtlan_lab::tools::{self, Iperf3Opts, Iperf3Server};
 use serde_json::{json, Value};
@@ -62,67 +62,6 @@ ends = ["e", "seg"]
 const TRT: Duration = Duration::from_millis(20);
 /// What the lab's wake-ups may add (module docs).
 const ALLOWANCE: Duration = Duration::from_millis(20);
-const STREAM_PORT: u16 = 5004;
-
-fn agent(lab: &rtlan_lab::Lab, host: &str, request: Value) -> Value {
-    let socket = lab.bump_agent_socket(host).expect("agent socket");
-    rtlan_linux::ctl::request_json(socket, request.clone(), Duration::from_secs(10))
-        .unwrap_or_else(|e| panic!("{host}: {request}: {e}"))
-}
-
-/// `rtlan recv` on host d for the stream, until it has been idle for 1.5 s.
-fn receiver(lab: &rtlan_lab::Lab) -> Child {
-    let port = STREAM_PORT.to_string();
-    lab.exec(
-        "d",
-        &[
-            env!("CARGO_BIN_EXE_rtlan"),
-            "recv",
-            "--port",
-            &port,
-            "--json",
-            "--idle",
-            "1500ms",
-        ],
-    )
-    .expect("exec")
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("rtlan recv starts")
-}
-
-/// Host a's stream to d: 1000-byte datagrams at 1.6 Mbit/s for `secs`.
-fn stream(lab: &rtlan_lab::Lab, secs: u32) -> Child {
-    let to = format!("{}:{STREAM_PORT}", ip(lab, "d"));
-    let duration = format!("{secs}s");
-    lab.exec(
-        "a",
-        &[
-            env!("CARGO_BIN_EXE_rtlan"),
-            "send",
-            "--to",
-            &to,
-            "--rate",
-            "1.6mbit",
-            "--size",
-            "1000",
-            "--duration",
-            &duration,
-        ],
-    )
-    .expect("exec")
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("rtlan send starts")
-}
-
-fn report(child: Child) -> Value {
-    let out = child.wait_with_output().expect("rtlan recv ends");
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
 
 /// Hosts b and c flood host e with 8 Mbit/s of UDP each for `secs`.
 fn floods(lab: &rtlan_lab::Lab, secs: u32) -> Vec<std::thread::JoinHandle<()>> {
@@ -145,20 +84,16 @@ fn floods(lab: &rtlan_lab::Lab, secs: u32) -> Vec<std::thread::JoinHandle<()>> {
 
 /// One measured run of the stream under the floods: recv's report.
 fn loaded_run(lab: &rtlan_lab::Lab, secs: u32) -> Value {
-    let rx = receiver(lab);
+    let rx = receiver(lab, "d");
     let floods = floods(lab, secs + 2);
     std::thread::sleep(Duration::from_millis(700));
-    let tx = stream(lab, secs);
+    let tx = stream(lab, "a", "d", secs);
     let out = tx.wait_with_output().expect("rtlan send ends");
     assert!(out.status.success(), "rtlan send: {:?}", out.status);
     for f in floods {
         f.join().expect("flood thread");
     }
     report(rx)
-}
-
-fn max_delay(r: &Value) -> Duration {
-    Duration::from_secs_f64(r["delay_us"]["max"].as_f64().expect("delay max") / 1e6)
 }
 
 #[test]
@@ -254,8 +189,8 @@ fn a_reserved_stream_keeps_its_deadline_under_floods_and_survives_a_dead_station
     for h in ["a", "b", "d", "e"] {
         agent(&lab, h, json!({"op": "reset_token_gap"}));
     }
-    let rx = receiver(&lab);
-    let tx = stream(&lab, 3);
+    let rx = receiver(&lab, "d");
+    let tx = stream(&lab, "a", "d", 3);
     std::thread::sleep(Duration::from_secs(1));
     let c_pid = lab.bump_agent_pid("c").expect("c's agent");
     signal(c_pid, libc::SIGKILL);

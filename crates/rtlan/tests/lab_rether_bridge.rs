@@ -26,9 +26,9 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use common::rether::*;
 use common::*;
 use rtlan_core::rether::bridge::{end_to_end, Hop, Source};
 use rtlan_lab::tools::{self, Iperf3Opts, Iperf3Server};
@@ -81,7 +81,6 @@ ends = ["br", "s2"]
 const TRT: Duration = Duration::from_millis(20);
 /// What the lab's wake-ups may add, per segment crossed (module docs).
 const ALLOWANCE_PER_SEGMENT: Duration = Duration::from_millis(20);
-const STREAM_PORT: u16 = 5004;
 /// The stream's largest frame as reserved: 1,000 bytes of payload + UDP, IPv4 and Ethernet
 /// headers (1,042), rounded up.
 const MAX_FRAME: usize = 1100;
@@ -91,65 +90,8 @@ const FRAMES_S1: u32 = 5;
 /// The bridge's station id on both segments (its links are the 4th of each).
 const BRIDGE_ID: u64 = 4;
 
-fn request(socket: &std::path::Path, request: Value) -> Value {
-    rtlan_linux::ctl::request_json(socket, request.clone(), Duration::from_secs(10))
-        .unwrap_or_else(|e| panic!("{}: {request}: {e}", socket.display()))
-}
-
-fn agent(lab: &rtlan_lab::Lab, host: &str, req: Value) -> Value {
-    request(lab.bump_agent_socket(host).expect("agent socket"), req)
-}
-
 fn bridge(lab: &rtlan_lab::Lab, req: Value) -> Value {
     request(&lab.rether_bridge_socket("br").expect("bridge socket"), req)
-}
-
-/// `rtlan recv` on host x for the stream, until it has been idle for 1.5 s.
-fn receiver(lab: &rtlan_lab::Lab) -> Child {
-    let port = STREAM_PORT.to_string();
-    lab.exec(
-        "x",
-        &[
-            env!("CARGO_BIN_EXE_rtlan"),
-            "recv",
-            "--port",
-            &port,
-            "--json",
-            "--idle",
-            "1500ms",
-        ],
-    )
-    .expect("exec")
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("rtlan recv starts")
-}
-
-/// Host a's stream to x: 1000-byte datagrams at 1.6 Mbit/s for `secs`.
-fn stream(lab: &rtlan_lab::Lab, secs: u32) -> Child {
-    let to = format!("{}:{STREAM_PORT}", ip(lab, "x"));
-    let duration = format!("{secs}s");
-    lab.exec(
-        "a",
-        &[
-            env!("CARGO_BIN_EXE_rtlan"),
-            "send",
-            "--to",
-            &to,
-            "--rate",
-            "1.6mbit",
-            "--size",
-            "1000",
-            "--duration",
-            &duration,
-        ],
-    )
-    .expect("exec")
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("rtlan send starts")
 }
 
 /// z's stream to y (iperf3's UDP to y's server), 1,000-byte datagrams: what z reserves.
@@ -201,22 +143,16 @@ fn reserve_z(lab: &rtlan_lab::Lab, frames: u32) -> u64 {
 
 /// One measured run of the stream under the floods: recv's report.
 fn loaded_run(lab: &rtlan_lab::Lab, secs: u32) -> Value {
-    let rx = receiver(lab);
+    let rx = receiver(lab, "x");
     let floods = floods(lab, secs + 2);
     std::thread::sleep(Duration::from_millis(700));
-    let tx = stream(lab, secs);
+    let tx = stream(lab, "a", "x", secs);
     let out = tx.wait_with_output().expect("rtlan send ends");
     assert!(out.status.success(), "rtlan send: {:?}", out.status);
     for f in floods {
         f.join().expect("flood thread");
     }
-    let out = rx.wait_with_output().expect("rtlan recv ends");
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-fn max_delay(r: &Value) -> Duration {
-    Duration::from_secs_f64(r["delay_us"]["max"].as_f64().expect("delay max") / 1e6)
+    report(rx)
 }
 
 fn summary(r: &Value) -> String {

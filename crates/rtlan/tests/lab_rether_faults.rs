@@ -19,6 +19,7 @@ mod common;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use common::rether::*;
 use common::*;
 use serde_json::{json, Value};
 
@@ -48,15 +49,8 @@ ends = ["d", "seg"]
 
 const TRT: Duration = Duration::from_millis(20);
 const ALLOWANCE: Duration = Duration::from_millis(20);
-const STREAM_PORT: u16 = 5004;
 /// The segment's port towards host b (its link is the segment's second).
 const B_SEGMENT_PORT: &str = "p1";
-
-fn agent(lab: &rtlan_lab::Lab, host: &str, request: Value) -> Value {
-    let socket = lab.bump_agent_socket(host).expect("agent socket");
-    rtlan_linux::ctl::request_json(socket, request.clone(), Duration::from_secs(10))
-        .unwrap_or_else(|e| panic!("{host}: {request}: {e}"))
-}
 
 /// Whether station `id` is on the token a's agent heard last, and whether it is alive there.
 fn member(lab: &rtlan_lab::Lab, id: u64) -> Option<bool> {
@@ -76,15 +70,6 @@ impl Drop for Started {
         signal(self.0.id(), libc::SIGTERM);
         let _ = self.0.wait();
     }
-}
-
-fn spawn(lab: &rtlan_lab::Lab, host: &str, args: &[&str]) -> Child {
-    lab.exec(host, args)
-        .expect("exec")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starts")
 }
 
 #[test]
@@ -108,38 +93,9 @@ fn a_reserved_stream_rides_through_an_agent_restart_and_a_pulled_cable() {
     let admitted = agent(&lab, "a", json!({"op": "admit", "session": session}));
     assert_eq!(admitted["state"], "admitted", "{admitted}");
 
-    let port = STREAM_PORT.to_string();
-    let rx = spawn(
-        &lab,
-        "d",
-        &[
-            env!("CARGO_BIN_EXE_rtlan"),
-            "recv",
-            "--port",
-            &port,
-            "--json",
-            "--idle",
-            "1500ms",
-        ],
-    );
+    let rx = receiver(&lab, "d");
     std::thread::sleep(Duration::from_millis(300));
-    let to = format!("{}:{STREAM_PORT}", ip(&lab, "d"));
-    let tx = spawn(
-        &lab,
-        "a",
-        &[
-            env!("CARGO_BIN_EXE_rtlan"),
-            "send",
-            "--to",
-            &to,
-            "--rate",
-            "1.6mbit",
-            "--size",
-            "1000",
-            "--duration",
-            "9s",
-        ],
-    );
+    let tx = stream(&lab, "a", "d", 9);
     std::thread::sleep(Duration::from_millis(500));
 
     // 1. c's agent: SIGKILL, declared dead, started again, taken back.
@@ -242,10 +198,8 @@ fn a_reserved_stream_rides_through_an_agent_restart_and_a_pulled_cable() {
 
     let out = tx.wait_with_output().expect("rtlan send ends");
     assert!(out.status.success(), "rtlan send: {:?}", out.status);
-    let out = rx.wait_with_output().expect("rtlan recv ends");
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-    let max = Duration::from_secs_f64(report["delay_us"]["max"].as_f64().expect("max") / 1e6);
+    let report = report(rx);
+    let max = max_delay(&report);
     let a_sessions = agent(&lab, "a", json!({"op": "sessions"}));
     eprintln!(
         "a's stream through both: {} received, {} lost, delay p50 {:.1} ms max {:.1} ms; a's session {}",

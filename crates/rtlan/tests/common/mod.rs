@@ -1,6 +1,8 @@
 //! Shared helpers for the lab tests: root check, unique lab names, control-socket queries.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod rether;
+
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
