@@ -66,8 +66,13 @@ pub enum Request {
         /// The handle from [`Reply::Opened`].
         conn: ConnHandle,
     },
-    /// List this client's connections. Replied with [`Reply::List`].
-    List,
+    /// List this client's connections — or, with `all` (an operator's request; the shell lets
+    /// only root ask), every connection on the host. Replied with [`Reply::List`].
+    List {
+        /// Every client's connections, not only the caller's.
+        #[serde(default)]
+        all: bool,
+    },
 }
 
 /// Who shapes a connection's traffic on the sending host (the `"shaping"` field of `open`).
@@ -117,6 +122,8 @@ pub struct ConnInfo {
     /// The end-to-end delay bound, µs, once admitted: the switches' (SETUP_OK's BOUND), else
     /// the bandwidth manager's; under both admissions the larger.
     pub delay_bound_us: Option<u64>,
+    /// The PID its client registered (its owner), if any.
+    pub owner_pid: Option<u32>,
 }
 
 /// A reply to a client.

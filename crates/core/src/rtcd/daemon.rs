@@ -371,11 +371,11 @@ impl Rtcd {
                     },
                 ),
             },
-            Request::List => {
+            Request::List { all } => {
                 let list = self
                     .conns
                     .iter()
-                    .filter(|(_, c)| c.client == client)
+                    .filter(|(_, c)| all || c.client == client)
                     .map(|(&id, c)| ConnInfo {
                         conn: c.handle,
                         id,
@@ -390,6 +390,7 @@ impl Rtcd {
                         rate_bps: c.setup.rate,
                         phase: c.phase,
                         delay_bound_us: c.bound_us(),
+                        owner_pid: self.clients.get(&c.client).copied(),
                     })
                     .collect();
                 self.reply(client, tag, Reply::List(list));

@@ -154,6 +154,8 @@ impl Stream {
 struct Conn {
     stream: Stream,
     peer_pid: Option<u32>,
+    /// The peer's user id (`SO_PEERCRED`; Unix sockets only).
+    peer_uid: Option<u32>,
     inbuf: Vec<u8>,
     outbuf: Vec<u8>,
     /// Close once `outbuf` is written and no request awaits its reply (the peer closed its
@@ -193,8 +195,9 @@ pub struct MgmtServer {
     polled: bool,
 }
 
-/// The peer's PID via `SO_PEERCRED` (`None` if unknown, e.g. from another PID namespace).
-fn peer_pid(fd: RawFd) -> Option<u32> {
+/// The peer's PID and user id via `SO_PEERCRED` (the PID `None` if unknown, e.g. from another
+/// PID namespace; both `None` if the call fails).
+fn peer_cred(fd: RawFd) -> (Option<u32>, Option<u32>) {
     let mut cred = libc::ucred {
         pid: 0,
         uid: 0,
@@ -211,10 +214,11 @@ fn peer_pid(fd: RawFd) -> Option<u32> {
             &mut len,
         )
     };
-    if rc != 0 || cred.pid <= 0 {
-        return None;
+    if rc != 0 {
+        return (None, None);
     }
-    u32::try_from(cred.pid).ok()
+    let pid = u32::try_from(cred.pid).ok().filter(|&p| p > 0);
+    (pid, Some(cred.uid))
 }
 
 impl MgmtServer {
@@ -273,6 +277,14 @@ impl MgmtServer {
             .add(fd, libc::EPOLLIN as u32, token_base)
             .map_err(|source| ServerError::Io { at, source })?;
         Ok(server)
+    }
+
+    /// The user id of a connected client's peer (Unix sockets; `None` for TCP or a client that
+    /// is gone): what a daemon checks before an operator's request.
+    pub fn peer_uid(&self, client: u64) -> Option<u32> {
+        self.conns
+            .get(&(self.base + 1 + client))
+            .and_then(|c| c.peer_uid)
     }
 
     /// The bound TCP address (`None` for a Unix socket).
@@ -566,15 +578,16 @@ impl MgmtServer {
             if epoll.add(stream.fd(), libc::EPOLLIN as u32, token).is_err() {
                 continue;
             }
-            let peer_pid = match &stream {
-                Stream::Unix(s) => peer_pid(s.as_raw_fd()),
-                Stream::Tcp(_) => None,
+            let (peer_pid, peer_uid) = match &stream {
+                Stream::Unix(s) => peer_cred(s.as_raw_fd()),
+                Stream::Tcp(_) => (None, None),
             };
             self.conns.insert(
                 token,
                 Conn {
                     stream,
                     peer_pid,
+                    peer_uid,
                     inbuf: Vec::new(),
                     outbuf: Vec::new(),
                     closing: false,
@@ -817,5 +830,30 @@ mod tests {
         assert_eq!(reader.read_line(&mut rest).expect("eof"), 0);
         drop(server);
         assert!(!path.exists(), "socket file removed on drop");
+    }
+
+    #[test]
+    fn a_unix_clients_user_id_is_known() {
+        let path = std::env::temp_dir().join(format!("rtl-mgmt-uid-{}.sock", std::process::id()));
+        let epoll = Epoll::new().expect("epoll");
+        let mut server = MgmtServer::bind(
+            &Listen::Unix(path.clone()),
+            &epoll,
+            1 << 62,
+            Limits::default(),
+        )
+        .expect("bind");
+        let client = UnixStream::connect(&path).expect("connect");
+        (&client).write_all(b"{\"op\":\"ping\"}\n").expect("write");
+        serve_until(&mut server, &epoll, |s| s.stats().requests == 1);
+        // SAFETY: geteuid(2) has no preconditions.
+        let uid = unsafe { libc::geteuid() };
+        assert_eq!(
+            server.peer_uid(0),
+            Some(uid),
+            "the peer's uid from SO_PEERCRED"
+        );
+        assert_eq!(server.peer_uid(7), None, "no such client");
+        drop(client);
     }
 }

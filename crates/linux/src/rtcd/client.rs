@@ -251,7 +251,7 @@ impl RtcdClient {
 
     /// This client's connections.
     pub fn list(&mut self) -> Result<Vec<ListedConn>, ClientError> {
-        let reply = self.call(&Request::List)?;
+        let reply = self.call(&Request::List { all: false })?;
         let Some(items) = field(&reply, "connections")?.as_array() else {
             return Err(ClientError::Protocol(format!(
                 "`connections` not a list in {reply}"

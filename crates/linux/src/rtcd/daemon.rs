@@ -333,6 +333,17 @@ impl Daemon {
                 let client = ClientId(client);
                 match json::decode_request(&request, peer_pid) {
                     Ok(request) => {
+                        // Every connection on the host is an operator's view: root's only.
+                        if matches!(request, rtlan_core::rtcd::Request::List { all: true })
+                            && self.clients.peer_uid(client.0) != Some(0)
+                        {
+                            let error = MgmtError::new(
+                                "forbidden",
+                                "only root may list every connection on the host (`all`)",
+                            );
+                            self.reply(client, id, Err(error));
+                            return;
+                        }
                         if let rtlan_core::rtcd::Request::Register { pid } = request {
                             if Some(pid) != peer_pid && pid_is_dead(pid) {
                                 let error = MgmtError::new(

@@ -197,7 +197,8 @@ pub fn render(reply: &Reply) -> Rendered {
                     json!({"conn": c.conn.0, "id": c.id, "proxy_ip": c.proxy_ip.to_string(),
                            "dst_ip": c.dst_ip.to_string(), "dst_port": c.dst_port,
                            "src_port": c.src_port, "rate_bps": c.rate_bps,
-                           "phase": phase_name(c.phase), "delay_bound_us": c.delay_bound_us})
+                           "phase": phase_name(c.phase), "delay_bound_us": c.delay_bound_us,
+                           "owner_pid": c.owner_pid})
                 })
                 .collect();
             json!({"reply": "list", "connections": connections})
@@ -217,7 +218,7 @@ mod tests {
 
     #[test]
     fn requests_map_from_documented_lines() {
-        let cases: [(&str, RequestId, Request); 6] = [
+        let cases: [(&str, RequestId, Request); 7] = [
             (
                 r#"{"op":"register","pid":42}"#,
                 None,
@@ -264,7 +265,16 @@ mod tests {
                     conn: ConnHandle(7),
                 },
             ),
-            (r#"{"op":"list","id":null}"#, None, Request::List),
+            (
+                r#"{"op":"list","id":null}"#,
+                None,
+                Request::List { all: false },
+            ),
+            (
+                r#"{"op":"list","all":true}"#,
+                None,
+                Request::List { all: true },
+            ),
         ];
         for (line, tag, request) in cases {
             assert_eq!(
@@ -376,8 +386,10 @@ mod tests {
             rate_bps: 1000,
             phase: ConnPhase::Opening,
             delay_bound_us: None,
+            owner_pid: Some(42),
         }]);
         let v = data(&list);
+        assert_eq!(v["connections"][0]["owner_pid"], json!(42));
         assert_eq!(v["reply"], json!("list"));
         assert_eq!(v["connections"][0]["phase"], json!("opening"));
         assert_eq!(v["connections"][0]["proxy_ip"], json!("198.19.0.17"));

@@ -76,7 +76,7 @@ fn central_only_asks_the_manager_and_sends_plainly_to_the_receiver() {
     );
     // Phase admitting in the list, the rate counts against the local cap meanwhile.
     assert_eq!(d.reserved_bps(), 40_000_000);
-    d.handle_client_request(ms(1), ALICE, 6, Request::List);
+    d.handle_client_request(ms(1), ALICE, 6, Request::List { all: false });
     match replies(&drain(&mut d)).pop() {
         Some((_, 6, Reply::List(list))) => assert_eq!(list[0].phase, ConnPhase::Admitting),
         other => panic!("expected a list, got {other:?}"),

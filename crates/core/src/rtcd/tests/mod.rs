@@ -392,7 +392,7 @@ fn orphan_reclaim_tears_down_dead_pid_only() {
     assert!(replies(&a).is_empty());
     assert!(!a.iter().any(|x| matches!(x, Action::RemoveRoute { .. })));
     // Bob is untouched and still served; Alice is no longer registered.
-    d.handle_client_request(ms(60_002), BOB, 1, Request::List);
+    d.handle_client_request(ms(60_002), BOB, 1, Request::List { all: false });
     let list = replies(&drain(&mut d));
     let [(BOB, 1, Reply::List(l))] = list.as_slice() else {
         panic!("{list:?}")
@@ -562,6 +562,28 @@ fn closing_anothers_connection_refused() {
         )]
     ));
     assert_eq!(d.connection_count(), 1);
+}
+
+#[test]
+fn a_client_lists_its_own_connections_and_all_lists_every_one_with_its_owner() {
+    let mut d = daemon();
+    register(&mut d, ALICE, 100);
+    register(&mut d, BOB, 200);
+    let (alices, _) = open_ok(&mut d, Instant::ZERO, ALICE, 1_000);
+    let (bobs, _) = open_ok(&mut d, Instant::ZERO, BOB, 2_000);
+    let listed = |d: &mut Rtcd, all: bool| -> Vec<(ConnHandle, Option<u32>)> {
+        d.handle_client_request(ms(1), BOB, 9, Request::List { all });
+        match replies(&drain(d)).as_slice() {
+            [(BOB, 9, Reply::List(l))] => l.iter().map(|c| (c.conn, c.owner_pid)).collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(listed(&mut d, false), vec![(bobs, Some(200))]);
+    let mut every = listed(&mut d, true);
+    every.sort_by_key(|(c, _)| c.0);
+    let mut want = vec![(alices, Some(100)), (bobs, Some(200))];
+    want.sort_by_key(|(c, _)| c.0);
+    assert_eq!(every, want);
 }
 
 #[test]
@@ -736,7 +758,7 @@ proptest! {
                     dst_ip: DST, dst_port: 1, src_port: 0, rate_bps: rate, max_burst: 2000, max_packet: packet,
                     shaping: DaemonShaping::None, delay_us: None }),
                 Step::Close(c, h) => d.handle_client_request(now, ClientId(c.into()), 0, Request::Close { conn: ConnHandle(h) }),
-                Step::List(c) => d.handle_client_request(now, ClientId(c.into()), 0, Request::List),
+                Step::List(c) => d.handle_client_request(now, ClientId(c.into()), 0, Request::List { all: false }),
                 Step::Answer(n, kind) => if let Some(setup) = setups.get(n) {
                     let Message::Setup(s) = setup.message else { continue };
                     let reply = if kind == 1 {
@@ -814,7 +836,7 @@ fn delay_requirement_goes_out_and_the_paths_bound_comes_back() {
         }
         other => panic!("expected Opened, got {other:?}"),
     }
-    d.handle_client_request(ms(3), ALICE, 5, Request::List);
+    d.handle_client_request(ms(3), ALICE, 5, Request::List { all: false });
     match replies(&drain(&mut d)).pop() {
         Some((ALICE, 5, Reply::List(list))) => assert_eq!(list[0].delay_bound_us, Some(2346)),
         other => panic!("expected List, got {other:?}"),
