@@ -248,9 +248,9 @@ struct Shared {
 
 impl Shared {
     fn stop(&self, reason: StopReason) {
-        let _ = self
-            .reason
-            .compare_exchange(0, reason.code(), Ordering::Relaxed, Ordering::Relaxed);
+        let _ =
+            self.reason
+                .compare_exchange(0, reason.code(), Ordering::Relaxed, Ordering::Relaxed);
     }
 }
 
@@ -463,7 +463,10 @@ type Writer = PcapWriter<BufWriter<File>>;
 /// `overwrite`) and writes the pcap header.
 fn create(path: &Path, overwrite: bool) -> Result<Writer, CaptureError> {
     let mut options = OpenOptions::new();
-    options.write(true).custom_flags(libc::O_NOFOLLOW).mode(0o640);
+    options
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o640);
     if overwrite {
         options.create(true).truncate(true);
     } else {

@@ -30,7 +30,11 @@ fn a_port_is_found_by_name_index_or_index_as_text() {
         assert_eq!(plan.frames, 5);
         assert_eq!(plan.duration, None);
     }
-    for port in [serde_json::json!("eth9"), serde_json::json!(3), serde_json::json!("3")] {
+    for port in [
+        serde_json::json!("eth9"),
+        serde_json::json!(3),
+        serde_json::json!("3"),
+    ] {
         let err = args(serde_json::json!({"port": port, "path": "/tmp/x.pcap", "frames": 5}))
             .check(&ports())
             .expect_err("no such port");
@@ -41,15 +45,30 @@ fn a_port_is_found_by_name_index_or_index_as_text() {
 #[test]
 fn unsafe_or_unbounded_requests_are_refused_with_their_code() {
     let cases = [
-        (serde_json::json!({"port": 0, "path": "x.pcap", "frames": 5}), "relative_path"),
-        (serde_json::json!({"port": 0, "path": "/tmp/x.pcap"}), "no_stop_condition"),
-        (serde_json::json!({"port": 0, "path": "/tmp/x.pcap", "frames": 0}), "bad_limit"),
+        (
+            serde_json::json!({"port": 0, "path": "x.pcap", "frames": 5}),
+            "relative_path",
+        ),
+        (
+            serde_json::json!({"port": 0, "path": "/tmp/x.pcap"}),
+            "no_stop_condition",
+        ),
+        (
+            serde_json::json!({"port": 0, "path": "/tmp/x.pcap", "frames": 0}),
+            "bad_limit",
+        ),
         (
             serde_json::json!({"port": 0, "path": "/tmp/x.pcap", "frames": MAX_FRAMES + 1}),
             "bad_limit",
         ),
-        (serde_json::json!({"port": 0, "path": "/tmp/x.pcap", "seconds": 0}), "bad_limit"),
-        (serde_json::json!({"port": 0, "path": "/tmp/x.pcap", "seconds": -1.5}), "bad_limit"),
+        (
+            serde_json::json!({"port": 0, "path": "/tmp/x.pcap", "seconds": 0}),
+            "bad_limit",
+        ),
+        (
+            serde_json::json!({"port": 0, "path": "/tmp/x.pcap", "seconds": -1.5}),
+            "bad_limit",
+        ),
         (
             serde_json::json!({"port": 0, "path": "/tmp/x.pcap", "seconds": MAX_SECONDS + 1.0}),
             "bad_limit",
@@ -123,7 +142,12 @@ fn frames_are_written_until_the_frame_limit_and_counted_by_direction() {
     assert_eq!(status.state, "done");
     assert_eq!(status.stop_reason, Some(StopReason::Frames));
     assert_eq!(
-        (status.rx_frames, status.tx_frames, status.written, status.dropped),
+        (
+            status.rx_frames,
+            status.tx_frames,
+            status.written,
+            status.dropped
+        ),
         (2, 1, 3, 0)
     );
     assert_eq!(status.bytes, 60 + 64 + 70);
@@ -164,7 +188,10 @@ fn a_full_queue_drops_and_counts_and_the_time_limit_ends_the_capture() {
     let status = handle.status();
     assert_eq!(status.state, "done");
     assert_eq!(status.stop_reason, Some(StopReason::Seconds));
-    assert_eq!(status.written, status.rx_frames, "every queued frame is written");
+    assert_eq!(
+        status.written, status.rx_frames,
+        "every queued frame is written"
+    );
     tap.record(now, true, &[0; 60]);
     assert!(tap.finished());
     let _ = std::fs::remove_file(&path);
