@@ -711,6 +711,57 @@ mod tests {
     }
 
     #[test]
+    fn a_tap_sees_what_its_port_receives_and_transmits() {
+        let (sock, peer) = UnixDatagram::pair().expect("socket pair");
+        sock.set_nonblocking(true).expect("nonblocking");
+        let port = FakePort {
+            sock,
+            sent: Vec::new(),
+            counters: PortCounters::default(),
+            carrier: Arc::new(AtomicU8::new(2)),
+        };
+        let mut driver =
+            Driver::new(Echo::default(), vec![port], DriverOptions::default()).expect("driver");
+        let path = std::env::temp_dir().join(format!("rtl-driver-tap-{}.pcap", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let args: crate::capture::CaptureArgs =
+            serde_json::from_value(serde_json::json!({"port": 0, "path": path, "frames": 2}))
+                .expect("args");
+        let plan = args.check(&["fake0".to_string()]).expect("plan");
+        let (tap, mut handle) =
+            crate::capture::CaptureHandle::start(plan, clock::now()).expect("capture starts");
+        driver.set_tap(Some(tap));
+
+        peer.send(b"abc").expect("send");
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::Relaxed);
+        });
+        driver.run(&stop, |_, _, _| {}).expect("runs");
+        stopper.join().expect("stopper");
+
+        assert_eq!(driver.ports()[0].sent, [b"cba".to_vec()]);
+        assert!(
+            driver.tap.is_none(),
+            "the tap that reached its frame limit is dropped"
+        );
+        handle.join();
+        let status = handle.status();
+        assert_eq!(
+            (
+                status.rx_frames,
+                status.tx_frames,
+                status.written,
+                status.state
+            ),
+            (1, 1, 2, "done")
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
     fn frames_timers_and_carrier_changes_reach_the_node() {
         let (sock, peer) = UnixDatagram::pair().expect("socket pair");
         sock.set_nonblocking(true).expect("nonblocking");
