@@ -196,3 +196,12 @@ fn a_full_queue_drops_and_counts_and_the_time_limit_ends_the_capture() {
     assert!(tap.finished());
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn stop_reasons_round_trip_through_their_codes() {
+    assert_eq!(StopReason::from_code(0), None, "0 is 'not stopped'");
+    for reason in StopReason::ALL {
+        assert_eq!(StopReason::from_code(reason.code()), Some(reason));
+    }
+    assert_eq!(StopReason::from_code(StopReason::ALL.len() as u8 + 1), None);
+}
