@@ -14,6 +14,7 @@
 //! - [`netlink`]: neighbour (ARP) entries and on-link routes for the host daemon.
 
 pub mod bwmd;
+pub mod capture;
 pub mod clock;
 pub mod ctl;
 pub mod driver;

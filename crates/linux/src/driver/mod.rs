@@ -19,6 +19,10 @@
 //!    `Unpaced` and `Shared` ports (the NIC ring serialises); a full ring asks for `EPOLLOUT`;
 //! 5. the `timerfd` armed at `poll_timeout()`, lateness recorded when it fires.
 //!
+//! While a capture runs ([`Driver::set_tap`], [`crate::capture`]), the frames received on and
+//! transmitted from its port in steps 2 and 4 are also copied to the capture's bounded queue;
+//! without one the cost is one `Option` test per port and batch.
+//!
 //! Carrier changes (the driver's link state, read at once when netlink reports a link change
 //! ([`crate::linkwatch`]) or a port's socket reports an error such as `ENETDOWN`, and at least
 //! every [`LINK_CHECK_INTERVAL`], because the kernel may hold a carrier-loss notification back for
@@ -38,6 +42,7 @@ use rtlan_core::time::Instant;
 pub(crate) use epoll::{Epoll, EMPTY_EVENT};
 pub use port::Port;
 
+use crate::capture::Tap;
 use crate::clock;
 use crate::packet::{PortCounters, TxOutcome};
 use crate::timer::{LatenessStats, Timer, TimerError};
@@ -135,6 +140,9 @@ pub struct Driver<N: Node, P: Port> {
     /// State of the xorshift generator that picks the first port of each receive (non-zero).
     rx_seed: u64,
     stale_deadlines: u64,
+    /// The running capture, if any ([`crate::capture`]): one `Option` test per port and batch
+    /// when there is none.
+    tap: Option<Tap>,
     started: Instant,
     stopped: Option<Instant>,
 }
@@ -210,6 +218,7 @@ impl<N: Node, P: Port> Driver<N, P> {
             loop_iterations: 0,
             rx_seed: 0x9e37_79b9_7f4a_7c15,
             stale_deadlines: 0,
+            tap: None,
             started,
             stopped: None,
         })
@@ -224,6 +233,18 @@ impl<N: Node, P: Port> Driver<N, P> {
     /// The epoll instance and the node together, for a user event that changes the node.
     pub(crate) fn epoll_and_node(&mut self) -> (&Epoll, &mut N) {
         (&self.epoll, &mut self.node)
+    }
+
+    /// The epoll instance, the node and the capture slot together, for a user event that
+    /// changes the node or starts and stops a capture.
+    pub(crate) fn epoll_node_and_tap(&mut self) -> (&Epoll, &mut N, &mut Option<Tap>) {
+        (&self.epoll, &mut self.node, &mut self.tap)
+    }
+
+    /// Starts capturing the frames received on and transmitted from the tap's port (replacing
+    /// a running capture, whose writer then closes its file), or stops with `None`.
+    pub fn set_tap(&mut self, tap: Option<Tap>) {
+        self.tap = tap;
     }
 
     /// The node.
@@ -306,6 +327,10 @@ impl<N: Node, P: Port> Driver<N, P> {
                 self.node.handle_timeout(now);
             }
             self.transmit(now)?;
+            if self.tap.as_ref().is_some_and(Tap::finished) {
+                // Dropping the tap closes its queue: the writer writes what is left and ends.
+                self.tap = None;
+            }
             after_io(self);
             self.arm_timer(now)?;
         }
@@ -399,6 +424,7 @@ impl<N: Node, P: Port> Driver<N, P> {
             ports,
             rx_taken,
             rx_seed,
+            tap,
             ..
         } = self;
         let count = ports.len();
@@ -425,7 +451,13 @@ impl<N: Node, P: Port> Driver<N, P> {
                 }
                 // Port indices fit u16 (checked in `new`).
                 let id = PortId(i as u16);
-                let consumed = ports[i].receive(quantum, |frame| node.handle_frame(now, id, frame));
+                let consumed = match tap.as_mut().filter(|t| t.port() == i) {
+                    None => ports[i].receive(quantum, |frame| node.handle_frame(now, id, frame)),
+                    Some(tap) => ports[i].receive(quantum, |frame| {
+                        tap.record(now, false, frame);
+                        node.handle_frame(now, id, frame);
+                    }),
+                };
                 rx_taken[i] += consumed;
                 any_full |= consumed == quantum;
             }
@@ -444,7 +476,23 @@ impl<N: Node, P: Port> Driver<N, P> {
         for (i, port) in self.ports.iter_mut().enumerate() {
             // Port indices fit u16 (checked in `new`).
             let id = PortId(i as u16);
-            while port.transmit_with(|buf| node.poll_transmit(now, id, buf)) == TxOutcome::Queued {}
+            match self.tap.as_mut().filter(|t| t.port() == i) {
+                None => {
+                    while port.transmit_with(|buf| node.poll_transmit(now, id, buf))
+                        == TxOutcome::Queued
+                    {}
+                }
+                Some(tap) => {
+                    while port.transmit_with(|buf| {
+                        let len = node.poll_transmit(now, id, buf)?;
+                        if let Some(frame) = buf.get(..len) {
+                            tap.record(now, true, frame);
+                        }
+                        Some(len)
+                    }) == TxOutcome::Queued
+                    {}
+                }
+            }
             if let Err(err) = port.flush() {
                 tracing::debug!(ifname = port.ifname(), "flush: {err}");
                 if matches!(
@@ -660,6 +708,57 @@ mod tests {
         fn handle_link(&mut self, _now: Instant, _port: PortId, up: bool) {
             self.links.push(up);
         }
+    }
+
+    #[test]
+    fn a_tap_sees_what_its_port_receives_and_transmits() {
+        let (sock, peer) = UnixDatagram::pair().expect("socket pair");
+        sock.set_nonblocking(true).expect("nonblocking");
+        let port = FakePort {
+            sock,
+            sent: Vec::new(),
+            counters: PortCounters::default(),
+            carrier: Arc::new(AtomicU8::new(2)),
+        };
+        let mut driver =
+            Driver::new(Echo::default(), vec![port], DriverOptions::default()).expect("driver");
+        let path = std::env::temp_dir().join(format!("rtl-driver-tap-{}.pcap", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let args: crate::capture::CaptureArgs =
+            serde_json::from_value(serde_json::json!({"port": 0, "path": path, "frames": 2}))
+                .expect("args");
+        let plan = args.check(&["fake0".to_string()]).expect("plan");
+        let (tap, mut handle) =
+            crate::capture::CaptureHandle::start(plan, clock::now()).expect("capture starts");
+        driver.set_tap(Some(tap));
+
+        peer.send(b"abc").expect("send");
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::Relaxed);
+        });
+        driver.run(&stop, |_, _, _| {}).expect("runs");
+        stopper.join().expect("stopper");
+
+        assert_eq!(driver.ports()[0].sent, [b"cba".to_vec()]);
+        assert!(
+            driver.tap.is_none(),
+            "the tap that reached its frame limit is dropped"
+        );
+        handle.join();
+        let status = handle.status();
+        assert_eq!(
+            (
+                status.rx_frames,
+                status.tx_frames,
+                status.written,
+                status.state
+            ),
+            (1, 1, 2, "done")
+        );
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub enum ControlError {
 }
 
 /// A control request: the `op` of a request line (`docs/switch.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
 pub enum Request {
     /// Counters: the core's `SwitchStats`, the shell's port counters, timer lateness.
@@ -55,6 +55,16 @@ pub enum Request {
     /// Per-hop SETUP handling times: `{"hit_ns":[...],"miss_ns":[...]}`.
     #[serde(rename = "setup-latency")]
     SetupLatency,
+    /// Starts writing a port's received and transmitted frames to a pcap file
+    /// ([`crate::capture`]); answers the capture's status.
+    Capture(crate::capture::CaptureArgs),
+    /// Stops the running capture; answers its status (`state` becomes `done` once the writer
+    /// has closed the file).
+    #[serde(rename = "capture-stop", alias = "capture_stop")]
+    CaptureStop,
+    /// The running or last capture's status.
+    #[serde(rename = "capture-status", alias = "capture_status")]
+    CaptureStatus,
 }
 
 /// Longest request line accepted.
@@ -153,12 +163,23 @@ mod tests {
             ("connections", Request::Connections),
             ("flush-arp", Request::FlushArp),
             ("setup-latency", Request::SetupLatency),
+            ("capture-stop", Request::CaptureStop),
+            ("capture_stop", Request::CaptureStop),
+            ("capture-status", Request::CaptureStatus),
+            ("capture_status", Request::CaptureStatus),
         ] {
             let line = format!(r#"{{"op":"{op}","id":1}}"#);
             let envelope = crate::mgmt::parse_line(line.as_bytes()).expect("envelope");
             assert_eq!(envelope.decode::<Request>(), Ok(request), "{op}");
         }
-        for op in ["reboot", "flusharp", "Stats"] {
+        let line = br#"{"op":"capture","id":2,"port":"p0","path":"/tmp/p0.pcap","frames":100}"#;
+        let envelope = crate::mgmt::parse_line(line).expect("envelope");
+        let Ok(Request::Capture(args)) = envelope.decode::<Request>() else {
+            panic!("capture parses");
+        };
+        assert_eq!(args.frames, Some(100));
+        assert!(!args.overwrite);
+        for op in ["reboot", "flusharp", "Stats", "capture"] {
             let line = format!(r#"{{"op":"{op}"}}"#);
             let envelope = crate::mgmt::parse_line(line.as_bytes()).expect("envelope");
             assert!(envelope.decode::<Request>().is_err(), "{op}");

@@ -10,6 +10,7 @@ use rtlan_core::switch::Switch;
 
 use super::control::{ControlServer, Request};
 use super::{Config, Error, RunReport, ShellStats};
+use crate::capture::{CaptureArgs, CaptureError, CaptureHandle, Tap};
 use crate::clock;
 use crate::driver::{Driver, DriverOptions};
 use crate::mgmt::MgmtError;
@@ -22,6 +23,8 @@ pub(super) struct Daemon {
     driver: Driver<Switch, AnyPort>,
     /// Closed (and its socket file removed) when the daemon drops.
     control: Option<ControlServer>,
+    /// The running or last capture (`capture` op).
+    capture: Option<CaptureHandle>,
 }
 
 impl Daemon {
@@ -66,6 +69,7 @@ impl Daemon {
             config,
             driver,
             control,
+            capture: None,
         })
     }
 
@@ -75,6 +79,7 @@ impl Daemon {
             config,
             driver,
             control,
+            capture,
         } = self;
         driver.run(shutdown, |driver, token, flags| {
             let Some(control) = control.as_mut() else {
@@ -84,11 +89,20 @@ impl Daemon {
             let shell = shell_stats(driver, Some(&*control));
             let timer = driver.lateness().clone();
             let uptime = driver.uptime();
-            let (epoll, switch) = driver.epoll_and_node();
-            control.on_event(epoll, token, flags, |request| {
-                respond(request, switch, config, &shell, &timer, uptime)
+            let (epoll, switch, tap) = driver.epoll_node_and_tap();
+            control.on_event(epoll, token, flags, |request| match request {
+                Request::Capture(args) => start_capture(&args, config, tap, capture),
+                Request::CaptureStop => stop_capture(tap, capture.as_ref()),
+                Request::CaptureStatus => capture_status(capture.as_ref()),
+                other => respond(other, switch, config, &shell, &timer, uptime),
             });
         })?;
+        // A capture still running ends with the daemon: its writer closes the file.
+        self.driver.set_tap(None);
+        if let Some(capture) = self.capture.as_mut() {
+            capture.stop();
+            capture.join();
+        }
         tracing::info!(name = %self.config.name, "switch stopped");
         Ok(())
     }
@@ -104,6 +118,51 @@ impl Daemon {
             timer: self.driver.lateness().clone(),
         }
     }
+}
+
+/// Starts a capture (`capture` op), unless one is running or still writing.
+fn start_capture(
+    args: &CaptureArgs,
+    config: &Config,
+    tap: &mut Option<Tap>,
+    capture: &mut Option<CaptureHandle>,
+) -> Result<serde_json::Value, MgmtError> {
+    if let Some(running) = capture.as_ref().filter(|c| !c.done()) {
+        return Err(CaptureError::Running(running.status().ifname).into());
+    }
+    let ifnames: Vec<String> = config.ports.iter().map(|p| p.ifname.clone()).collect();
+    let plan = args.check(&ifnames)?;
+    let (new_tap, handle) = CaptureHandle::start(plan, clock::now())?;
+    if let Some(mut old) = capture.take() {
+        // Done: its writer has ended, so this does not wait.
+        old.join();
+    }
+    tracing::info!(port = %handle.status().ifname, path = %args.path.display(), "capture started");
+    *tap = Some(new_tap);
+    let status = handle.status();
+    *capture = Some(handle);
+    to_json(&status)
+}
+
+/// Stops the running capture (`capture-stop` op): the tap is dropped, the writer writes what
+/// is queued and closes the file (`state` `done` in a later `capture-status`).
+fn stop_capture(
+    tap: &mut Option<Tap>,
+    capture: Option<&CaptureHandle>,
+) -> Result<serde_json::Value, MgmtError> {
+    let capture = capture.ok_or(CaptureError::NoCapture)?;
+    capture.stop();
+    *tap = None;
+    to_json(&capture.status())
+}
+
+/// The running or last capture's status (`capture-status` op).
+fn capture_status(capture: Option<&CaptureHandle>) -> Result<serde_json::Value, MgmtError> {
+    to_json(&capture.ok_or(CaptureError::NoCapture)?.status())
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, MgmtError> {
+    serde_json::to_value(value).map_err(|e| MgmtError::new("internal", e.to_string()))
 }
 
 fn shell_stats(driver: &Driver<Switch, AnyPort>, control: Option<&ControlServer>) -> ShellStats {
@@ -187,6 +246,13 @@ fn respond(
         Request::Connections => serde_json::to_value(switch.connection_list(clock::now())),
         Request::FlushArp => serde_json::to_value(switch.flush_arp_cache()),
         Request::SetupLatency => serde_json::to_value(switch.setup_latency()),
+        Request::Capture(_) | Request::CaptureStop | Request::CaptureStatus => {
+            // Served by `Daemon::run`, which holds the capture.
+            Err(MgmtError::new(
+                "internal",
+                "capture requests are served by the daemon",
+            ))?
+        }
         Request::Config => {
             let mut effective = config.clone();
             effective.mac = Some(switch.config().mac);
