@@ -2,6 +2,8 @@
 //! delay statistics, the experiments' tables, `rtlan send --json`) and the summary of a set of
 //! intervals (timer ticks `T_m` of EtheReal §4.4's shaping library, inter-arrival times of its
 //! Figure 6). One definition so that a p99 means the same in every JSON document.
+//! Latency samples of unbounded runs go through [`crate::latency::Histogram`] instead, which
+//! ranks by the same rule in bounded memory.
 //!
 //! Written here rather than taken from a statistics crate: two functions over a sorted slice, and
 //! the exact nearest-rank rule (no interpolation) is what the papers' tables report.
