@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod bwm;
 pub mod egress;
+pub mod latency;
 pub mod node;
 pub mod prefix;
 pub mod rether;

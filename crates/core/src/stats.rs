@@ -2,6 +2,8 @@
 //! delay statistics, the experiments' tables, `rtlan send --json`) and the summary of a set of
 //! intervals (timer ticks `T_m` of EtheReal §4.4's shaping library, inter-arrival times of its
 //! Figure 6). One definition so that a p99 means the same in every JSON document.
+//! Latency samples of unbounded runs go through [`crate::latency::Histogram`] instead, which
+//! ranks by the same rule in bounded memory.
 //!
 //! Written here rather than taken from a statistics crate: two functions over a sorted slice, and
 //! the exact nearest-rank rule (no interpolation) is what the papers' tables report.
@@ -18,14 +20,22 @@ pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
     if n == 0 {
         return None;
     }
+    // The rank is at most n, which is a slice length.
+    let rank = rank_of(n as u64, q) as usize;
+    Some(sorted[rank - 1])
+}
+
+/// The 1-based nearest rank `⌈q·n⌉` of the `q`-quantile among `n > 0` samples, clamped to
+/// `1..=n`, with the 1e-9 tolerance of [`nearest_rank`]; shared with
+/// [`crate::latency::Histogram`] so that both round alike.
+pub(crate) fn rank_of(n: u64, q: f64) -> u64 {
     let rank = (q * n as f64 - 1e-9).ceil();
     // A NaN or negative `q` gives rank 0 → the smallest; anything above n → the largest.
-    let rank = if rank.is_nan() || rank < 1.0 {
+    if rank.is_nan() || rank < 1.0 {
         1
     } else {
-        (rank as usize).min(n)
-    };
-    Some(sorted[rank - 1])
+        (rank as u64).min(n)
+    }
 }
 
 /// Distribution of a set of intervals (timer ticks, inter-arrival times), milliseconds; the

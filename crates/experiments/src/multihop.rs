@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use rtlan_core::stats::nearest_rank;
 use rtlan_sim::{FlowResult, Results, RunOptions as SimRunOptions, Scenario};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -124,15 +125,6 @@ fn reserved(results: &Results) -> impl Iterator<Item = &FlowResult> {
     results.flows.iter().filter(|f| f.reserved_bps.is_some())
 }
 
-/// Nearest-rank quantile of sorted `v`.
-fn quantile(v: &[f64], q: f64) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
-    Some(v[rank - 1])
-}
-
 /// One scenario's figures and its per-connection rows.
 fn summarise(entry: &Entry, results: &Results) -> Value {
     let flows: Vec<&FlowResult> = reserved(results).collect();
@@ -164,6 +156,8 @@ fn summarise(entry: &Entry, results: &Results) -> Value {
         .filter(|(f, r)| (f.offered_bps - r).abs() <= DELIVERED_TOLERANCE * r)
         .map(|(f, r)| (f.delivered_bps - r).abs() / r)
         .collect();
+    // One ratio per connection (a handful, not latencies): the exact nearest rank over the
+    // sorted ratios, the rule `latency::Histogram` rounds latencies by.
     let mut tightness: Vec<f64> = opened.iter().filter_map(|f| f.tightness).collect();
     tightness.sort_by(f64::total_cmp);
     let rt_drops: u64 = results
@@ -204,7 +198,7 @@ fn summarise(entry: &Entry, results: &Results) -> Value {
         "delivered_within_tolerance": worst_delivered <= DELIVERED_TOLERANCE,
         "tightness": {
             "min": tightness.first(),
-            "median": quantile(&tightness, 0.5),
+            "median": nearest_rank(&tightness, 0.5),
             "max": tightness.last(),
         },
         "guarantee_held": held,

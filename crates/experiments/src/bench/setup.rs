@@ -15,13 +15,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use rtlan_core::stats::nearest_rank;
+use rtlan_core::latency::Histogram;
 use rtlan_core::switch::SETUP_LATENCY_SAMPLES;
 use rtlan_lab::{Lab, LabOptions, Topology};
 use rtlan_linux::rtcd::{OpenParams, RtcdClient};
 use serde::Serialize;
 
-use super::report::{median, rfc3339_utc, Machine};
+use super::report::{rfc3339_utc, Machine};
 use crate::kit::progress::{Progress, Step};
 use crate::labkit::Rtcd;
 
@@ -84,12 +84,13 @@ impl Arp {
     }
 }
 
-/// Median, p99 and largest of a set of samples, µs.
+/// Median, p99 and largest of a set of samples, µs, from a [`Histogram`]: the largest exact,
+/// the percentiles nearest rank rounded up by at most 0.1 % (its module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub(super) struct EndToEnd {
-    /// Median.
+    /// Median (nearest rank, to 0.1 %).
     pub(super) median: f64,
-    /// 99th percentile (nearest rank).
+    /// 99th percentile (nearest rank, to 0.1 %).
     pub(super) p99: f64,
     /// Largest sample.
     pub(super) max: f64,
@@ -98,9 +99,9 @@ pub(super) struct EndToEnd {
 /// Per-hop figures over every switch of the path, µs (`None` when no switch reported any).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub(super) struct PerHop {
-    /// Median.
+    /// Median (nearest rank, to 0.1 %).
     pub(super) median: Option<f64>,
-    /// 99th percentile (nearest rank).
+    /// 99th percentile (nearest rank, to 0.1 %).
     pub(super) p99: Option<f64>,
     /// Samples (one per switch per SETUP of this case's kind).
     pub(super) samples: usize,
@@ -191,11 +192,6 @@ struct Paper {
     e2e_us: (f64, f64),
 }
 
-/// Nearest-rank percentile `p` (0 < p ≤ 100) of `sorted` (ascending); `None` when empty.
-pub(super) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    nearest_rank(sorted, p / 100.0)
-}
-
 /// The samples a switch added to one latency ring between two reads (`expected`: how many the
 /// case should have added). While the ring is not full, new samples are appended, so they are
 /// the tail after the first read's length; once full it rotates, and the last `expected` are the
@@ -208,21 +204,27 @@ pub(super) fn added<'a>(before: &[u64], after: &'a [u64], expected: usize) -> &'
     }
 }
 
-fn summarise(mut e2e_us: Vec<f64>) -> Option<EndToEnd> {
-    e2e_us.sort_by(f64::total_cmp);
+/// Nanoseconds as microseconds.
+fn ns_to_us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// The client-side open times; `None` without runs.
+fn summarise(e2e: &Histogram) -> Option<EndToEnd> {
     Some(EndToEnd {
-        median: median(e2e_us.iter().copied())?,
-        p99: percentile(&e2e_us, 99.0)?,
-        max: *e2e_us.last()?,
+        median: ns_to_us(e2e.quantile_ns(0.5)?),
+        p99: ns_to_us(e2e.quantile_ns(0.99)?),
+        max: ns_to_us(e2e.max_ns()?),
     })
 }
 
-fn per_hop(mut samples_us: Vec<f64>) -> PerHop {
-    samples_us.sort_by(f64::total_cmp);
+/// The switches' SETUP handling times.
+fn per_hop(samples: &Histogram) -> PerHop {
     PerHop {
-        median: median(samples_us.iter().copied()),
-        p99: percentile(&samples_us, 99.0),
-        samples: samples_us.len(),
+        median: samples.quantile_ns(0.5).map(ns_to_us),
+        p99: samples.quantile_ns(0.99).map(ns_to_us),
+        // Samples are bounded by the runs of one case times the switches of its path.
+        samples: samples.len() as usize,
     }
 }
 
@@ -346,7 +348,7 @@ impl Bench {
     /// Runs one case: `runs` connections opened and closed one after another.
     fn case(&mut self, arp: Arp, runs: u32, progress: Progress<'_>) -> anyhow::Result<Case> {
         let before = self.rings()?;
-        let mut e2e_us = Vec::with_capacity(runs as usize);
+        let mut e2e = Histogram::new();
         for run in 1..=runs {
             if arp == Arp::Miss {
                 self.flush_arp()?;
@@ -358,25 +360,25 @@ impl Bench {
                     arp.name()
                 )
             })?;
-            e2e_us.push(took.as_secs_f64() * 1e6);
+            e2e.record(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
             progress(Step::Advance(1));
         }
         let after = self.rings()?;
         let expected = runs as usize;
-        let (mut same, mut other) = (Vec::new(), 0);
+        let (mut same, mut other) = (Histogram::new(), 0);
         for (b, a) in before.iter().zip(&after) {
             let (mine, theirs) = match arp {
                 Arp::Hit => (added(&b.hit, &a.hit, expected), added(&b.miss, &a.miss, 0)),
                 Arp::Miss => (added(&b.miss, &a.miss, expected), added(&b.hit, &a.hit, 0)),
             };
-            same.extend(mine.iter().map(|&ns| ns as f64 / 1e3));
+            same.extend(mine.iter().copied());
             other += theirs.len();
         }
         Ok(Case {
             switches: self.switches,
             arp,
-            e2e_us: summarise(e2e_us).context("no runs")?,
-            per_hop_us: per_hop(same),
+            e2e_us: summarise(&e2e).context("no runs")?,
+            per_hop_us: per_hop(&same),
             per_hop_other_kind: other,
             runs: expected,
         })
@@ -562,14 +564,26 @@ mod tests {
         }
     }
 
+    /// A histogram of `us` microseconds.
+    fn hist(us: &[u64]) -> Histogram {
+        us.iter().map(|&v| v * 1000).collect()
+    }
+
+    /// Whether `got` is `exact` or at most 0.1 % above it (the histogram's rounding rule).
+    fn near(got: f64, exact: f64) -> bool {
+        (exact..=exact * 1.001).contains(&got)
+    }
+
     #[test]
     fn percentile_is_nearest_rank() {
-        let v: Vec<f64> = (1..=200).map(f64::from).collect();
-        assert_eq!(percentile(&v, 99.0), Some(198.0));
-        assert_eq!(percentile(&v, 50.0), Some(100.0));
-        assert_eq!(percentile(&v, 100.0), Some(200.0));
-        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
-        assert_eq!(percentile(&[], 99.0), None);
+        let v: Vec<u64> = (1..=200).collect();
+        let e = summarise(&hist(&v)).expect("samples");
+        assert!(near(e.p99, 198.0), "{}", e.p99);
+        assert!(near(e.median, 100.0), "{}", e.median);
+        assert_eq!(e.max, 200.0);
+        let one = summarise(&hist(&[7])).expect("one sample");
+        assert_eq!((one.median, one.p99, one.max), (7.0, 7.0, 7.0));
+        assert!(summarise(&Histogram::new()).is_none());
     }
 
     #[test]
@@ -585,18 +599,14 @@ mod tests {
 
     #[test]
     fn summaries_sort_first() {
-        let e = summarise(vec![300.0, 100.0, 200.0]).expect("three samples");
-        assert_eq!(
-            e,
-            EndToEnd {
-                median: 200.0,
-                p99: 300.0,
-                max: 300.0
-            }
-        );
-        assert!(summarise(Vec::new()).is_none());
-        let h = per_hop(vec![5.0, 1.0, 3.0, 2.0]);
-        assert_eq!((h.median, h.p99, h.samples), (Some(2.5), Some(5.0), 4));
+        let e = summarise(&hist(&[300, 100, 200])).expect("three samples");
+        assert!(near(e.median, 200.0), "{}", e.median);
+        assert_eq!((e.p99, e.max), (300.0, 300.0));
+        // The median is the nearest rank (the second of four), not the mean of the middle two.
+        let h = per_hop(&hist(&[5, 1, 3, 2]));
+        assert_eq!((h.median, h.p99, h.samples), (Some(2.0), Some(5.0), 4));
+        let none = per_hop(&Histogram::new());
+        assert_eq!((none.median, none.p99, none.samples), (None, None, 0));
     }
 
     #[test]

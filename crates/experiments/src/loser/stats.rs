@@ -5,21 +5,22 @@
 
 use std::time::Instant;
 
-use rtlan_core::stats::nearest_rank;
+use rtlan_core::latency::Histogram;
 use serde::Serialize;
 
-/// Delay statistics of one probe stream, µs.
+/// Delay statistics of one probe stream, µs, from a [`Histogram`]: min, mean and max exact,
+/// percentiles nearest rank rounded up by at most 0.1 % (its module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub(super) struct DelayStats {
     /// Samples (probes received).
     pub(super) count: usize,
     /// Largest delay.
     pub(super) max_us: f64,
-    /// 99.9th percentile (nearest rank).
+    /// 99.9th percentile (nearest rank, to 0.1 %).
     pub(super) p999_us: f64,
-    /// 99th percentile (nearest rank).
+    /// 99th percentile (nearest rank, to 0.1 %).
     pub(super) p99_us: f64,
-    /// Median (nearest rank).
+    /// Median (nearest rank, to 0.1 %).
     pub(super) p50_us: f64,
     /// Mean.
     pub(super) mean_us: f64,
@@ -27,32 +28,22 @@ pub(super) struct DelayStats {
     pub(super) min_us: f64,
 }
 
-/// Nearest-rank percentile `p` (0–100) of sorted `v` (non-empty).
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    nearest_rank(sorted, p / 100.0).unwrap_or(f64::NAN)
-}
-
 /// Statistics of the delays `recv_ns − sent_ns` of `(seq, recv_ns, sent_ns)` arrivals; `None`
 /// without samples. A receive time before the send time (clock step) counts as 0.
 pub(super) fn delay_stats(arrivals: &[(u64, u64, u64)]) -> Option<DelayStats> {
-    let mut d: Vec<f64> = arrivals
+    let d: Histogram = arrivals
         .iter()
-        .map(|&(_, recv, sent)| recv.saturating_sub(sent) as f64 / 1e3)
+        .map(|&(_, recv, sent)| recv.saturating_sub(sent))
         .collect();
-    if d.is_empty() {
-        return None;
-    }
-    d.sort_by(f64::total_cmp);
-    let mean = d.iter().sum::<f64>() / d.len() as f64;
+    let us = |ns: u64| ns as f64 / 1e3;
     Some(DelayStats {
-        count: d.len(),
-        // The vector is non-empty (checked above).
-        max_us: d[d.len() - 1],
-        p999_us: percentile(&d, 99.9),
-        p99_us: percentile(&d, 99.0),
-        p50_us: percentile(&d, 50.0),
-        mean_us: mean,
-        min_us: d[0],
+        count: arrivals.len(),
+        max_us: us(d.max_ns()?),
+        p999_us: us(d.quantile_ns(0.999)?),
+        p99_us: us(d.quantile_ns(0.99)?),
+        p50_us: us(d.quantile_ns(0.5)?),
+        mean_us: d.mean_ns()? / 1e3,
+        min_us: us(d.min_ns()?),
     })
 }
 
@@ -110,9 +101,11 @@ mod tests {
         assert_eq!(s.count, 1000);
         assert_eq!(s.max_us, 1000.0);
         assert_eq!(s.min_us, 1.0);
-        assert_eq!(s.p999_us, 999.0);
-        assert_eq!(s.p99_us, 990.0);
-        assert_eq!(s.p50_us, 500.0);
+        // Nearest rank, rounded up by at most 0.1 %.
+        let near = |got: f64, exact: f64| (exact..=exact * 1.001).contains(&got);
+        assert!(near(s.p999_us, 999.0), "{}", s.p999_us);
+        assert!(near(s.p99_us, 990.0), "{}", s.p99_us);
+        assert!(near(s.p50_us, 500.0), "{}", s.p50_us);
         assert!((s.mean_us - 500.5).abs() < 1e-9);
         assert!(delay_stats(&[]).is_none());
         // A receive stamp before the send stamp is clamped, not wrapped.

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 
+use rtlan_core::latency::Histogram;
 use serde::Serialize;
 
 use super::probe::ProbeHeader;
@@ -33,7 +34,8 @@ pub struct RecvStats {
     seen: HashSet<u64>,
     duplicates: u64,
     reordered: u64,
-    delays_ns: Vec<i64>,
+    /// One-way delays, bounded whatever the run's length.
+    delays: Histogram,
     /// Previous arrival's (recv, sent) for the jitter estimate.
     previous: Option<(u64, u64)>,
     /// RFC 3550 jitter estimate in nanoseconds.
@@ -41,16 +43,18 @@ pub struct RecvStats {
     ignored: u64,
 }
 
-/// Delay percentiles, microseconds.
+/// Delay statistics, microseconds, from a [`Histogram`]: min, mean and max exact, percentiles
+/// nearest rank rounded up to at most 0.1 % (its module doc). All zero without arrivals. A
+/// receive time before the send time (the clocks disagree) counts as a delay of 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct DelaySummary {
     /// Smallest.
     pub min: f64,
     /// Mean.
     pub mean: f64,
-    /// Median (nearest rank).
+    /// Median (nearest rank, to 0.1 %).
     pub p50: f64,
-    /// 99th percentile (nearest rank).
+    /// 99th percentile (nearest rank, to 0.1 %).
     pub p99: f64,
     /// Largest.
     pub max: f64,
@@ -125,9 +129,8 @@ impl RecvStats {
         }
         self.min_seq = self.min_seq.min(seq);
         self.max_seq = self.max_seq.max(seq);
-        let delay = i128::from(a.recv_ns) - i128::from(a.header.sent_ns);
-        self.delays_ns
-            .push(i64::try_from(delay).unwrap_or(if delay < 0 { i64::MIN } else { i64::MAX }));
+        self.delays
+            .record(a.recv_ns.saturating_sub(a.header.sent_ns));
         if let Some((r, s)) = self.previous {
             let d = (a.recv_ns as f64 - r as f64) - (a.header.sent_ns as f64 - s as f64);
             self.jitter_ns += (d.abs() - self.jitter_ns) / 16.0;
@@ -169,7 +172,7 @@ impl RecvStats {
             },
             reordered: self.reordered,
             duplicates: self.duplicates,
-            delay_us: summarize(&self.delays_ns),
+            delay_us: summarize(&self.delays),
             jitter_us: self.jitter_ns / 1e3,
             first_seq: self.min_seq,
             last_seq: self.max_seq,
@@ -179,25 +182,15 @@ impl RecvStats {
     }
 }
 
-/// Min/mean/p50/p99/max of `ns`, in microseconds (nearest-rank percentiles).
-fn summarize(ns: &[i64]) -> DelaySummary {
-    if ns.is_empty() {
-        return DelaySummary::default();
-    }
-    let mut sorted = ns.to_vec();
-    sorted.sort_unstable();
-    let us = |v: i64| v as f64 / 1e3;
-    let rank = |p: f64| {
-        let r = (p * sorted.len() as f64).ceil() as usize;
-        sorted[r.clamp(1, sorted.len()) - 1]
-    };
-    let sum: f64 = sorted.iter().map(|&v| v as f64).sum();
+/// Min/mean/p50/p99/max of the delays, in microseconds (all zero without samples).
+fn summarize(delays: &Histogram) -> DelaySummary {
+    let us = |ns: Option<u64>| ns.map_or(0.0, |v| v as f64 / 1e3);
     DelaySummary {
-        min: us(sorted[0]),
-        mean: sum / sorted.len() as f64 / 1e3,
-        p50: us(rank(0.5)),
-        p99: us(rank(0.99)),
-        max: us(sorted[sorted.len() - 1]),
+        min: us(delays.min_ns()),
+        mean: delays.mean_ns().map_or(0.0, |v| v / 1e3),
+        p50: us(delays.quantile_ns(0.5)),
+        p99: us(delays.quantile_ns(0.99)),
+        max: us(delays.max_ns()),
     }
 }
 
@@ -310,8 +303,15 @@ mod tests {
         assert_eq!(r.duplicates, 1);
         assert_eq!(r.ignored, 1);
         assert_eq!(r.delay_us.min, 10.0);
-        assert_eq!(r.delay_us.p50, 30.0);
+        // Nearest rank (3 of 6), rounded up by at most 0.1 %.
+        assert!(
+            (30.0..=30.03).contains(&r.delay_us.p50),
+            "{}",
+            r.delay_us.p50
+        );
+        // The top rank is the largest delay, exactly.
         assert_eq!(r.delay_us.p99, 1000.0);
+        assert_eq!(r.delay_us.max, 1000.0);
         assert!((r.delay_us.mean - 1150.0 / 6.0).abs() < 1e-9);
     }
 
@@ -331,6 +331,17 @@ mod tests {
         assert_eq!(r.payload_bps, 0.0);
         assert_eq!(r.loss_pct, 0.0);
         assert_eq!(r.lost, 0);
+        assert_eq!(r.delay_us, DelaySummary::default());
+    }
+
+    #[test]
+    fn a_receive_before_the_send_is_a_zero_delay() {
+        let mut s = RecvStats::new();
+        s.record(arrival(0, 500, 400, 100));
+        s.record(arrival(1, 600, 700, 100));
+        let r = s.report();
+        assert_eq!((r.delay_us.min, r.delay_us.max), (0.0, 100.0));
+        assert_eq!(r.delay_us.mean, 50.0);
     }
 
     #[test]
