@@ -114,8 +114,10 @@ fn open_installs_and_close_removes() {
     }
     let (ns, socket, stopper) = host_with_daemon(&format!("rtl-rtcd{}", std::process::id()));
     let mut client = RtcdClient::connect(&socket).expect("connect");
-    // Not registered yet: refused, connection stays up.
-    let err = client.list().expect_err("unregistered list");
+    // Not registered yet: listing (which changes nothing) is answered, closing is refused, and
+    // the connection stays up.
+    assert!(client.list().expect("unregistered list").is_empty());
+    let err = client.close(1).expect_err("unregistered close");
     assert!(
         matches!(&err, ClientError::Refused { code, .. } if code == "not_registered"),
         "{err}"
