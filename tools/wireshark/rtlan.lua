@@ -191,7 +191,7 @@ cf.retransmission = ProtoField.bool("rtlan.flags.retransmission", "Retransmissio
 cf.authenticated = ProtoField.bool("rtlan.flags.authenticated", "Authenticated", 8, nil,
     FLAG_AUTHENTICATED)
 cf.undefined = ProtoField.uint8("rtlan.flags.undefined", "Undefined bits", base.HEX, nil, 0xfc)
-cf.hop = ProtoField.uint8("rtlan.hop", "Hop", base.DEC, { [0] = "host daemon" })
+cf.hop = ProtoField.uint8("rtlan.hop", "Hop")
 cf.length = ProtoField.uint16("rtlan.length", "Length")
 cf.request_id = ProtoField.uint32("rtlan.request_id", "Request id")
 cf.connection_id = ProtoField.uint16("rtlan.connection_id", "Connection id", base.HEX)
@@ -199,8 +199,7 @@ cf.reserved = ProtoField.bytes("rtlan.reserved", "Reserved")
 cf.src_ip = ProtoField.ipv4("rtlan.setup.src_ip", "Source IP")
 cf.dst_ip = ProtoField.ipv4("rtlan.setup.dst_ip", "Destination IP")
 cf.dst_port = ProtoField.uint16("rtlan.setup.dst_port", "Destination UDP port")
-cf.src_port = ProtoField.uint16("rtlan.setup.src_port", "Source UDP port", base.DEC,
-    { [0] = "any" })
+cf.src_port = ProtoField.uint16("rtlan.setup.src_port", "Source UDP port")
 cf.rate = ProtoField.uint64("rtlan.setup.rate", "Rate (bit/s)")
 cf.max_burst = ProtoField.uint32("rtlan.setup.max_burst", "Max burst (bytes)")
 cf.max_packet = ProtoField.uint16("rtlan.setup.max_packet", "Max packet (bytes)")
@@ -219,8 +218,7 @@ cf.tlv_value = ProtoField.bytes("rtlan.tlv.value", "TLV value")
 cf.key_id = ProtoField.uint32("rtlan.auth.key_id", "Key id")
 cf.seq = ProtoField.uint64("rtlan.auth.seq", "Sequence number")
 cf.digest = ProtoField.bytes("rtlan.auth.digest", "Digest (HMAC-SHA-256, leftmost 16 bytes)")
-cf.required = ProtoField.uint64("rtlan.delay.required_ns", "Required delay (ns)", base.DEC,
-    { [0] = "none" })
+cf.required = ProtoField.uint64("rtlan.delay.required_ns", "Required delay (ns)")
 cf.accumulated = ProtoField.uint64("rtlan.delay.accumulated_ns", "Accumulated latency (ns)")
 cf.bound = ProtoField.uint64("rtlan.bound.bound_ns", "End-to-end delay bound (ns)")
 cf.latency = ProtoField.uint32("rtlan.bound.latency_ns", "Sum of per-hop latencies (ns)")
@@ -247,7 +245,10 @@ local function dissect_body(mtype, body, tree)
         tree:add(cf.src_ip, body(0, 4))
         tree:add(cf.dst_ip, body(4, 4))
         tree:add(cf.dst_port, body(8, 2))
-        tree:add(cf.src_port, body(10, 2))
+        local src_port = tree:add(cf.src_port, body(10, 2))
+        if body(10, 2):uint() == 0 then
+            src_port:append_text(" (any)")
+        end
         tree:add(cf.rate, body(12, 8))
         tree:add(cf.max_burst, body(20, 4))
         tree:add(cf.max_packet, body(24, 2))
@@ -343,7 +344,10 @@ local function dissect_tlvs(area, tree, root)
             info = info .. string.format(" key=%d seq=%s", value(0, 4):uint(),
                 tostring(value(4, 8):uint64()))
         elseif value and kind == 2 then
-            item:add(cf.required, value(0, 8))
+            local required = item:add(cf.required, value(0, 8))
+            if value(0, 8):uint64() == UInt64(0) then
+                required:append_text(" (none)")
+            end
             item:add(cf.accumulated, value(8, 8))
             local required = value(0, 8):uint64()
             info = info .. string.format(" required=%s accumulated=%sns",
