@@ -196,6 +196,7 @@ cf.length = ProtoField.uint16("rtlan.length", "Length")
 cf.request_id = ProtoField.uint32("rtlan.request_id", "Request id")
 cf.connection_id = ProtoField.uint16("rtlan.connection_id", "Connection id", base.HEX)
 cf.reserved = ProtoField.bytes("rtlan.reserved", "Reserved")
+cf.padding = ProtoField.bytes("rtlan.padding", "Padding (after length, ignored)")
 cf.src_ip = ProtoField.ipv4("rtlan.setup.src_ip", "Source IP")
 cf.dst_ip = ProtoField.ipv4("rtlan.setup.dst_ip", "Destination IP")
 cf.dst_port = ProtoField.uint16("rtlan.setup.dst_port", "Destination UDP port")
@@ -300,7 +301,7 @@ local function dissect_tlvs(area, tree, root)
     local at, n = 0, area:len()
     local seen = {}
     local info = ""
-    local auth_at = nil
+    local auth_at, auth_end = nil, nil
     while at < n do
         if n - at < 2 then
             root:add_proto_expert_info(ce_malformed, "a single byte left over after the TLVs")
@@ -335,7 +336,7 @@ local function dissect_tlvs(area, tree, root)
             item:add(cf.tlv_value, value)
         end
         if kind == 1 then
-            auth_at = at
+            auth_at, auth_end = at, at + 2 + len
         end
         if value and kind == 1 then
             item:add(cf.key_id, value(0, 4))
@@ -366,7 +367,7 @@ local function dissect_tlvs(area, tree, root)
         end
         at = at + 2 + len
     end
-    if auth_at ~= nil and auth_at + 2 + tlv_lens[1] ~= n then
+    if auth_end ~= nil and auth_end ~= n then
         root:add_proto_expert_info(ce_malformed, "AUTH TLV is not the last TLV")
     end
     return info, auth_at ~= nil
@@ -453,7 +454,10 @@ function control.dissector(buf, pinfo, tree)
             "AUTHENTICATED flag disagrees with the presence of an AUTH TLV")
     end
     pinfo.cols.info = info
-    return length
+    if avail > length then
+        tree:add(cf.padding, buf(length, avail - length))
+    end
+    return avail
 end
 
 DissectorTable.get("ethertype"):add(0x88b5, control)

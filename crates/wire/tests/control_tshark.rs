@@ -6,7 +6,9 @@
 //! read back with `tshark -X lua_script:… -T fields`: every `rtlan.*` field of every frame is
 //! compared with the value the Repr holds, and fields a message does not carry must be empty.
 //! Then ten broken messages, each refused by `Repr::parse`, must each draw the dissector's
-//! expert info with the reason (bad magic, version, length, flags, TLV area, T-SPEC, AUTH flag).
+//! expert info with the reason (bad magic, version, length, flags, TLV area, T-SPEC, AUTH flag);
+//! so must a signed message whose AUTH TLV is not last (`auth::verify` refuses it), and an
+//! undefined message type draws a warning. Short frames' Ethernet padding is `rtlan.padding`.
 //! The frames the simulated switches and daemons emit are checked in
 //! `crates/rtlan/tests/control_tshark_sim.rs`.
 //!
@@ -69,14 +71,18 @@ const FIELDS: &[&str] = &[
     "rtlan.auth.key_id",
     "rtlan.auth.seq",
     "rtlan.auth.digest",
+    "rtlan.padding",
     "_ws.expert.message",
 ];
 
-/// The header fields every message carries: type, flags, hop, length, request id.
+/// The header fields every message carries (type, flags, hop, length, request id) and the
+/// Ethernet padding [`frame`] adds after a short message.
 fn header(repr: &Repr) -> Vec<(&'static str, String)> {
     let flags = repr.flags;
     let bit = |mask: u8| if flags & mask != 0 { "1" } else { "0" }.to_string();
-    vec![
+    let padding = 60usize.saturating_sub(ethernet::HEADER_LEN + repr.buffer_len());
+    let padding = (padding > 0).then(|| ("rtlan.padding", "00".repeat(padding)));
+    let fields = vec![
         (
             "rtlan.type",
             u8::from(repr.message.message_type()).to_string(),
@@ -87,7 +93,8 @@ fn header(repr: &Repr) -> Vec<(&'static str, String)> {
         ("rtlan.hop", repr.hop.to_string()),
         ("rtlan.length", repr.buffer_len().to_string()),
         ("rtlan.request_id", repr.request_id.to_string()),
-    ]
+    ];
+    fields.into_iter().chain(padding).collect()
 }
 
 /// The fields of `repr`'s body and TLVs, as tshark prints them (`-E occurrence=a`, `,`).
@@ -572,6 +579,18 @@ fn the_dissector_flags_what_receivers_drop() {
             row["_ws.expert.message"]
         );
     }
+
+    // A signed message with a TLV after the AUTH TLV: it parses, but does not verify.
+    let mut late = messages()[8].clone();
+    late.tlvs.push(EPOCH.to_tlv());
+    let late = frame(&late);
+    assert!(auth::verify(&late[ethernet::HEADER_LEN..], SRC, b"rtlan-test-key-1").is_err());
+    write_pcap(&pcap, &[late]);
+    let rows = fields(&pcap);
+    assert_eq!(
+        rows[0]["_ws.expert.message"],
+        "AUTH TLV is not the last TLV"
+    );
 
     // An undefined type is not malformed, but unknown: a warning, and the rest as data.
     let mut unknown = frame(&messages()[5]);
