@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use common::rether::*;
 use common::*;
 use rtlan_lab::tools::{self, Iperf3Opts, Iperf3Server};
-use serde_json::{json, Value};
+use serde_json::json;
 
 const TOPOLOGY: &str = r#"
 [[host]]
@@ -82,20 +82,6 @@ fn floods(lab: &rtlan_lab::Lab, secs: u32) -> Vec<std::thread::JoinHandle<()>> {
         .collect()
 }
 
-/// One measured run of the stream under the floods: recv's report.
-fn loaded_run(lab: &rtlan_lab::Lab, secs: u32) -> Value {
-    let rx = receiver(lab, "d");
-    let floods = floods(lab, secs + 2);
-    std::thread::sleep(Duration::from_millis(700));
-    let tx = stream(lab, "a", "d", secs);
-    let out = tx.wait_with_output().expect("rtlan send ends");
-    assert!(out.status.success(), "rtlan send: {:?}", out.status);
-    for f in floods {
-        f.join().expect("flood thread");
-    }
-    report(rx)
-}
-
 #[test]
 fn a_reserved_stream_keeps_its_deadline_under_floods_and_survives_a_dead_station() {
     if !root_or_skip("rether_lab") {
@@ -109,7 +95,7 @@ fn a_reserved_stream_keeps_its_deadline_under_floods_and_survives_a_dead_station
     }
 
     // 1. Plain CSMA/CD: the stream is late and loses frames.
-    let csma = loaded_run(&lab, 4);
+    let csma = loaded_run(&lab, "a", "d", 4, |secs| floods(&lab, secs));
     let csma_max = max_delay(&csma);
 
     // 2. A reservation for a's 5-tuple: the segment switches to RETHER.
@@ -140,7 +126,7 @@ fn a_reserved_stream_keeps_its_deadline_under_floods_and_survives_a_dead_station
         agent(&lab, h, json!({"op": "reset_token_gap"}));
     }
 
-    let rether = loaded_run(&lab, 4);
+    let rether = loaded_run(&lab, "a", "d", 4, |secs| floods(&lab, secs));
     let rether_max = max_delay(&rether);
     let a_stats = agent(&lab, "a", json!({"op": "stats"}));
     eprintln!(

@@ -141,20 +141,6 @@ fn reserve_z(lab: &rtlan_lab::Lab, frames: u32) -> u64 {
     session
 }
 
-/// One measured run of the stream under the floods: recv's report.
-fn loaded_run(lab: &rtlan_lab::Lab, secs: u32) -> Value {
-    let rx = receiver(lab, "x");
-    let floods = floods(lab, secs + 2);
-    std::thread::sleep(Duration::from_millis(700));
-    let tx = stream(lab, "a", "x", secs);
-    let out = tx.wait_with_output().expect("rtlan send ends");
-    assert!(out.status.success(), "rtlan send: {:?}", out.status);
-    for f in floods {
-        f.join().expect("flood thread");
-    }
-    report(rx)
-}
-
 fn summary(r: &Value) -> String {
     format!(
         "{} of {} lost, delay p50 {:.1} ms max {:.1} ms",
@@ -224,7 +210,7 @@ fn a_connection_across_two_segments_keeps_its_end_to_end_bound() {
     assert_eq!(port_of("x"), Some(json!(1)), "{fdb}");
 
     // 1. Plain CSMA/CD on both segments.
-    let csma = loaded_run(&lab, 4);
+    let csma = loaded_run(&lab, "a", "x", 4, |secs| floods(&lab, secs));
 
     // 2. Reserved end to end: a's agent on s1, the bridge's port towards s2 (p1).
     let payload = (MAX_FRAME - 14) as u32;
@@ -288,7 +274,7 @@ fn a_connection_across_two_segments_keeps_its_end_to_end_bound() {
     let bound = end_to_end(source, &hops).expect("the reservations meet the bound's needs");
     let deadline = bound.delay + 2 * ALLOWANCE_PER_SEGMENT;
 
-    let reserved = loaded_run(&lab, 4);
+    let reserved = loaded_run(&lab, "a", "x", 4, |secs| floods(&lab, secs));
     let b_stats = bridge(&lab, json!({"op": "stats"}));
 
     // 3. Reserved on s1 only: the bridge's sub-connection closes and z takes the capacity it
@@ -309,7 +295,7 @@ fn a_connection_across_two_segments_keeps_its_end_to_end_bound() {
     );
     agent(&lab, "z", json!({"op": "close", "session": session_z}));
     let _big_z = reserve_z(&lab, 15);
-    let s1_only = loaded_run(&lab, 4);
+    let s1_only = loaded_run(&lab, "a", "x", 4, |secs| floods(&lab, secs));
     let s2_status = agent(&lab, "x", json!({"op": "status"}));
 
     eprintln!(

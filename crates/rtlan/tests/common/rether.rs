@@ -82,3 +82,24 @@ pub fn report(child: Child) -> Value {
 pub fn max_delay(r: &Value) -> Duration {
     Duration::from_secs_f64(r["delay_us"]["max"].as_f64().expect("delay max") / 1e6)
 }
+
+/// One measured run: `from`'s stream to `to` for `secs` while the loads `floods(secs + 2)`
+/// starts run (started 700 ms ahead); `rtlan recv`'s report.
+pub fn loaded_run(
+    lab: &Lab,
+    from: &str,
+    to: &str,
+    secs: u32,
+    floods: impl FnOnce(u32) -> Vec<std::thread::JoinHandle<()>>,
+) -> Value {
+    let rx = receiver(lab, to);
+    let floods = floods(secs + 2);
+    std::thread::sleep(Duration::from_millis(700));
+    let tx = stream(lab, from, to, secs);
+    let out = tx.wait_with_output().expect("rtlan send ends");
+    assert!(out.status.success(), "rtlan send: {:?}", out.status);
+    for f in floods {
+        f.join().expect("flood thread");
+    }
+    report(rx)
+}
