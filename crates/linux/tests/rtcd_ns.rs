@@ -302,3 +302,198 @@ fn a_kernel_shaped_close_sends_the_queued_burst_before_the_teardown() {
         .count();
     assert_eq!(before, BURST, "data frames before the TEARDOWN: {seen:?}");
 }
+
+/// The egress tree of `eth0` as `tc -j` prints it: qdiscs, classes, and the filters of every
+/// qdisc and class (without statistics, so equal trees print equal).
+fn egress_tree(ns: &Netns) -> String {
+    let mut tree = stdout(ns, &["tc", "-j", "qdisc", "show", "dev", "eth0"]);
+    // The size table shows only in the text form.
+    tree += &stdout(ns, &["tc", "-d", "qdisc", "show", "dev", "eth0", "root"])
+        .lines()
+        .filter(|l| l.contains("overhead"))
+        .collect::<String>();
+    tree += &stdout(ns, &["tc", "-j", "class", "show", "dev", "eth0"]);
+    for parent in ["1:", "1:1", "1:10", "1:20", "10:"] {
+        tree += &stdout(
+            ns,
+            &[
+                "tc", "-j", "filter", "show", "dev", "eth0", "parent", parent,
+            ],
+        );
+    }
+    // Counters tc prints even without -s.
+    tree.split(',')
+        .filter(|field| !field.contains("\"direct_packets_stat\"") && !field.contains("\"refcnt\""))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A host whose operator set up an HTB tree of its own (with a size table, a child tbf and
+/// bfifo, and a u32 filter) gets exactly that tree back when the daemon stops — and when a
+/// daemon that was killed with its tree in place is started again.
+#[test]
+fn the_hosts_own_egress_tree_comes_back_exactly() {
+    if !can_run_lab("rtcd the_hosts_own_egress_tree_comes_back_exactly") {
+        return;
+    }
+    // The daemon's warnings (a tree not restored) in the test's output.
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let name = format!("rtl-rttc{}", std::process::id());
+    let ns = Netns::new(&name);
+    ns.exec(&[
+        "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
+    ]);
+    ns.exec(&["ip", "link", "set", "eth0", "up"]);
+    ns.exec(&["ip", "link", "set", "p0", "up"]);
+    ns.exec(&["ip", "addr", "add", "198.18.0.1/16", "dev", "eth0"]);
+    let own: [&[&str]; 6] = [
+        &[
+            "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "stab", "overhead", "24", "mpu",
+            "84", "mtu", "2047", "tsize", "2048", "htb", "default", "20",
+        ],
+        &[
+            "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:1", "htb", "rate",
+            "50mbit", "ceil", "80mbit",
+        ],
+        &[
+            "class", "add", "dev", "eth0", "parent", "1:1", "classid", "1:10", "htb", "rate",
+            "10mbit", "ceil", "50mbit", "prio", "1",
+        ],
+        &[
+            "class", "add", "dev", "eth0", "parent", "1:1", "classid", "1:20", "htb", "rate",
+            "5mbit",
+        ],
+        &[
+            "qdisc", "add", "dev", "eth0", "parent", "1:10", "handle", "10:", "bfifo", "limit",
+            "30000",
+        ],
+        &[
+            "qdisc", "add", "dev", "eth0", "parent", "1:20", "handle", "20:", "tbf", "rate",
+            "2mbit", "burst", "5kb", "latency", "50ms",
+        ],
+    ];
+    for cmd in own {
+        let mut argv = vec!["tc"];
+        argv.extend_from_slice(cmd);
+        ns.exec(&argv);
+    }
+    ns.exec(&[
+        "tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "5", "u32",
+        "match", "ip", "dport", "5004", "0xffff", "flowid", "1:10",
+    ]);
+    let before = egress_tree(&ns);
+    assert!(
+        before.contains("\"bfifo\"") && before.contains("\"138c\"") && before.contains("mpu 84"),
+        "{before}"
+    );
+
+    let socket = std::env::temp_dir().join(format!("{name}.sock"));
+    let snapshot = std::env::temp_dir().join("rtcd-eth0.tc.json");
+    let _ = std::fs::remove_file(&snapshot);
+    let run_daemon = |ns: &Netns| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut stopper = Stopper {
+            flag: stop.clone(),
+            threads: Vec::new(),
+        };
+        let s = stop.clone();
+        stopper.threads.push(ns.spawn(move || fake_switch(&s)));
+        let s = stop.clone();
+        let mut config = Config::new("eth0", &socket);
+        config.link_rate_bps = Some(100_000_000);
+        stopper.threads.push(ns.spawn(move || {
+            rtlan_linux::rtcd::run(&config, &s).expect("rtcd runs");
+        }));
+        wait_for_socket(&socket);
+        stopper
+    };
+
+    // A kernel-shaped connection puts the daemon's tree in place of the host's.
+    let stopper = run_daemon(&ns);
+    let mut client = RtcdClient::connect(&socket).expect("connect");
+    client.register(std::process::id()).expect("register");
+    client
+        .open_shaped(
+            &OpenParams {
+                dst_ip: Ipv4Addr::new(198, 18, 0, 2),
+                dst_port: 5004,
+                src_port: 0,
+                rate_bps: 1_000_000,
+                max_burst: 3028,
+                max_packet: 1514,
+                delay_us: None,
+            },
+            rtlan_core::rtcd::DaemonShaping::Kernel,
+        )
+        .expect("open");
+    let during = egress_tree(&ns);
+    assert!(
+        during.contains("\"0xffff\"") && !during.contains("bfifo"),
+        "{during}"
+    );
+    assert!(snapshot.exists(), "the snapshot is kept beside the socket");
+    let saved = std::fs::read(&snapshot).expect("snapshot");
+    drop(client);
+    drop(stopper);
+    assert_eq!(
+        egress_tree(&ns),
+        before,
+        "restored exactly after a clean stop"
+    );
+    assert!(!snapshot.exists(), "the snapshot goes once restored");
+
+    // A daemon killed with its tree in place: its tree and snapshot stay behind. The next
+    // start puts the host's tree back at once.
+    ns.exec(&["tc", "qdisc", "del", "dev", "eth0", "root"]);
+    ns.exec(&[
+        "tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "ffff",
+    ]);
+    std::fs::write(&snapshot, &saved).expect("leave the snapshot behind");
+    let stopper = run_daemon(&ns);
+    assert_eq!(egress_tree(&ns), before, "restored at the next start");
+    drop(stopper);
+    assert_eq!(egress_tree(&ns), before, "and left alone at its stop");
+    let _ = std::fs::remove_file(&snapshot);
+}
+
+/// Without `link_rate` the daemon books and shapes the rate the interface reports (a veth says
+/// 10 Gbit/s), not a fixed default; an interface that reports none is an error naming the fix.
+#[test]
+fn the_link_rate_is_read_from_the_interface() {
+    if !can_run_lab("rtcd the_link_rate_is_read_from_the_interface") {
+        return;
+    }
+    let ns = Netns::new(&format!("rtl-rtls{}", std::process::id()));
+    ns.exec(&[
+        "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
+    ]);
+    ns.exec(&["ip", "link", "set", "eth0", "up"]);
+    ns.exec(&["ip", "link", "set", "p0", "up"]);
+    // A bridge without ports is Ethernet but knows no speed.
+    ns.exec(&["ip", "link", "add", "b0", "type", "bridge"]);
+    ns.exec(&["ip", "link", "set", "b0", "up"]);
+    ns.exec(&["ip", "addr", "add", "198.18.0.1/16", "dev", "b0"]);
+    let (veth, bridge) = ns
+        .spawn(|| {
+            let sock = std::net::UdpSocket::bind("127.0.0.1:0").expect("socket");
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
+            (
+                rtlan_linux::rtcd::link_speed(fd, "eth0"),
+                rtlan_linux::rtcd::link_speed(fd, "b0"),
+            )
+        })
+        .join()
+        .expect("thread");
+    assert_eq!(veth, Ok(10_000_000_000));
+    assert!(bridge.is_err(), "{bridge:?}");
+    // The daemon on the bridge: refuses to guess.
+    let socket = std::env::temp_dir().join(format!("{}.sock", ns.name));
+    let config = Config::new("b0", &socket);
+    let stop = Arc::new(AtomicBool::new(false));
+    let error = ns
+        .spawn(move || rtlan_linux::rtcd::run(&config, &stop).map(|_| ()))
+        .join()
+        .expect("thread")
+        .expect_err("no speed on b0");
+    assert!(error.to_string().contains("set link_rate"), "{error}");
+}

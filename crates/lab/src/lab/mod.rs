@@ -272,8 +272,12 @@ impl Lab {
             Some(delay) => format!("host_delay = \"{}ns\"\n", delay.as_nanos()),
             None => String::new(),
         };
-        // The host's one link: its key when the switch at the other end authenticates.
-        if let Some((_, peer, _)) = topology.interfaces(host).first() {
+        // The host's one link: its emulated rate (veth reports 10 Gbit/s, which the daemon would
+        // otherwise book and shape), and its key when the switch at the other end authenticates.
+        if let Some((_, peer, rate)) = topology.interfaces(host).first() {
+            if let Some(rate) = rate {
+                lines.push_str(&format!("link_rate = \"{rate}bit\"\n"));
+            }
             if topology.link_authenticated(host, &peer.node) {
                 let keys = crate::keys::keys_value(&self.state.state_dir, host, &peer.node);
                 lines.push_str(&format!("keys = {keys}\n"));

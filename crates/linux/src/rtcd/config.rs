@@ -15,8 +15,6 @@ use crate::switchd::parse_mac;
 
 /// Default client socket path.
 pub const DEFAULT_SOCKET: &str = "/run/rtlan/rtcd.sock";
-/// Default rate of the host's link, bit/s (100 Mbit/s, as in EtheReal's testbed).
-pub const DEFAULT_LINK_RATE: u64 = 100_000_000;
 /// Default wait for the bandwidth manager (connecting, and each reply).
 pub const DEFAULT_MANAGER_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -59,8 +57,9 @@ pub struct Config {
     pub host_ip: Option<Ipv4Addr>,
     /// Source MAC of control frames; `None` = the interface's MAC.
     pub host_mac: Option<Address>,
-    /// Rate of the host's link, bit/s.
-    pub link_rate_bps: u64,
+    /// Rate of the host's link, bit/s; `None` = read from the interface at start
+    /// ([`crate::rtcd::link_speed`]).
+    pub link_rate_bps: Option<u64>,
     /// Proxy prefix; `None` = 198.19.0.0/16 (1.1.0.0/16 with `paper`).
     pub proxy_prefix: Option<ProxyPrefix>,
     /// Share of the link real-time reservations may take, percent.
@@ -172,7 +171,7 @@ impl Config {
             paper: false,
             host_ip: None,
             host_mac: None,
-            link_rate_bps: DEFAULT_LINK_RATE,
+            link_rate_bps: None,
             proxy_prefix: None,
             realtime_cap_percent: core.realtime_cap_percent,
             retransmit_initial: core.retransmit_initial,
@@ -249,7 +248,7 @@ impl Config {
         }
         if let Some(rate) = raw.link_rate {
             config.link_rate_bps =
-                parse_rate(&rate).map_err(|e| ConfigError::Value(format!("link_rate: {e}")))?;
+                Some(parse_rate(&rate).map_err(|e| ConfigError::Value(format!("link_rate: {e}")))?);
         }
         if let Some(prefix) = raw.proxy_prefix {
             config.proxy_prefix = Some(parse_prefix(&prefix)?);
@@ -352,8 +351,13 @@ impl Config {
             };
         }
         config.check_manager()?;
-        // Catch what the core would refuse now, with the file in mind.
-        config.core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))?;
+        // Catch what the core would refuse now, with the file in mind (a 1 Gbit/s link where
+        // the file leaves the rate to the interface).
+        config.core_config(
+            Address([2, 0, 0, 0, 0, 1]),
+            Ipv4Addr::new(198, 18, 0, 1),
+            1_000_000_000,
+        )?;
         Ok(config)
     }
 
@@ -370,19 +374,21 @@ impl Config {
         }
     }
 
-    /// The core's configuration for a host with `host_mac` and `host_ip` (the configured values
-    /// win over these), validated by the core.
+    /// The core's configuration for a host with `host_mac`, `host_ip` and a link of
+    /// `link_rate_bps` (the configured values win over these), validated by the core.
     pub fn core_config(
         &self,
         host_mac: Address,
         host_ip: Ipv4Addr,
+        link_rate_bps: u64,
     ) -> Result<rtlan_core::rtcd::Config, ConfigError> {
         let mac = self.host_mac.unwrap_or(host_mac);
         let ip = self.host_ip.unwrap_or(host_ip);
+        let link = self.link_rate_bps.unwrap_or(link_rate_bps);
         let mut core = if self.paper {
-            rtlan_core::rtcd::Config::paper(mac, ip, self.link_rate_bps)
+            rtlan_core::rtcd::Config::paper(mac, ip, link)
         } else {
-            rtlan_core::rtcd::Config::new(mac, ip, self.link_rate_bps)
+            rtlan_core::rtcd::Config::new(mac, ip, link)
         };
         if let Some(prefix) = self.proxy_prefix {
             core.proxy_prefix = prefix;
@@ -451,7 +457,11 @@ mod tests {
         )
         .expect("valid");
         let core = c
-            .core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))
+            .core_config(
+                Address([2, 0, 0, 0, 0, 1]),
+                Ipv4Addr::new(198, 18, 0, 1),
+                100_000_000,
+            )
             .expect("valid");
         assert_eq!(core.keys.keys()[0].id, 3);
         assert!(Config::from_toml_str("interface = \"eth0\"\n")
@@ -471,7 +481,11 @@ mod tests {
         let core = |text: &str| {
             Config::from_toml_str(text)
                 .expect("valid")
-                .core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))
+                .core_config(
+                    Address([2, 0, 0, 0, 0, 1]),
+                    Ipv4Addr::new(198, 18, 0, 1),
+                    100_000_000,
+                )
                 .expect("valid")
                 .rsvp_service
         };
@@ -488,7 +502,7 @@ mod tests {
         let c = Config::from_toml_str("interface = \"eth0\"\n").expect("valid");
         assert_eq!(c.interface, "eth0");
         assert_eq!(c.socket, PathBuf::from(DEFAULT_SOCKET));
-        assert_eq!(c.link_rate_bps, DEFAULT_LINK_RATE);
+        assert_eq!(c.link_rate_bps, None, "read from the interface");
         assert!(!c.paper);
         assert_eq!(
             (c.host_delay, c.lateness_budget),
@@ -502,14 +516,22 @@ mod tests {
         )
         .expect("valid");
         let core = c
-            .core_config(Address([2, 0, 0, 0, 0, 1]), Ipv4Addr::new(198, 18, 0, 1))
+            .core_config(
+                Address([2, 0, 0, 0, 0, 1]),
+                Ipv4Addr::new(198, 18, 0, 1),
+                100_000_000,
+            )
             .expect("valid");
         assert_eq!(
             (core.host_delay, core.lateness_budget),
             (Duration::from_millis(5), Duration::from_millis(1))
         );
         let core = c
-            .core_config(Address([2, 0, 0, 0, 0, 9]), Ipv4Addr::new(198, 18, 0, 9))
+            .core_config(
+                Address([2, 0, 0, 0, 0, 9]),
+                Ipv4Addr::new(198, 18, 0, 9),
+                100_000_000,
+            )
             .expect("valid");
         assert_eq!(core.proxy_prefix, ProxyPrefix::DEFAULT);
         assert_eq!(core.host_ip, Ipv4Addr::new(198, 18, 0, 9));
@@ -541,7 +563,11 @@ mod tests {
         "#;
         let c = Config::from_toml_str(text).expect("valid");
         let core = c
-            .core_config(Address([2, 0, 0, 0, 0, 9]), Ipv4Addr::new(198, 18, 0, 9))
+            .core_config(
+                Address([2, 0, 0, 0, 0, 9]),
+                Ipv4Addr::new(198, 18, 0, 9),
+                100_000_000,
+            )
             .expect("valid");
         assert_eq!(core.host_ip, Ipv4Addr::new(198, 18, 0, 7));
         assert_eq!(core.host_mac, Address([2, 0, 0, 0, 0, 7]));
@@ -565,7 +591,11 @@ mod tests {
     fn paper_mode_uses_paper_prefix() {
         let c = Config::from_toml_str("interface = \"eth0\"\npaper = true\n").expect("valid");
         let core = c
-            .core_config(Address([2, 0, 0, 0, 0, 9]), Ipv4Addr::new(198, 18, 0, 9))
+            .core_config(
+                Address([2, 0, 0, 0, 0, 9]),
+                Ipv4Addr::new(198, 18, 0, 9),
+                100_000_000,
+            )
             .expect("valid");
         assert_eq!(core.proxy_prefix, ProxyPrefix::PAPER);
     }

@@ -137,16 +137,19 @@ impl Daemon {
             None
         };
         let clients = clients::bind(socket, &epoll)?;
+        let mut shaper = KernelShaper::new(
+            ifname.clone(),
+            queues.link_rate_bps,
+            queues.realtime_cap_percent,
+            queues.priority_queue,
+        )
+        .saving_to(super::tc_save::TcSnapshot::file_for(socket, &ifname));
+        shaper.recover();
         Ok(Daemon {
             rsvp,
             carrier,
             carrier_checked: std::time::Instant::now(),
-            shaper: KernelShaper::new(
-                ifname.clone(),
-                queues.link_rate_bps,
-                queues.realtime_cap_percent,
-                queues.priority_queue,
-            ),
+            shaper,
             manager,
             ifname,
             rtcd,

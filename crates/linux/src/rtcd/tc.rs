@@ -29,8 +29,9 @@
 //! to the link rate (`ceil`), so the host is never held below its link rate.
 //!
 //! This replaces whatever root qdisc was there (a lab's `tbf` link emulation becomes an HTB tree
-//! of the same rate) for as long as the daemon runs; it is deleted when the daemon exits, if it
-//! installed it. Commands run with an argument vector (no shell); a failure is returned, the
+//! of the same rate) for as long as the daemon runs. The tree that was there is saved first
+//! ([`super::tc_save`], also to a file beside the socket) and put back exactly when the daemon
+//! exits — or, if it was killed, when it next starts and stops. Commands run with an argument vector (no shell); a failure is returned, the
 //! caller logs and counts it.
 
 use std::collections::BTreeMap;
@@ -38,6 +39,8 @@ use std::net::Ipv4Addr;
 use std::process::Command;
 
 use rtlan_core::rtcd::ProxyPrefix;
+
+use super::tc_save::TcSnapshot;
 
 /// A `tc` invocation failed.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +58,9 @@ pub(super) enum TcError {
         /// What `tc` wrote to stderr.
         stderr: String,
     },
+    /// The saved egress tree could not be put back.
+    #[error("restoring the interface's own egress tree: {0}")]
+    Restore(#[source] super::tc_save::SaveError),
     /// The connection id cannot name an HTB class (0 is the qdisc, `fffe` the reserved class,
     /// `ffff` the default class).
     #[error("connection id {0} cannot name an htb class")]
@@ -235,6 +241,10 @@ pub(super) struct KernelShaper {
     prefix: Option<ProxyPrefix>,
     /// Reserved rate per kernel-shaped connection id.
     classes: BTreeMap<u16, u64>,
+    /// Where the tree the daemon replaced is saved, if anywhere.
+    save_path: Option<std::path::PathBuf>,
+    /// The tree the daemon replaced, to put back at [`KernelShaper::shutdown`].
+    saved: Option<TcSnapshot>,
 }
 
 impl KernelShaper {
@@ -252,6 +262,98 @@ impl KernelShaper {
             root_installed: false,
             prefix: None,
             classes: BTreeMap::new(),
+            save_path: None,
+            saved: None,
+        }
+    }
+
+    /// Also keeps the snapshot of the replaced tree in `path`, for a later start to restore if
+    /// this one is killed.
+    pub(super) fn saving_to(mut self, path: std::path::PathBuf) -> KernelShaper {
+        self.save_path = Some(path);
+        self
+    }
+
+    /// Puts back what a killed earlier start replaced, if its HTB tree is still the root: the
+    /// snapshot it saved, or else the kernel's default (with a warning). Called at start, so a
+    /// restarted daemon that never installs its tree again does not leave the old one.
+    pub(super) fn recover(&mut self) {
+        if !self.leftover_root() {
+            return;
+        }
+        let earlier = match self.save_path.as_deref() {
+            Some(p) => TcSnapshot::load(p, &self.ifname),
+            None => Ok(None),
+        };
+        let result = match earlier {
+            Ok(Some(snap)) => snap
+                .restore()
+                .map_err(TcError::Restore)
+                .map(|()| "restored"),
+            Ok(None) => run_tc(&args(&["qdisc", "del", "dev", &self.ifname, "root"])).map(|()| {
+                "removed (no snapshot of what it replaced: the kernel's default is back)"
+            }),
+            Err(e) => {
+                tracing::warn!(interface = %self.ifname, "snapshot of the egress tree unreadable: {e}");
+                run_tc(&args(&["qdisc", "del", "dev", &self.ifname, "root"]))
+                    .map(|()| "removed (snapshot unreadable: the kernel's default is back)")
+            }
+        };
+        match result {
+            Ok(what) => {
+                if let Some(path) = &self.save_path {
+                    let _ = std::fs::remove_file(path);
+                }
+                tracing::warn!(interface = %self.ifname, "the HTB tree an earlier start left: {what}");
+            }
+            Err(e) => tracing::error!(
+                interface = %self.ifname,
+                "the HTB tree an earlier start left could not be removed: {e}"
+            ),
+        }
+    }
+
+    /// Saves the tree about to be replaced: the one a killed earlier start saved if the root is
+    /// that start's HTB, else the interface's own.
+    fn save_tree(&mut self) {
+        if self.leftover_root() {
+            let earlier = self
+                .save_path
+                .as_deref()
+                .map(|p| TcSnapshot::load(p, &self.ifname));
+            match earlier {
+                Some(Ok(Some(snap))) => self.saved = Some(snap),
+                Some(Err(e)) => tracing::warn!(
+                    interface = %self.ifname,
+                    "the tree an earlier start replaced cannot be read ({e}): the kernel's \
+                     default qdisc comes back at exit"
+                ),
+                _ => tracing::warn!(
+                    interface = %self.ifname,
+                    "an earlier start left its HTB tree without a snapshot of what it replaced: \
+                     the kernel's default qdisc comes back at exit"
+                ),
+            }
+            return;
+        }
+        match TcSnapshot::take(&self.ifname) {
+            Ok(snap) => {
+                if let Some(path) = &self.save_path {
+                    if let Err(e) = snap.save(path) {
+                        tracing::warn!(
+                            interface = %self.ifname,
+                            "snapshot of the egress tree not written to {}: {e}",
+                            path.display()
+                        );
+                    }
+                }
+                self.saved = Some(snap);
+            }
+            Err(e) => tracing::warn!(
+                interface = %self.ifname,
+                "the egress tree cannot be saved ({e}): the kernel's default qdisc comes back at \
+                 exit"
+            ),
         }
     }
 
@@ -295,6 +397,12 @@ impl KernelShaper {
             return Ok(());
         }
         let link = self.link_rate_bps;
+        self.save_tree();
+        // A tree of the host's own is saved: remove it whole (`replace` would change an HTB
+        // root in place and keep its classes and filters under ours).
+        if self.saved.as_ref().is_some_and(|s| !s.kernel_default()) {
+            run_tc(&args(&["qdisc", "del", "dev", &self.ifname, "root"]))?;
+        }
         if let Err(error) = run_tc(&root_args(&self.ifname)) {
             // An earlier start of the daemon that was killed leaves its HTB root behind, which
             // `replace` cannot change into a new one (the size table differs in kind): remove
@@ -335,15 +443,17 @@ impl KernelShaper {
         Ok(())
     }
 
-    /// Whether the interface's root qdisc is an HTB with handle 1: — the tree this daemon
-    /// installs, so one an earlier start left.
+    /// Whether the interface's root qdisc is an HTB with handle 1: and default class ffff — the
+    /// tree this daemon installs, so one an earlier start left.
     fn leftover_root(&self) -> bool {
         let out = Command::new("tc")
             .args(["qdisc", "show", "dev", &self.ifname, "root"])
             .output();
         out.is_ok_and(|o| {
+            let text = String::from_utf8_lossy(&o.stdout);
             o.status.success()
-                && String::from_utf8_lossy(&o.stdout).starts_with("qdisc htb 1: root")
+                && text.starts_with("qdisc htb 1: root")
+                && text.contains(" default 0xffff ")
         })
     }
 
@@ -481,14 +591,23 @@ impl KernelShaper {
         parse_backlog(&String::from_utf8_lossy(&out.stdout))
     }
 
-    /// Deletes the root qdisc if this daemon installed it (the kernel's default comes back).
+    /// Removes the daemon's tree if it installed one and puts back the tree it replaced
+    /// (without a snapshot, the kernel's default comes back).
     pub(super) fn shutdown(&mut self) -> Result<(), TcError> {
         self.classes.clear();
         self.prefix = None;
         if !std::mem::take(&mut self.root_installed) {
             return Ok(());
         }
-        run_tc(&args(&["qdisc", "del", "dev", &self.ifname, "root"]))
+        let Some(saved) = self.saved.take() else {
+            return run_tc(&args(&["qdisc", "del", "dev", &self.ifname, "root"]));
+        };
+        saved.restore().map_err(TcError::Restore)?;
+        if let Some(path) = &self.save_path {
+            let _ = std::fs::remove_file(path);
+        }
+        tracing::info!(interface = %self.ifname, "egress tree restored as it was before rtcd");
+        Ok(())
     }
 }
 

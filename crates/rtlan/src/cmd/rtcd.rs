@@ -41,7 +41,7 @@ Either give a TOML file (--config) or the flags. A minimal file:
 SIGINT/SIGTERM stop it cleanly: connections released, ARP entries and route removed.")]
 pub(crate) struct RtcdArgs {
     /// The daemon configuration file (TOML); the flags below are then not allowed.
-    #[arg(long, short, conflicts_with_all = ["interface", "socket", "paper", "admission", "manager"])]
+    #[arg(long, short, conflicts_with_all = ["interface", "socket", "paper", "admission", "manager", "link_rate"])]
     config: Option<PathBuf>,
     /// The host's interface towards the first switch.
     #[arg(long, short, required_unless_present = "config")]
@@ -49,6 +49,9 @@ pub(crate) struct RtcdArgs {
     /// Path of the clients' Unix socket.
     #[arg(long, short, default_value = DEFAULT_SOCKET)]
     socket: PathBuf,
+    /// Rate of the host's link (e.g. `1gbit`); read from the interface when not given.
+    #[arg(long)]
+    link_rate: Option<String>,
     /// Paper-compatible addressing: proxy IPs 1.1.X.Y, proxy MACs FF:FF:FF:FF:X:Y.
     #[arg(long)]
     paper: bool,
@@ -79,6 +82,9 @@ fn config(args: &RtcdArgs) -> anyhow::Result<Config> {
         .context("--interface or --config is required")?;
     let mut config = Config::new(interface, &args.socket);
     config.paper = args.paper;
+    if let Some(rate) = &args.link_rate {
+        config.link_rate_bps = Some(rtlan_core::units::parse_rate(rate).context("--link-rate")?);
+    }
     if let Some(a) = args.admission {
         config.admission = a;
     }

@@ -142,16 +142,10 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Starts `rtlan rtcd --interface eth0` in `host` with a socket in the lab's state directory.
+    /// Starts `rtlan rtcd` on `host`'s `eth0` with a socket in the lab's state directory and
+    /// the lab's lines for the host (its link rate, host delay, keys).
     pub fn start(lab: &Lab, host: &str) -> Daemon {
-        let socket = lab.state_dir().join(format!("rtcd-{host}.sock"));
-        let args = [
-            "--interface".to_string(),
-            "eth0".to_string(),
-            "--socket".to_string(),
-            socket.to_str().expect("utf-8 state dir").to_string(),
-        ];
-        Daemon::spawn(lab, host, &args, socket)
+        Daemon::start_with_config(lab, host, "")
     }
 
     /// Starts `rtlan rtcd --config FILE` in `host`, the file holding `interface`, `socket` and the
