@@ -497,3 +497,116 @@ fn the_link_rate_is_read_from_the_interface() {
         .expect_err("no speed on b0");
     assert!(error.to_string().contains("set link_rate"), "{error}");
 }
+
+/// The reservation policy against real peers: a socket open to everyone (`socket_mode`), a
+/// rule letting user nobody (65534) reserve at most 1 Mbit/s per connection. nobody's process —
+/// its identity from the kernel (`SO_PEERCRED`), not from anything it says — is refused 2 Mbit/s
+/// with the `policy` code and granted 1 Mbit/s; root is never limited.
+#[test]
+fn the_reservation_policy_judges_the_peer_the_kernel_names() {
+    if !can_run_lab("rtcd the_reservation_policy_judges_the_peer_the_kernel_names") {
+        return;
+    }
+    use rtlan_core::rtcd::policy::{Rule, Who};
+    let name = format!("rtl-rtpo{}", std::process::id());
+    let ns = Netns::new(&name);
+    ns.exec(&[
+        "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
+    ]);
+    ns.exec(&["ip", "link", "set", "eth0", "up"]);
+    ns.exec(&["ip", "link", "set", "p0", "up"]);
+    ns.exec(&["ip", "addr", "add", "198.18.0.1/16", "dev", "eth0"]);
+    let socket = std::env::temp_dir().join(format!("{name}.sock"));
+    let mut config = Config::new("eth0", &socket);
+    config.link_rate_bps = Some(100_000_000);
+    config.socket_mode = Some(0o666);
+    config.policy.rules = vec![Rule {
+        who: Who::Uid(65534),
+        deny: false,
+        max_rate_bps: Some(1_000_000),
+        max_total_bps: None,
+        max_connections: None,
+        label: "user nobody".into(),
+    }];
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut stopper = Stopper {
+        flag: stop.clone(),
+        threads: Vec::new(),
+    };
+    let s = stop.clone();
+    stopper.threads.push(ns.spawn(move || fake_switch(&s)));
+    let s = stop.clone();
+    stopper.threads.push(ns.spawn(move || {
+        rtlan_linux::rtcd::run(&config, &s).expect("rtcd runs");
+    }));
+    wait_for_socket(&socket);
+
+    // nobody speaks the protocol from a process of its own.
+    let script = r#"
+import socket, sys, json
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+def ask(req):
+    f.write(json.dumps(req) + "\n"); f.flush()
+    print(f.readline().strip())
+ask({"op": "register", "tag": 1})
+for tag, rate in ((2, 2000000), (3, 1000000)):
+    ask({"op": "open", "tag": tag, "dst_ip": "198.18.0.2", "dst_port": 5004, "src_port": 0,
+         "rate_bps": rate, "max_burst": 3028, "max_packet": 1514})
+"#;
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+        ])
+        .arg(script)
+        .arg(&socket)
+        .output()
+        .expect("setpriv runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        3,
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        lines[1]["error"]["code"],
+        serde_json::json!("policy"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[1]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("user nobody") && m.contains("1000000")),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(lines[2]["ok"], serde_json::json!(true), "{}", lines[2]);
+
+    // Root (this test) is not bound by nobody's rule, nor refused for having none.
+    let mut client = RtcdClient::connect(&socket).expect("connect");
+    client.register(std::process::id()).expect("register");
+    client
+        .open(&OpenParams {
+            dst_ip: Ipv4Addr::new(198, 18, 0, 2),
+            dst_port: 5005,
+            src_port: 0,
+            rate_bps: 20_000_000,
+            max_burst: 3028,
+            max_packet: 1514,
+            delay_us: None,
+        })
+        .expect("root opens");
+    drop(client);
+    drop(stopper);
+}

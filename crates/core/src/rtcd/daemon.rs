@@ -100,6 +100,8 @@ pub struct Rtcd {
     conns: BTreeMap<u16, Conn>,
     handles: HashMap<ConnHandle, u16>,
     clients: BTreeMap<ClientId, u32>,
+    /// Who each client is, as the shell found out ([`Rtcd::set_principal`]), for the policy.
+    principals: BTreeMap<ClientId, super::policy::Principal>,
     next_handle: u64,
     next_request_id: u32,
     /// The first switch's boot epoch, once heard: a new one means it restarted.
@@ -201,6 +203,7 @@ impl Rtcd {
             conns: BTreeMap::new(),
             handles: HashMap::new(),
             clients: BTreeMap::new(),
+            principals: BTreeMap::new(),
             next_handle: 1,
             // Request ids start where the epoch says: a late answer to the previous start's
             // request matches nothing.
@@ -316,6 +319,37 @@ impl Rtcd {
             .saturating_mul(1u32 << doublings)
     }
 
+    /// Tells the core who `client` is (user and groups, from the socket's peer credentials),
+    /// for the reservation policy; `None` = unknown (only an `everyone` rule governs it).
+    pub fn set_principal(&mut self, client: ClientId, who: Option<super::policy::Principal>) {
+        match who {
+            Some(who) => self.principals.insert(client, who),
+            None => self.principals.remove(&client),
+        };
+    }
+
+    /// What the reservation policy says of `client` asking for `rate_bps` more.
+    fn check_policy(&self, client: ClientId, rate_bps: u64) -> Result<(), RtcdError> {
+        let policy = &self.config.policy;
+        if policy.is_empty() {
+            return Ok(());
+        }
+        let held = |rule: usize| {
+            self.conns
+                .values()
+                .filter(|c| {
+                    self.principals
+                        .get(&c.client)
+                        .and_then(|p| policy.rule_for(p))
+                        == Some(rule)
+                })
+                .fold((0u64, 0u32), |(bps, n), c| {
+                    (bps.saturating_add(c.setup.rate), n.saturating_add(1))
+                })
+        };
+        Ok(policy.check(self.principals.get(&client), rate_bps, held)?)
+    }
+
     /// Handles one request of `client`; `tag` is echoed in every reply to it.
     pub fn handle_client_request(
         &mut self,
@@ -357,7 +391,10 @@ impl Rtcd {
                     connection_id: 0,
                     hop_limit: self.config.hop_limit,
                 };
-                if let Err(error) = self.open(now, client, tag, setup, shaping, delay_us) {
+                if let Err(error) = self
+                    .check_policy(client, rate_bps)
+                    .and_then(|()| self.open(now, client, tag, setup, shaping, delay_us))
+                {
                     self.fail(client, tag, error);
                 }
             }
@@ -750,6 +787,7 @@ impl Rtcd {
     /// The client's socket closed: its registration ends and its connections are torn down.
     pub fn handle_client_gone(&mut self, now: Instant, client: ClientId) {
         self.clients.remove(&client);
+        self.principals.remove(&client);
         let ids: Vec<u16> = self
             .conns
             .iter()

@@ -12,6 +12,7 @@ mod alloc;
 mod api;
 mod daemon;
 mod host;
+pub mod policy;
 #[cfg(test)]
 mod tests;
 
@@ -37,6 +38,9 @@ pub enum RtcdError {
     /// The client has not sent `Register` first.
     #[error("client is not registered (send Register first)")]
     NotRegistered,
+    /// The host's reservation policy refuses the client this reservation.
+    #[error("reservation policy: {0}")]
+    Policy(#[from] policy::PolicyRefusal),
     /// The request's values are absurd (the text says which one).
     #[error("malformed request: {0}")]
     Malformed(&'static str),
@@ -295,6 +299,8 @@ pub struct Config {
     pub rsvp_accept: bool,
     /// Under RSVP, the service this host reserves as a receiver.
     pub rsvp_service: RsvpService,
+    /// Who may reserve what ([`policy`]); empty = every client, up to the link's share.
+    pub policy: policy::Policy,
 }
 
 impl Config {
@@ -326,6 +332,7 @@ impl Config {
             rsvp_refresh: Duration::from_secs(30),
             rsvp_accept: true,
             rsvp_service: RsvpService::Guaranteed,
+            policy: policy::Policy::default(),
         }
     }
 

@@ -156,6 +156,8 @@ struct Conn {
     peer_pid: Option<u32>,
     /// The peer's user id (`SO_PEERCRED`; Unix sockets only).
     peer_uid: Option<u32>,
+    /// The peer's primary group id (`SO_PEERCRED`; Unix sockets only).
+    peer_gid: Option<u32>,
     inbuf: Vec<u8>,
     outbuf: Vec<u8>,
     /// Close once `outbuf` is written and no request awaits its reply (the peer closed its
@@ -195,9 +197,9 @@ pub struct MgmtServer {
     polled: bool,
 }
 
-/// The peer's PID and user id via `SO_PEERCRED` (the PID `None` if unknown, e.g. from another
-/// PID namespace; both `None` if the call fails).
-fn peer_cred(fd: RawFd) -> (Option<u32>, Option<u32>) {
+/// The peer's PID, user id and group id via `SO_PEERCRED` (the PID `None` if unknown, e.g.
+/// from another PID namespace; all `None` if the call fails).
+fn peer_cred(fd: RawFd) -> (Option<u32>, Option<u32>, Option<u32>) {
     let mut cred = libc::ucred {
         pid: 0,
         uid: 0,
@@ -215,10 +217,10 @@ fn peer_cred(fd: RawFd) -> (Option<u32>, Option<u32>) {
         )
     };
     if rc != 0 {
-        return (None, None);
+        return (None, None, None);
     }
     let pid = u32::try_from(cred.pid).ok().filter(|&p| p > 0);
-    (pid, Some(cred.uid))
+    (pid, Some(cred.uid), Some(cred.gid))
 }
 
 impl MgmtServer {
@@ -285,6 +287,14 @@ impl MgmtServer {
         self.conns
             .get(&(self.base + 1 + client))
             .and_then(|c| c.peer_uid)
+    }
+
+    /// The peer's `(pid, uid, gid)` of a connected Unix-socket client (`None` for TCP, a client
+    /// that is gone, or credentials that could not be read; the PID `None` across PID
+    /// namespaces).
+    pub fn peer_ids(&self, client: u64) -> Option<(Option<u32>, u32, u32)> {
+        let conn = self.conns.get(&(self.base + 1 + client))?;
+        Some((conn.peer_pid, conn.peer_uid?, conn.peer_gid?))
     }
 
     /// The bound TCP address (`None` for a Unix socket).
@@ -578,9 +588,9 @@ impl MgmtServer {
             if epoll.add(stream.fd(), libc::EPOLLIN as u32, token).is_err() {
                 continue;
             }
-            let (peer_pid, peer_uid) = match &stream {
+            let (peer_pid, peer_uid, peer_gid) = match &stream {
                 Stream::Unix(s) => peer_cred(s.as_raw_fd()),
-                Stream::Tcp(_) => (None, None),
+                Stream::Tcp(_) => (None, None, None),
             };
             self.conns.insert(
                 token,
@@ -588,6 +598,7 @@ impl MgmtServer {
                     stream,
                     peer_pid,
                     peer_uid,
+                    peer_gid,
                     inbuf: Vec::new(),
                     outbuf: Vec::new(),
                     closing: false,

@@ -103,6 +103,78 @@ pub struct Config {
     pub rsvp_accept: bool,
     /// Under RSVP, the service it reserves (`guaranteed` or `controlled-load`).
     pub rsvp_service: rtlan_core::rtcd::RsvpService,
+    /// Who may reserve what (`[[policy]]`, names resolved to ids); empty = no policy.
+    pub policy: rtlan_core::rtcd::policy::Policy,
+}
+
+/// One `[[policy]]` table: exactly one of `user`, `group`, `everyone`, and the limits.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    /// A user name or number.
+    user: Option<toml::Value>,
+    /// A group name or number.
+    group: Option<toml::Value>,
+    everyone: Option<bool>,
+    deny: Option<bool>,
+    max_rate: Option<String>,
+    max_total_rate: Option<String>,
+    max_connections: Option<u32>,
+}
+
+/// A user or group given by name or number, resolved with `lookup`.
+fn principal_id(
+    value: &toml::Value,
+    what: &str,
+    lookup: fn(&str) -> Option<u32>,
+) -> Result<(u32, String), ConfigError> {
+    match value {
+        toml::Value::Integer(n) => u32::try_from(*n)
+            .map(|id| (id, format!("{what} {id}")))
+            .map_err(|_| ConfigError::Value(format!("policy: {what} {n} is not an id"))),
+        toml::Value::String(name) => lookup(name.trim())
+            .map(|id| (id, format!("{what} {}", name.trim())))
+            .ok_or_else(|| ConfigError::Value(format!("policy: no {what} named `{name}`"))),
+        _ => Err(ConfigError::Value(format!(
+            "policy: {what} is a name or a number"
+        ))),
+    }
+}
+
+impl RawRule {
+    fn resolve(self) -> Result<rtlan_core::rtcd::policy::Rule, ConfigError> {
+        use rtlan_core::rtcd::policy::{Rule, Who};
+        let (who, label) = match (&self.user, &self.group, self.everyone) {
+            (Some(u), None, None | Some(false)) => {
+                let (uid, label) = principal_id(u, "user", super::policy::user_id)?;
+                (Who::Uid(uid), label)
+            }
+            (None, Some(g), None | Some(false)) => {
+                let (gid, label) = principal_id(g, "group", super::policy::group_id)?;
+                (Who::Gid(gid), label)
+            }
+            (None, None, Some(true)) => (Who::Everyone, "everyone".to_string()),
+            _ => {
+                return Err(ConfigError::Value(
+                    "policy: each rule names exactly one of user, group or everyone = true".into(),
+                ))
+            }
+        };
+        let rate = |key: &str, text: Option<String>| {
+            text.map(|t| {
+                parse_rate(&t).map_err(|e| ConfigError::Value(format!("policy: {key}: {e}")))
+            })
+            .transpose()
+        };
+        Ok(Rule {
+            who,
+            deny: self.deny.unwrap_or(false),
+            max_rate_bps: rate("max_rate", self.max_rate)?,
+            max_total_bps: rate("max_total_rate", self.max_total_rate)?,
+            max_connections: self.max_connections,
+            label,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -136,6 +208,7 @@ struct RawConfig {
     rsvp_refresh: Option<String>,
     rsvp_accept: Option<bool>,
     rsvp_service: Option<String>,
+    policy: Option<Vec<RawRule>>,
 }
 
 /// Parses `local`, `central` or `both`.
@@ -192,6 +265,7 @@ impl Config {
             rsvp_refresh: core.rsvp_refresh,
             rsvp_accept: core.rsvp_accept,
             rsvp_service: core.rsvp_service,
+            policy: rtlan_core::rtcd::policy::Policy::default(),
         }
     }
 
@@ -339,6 +413,12 @@ impl Config {
         if let Some(a) = raw.rsvp_accept {
             config.rsvp_accept = a;
         }
+        if let Some(rules) = raw.policy {
+            config.policy.rules = rules
+                .into_iter()
+                .map(RawRule::resolve)
+                .collect::<Result<_, _>>()?;
+        }
         if let Some(s) = raw.rsvp_service {
             config.rsvp_service = match s.trim() {
                 "guaranteed" => rtlan_core::rtcd::RsvpService::Guaranteed,
@@ -408,6 +488,7 @@ impl Config {
         core.rsvp_refresh = self.rsvp_refresh;
         core.rsvp_accept = self.rsvp_accept;
         core.rsvp_service = self.rsvp_service;
+        core.policy = self.policy.clone();
         // Validate by construction; the instant does not matter.
         rtlan_core::rtcd::Rtcd::new(core.clone(), rtlan_core::time::Instant::from_nanos(0))
             .map_err(|e| ConfigError::Value(e.to_string()))?;
@@ -472,6 +553,76 @@ mod tests {
             Config::from_toml_str("interface = \"eth0\"\nkeys = [{ id = 3, secret = \"00\" }]\n")
                 .expect_err("short secret");
         assert!(error.to_string().contains("keys: key 3"), "{error}");
+    }
+
+    #[test]
+    fn policy_rules_resolve_names_and_reach_the_core_in_order() {
+        use rtlan_core::rtcd::policy::Who;
+        let text = r#"
+            interface = "eth0"
+            [[policy]]
+            user = "root"
+            deny = true
+            [[policy]]
+            group = 29
+            max_rate = "20mbit"
+            max_total_rate = "40mbit"
+            max_connections = 4
+            [[policy]]
+            everyone = true
+            max_rate = "1mbit"
+        "#;
+        let c = Config::from_toml_str(text).expect("valid");
+        let core = c
+            .core_config(
+                Address([2, 0, 0, 0, 0, 1]),
+                Ipv4Addr::new(198, 18, 0, 1),
+                100_000_000,
+            )
+            .expect("valid");
+        let rules = &core.policy.rules;
+        assert_eq!(rules.len(), 3);
+        assert_eq!(
+            (rules[0].who, rules[0].deny, rules[0].label.as_str()),
+            (Who::Uid(0), true, "user root")
+        );
+        assert_eq!(rules[1].who, Who::Gid(29));
+        assert_eq!(
+            (
+                rules[1].max_rate_bps,
+                rules[1].max_total_bps,
+                rules[1].max_connections
+            ),
+            (Some(20_000_000), Some(40_000_000), Some(4))
+        );
+        assert_eq!(
+            (rules[2].who, rules[2].max_rate_bps),
+            (Who::Everyone, Some(1_000_000))
+        );
+        for (bad, names) in [
+            (
+                "[[policy]]\nuser = \"no-such-user-rtlan\"\n",
+                "no user named",
+            ),
+            (
+                "[[policy]]\ngroup = \"root\"\nuser = \"root\"\n",
+                "exactly one",
+            ),
+            ("[[policy]]\nmax_rate = \"1mbit\"\n", "exactly one"),
+            (
+                "[[policy]]\neveryone = true\nmax_rate = \"fast\"\n",
+                "max_rate",
+            ),
+            ("[[policy]]\nuser = -1\n", "not an id"),
+            (
+                "[[policy]]\nuser = \"root\"\nmax_rat = \"1mbit\"\n",
+                "max_rat",
+            ),
+        ] {
+            let text = format!("interface = \"eth0\"\n{bad}");
+            let error = Config::from_toml_str(&text).expect_err(bad);
+            assert!(error.to_string().contains(names), "{bad}: {error}");
+        }
     }
 
     #[test]

@@ -347,6 +347,14 @@ impl Daemon {
                             self.reply(client, id, Err(error));
                             return;
                         }
+                        // Who asks, for the reservation policy: as the kernel says now.
+                        if matches!(request, rtlan_core::rtcd::Request::Open { .. }) {
+                            let who = self
+                                .clients
+                                .peer_ids(client.0)
+                                .map(|(pid, uid, gid)| super::policy::principal(pid, uid, gid));
+                            self.rtcd.set_principal(client, who);
+                        }
                         if let rtlan_core::rtcd::Request::Register { pid } = request {
                             if Some(pid) != peer_pid && pid_is_dead(pid) {
                                 let error = MgmtError::new(

@@ -72,6 +72,7 @@ pub fn error_code(error: &RtcdError) -> &'static str {
     match error {
         RtcdError::Config(_) => "config",
         RtcdError::NotRegistered => "not_registered",
+        RtcdError::Policy(_) => "policy",
         RtcdError::Malformed(_) => "malformed",
         RtcdError::LocalAdmission { .. } => "local_admission",
         RtcdError::HostDelay { .. } => "host_delay",

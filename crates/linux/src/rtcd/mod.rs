@@ -16,6 +16,7 @@ mod daemon;
 mod json;
 mod link;
 mod manager;
+mod policy;
 mod rsvp_socket;
 mod tc;
 mod tc_save;

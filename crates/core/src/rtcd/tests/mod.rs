@@ -414,6 +414,92 @@ fn orphan_reclaim_tears_down_dead_pid_only() {
     d.check_invariants();
 }
 
+/// The policy: the group audio (29) together holds at most 10 Mbit/s, user 1001 is denied, and
+/// nobody else is allowed; what a refused client asks for never reaches the switch, and what
+/// a group member closes is free for the group again.
+#[test]
+fn the_reservation_policy_limits_a_group_together_and_refuses_the_unlisted() {
+    use super::policy::{Policy, PolicyRefusal, Principal, Rule, Who};
+    let rule = |who, label: &str| Rule {
+        who,
+        deny: false,
+        max_rate_bps: None,
+        max_total_bps: None,
+        max_connections: None,
+        label: label.into(),
+    };
+    let config = Config {
+        policy: Policy {
+            rules: vec![
+                Rule {
+                    deny: true,
+                    ..rule(Who::Uid(1001), "user 1001")
+                },
+                Rule {
+                    max_total_bps: Some(10_000_000),
+                    ..rule(Who::Gid(29), "group audio")
+                },
+            ],
+        },
+        ..Config::new(HOST_MAC, HOST_IP, 100_000_000)
+    };
+    let mut d = started(config);
+    const CAROL: ClientId = ClientId(3);
+    const ROOT: ClientId = ClientId(4);
+    for (client, pid, uid, gids) in [
+        (ALICE, 100, 1000, vec![1000, 29]),
+        (BOB, 101, 1002, vec![1002, 29]),
+        (CAROL, 102, 1001, vec![1001, 29]),
+        (ROOT, 103, 0, vec![0]),
+    ] {
+        register(&mut d, client, pid);
+        d.set_principal(client, Some(Principal { uid, gids }));
+    }
+    let (alice_conn, _) = open_ok(&mut d, Instant::ZERO, ALICE, 6_000_000);
+    let refused = |d: &mut Rtcd, client, rate| {
+        d.handle_client_request(ms(1), client, 4, open_req(rate));
+        let a = drain(d);
+        assert!(sent(&a).is_empty(), "refused before sending SETUP");
+        match replies(&a).pop() {
+            Some((
+                _,
+                4,
+                Reply::Failed {
+                    error: RtcdError::Policy(why),
+                    ..
+                },
+            )) => why,
+            other => panic!("expected a policy refusal, got {other:?}"),
+        }
+    };
+    // Bob is in audio too: 6 + 5 > 10.
+    assert!(matches!(
+        refused(&mut d, BOB, 5_000_000),
+        PolicyRefusal::Total {
+            held: 6_000_000,
+            limit: 10_000_000,
+            ..
+        }
+    ));
+    open_ok(&mut d, ms(2), BOB, 4_000_000);
+    assert!(matches!(
+        refused(&mut d, CAROL, 1),
+        PolicyRefusal::Denied { .. }
+    ));
+    // Root is never limited.
+    open_ok(&mut d, ms(3), ROOT, 30_000_000);
+    // Once Alice closes, the group has room again.
+    close_ack(&mut d, ms(4), ALICE, alice_conn);
+    open_ok(&mut d, ms(5), BOB, 6_000_000);
+    // A client the shell could not identify is governed by an `everyone` rule only: none here.
+    d.set_principal(ALICE, None);
+    assert!(matches!(
+        refused(&mut d, ALICE, 1),
+        PolicyRefusal::NoRule { .. }
+    ));
+    d.check_invariants();
+}
+
 #[test]
 fn local_admission_refuses_over_cap() {
     let mut d = daemon();
