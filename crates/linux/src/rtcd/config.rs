@@ -30,12 +30,64 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
-    /// The TOML does not parse or has unknown keys.
-    #[error("{0}")]
-    Toml(String),
     /// A value is out of range or malformed (the text names the key).
     #[error("{0}")]
     Value(String),
+    /// A syntax error or a bad value, at a place in the file.
+    #[error("line {line}, column {column}: {message}")]
+    At {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (in characters).
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Where each `[[policy]]` table is in the file.
+#[derive(Deserialize)]
+struct PolicySpans {
+    policy: Option<Vec<toml::Spanned<toml::Table>>>,
+}
+
+/// `error` at its place in `text`: a syntax error at the parser's span, a bad value at its
+/// key's value (the message starts with the key, `policy[N]` for the N-th rule, from 1); an
+/// error no key names stays as it is.
+fn locate(text: &str, error: ConfigError) -> ConfigError {
+    let at = |offset: usize, message: String| {
+        let (line, column) = crate::switchd::config::line_column(text, offset);
+        ConfigError::At {
+            line,
+            column,
+            message,
+        }
+    };
+    let ConfigError::Value(message) = error else {
+        return error;
+    };
+    let key = message.split(':').next().unwrap_or_default().trim();
+    if let Some(n) = key
+        .strip_prefix("policy[")
+        .and_then(|r| r.strip_suffix(']'))
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        let rule = toml::from_str::<PolicySpans>(text)
+            .ok()
+            .and_then(|p| p.policy)
+            .and_then(|rules| rules.get(n.wrapping_sub(1)).map(|r| r.span().start));
+        if let Some(offset) = rule {
+            return at(offset, message);
+        }
+    }
+    let span =
+        toml::from_str::<std::collections::BTreeMap<String, toml::Spanned<toml::Value>>>(text)
+            .ok()
+            .and_then(|keys| keys.get(key).map(|v| v.span().start));
+    match span {
+        Some(offset) => at(offset, message),
+        None => ConfigError::Value(message),
+    }
 }
 
 /// The daemon's configuration.
@@ -278,9 +330,21 @@ impl Config {
         Config::from_toml_str(&text)
     }
 
-    /// Parses and validates TOML text.
+    /// Parses and validates TOML text; every error names its line and column where it has one.
     pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
-        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
+        Config::parse_toml(text).map_err(|e| locate(text, e))
+    }
+
+    fn parse_toml(text: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let (line, column) =
+                crate::switchd::config::line_column(text, e.span().map_or(0, |s| s.start));
+            ConfigError::At {
+                line,
+                column,
+                message: e.message().to_string(),
+            }
+        })?;
         check_ifname(&raw.interface)?;
         let socket = raw.socket.unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET));
         let mut config = Config::new(&raw.interface, &socket);
@@ -416,7 +480,17 @@ impl Config {
         if let Some(rules) = raw.policy {
             config.policy.rules = rules
                 .into_iter()
-                .map(RawRule::resolve)
+                .enumerate()
+                .map(|(i, rule)| {
+                    rule.resolve().map_err(|e| match e {
+                        ConfigError::Value(m) => ConfigError::Value(m.replacen(
+                            "policy:",
+                            &format!("policy[{}]:", i + 1),
+                            1,
+                        )),
+                        other => other,
+                    })
+                })
                 .collect::<Result<_, _>>()?;
         }
         if let Some(s) = raw.rsvp_service {
@@ -553,6 +627,30 @@ mod tests {
             Config::from_toml_str("interface = \"eth0\"\nkeys = [{ id = 3, secret = \"00\" }]\n")
                 .expect_err("short secret");
         assert!(error.to_string().contains("keys: key 3"), "{error}");
+    }
+
+    #[test]
+    fn every_error_names_its_line_and_column() {
+        let at = |text: &str| match Config::from_toml_str(text).expect_err(text) {
+            ConfigError::At {
+                line,
+                column,
+                message,
+            } => (line, column, message),
+            other => panic!("{text}: no place in {other}"),
+        };
+        // Syntax and unknown keys: where the parser stopped.
+        assert_eq!(at("interface = \"eth0\"\nlink_rat = \"1gbit\"\n").0, 2);
+        assert_eq!(at("interface = \"eth0\"\n\nlink_rate = \n").0, 3);
+        // A bad value: at the value.
+        let (line, column, message) = at("interface = \"eth0\"\nlink_rate = \"fast\"\n");
+        assert_eq!((line, column), (2, 13));
+        assert!(message.starts_with("link_rate:"), "{message}");
+        // A bad rule: at its table.
+        let text = "interface = \"eth0\"\n[[policy]]\neveryone = true\n\n[[policy]]\nuser = \"no-such-user-rtlan\"\n";
+        let (line, _, message) = at(text);
+        assert_eq!(line, 5, "{message}");
+        assert!(message.starts_with("policy[2]:"), "{message}");
     }
 
     #[test]
