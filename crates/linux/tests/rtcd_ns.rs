@@ -46,6 +46,19 @@ fn fake_switch(stop: &AtomicBool) {
     }
 }
 
+/// An `open` to 198.18.0.2:`dst_port` at `rate_bps` (bucket two full frames).
+fn params(dst_port: u16, rate_bps: u64) -> OpenParams {
+    OpenParams {
+        dst_ip: Ipv4Addr::new(198, 18, 0, 2),
+        dst_port,
+        src_port: 0,
+        rate_bps,
+        max_burst: 3028,
+        max_packet: 1514,
+        delay_us: None,
+    }
+}
+
 fn stdout(ns: &Netns, argv: &[&str]) -> String {
     String::from_utf8_lossy(&ns.exec(argv).stdout).into_owned()
 }
@@ -77,11 +90,8 @@ impl Drop for Stopper {
     }
 }
 
-/// A namespace `name` with the veth pair `eth0` (198.18.0.1/16) — `p0`, the fake first switch on
-/// `p0` and the daemon on `eth0` (socket in the temporary directory), both on threads inside
-/// the namespace; returns the namespace, the socket and the stopper of the threads (drop it
-/// before the namespace).
-fn host_with_daemon(name: &str) -> (Netns, std::path::PathBuf, Stopper) {
+/// A namespace `name` with the veth pair `eth0` (198.18.0.1/16) — `p0`, both up.
+fn host_ns(name: &str) -> Netns {
     let ns = Netns::new(name);
     ns.exec(&[
         "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
@@ -89,8 +99,14 @@ fn host_with_daemon(name: &str) -> (Netns, std::path::PathBuf, Stopper) {
     ns.exec(&["ip", "link", "set", "eth0", "up"]);
     ns.exec(&["ip", "link", "set", "p0", "up"]);
     ns.exec(&["ip", "addr", "add", "198.18.0.1/16", "dev", "eth0"]);
-    let socket = std::env::temp_dir().join(format!("{name}.sock"));
-    let config = Config::new("eth0", &socket);
+    ns
+}
+
+/// The fake first switch on `p0` and the daemon with `config` on `eth0`, both on threads inside
+/// `ns`; returns once the daemon's socket exists, with the stopper of the threads (drop it
+/// before the namespace).
+fn start_daemon(ns: &Netns, config: Config) -> Stopper {
+    let socket = config.socket.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let mut stopper = Stopper {
         flag: stop.clone(),
@@ -104,6 +120,15 @@ fn host_with_daemon(name: &str) -> (Netns, std::path::PathBuf, Stopper) {
         assert_eq!(report.netlink_errors, 0, "{report:?}");
     }));
     wait_for_socket(&socket);
+    stopper
+}
+
+/// [`host_ns`] with [`start_daemon`] on a default configuration (socket in the temporary
+/// directory); returns the namespace, the socket and the stopper.
+fn host_with_daemon(name: &str) -> (Netns, std::path::PathBuf, Stopper) {
+    let ns = host_ns(name);
+    let socket = std::env::temp_dir().join(format!("{name}.sock"));
+    let stopper = start_daemon(&ns, Config::new("eth0", &socket));
     (ns, socket, stopper)
 }
 
@@ -136,17 +161,7 @@ fn open_installs_and_close_removes() {
         "{bad}"
     );
 
-    let opened = client
-        .open(&OpenParams {
-            dst_ip: Ipv4Addr::new(198, 18, 0, 2),
-            dst_port: 5004,
-            src_port: 0,
-            rate_bps: 1_000_000,
-            max_burst: 3028,
-            max_packet: 1514,
-            delay_us: None,
-        })
-        .expect("open");
+    let opened = client.open(&params(5004, 1_000_000)).expect("open");
     let octets = opened.proxy_ip.octets();
     assert_eq!(octets[..3], [198, 19, 0], "{opened:?}");
     let neigh = stdout(&ns, &["ip", "neigh", "show", "dev", "eth0"]);
@@ -256,15 +271,7 @@ fn a_kernel_shaped_close_sends_the_queued_burst_before_the_teardown() {
     client.register(std::process::id()).expect("register");
     let opened = client
         .open_shaped(
-            &OpenParams {
-                dst_ip: Ipv4Addr::new(198, 18, 0, 2),
-                dst_port: 5004,
-                src_port: 0,
-                rate_bps: 1_000_000,
-                max_burst: 3028,
-                max_packet: 1514,
-                delay_us: None,
-            },
+            &params(5004, 1_000_000),
             rtlan_core::rtcd::DaemonShaping::Kernel,
         )
         .expect("open");
@@ -339,13 +346,7 @@ fn the_hosts_own_egress_tree_comes_back_exactly() {
     // The daemon's warnings (a tree not restored) in the test's output.
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let name = format!("rtl-rttc{}", std::process::id());
-    let ns = Netns::new(&name);
-    ns.exec(&[
-        "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
-    ]);
-    ns.exec(&["ip", "link", "set", "eth0", "up"]);
-    ns.exec(&["ip", "link", "set", "p0", "up"]);
-    ns.exec(&["ip", "addr", "add", "198.18.0.1/16", "dev", "eth0"]);
+    let ns = host_ns(&name);
     let own: [&[&str]; 6] = [
         &[
             "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "stab", "overhead", "24", "mpu",
@@ -391,21 +392,9 @@ fn the_hosts_own_egress_tree_comes_back_exactly() {
     let snapshot = std::env::temp_dir().join("rtcd-eth0.tc.json");
     let _ = std::fs::remove_file(&snapshot);
     let run_daemon = |ns: &Netns| {
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut stopper = Stopper {
-            flag: stop.clone(),
-            threads: Vec::new(),
-        };
-        let s = stop.clone();
-        stopper.threads.push(ns.spawn(move || fake_switch(&s)));
-        let s = stop.clone();
         let mut config = Config::new("eth0", &socket);
         config.link_rate_bps = Some(100_000_000);
-        stopper.threads.push(ns.spawn(move || {
-            rtlan_linux::rtcd::run(&config, &s).expect("rtcd runs");
-        }));
-        wait_for_socket(&socket);
-        stopper
+        start_daemon(ns, config)
     };
 
     // A kernel-shaped connection puts the daemon's tree in place of the host's.
@@ -414,15 +403,7 @@ fn the_hosts_own_egress_tree_comes_back_exactly() {
     client.register(std::process::id()).expect("register");
     client
         .open_shaped(
-            &OpenParams {
-                dst_ip: Ipv4Addr::new(198, 18, 0, 2),
-                dst_port: 5004,
-                src_port: 0,
-                rate_bps: 1_000_000,
-                max_burst: 3028,
-                max_packet: 1514,
-                delay_us: None,
-            },
+            &params(5004, 1_000_000),
             rtlan_core::rtcd::DaemonShaping::Kernel,
         )
         .expect("open");
@@ -463,16 +444,11 @@ fn the_link_rate_is_read_from_the_interface() {
     if !can_run_lab("rtcd the_link_rate_is_read_from_the_interface") {
         return;
     }
-    let ns = Netns::new(&format!("rtl-rtls{}", std::process::id()));
-    ns.exec(&[
-        "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
-    ]);
-    ns.exec(&["ip", "link", "set", "eth0", "up"]);
-    ns.exec(&["ip", "link", "set", "p0", "up"]);
+    let ns = host_ns(&format!("rtl-rtls{}", std::process::id()));
     // A bridge without ports is Ethernet but knows no speed.
     ns.exec(&["ip", "link", "add", "b0", "type", "bridge"]);
     ns.exec(&["ip", "link", "set", "b0", "up"]);
-    ns.exec(&["ip", "addr", "add", "198.18.0.1/16", "dev", "b0"]);
+    ns.exec(&["ip", "addr", "add", "198.18.0.2/16", "dev", "b0"]);
     let (veth, bridge) = ns
         .spawn(|| {
             let sock = std::net::UdpSocket::bind("127.0.0.1:0").expect("socket");
@@ -509,37 +485,16 @@ fn the_reservation_policy_judges_the_peer_the_kernel_names() {
     }
     use rtlan_core::rtcd::policy::{Rule, Who};
     let name = format!("rtl-rtpo{}", std::process::id());
-    let ns = Netns::new(&name);
-    ns.exec(&[
-        "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
-    ]);
-    ns.exec(&["ip", "link", "set", "eth0", "up"]);
-    ns.exec(&["ip", "link", "set", "p0", "up"]);
-    ns.exec(&["ip", "addr", "add", "198.18.0.1/16", "dev", "eth0"]);
+    let ns = host_ns(&name);
     let socket = std::env::temp_dir().join(format!("{name}.sock"));
     let mut config = Config::new("eth0", &socket);
     config.link_rate_bps = Some(100_000_000);
     config.socket_mode = Some(0o666);
     config.policy.rules = vec![Rule {
-        who: Who::Uid(65534),
-        deny: false,
         max_rate_bps: Some(1_000_000),
-        max_total_bps: None,
-        max_connections: None,
-        label: "user nobody".into(),
+        ..Rule::allow(Who::Uid(65534), "user nobody")
     }];
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut stopper = Stopper {
-        flag: stop.clone(),
-        threads: Vec::new(),
-    };
-    let s = stop.clone();
-    stopper.threads.push(ns.spawn(move || fake_switch(&s)));
-    let s = stop.clone();
-    stopper.threads.push(ns.spawn(move || {
-        rtlan_linux::rtcd::run(&config, &s).expect("rtcd runs");
-    }));
-    wait_for_socket(&socket);
+    let stopper = start_daemon(&ns, config);
 
     // nobody speaks the protocol from a process of its own.
     let script = r#"
@@ -596,17 +551,7 @@ for tag, rate in ((2, 2000000), (3, 1000000)):
     // Root (this test) is not bound by nobody's rule, nor refused for having none.
     let mut client = RtcdClient::connect(&socket).expect("connect");
     client.register(std::process::id()).expect("register");
-    client
-        .open(&OpenParams {
-            dst_ip: Ipv4Addr::new(198, 18, 0, 2),
-            dst_port: 5005,
-            src_port: 0,
-            rate_bps: 20_000_000,
-            max_burst: 3028,
-            max_packet: 1514,
-            delay_us: None,
-        })
-        .expect("root opens");
+    client.open(&params(5005, 20_000_000)).expect("root opens");
     drop(client);
     drop(stopper);
 }

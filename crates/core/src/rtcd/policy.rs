@@ -51,6 +51,19 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// A rule for `who`, named `label` in refusals, that allows everything (add limits with
+    /// struct update syntax).
+    pub fn allow(who: Who, label: impl Into<String>) -> Rule {
+        Rule {
+            who,
+            deny: false,
+            max_rate_bps: None,
+            max_total_bps: None,
+            max_connections: None,
+            label: label.into(),
+        }
+    }
+
     fn matches(&self, who: &Principal) -> bool {
         match self.who {
             Who::Uid(uid) => who.uid == uid,
@@ -193,14 +206,7 @@ mod tests {
     use super::*;
 
     fn rule(who: Who, label: &str) -> Rule {
-        Rule {
-            who,
-            deny: false,
-            max_rate_bps: None,
-            max_total_bps: None,
-            max_connections: None,
-            label: label.into(),
-        }
+        Rule::allow(who, label)
     }
 
     fn user(uid: u32, gids: &[u32]) -> Principal {

@@ -70,7 +70,7 @@ pub(super) fn set_access(
 }
 
 /// The gid of group `group` (a name, or a number as it is).
-fn group_id(group: &str) -> Option<u32> {
+pub(super) fn group_id(group: &str) -> Option<u32> {
     if let Ok(gid) = group.parse::<u32>() {
         return Some(gid);
     }

@@ -584,6 +584,17 @@ fn check_ifname(name: &str) -> Result<(), ConfigError> {
 mod tests {
     use super::*;
 
+    /// The core configuration of `c` for host `02:00:00:00:00:0N` / `198.18.0.N` on a
+    /// 100 Mbit/s link.
+    fn core_of(c: &Config, n: u8) -> rtlan_core::rtcd::Config {
+        c.core_config(
+            Address([2, 0, 0, 0, 0, n]),
+            Ipv4Addr::new(198, 18, 0, n),
+            100_000_000,
+        )
+        .expect("valid")
+    }
+
     #[test]
     fn the_socket_mode_and_group_are_read() {
         let c = Config::from_toml_str(
@@ -611,13 +622,7 @@ mod tests {
             "interface = \"eth0\"\nkeys = [{ id = 3, secret = \"000102030405060708090a0b0c0d0e0f\" }]\n",
         )
         .expect("valid");
-        let core = c
-            .core_config(
-                Address([2, 0, 0, 0, 0, 1]),
-                Ipv4Addr::new(198, 18, 0, 1),
-                100_000_000,
-            )
-            .expect("valid");
+        let core = core_of(&c, 1);
         assert_eq!(core.keys.keys()[0].id, 3);
         assert!(Config::from_toml_str("interface = \"eth0\"\n")
             .expect("valid")
@@ -671,13 +676,7 @@ mod tests {
             max_rate = "1mbit"
         "#;
         let c = Config::from_toml_str(text).expect("valid");
-        let core = c
-            .core_config(
-                Address([2, 0, 0, 0, 0, 1]),
-                Ipv4Addr::new(198, 18, 0, 1),
-                100_000_000,
-            )
-            .expect("valid");
+        let core = core_of(&c, 1);
         let rules = &core.policy.rules;
         assert_eq!(rules.len(), 3);
         assert_eq!(
@@ -727,17 +726,8 @@ mod tests {
     fn the_rsvp_service_reaches_the_core() {
         use rtlan_core::rtcd::RsvpService;
         let base = "interface = \"eth0\"\nsignalling = \"rsvp\"\n";
-        let core = |text: &str| {
-            Config::from_toml_str(text)
-                .expect("valid")
-                .core_config(
-                    Address([2, 0, 0, 0, 0, 1]),
-                    Ipv4Addr::new(198, 18, 0, 1),
-                    100_000_000,
-                )
-                .expect("valid")
-                .rsvp_service
-        };
+        let core =
+            |text: &str| core_of(&Config::from_toml_str(text).expect("valid"), 1).rsvp_service;
         assert_eq!(core(base), RsvpService::Guaranteed);
         let cl = format!("{base}rsvp_service = \"controlled-load\"\n");
         assert_eq!(core(&cl), RsvpService::ControlledLoad);
@@ -764,24 +754,12 @@ mod tests {
             "interface = \"eth0\"\nhost_delay = \"5ms\"\nlateness_budget = \"1ms\"\n",
         )
         .expect("valid");
-        let core = c
-            .core_config(
-                Address([2, 0, 0, 0, 0, 1]),
-                Ipv4Addr::new(198, 18, 0, 1),
-                100_000_000,
-            )
-            .expect("valid");
+        let core = core_of(&c, 1);
         assert_eq!(
             (core.host_delay, core.lateness_budget),
             (Duration::from_millis(5), Duration::from_millis(1))
         );
-        let core = c
-            .core_config(
-                Address([2, 0, 0, 0, 0, 9]),
-                Ipv4Addr::new(198, 18, 0, 9),
-                100_000_000,
-            )
-            .expect("valid");
+        let core = core_of(&c, 9);
         assert_eq!(core.proxy_prefix, ProxyPrefix::DEFAULT);
         assert_eq!(core.host_ip, Ipv4Addr::new(198, 18, 0, 9));
         assert_eq!(core.realtime_cap_percent, 60);
@@ -811,13 +789,7 @@ mod tests {
             manager_token = "tok-a"
         "#;
         let c = Config::from_toml_str(text).expect("valid");
-        let core = c
-            .core_config(
-                Address([2, 0, 0, 0, 0, 9]),
-                Ipv4Addr::new(198, 18, 0, 9),
-                100_000_000,
-            )
-            .expect("valid");
+        let core = core_of(&c, 9);
         assert_eq!(core.host_ip, Ipv4Addr::new(198, 18, 0, 7));
         assert_eq!(core.host_mac, Address([2, 0, 0, 0, 0, 7]));
         assert_eq!(core.link_rate_bps, 1_000_000_000);
@@ -839,13 +811,7 @@ mod tests {
     #[test]
     fn paper_mode_uses_paper_prefix() {
         let c = Config::from_toml_str("interface = \"eth0\"\npaper = true\n").expect("valid");
-        let core = c
-            .core_config(
-                Address([2, 0, 0, 0, 0, 9]),
-                Ipv4Addr::new(198, 18, 0, 9),
-                100_000_000,
-            )
-            .expect("valid");
+        let core = core_of(&c, 9);
         assert_eq!(core.proxy_prefix, ProxyPrefix::PAPER);
     }
 

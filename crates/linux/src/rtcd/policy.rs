@@ -37,6 +37,9 @@ fn supplementary_groups(status: &str) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// The group id of the group `name` (or number), as `getent group NAME`.
+pub(super) use super::clients::group_id;
+
 /// The user id of the user `name` (the system's user database, as `id -u NAME`).
 pub(super) fn user_id(name: &str) -> Option<u32> {
     let name = std::ffi::CString::new(name).ok()?;
@@ -55,26 +58,6 @@ pub(super) fn user_id(name: &str) -> Option<u32> {
         )
     };
     (rc == 0 && !result.is_null()).then_some(pwd.pw_uid)
-}
-
-/// The group id of the group `name` (as `getent group NAME`).
-pub(super) fn group_id(name: &str) -> Option<u32> {
-    let name = std::ffi::CString::new(name).ok()?;
-    let mut buf = vec![0 as libc::c_char; 64 * 1024];
-    // SAFETY: all-zero bytes are a valid `group`.
-    let mut grp: libc::group = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::group = std::ptr::null_mut();
-    // SAFETY: every pointer is valid for the call; `buf` is writable for its length.
-    let rc = unsafe {
-        libc::getgrnam_r(
-            name.as_ptr(),
-            &mut grp,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        )
-    };
-    (rc == 0 && !result.is_null()).then_some(grp.gr_gid)
 }
 
 #[cfg(test)]

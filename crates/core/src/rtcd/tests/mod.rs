@@ -420,14 +420,7 @@ fn orphan_reclaim_tears_down_dead_pid_only() {
 #[test]
 fn the_reservation_policy_limits_a_group_together_and_refuses_the_unlisted() {
     use super::policy::{Policy, PolicyRefusal, Principal, Rule, Who};
-    let rule = |who, label: &str| Rule {
-        who,
-        deny: false,
-        max_rate_bps: None,
-        max_total_bps: None,
-        max_connections: None,
-        label: label.into(),
-    };
+    let rule = Rule::allow;
     let config = Config {
         policy: Policy {
             rules: vec![
