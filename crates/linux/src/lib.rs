@@ -28,6 +28,7 @@ pub mod retherd;
 pub mod routerd;
 pub mod rtcd;
 pub mod segmentd;
+pub mod service;
 pub mod switchd;
 pub mod timer;
 mod unix_socket;

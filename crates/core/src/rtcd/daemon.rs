@@ -328,6 +328,12 @@ impl Rtcd {
         };
     }
 
+    /// Replaces the reservation policy (a reload): it governs every later `open`; connections
+    /// already open stay.
+    pub fn set_policy(&mut self, policy: super::policy::Policy) {
+        self.config.policy = policy;
+    }
+
     /// What the reservation policy says of `client` asking for `rate_bps` more.
     fn check_policy(&self, client: ClientId, rate_bps: u64) -> Result<(), RtcdError> {
         let policy = &self.config.policy;

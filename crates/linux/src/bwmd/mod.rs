@@ -12,6 +12,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod lock;
 pub mod network;
 pub mod server;
 pub mod store;
@@ -21,6 +22,7 @@ mod tests;
 
 pub use auth::{load_tokens, parse_tokens, TokensFileError};
 pub use client::{BwmClient, ClientError};
+pub use lock::{LockError, StateLock};
 pub use network::{load_network, parse_network, NetworkError};
 pub use server::{
     response_to_result, result_to_response, Server, ServerConfig, ServerError, IDLE_TIMEOUT,

@@ -43,6 +43,8 @@ pub struct ServerConfig {
     pub max_clients: usize,
     /// Close a client that sends nothing for this long (none: never).
     pub idle_timeout: Option<Duration>,
+    /// The tokens file `tokens` came from: read again on SIGHUP.
+    pub tokens_path: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -51,6 +53,7 @@ impl Default for ServerConfig {
             tokens: Tokens::default(),
             max_clients: MAX_CLIENTS,
             idle_timeout: Some(IDLE_TIMEOUT),
+            tokens_path: None,
         }
     }
 }
@@ -74,6 +77,9 @@ pub enum ServerError {
     /// The state file could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The state is held by another manager, or cannot be locked.
+    #[error(transparent)]
+    Lock(#[from] super::lock::LockError),
 }
 
 /// The manager and its journal, changed together, and who may ask.
@@ -196,6 +202,10 @@ pub struct Server {
     epoll: Epoll,
     clients: MgmtServer,
     inner: Inner,
+    /// Where the tokens came from, read again on SIGHUP.
+    tokens_path: Option<PathBuf>,
+    /// The exclusive hold on the state, for as long as the server lives.
+    _lock: super::lock::StateLock,
 }
 
 impl Server {
@@ -219,22 +229,9 @@ impl Server {
         state_path: PathBuf,
         config: ServerConfig,
     ) -> Result<Server, ServerError> {
-        let state = Journal::load(&state_path)?;
-        for (conn, why) in manager.restore(state) {
-            let reason = match &why.reply {
-                rtlan_core::bwm::Reply::Error { code, message, .. } => {
-                    format!("{code:?}: {message}")
-                }
-                other => format!("{other:?}"),
-            };
-            tracing::warn!(
-                conn,
-                state = %state_path.display(),
-                "bwm: persisted booking {conn} no longer fits the network and is dropped ({reason})"
-            );
-        }
-        manager.take_changed();
-        let journal = Journal::create(&state_path, &manager.snapshot())?;
+        // The state first held, then the socket bound: only then is anything written, so a
+        // manager that cannot serve (address in use, state held) leaves the state as it was.
+        let lock = super::lock::StateLock::acquire(&state_path)?;
         let err = |source| ServerError::Listen {
             addr: listen.to_string(),
             source,
@@ -258,6 +255,22 @@ impl Server {
                 other => std::io::Error::other(other.to_string()),
             },
         })?;
+        let state = Journal::load(&state_path)?;
+        for (conn, why) in manager.restore(state) {
+            let reason = match &why.reply {
+                rtlan_core::bwm::Reply::Error { code, message, .. } => {
+                    format!("{code:?}: {message}")
+                }
+                other => format!("{other:?}"),
+            };
+            tracing::warn!(
+                conn,
+                state = %state_path.display(),
+                "bwm: persisted booking {conn} no longer fits the network and is dropped ({reason})"
+            );
+        }
+        manager.take_changed();
+        let journal = Journal::create(&state_path, &manager.snapshot())?;
         clients.set_idle_timeout(config.idle_timeout);
         if config.tokens.is_open() {
             tracing::warn!(
@@ -279,7 +292,34 @@ impl Server {
                 tokens: config.tokens,
                 unauthenticated: 0,
             },
+            tokens_path: config.tokens_path,
+            _lock: lock,
         })
+    }
+
+    /// SIGHUP: the tokens file is read again and replaces the tokens (a file that does not
+    /// load keeps the running ones); every other changed setting of the configuration file
+    /// needs a restart and is logged as such.
+    fn reload(&mut self) {
+        crate::service::reloading();
+        if let Some(path) = &self.tokens_path {
+            match super::auth::load_tokens(path) {
+                Ok(tokens) => {
+                    tracing::info!(tokens = tokens.len(), "reload: tokens read again");
+                    self.inner.tokens = tokens;
+                }
+                Err(e) => tracing::error!("reload: tokens kept as they were: {e}"),
+            }
+        }
+        match crate::service::reread() {
+            None => {}
+            Some(Err(e)) => tracing::error!("reload: configuration kept as it runs: {e}"),
+            Some(Ok(r)) => {
+                crate::service::warn_needs_restart("bwm", &r.changed);
+                crate::service::accept(r.text);
+            }
+        }
+        crate::service::ready("reloaded");
     }
 
     /// The address actually bound (useful with port 0).
@@ -296,7 +336,11 @@ impl Server {
     pub fn run(mut self, stop: &AtomicBool) -> Result<(), ServerError> {
         let mut events = [EMPTY_EVENT; 64];
         let mut happened = Vec::new();
+        crate::service::ready("bandwidth manager serving");
         while !stop.load(Ordering::Relaxed) {
+            if crate::service::take_reload() {
+                self.reload();
+            }
             let n = self
                 .epoll
                 .wait(&mut events, MAX_SLEEP_MS)
@@ -323,6 +367,7 @@ impl Server {
             // Only closed connections are reported: every request was answered above.
             happened.clear();
         }
+        crate::service::stopping();
         let stats = self.clients.stats();
         tracing::info!(
             accepted = stats.accepted,

@@ -490,3 +490,43 @@ fn bwm_clients_own_their_bookings_operators_manage_all_across_a_restart() {
         Reply::Released { conn: ca }
     );
 }
+
+/// One manager per state: a second on the same state is refused, naming the first's PID; and a
+/// manager that cannot bind its address writes nothing (its state file is not even created).
+#[test]
+fn a_second_manager_on_the_same_state_is_refused_and_a_failed_bind_writes_nothing() {
+    let dir = TempDir::new("lock");
+    let state = dir.0.join("s.json");
+    let first = Running::start_with(state.clone(), ServerConfig::default());
+    let manager = || {
+        let topo = parse_network(NETWORK, "network.toml").expect("valid network");
+        Manager::new(topo, ManagerConfig::default()).expect("valid topology")
+    };
+    match Server::bind_with(
+        manager(),
+        "127.0.0.1:0",
+        state.clone(),
+        ServerConfig::default(),
+    ) {
+        Err(ServerError::Lock(crate::bwmd::LockError::Held { holder, .. })) => {
+            assert_eq!(holder, Some(std::process::id()));
+        }
+        Err(other) => panic!("expected the state held, got {other}"),
+        Ok(_) => panic!("a second manager on one state started"),
+    }
+    let other = dir.0.join("t.json");
+    match Server::bind_with(
+        manager(),
+        &first.addr.to_string(),
+        other.clone(),
+        ServerConfig::default(),
+    ) {
+        Err(ServerError::Listen { .. }) => {}
+        Err(other) => panic!("expected the address in use, got {other}"),
+        Ok(_) => panic!("bound an address in use"),
+    }
+    assert!(!other.exists(), "nothing written before the bind");
+    drop(first);
+    // Released with the first manager: the state can be served again.
+    drop(Running::start_with(state, ServerConfig::default()));
+}

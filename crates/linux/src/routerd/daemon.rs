@@ -358,7 +358,8 @@ impl Daemon {
             store,
             ..
         } = self;
-        driver.run(shutdown, |driver, token, flags| {
+        crate::service::ready(&format!("router {} forwarding", config.name));
+        let on_user_event = |driver: &mut crate::driver::Driver<_, _>, token, flags| {
             if token == ROUTE_TOKEN {
                 if routes_watch.as_mut().is_some_and(|w| w.drain() > 0) {
                     mirror.sync(netlink, driver.node_mut());
@@ -384,7 +385,20 @@ impl Daemon {
             control.on_event(epoll, token, flags, |request: Request| {
                 respond(request, router, store, config, &ports, uptime, syncs)
             });
-        })?;
+        };
+        // SIGHUP: routes come from the kernel table as they change; the file's settings need a
+        // restart, and a reload names each one that changed.
+        let after_io = |_: &mut crate::driver::Driver<_, _>| {
+            if crate::service::take_reload() {
+                crate::service::reload_nothing_live("router", |path| {
+                    super::RouterDaemonConfig::from_file(path)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                });
+            }
+        };
+        driver.run_with(shutdown, on_user_event, after_io)?;
+        crate::service::stopping();
         tracing::info!(name = %self.config.name, "router stopped");
         Ok(())
     }

@@ -170,6 +170,9 @@ impl Daemon {
     pub(super) fn run(&mut self, shutdown: &AtomicBool) -> Result<(), Error> {
         let mut events = [EMPTY_EVENT; 32];
         while !shutdown.load(Ordering::Relaxed) {
+            if crate::service::take_reload() {
+                self.reload();
+            }
             let n = self
                 .epoll
                 .wait(&mut events, MAX_SLEEP_MS)
@@ -209,6 +212,7 @@ impl Daemon {
             }
             self.timer.arm(self.rtcd.poll_timeout())?;
         }
+        crate::service::stopping();
         self.shutdown();
         Ok(())
     }
@@ -521,6 +525,37 @@ impl Daemon {
             Ok(()) => self.route = None,
             Err(e) => self.netlink_error("remove route", &e),
         }
+    }
+
+    /// SIGHUP: reads the configuration file again. The reservation policy is applied at once
+    /// (later opens); every other changed key needs a restart and is logged as such. A file
+    /// that does not parse leaves everything as it runs.
+    fn reload(&mut self) {
+        crate::service::reloading();
+        match crate::service::reread() {
+            None => tracing::warn!("SIGHUP: rtcd was started without a configuration file"),
+            Some(Err(e)) => tracing::error!("reload failed, running configuration kept: {e}"),
+            Some(Ok(r)) => match super::Config::from_toml_str(&r.text) {
+                Err(e) => tracing::error!(
+                    "reload failed, running configuration kept: {}: {e}",
+                    r.path.display()
+                ),
+                Ok(new) => {
+                    let (live, restart): (Vec<String>, Vec<String>) =
+                        r.changed.into_iter().partition(|k| k == "policy");
+                    if !live.is_empty() {
+                        tracing::info!(
+                            rules = new.policy.rules.len(),
+                            "reload: reservation policy applied to later opens"
+                        );
+                        self.rtcd.set_policy(new.policy);
+                    }
+                    crate::service::warn_needs_restart("rtcd", &restart);
+                    crate::service::accept(r.text);
+                }
+            },
+        }
+        crate::service::ready("reloaded");
     }
 
     fn shaper_error(&mut self, what: &str, e: &super::tc::TcError) {

@@ -316,6 +316,11 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
              traffic, so the host_delay term of every bound is not enforced on this host"
         );
     }
+    crate::service::ready(&format!(
+        "serving {} on {}",
+        config.socket.display(),
+        config.interface
+    ));
     let result = daemon.run(shutdown);
     let report = daemon.report();
     drop(daemon);

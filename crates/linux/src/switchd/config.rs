@@ -237,6 +237,12 @@ pub(crate) fn read_config(path: &Path) -> Result<String, ConfigError> {
     })
 }
 
+/// A daemon's TOML file deserialized into `T`: a read error names the file, a syntax error or
+/// an unknown key its line and column (for the commands' own configuration files, `rtlan bwm`).
+pub fn parse_toml_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ConfigError> {
+    Source(&read_config(path)?).parse()
+}
+
 impl Source<'_> {
     /// The file deserialized into `T`, a syntax error or an unknown key at its `line:column`.
     pub(crate) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {

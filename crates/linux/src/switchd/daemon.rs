@@ -81,7 +81,8 @@ impl Daemon {
             control,
             capture,
         } = self;
-        driver.run(shutdown, |driver, token, flags| {
+        crate::service::ready(&format!("switch {} forwarding", config.name));
+        let on_user_event = |driver: &mut crate::driver::Driver<_, _>, token, flags| {
             let Some(control) = control.as_mut() else {
                 return;
             };
@@ -96,7 +97,20 @@ impl Daemon {
                 Request::CaptureStatus => capture_status(capture.as_ref()),
                 other => respond(other, switch, config, &shell, &timer, uptime),
             });
-        })?;
+        };
+        // SIGHUP: nothing of the switch's configuration changes while it forwards; a reload
+        // checks the file and names each change that needs a restart.
+        let after_io = |_: &mut crate::driver::Driver<_, _>| {
+            if crate::service::take_reload() {
+                crate::service::reload_nothing_live("switch", |path| {
+                    super::Config::load(path)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                });
+            }
+        };
+        driver.run_with(shutdown, on_user_event, after_io)?;
+        crate::service::stopping();
         // A capture still running ends with the daemon: its writer closes the file.
         self.driver.set_tap(None);
         if let Some(capture) = self.capture.as_mut() {

@@ -26,9 +26,9 @@ use std::time::Duration;
 use rtlan_core::switch::SwitchStats;
 
 pub use config::{
-    format_duration, parse_mac, Config, ConfigError, CpuCost, PortSpec, DEFAULT_AGEING_TIME,
-    DEFAULT_CYCLE_TIME, DEFAULT_PENDING_CAPACITY, DEFAULT_PENDING_TIMEOUT, DEFAULT_RING_FRAMES,
-    MAX_RING_FRAMES,
+    format_duration, parse_mac, parse_toml_file, Config, ConfigError, CpuCost, PortSpec,
+    DEFAULT_AGEING_TIME, DEFAULT_CYCLE_TIME, DEFAULT_PENDING_CAPACITY, DEFAULT_PENDING_TIMEOUT,
+    DEFAULT_RING_FRAMES, MAX_RING_FRAMES,
 };
 pub use control::{ControlError, Request, MAX_CONNECTIONS, MAX_REQUEST_LINE};
 pub use stp_config::StpSpec;

@@ -45,98 +45,239 @@ Try it:  rtlan bwm --network experiments/loser/table4-ts10ms.toml --listen 127.0
 
 The network file is `rtlan analyze`'s ([[switch]] name/t_mux/buffer, [[link]] ends/rate/
 effective_rate; optional [[host]] name/ip, so that requests may name hosts by address; [[flow]]
-tables are ignored). Bookings are saved to --state atomically on every
-change and re-admitted at start. SIGINT/SIGTERM stop it cleanly.")]
+tables are ignored). Bookings are saved to --state (/var/lib/rtlan/bwm-state.json) atomically on
+every change and re-admitted at start; the state is locked while the manager runs (a second
+manager on it refuses to start), and nothing is written before the address is bound.
+
+Settings come from flags, then --config FILE (keys named as the flags, docs/bwm.md), then the
+defaults; without --config and --network the file is /etc/rtlan/bwm.toml. SIGINT/SIGTERM stop it
+cleanly; SIGHUP reads the tokens file again (docs/deploy.md).")]
 pub(crate) struct BwmArgs {
+    /// Configuration file (TOML): the settings below as keys (`network`, `listen`, `tokens`,
+    /// `state`, `lease`, …; relative paths from the file's directory). Flags override it.
+    /// Without --config and --network: /etc/rtlan/bwm.toml.
+    #[arg(long, short)]
+    config: Option<PathBuf>,
     /// The network file (TOML, the format of `rtlan analyze`).
     #[arg(long, short)]
-    network: PathBuf,
-    /// Address to listen on (TCP); loopback only unless another address is given.
-    #[arg(long, short, default_value = DEFAULT_LISTEN)]
-    listen: String,
+    network: Option<PathBuf>,
+    /// Address to listen on (TCP); loopback only unless another address is given
+    /// [default: 127.0.0.1:7470].
+    #[arg(long, short)]
+    listen: Option<String>,
     /// Tokens file (TOML, `[[token]]` with principal, role, token; docs/bwm.md): every request
-    /// must then carry a token. Without it the manager is open to every client.
+    /// must then carry a token. Without it the manager is open to every client. Read again on
+    /// SIGHUP.
     #[arg(long)]
     tokens: Option<PathBuf>,
-    /// Most clients connected at once; one more gets a `too_many_clients` error.
-    #[arg(long, default_value_t = MAX_CLIENTS)]
-    max_clients: usize,
-    /// Close a client that sends nothing for this long; `0s` = never.
-    #[arg(long, default_value = "120s")]
-    idle_timeout: String,
-    /// State file: bookings, rewritten atomically on each change, reloaded at start.
-    #[arg(long, short, default_value = "bwm-state.json")]
-    state: PathBuf,
-    /// Host delay t_os added to every end-to-end bound unless a request gives its own.
-    #[arg(long, default_value = "80us")]
-    host_delay: String,
-    /// Lifetime of a one-shot best-effort reservation.
-    #[arg(long, default_value = "300ms")]
-    best_effort_ttl: String,
+    /// Most clients connected at once; one more gets a `too_many_clients` error [default: 64].
+    #[arg(long)]
+    max_clients: Option<usize>,
+    /// Close a client that sends nothing for this long; `0s` = never [default: 120s].
+    #[arg(long)]
+    idle_timeout: Option<String>,
+    /// State file: bookings, rewritten atomically on each change, reloaded at start, locked
+    /// while the manager runs [default: /var/lib/rtlan/bwm-state.json].
+    #[arg(long, short)]
+    state: Option<PathBuf>,
+    /// Host delay t_os added to every end-to-end bound unless a request gives its own
+    /// [default: 80us].
+    #[arg(long)]
+    host_delay: Option<String>,
+    /// Lifetime of a one-shot best-effort reservation [default: 300ms].
+    #[arg(long)]
+    best_effort_ttl: Option<String>,
     /// The host the manager runs on: books a standing reservation between it and every other
     /// host at start, so every node can always reach the manager (seed 001 §3.4).
     #[arg(long)]
     manager_host: Option<String>,
-    /// Rate of each standing reservation.
-    #[arg(long, default_value = "64kbit")]
-    standing_rate: String,
-    /// Bucket of each standing reservation, bytes (at least one 1514-byte frame).
-    #[arg(long, default_value_t = 3028)]
-    standing_burst: u64,
+    /// Rate of each standing reservation [default: 64kbit].
+    #[arg(long)]
+    standing_rate: Option<String>,
+    /// Bucket of each standing reservation, bytes (at least one 1514-byte frame)
+    /// [default: 3028].
+    #[arg(long)]
+    standing_burst: Option<u64>,
     /// Soft state: a guaranteed booking not refreshed (op `refresh`; rtcd does it every
-    /// refresh_period) for this long is released; `0s` = bookings never expire.
-    #[arg(long, default_value = "30s")]
+    /// refresh_period) for this long is released; `0s` = bookings never expire [default: 30s].
+    #[arg(long)]
+    lease: Option<String>,
+}
+
+/// The keys of the configuration file: the flags' names with `_`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    network: Option<PathBuf>,
+    listen: Option<String>,
+    tokens: Option<PathBuf>,
+    max_clients: Option<usize>,
+    idle_timeout: Option<String>,
+    state: Option<PathBuf>,
+    host_delay: Option<String>,
+    best_effort_ttl: Option<String>,
+    manager_host: Option<String>,
+    standing_rate: Option<String>,
+    standing_burst: Option<u64>,
+    lease: Option<String>,
+}
+
+/// Where the manager's configuration is unless --config or --network says otherwise.
+const DEFAULT_CONFIG: &str = "/etc/rtlan/bwm.toml";
+/// Where the manager listens unless told otherwise: loopback only.
+const DEFAULT_LISTEN: &str = "127.0.0.1:7470";
+/// Where the manager keeps its state unless told otherwise (systemd's StateDirectory=rtlan).
+const DEFAULT_STATE: &str = "/var/lib/rtlan/bwm-state.json";
+
+/// The manager's settings: flags over the file over the defaults.
+#[derive(Debug, Clone, PartialEq)]
+struct Settings {
+    /// The configuration file, if one was read.
+    file: Option<PathBuf>,
+    network: PathBuf,
+    listen: String,
+    tokens: Option<PathBuf>,
+    max_clients: usize,
+    idle_timeout: String,
+    state: PathBuf,
+    host_delay: String,
+    best_effort_ttl: String,
+    manager_host: Option<String>,
+    standing_rate: String,
+    standing_burst: u64,
     lease: String,
 }
 
-fn config(args: &BwmArgs) -> anyhow::Result<ManagerConfig> {
-    let standing = match &args.manager_host {
+fn settings(args: &BwmArgs) -> anyhow::Result<Settings> {
+    let file_path = match (&args.config, &args.network) {
+        (Some(path), _) => Some(path.clone()),
+        (None, None) => Some(PathBuf::from(DEFAULT_CONFIG)),
+        (None, Some(_)) => None,
+    };
+    let (file, base) = match &file_path {
+        Some(path) => {
+            super::require_config(path, "bwm")?;
+            let file: FileSettings = rtlan_linux::switchd::parse_toml_file(path)
+                .map_err(|e| super::config_error(path, e))?;
+            let base = path.parent().map(std::path::Path::to_path_buf);
+            (file, base)
+        }
+        None => (FileSettings::default(), None),
+    };
+    // A relative path in the file is relative to the file.
+    let from_file = |p: Option<PathBuf>| match (&base, p) {
+        (Some(base), Some(p)) if p.is_relative() => Some(base.join(p)),
+        (_, p) => p,
+    };
+    let network = args
+        .network
+        .clone()
+        .or(from_file(file.network))
+        .with_context(|| {
+            format!(
+                "no network file: give --network or `network = ...` in {}",
+                file_path
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new(DEFAULT_CONFIG))
+                    .display()
+            )
+        })?;
+    Ok(Settings {
+        file: file_path,
+        network,
+        listen: args
+            .listen
+            .clone()
+            .or(file.listen)
+            .unwrap_or_else(|| DEFAULT_LISTEN.into()),
+        tokens: args.tokens.clone().or(from_file(file.tokens)),
+        max_clients: args.max_clients.or(file.max_clients).unwrap_or(MAX_CLIENTS),
+        idle_timeout: args
+            .idle_timeout
+            .clone()
+            .or(file.idle_timeout)
+            .unwrap_or_else(|| "120s".into()),
+        state: args
+            .state
+            .clone()
+            .or(from_file(file.state))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE)),
+        host_delay: args
+            .host_delay
+            .clone()
+            .or(file.host_delay)
+            .unwrap_or_else(|| "80us".into()),
+        best_effort_ttl: args
+            .best_effort_ttl
+            .clone()
+            .or(file.best_effort_ttl)
+            .unwrap_or_else(|| "300ms".into()),
+        manager_host: args.manager_host.clone().or(file.manager_host),
+        standing_rate: args
+            .standing_rate
+            .clone()
+            .or(file.standing_rate)
+            .unwrap_or_else(|| "64kbit".into()),
+        standing_burst: args.standing_burst.or(file.standing_burst).unwrap_or(3028),
+        lease: args
+            .lease
+            .clone()
+            .or(file.lease)
+            .unwrap_or_else(|| "30s".into()),
+    })
+}
+
+fn config(s: &Settings) -> anyhow::Result<ManagerConfig> {
+    let standing = match &s.manager_host {
         Some(host) => Some(StandingConfig {
             manager_host: host.clone(),
-            rate_bps: parse_rate(&args.standing_rate).context("--standing-rate")?,
-            max_packet: 1514.min(args.standing_burst),
-            burst_bytes: args.standing_burst,
+            rate_bps: parse_rate(&s.standing_rate).context("standing_rate")?,
+            max_packet: 1514.min(s.standing_burst),
+            burst_bytes: s.standing_burst,
         }),
         None => None,
     };
     Ok(ManagerConfig {
-        host_delay: parse_duration(&args.host_delay).context("--host-delay")?,
-        best_effort_ttl: parse_duration(&args.best_effort_ttl).context("--best-effort-ttl")?,
+        host_delay: parse_duration(&s.host_delay).context("host_delay")?,
+        best_effort_ttl: parse_duration(&s.best_effort_ttl).context("best_effort_ttl")?,
         standing,
-        lease: Some(parse_duration(&args.lease).context("--lease")?).filter(|l| !l.is_zero()),
+        lease: Some(parse_duration(&s.lease).context("lease")?).filter(|l| !l.is_zero()),
     })
 }
 
-/// Where the manager listens unless told otherwise: loopback only.
-const DEFAULT_LISTEN: &str = "127.0.0.1:7470";
-
-fn server_config(args: &BwmArgs) -> anyhow::Result<ServerConfig> {
-    let idle = parse_duration(&args.idle_timeout).context("--idle-timeout")?;
-    if args.max_clients == 0 {
-        anyhow::bail!("--max-clients must be at least 1");
+fn server_config(s: &Settings) -> anyhow::Result<ServerConfig> {
+    let idle = parse_duration(&s.idle_timeout).context("idle_timeout")?;
+    if s.max_clients == 0 {
+        anyhow::bail!("max_clients must be at least 1");
     }
     Ok(ServerConfig {
-        tokens: match &args.tokens {
+        tokens: match &s.tokens {
             Some(path) => load_tokens(path)?,
             None => Default::default(),
         },
-        max_clients: args.max_clients,
+        max_clients: s.max_clients,
         idle_timeout: Some(idle).filter(|d| !d.is_zero()),
+        tokens_path: s.tokens.clone(),
     })
 }
 
 /// Runs `rtlan bwm`.
 pub(crate) fn run(args: BwmArgs) -> anyhow::Result<ExitCode> {
-    let config = config(&args)?;
-    let server_config = server_config(&args)?;
-    let topo = load_network(&args.network)?;
+    let s = settings(&args)?;
+    let config = config(&s)?;
+    let server_config = server_config(&s)?;
+    let topo = load_network(&s.network)?;
     let manager = Manager::new(topo, config).context("building the bandwidth manager")?;
+    if let Some(file) = &s.file {
+        rtlan_linux::service::set_config_file(file)?;
+    }
     let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM])?;
-    let server = Server::bind_with(manager, &args.listen, args.state.clone(), server_config)?;
+    super::signals::reload_on_hup()?;
+    let server = Server::bind_with(manager, &s.listen, s.state.clone(), server_config)?;
     eprintln!(
         "rtlan bwm: listening on {}, state {}",
         server.local_addr()?,
-        args.state.display()
+        s.state.display()
     );
     server.run(stop)?;
     eprintln!("rtlan bwm: stopped");
@@ -155,17 +296,23 @@ mod tests {
         bwm: BwmArgs,
     }
 
+    fn parse(args: &[&str]) -> anyhow::Result<Settings> {
+        let mut all = vec!["bwm"];
+        all.extend_from_slice(args);
+        settings(&Cli::try_parse_from(all).expect("parses").bwm)
+    }
+
     #[test]
     fn listens_on_loopback_unless_told_otherwise() {
-        let cli = Cli::try_parse_from(["bwm", "--network", "n.toml"]).expect("parses");
-        let addr: std::net::SocketAddr = cli.bwm.listen.parse().expect("an address");
+        let s = parse(&["--network", "n.toml"]).expect("valid");
+        let addr: std::net::SocketAddr = s.listen.parse().expect("an address");
         assert!(addr.ip().is_loopback(), "default {addr}");
-        let c = server_config(&cli.bwm).expect("valid");
+        assert_eq!(s.state, PathBuf::from("/var/lib/rtlan/bwm-state.json"));
+        let c = server_config(&s).expect("valid");
         assert!(c.tokens.is_open());
         assert_eq!(c.max_clients, MAX_CLIENTS);
         assert_eq!(c.idle_timeout, Some(std::time::Duration::from_secs(120)));
-        let cli = Cli::try_parse_from([
-            "bwm",
+        let s = parse(&[
             "--network",
             "n.toml",
             "--listen",
@@ -175,15 +322,61 @@ mod tests {
             "--max-clients",
             "8",
         ])
-        .expect("parses");
-        assert_eq!(cli.bwm.listen, "198.18.0.1:7470");
-        let c = server_config(&cli.bwm).expect("valid");
+        .expect("valid");
+        assert_eq!(s.listen, "198.18.0.1:7470");
+        let c = server_config(&s).expect("valid");
         assert_eq!((c.idle_timeout, c.max_clients), (None, 8));
-        let cli = Cli::try_parse_from(["bwm", "-n", "n.toml", "--tokens", "/nonexistent/t.toml"])
-            .expect("parses");
+        let s = parse(&["-n", "n.toml", "--tokens", "/nonexistent/t.toml"]).expect("valid");
         assert!(
-            server_config(&cli.bwm).is_err(),
+            server_config(&s).is_err(),
             "a missing tokens file fails start"
         );
+    }
+
+    #[test]
+    fn the_file_gives_what_the_flags_do_not_and_its_paths_are_its_own() {
+        let dir = std::env::temp_dir().join(format!("rtlan-bwmconf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("bwm.toml");
+        std::fs::write(
+            &file,
+            "network = \"net.toml\"\nlisten = \"127.0.0.1:9999\"\nstate = \"/srv/bwm.json\"\nlease = \"5s\"\n",
+        )
+        .expect("write");
+        let f = file.to_str().expect("utf-8");
+        let s = parse(&["--config", f]).expect("valid");
+        assert_eq!(s.network, dir.join("net.toml"), "relative to the file");
+        assert_eq!(s.state, PathBuf::from("/srv/bwm.json"));
+        assert_eq!(
+            (s.listen.as_str(), s.lease.as_str()),
+            ("127.0.0.1:9999", "5s")
+        );
+        assert_eq!(s.file.as_deref(), Some(file.as_path()));
+        // A flag wins over the file.
+        let s = parse(&[
+            "--config",
+            f,
+            "--listen",
+            "127.0.0.1:1",
+            "--network",
+            "/x.toml",
+        ])
+        .expect("valid");
+        assert_eq!(
+            (s.listen.as_str(), s.network.as_path()),
+            ("127.0.0.1:1", std::path::Path::new("/x.toml"))
+        );
+        // An unknown key is an error at its line and column, naming the file.
+        std::fs::write(&file, "network = \"n.toml\"\nleese = \"5s\"\n").expect("write");
+        let error = parse(&["--config", f])
+            .expect_err("unknown key")
+            .to_string();
+        assert!(error.starts_with(&format!("{f}:2:1:")), "{error}");
+        // No file and no --network: the default file, which is not there.
+        let error = parse(&[])
+            .expect_err("no /etc/rtlan/bwm.toml here")
+            .to_string();
+        assert!(error.contains("/etc/rtlan/bwm.toml"), "{error}");
+        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

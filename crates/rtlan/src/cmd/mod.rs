@@ -39,6 +39,19 @@ pub(crate) fn print_port_table(rows: impl IntoIterator<Item = (String, [u64; 5])
 
 /// A daemon's configuration file that could not be used, as the CLI reports it:
 /// `FILE:line:column: message`, or `FILE: error` when the problem has no place.
+/// Fails with how to create the file when a daemon's configuration file does not exist (the
+/// daemons default to `/etc/rtlan/<daemon>.toml`, docs/deploy.md).
+pub(crate) fn require_config(path: &std::path::Path, daemon: &str) -> anyhow::Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "no configuration file at {}: write one (an example is dist/etc/rtlan/{daemon}.toml, \
+         every key is in docs/{daemon}.md) or name another with --config",
+        path.display()
+    )
+}
+
 pub(crate) fn config_error(
     path: &std::path::Path,
     e: rtlan_linux::switchd::ConfigError,

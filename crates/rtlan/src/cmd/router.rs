@@ -23,10 +23,11 @@ The config file is TOML (docs/router.md). A minimal one:
 Each port's IPv4 address is read from its interface. The kernel of the namespace must not forward
 (net.ipv4.ip_forward = 0): it keeps answering ARP and pings for the router's addresses and runs the
 routing daemons, whose routes (the main table) the router mirrors. SIGINT/SIGTERM stop it cleanly
-and print its counters.")]
+and print its counters; SIGHUP reloads (docs/deploy.md). Without --config it reads
+/etc/rtlan/router.toml.")]
 pub(crate) struct RouterArgs {
     /// The router configuration file (TOML).
-    #[arg(long, short)]
+    #[arg(long, short, default_value = "/etc/rtlan/router.toml")]
     config: PathBuf,
     /// Print the final counters as JSON instead of text.
     #[arg(long)]
@@ -34,9 +35,12 @@ pub(crate) struct RouterArgs {
 }
 
 pub(crate) fn run(args: RouterArgs) -> anyhow::Result<ExitCode> {
+    super::require_config(&args.config, "router")?;
     let config = RouterDaemonConfig::from_file(&args.config)
         .map_err(|e| super::config_error(&args.config, e))?;
-    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
+    rtlan_linux::service::set_config_file(&args.config)?;
+    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM])?;
+    super::signals::reload_on_hup()?;
     let report = rtlan_linux::routerd::run(config, stop)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

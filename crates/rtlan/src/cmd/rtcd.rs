@@ -38,13 +38,16 @@ Either give a TOML file (--config) or the flags. A minimal file:
     # admission = \"central\"            # local (default), central or both
     # manager = \"198.18.0.1:7470\"
 
-SIGINT/SIGTERM stop it cleanly: connections released, ARP entries and route removed.")]
+SIGINT/SIGTERM stop it cleanly: connections released, ARP entries and route removed, the
+interface's own egress tree put back. SIGHUP reloads the file: the [[policy]] rules apply to
+later opens, every other change is logged as needing a restart (docs/deploy.md).")]
 pub(crate) struct RtcdArgs {
-    /// The daemon configuration file (TOML); the flags below are then not allowed.
+    /// The daemon configuration file (TOML; /etc/rtlan/rtcd.toml when neither it nor
+    /// --interface is given); the flags below are then not allowed.
     #[arg(long, short, conflicts_with_all = ["interface", "socket", "paper", "admission", "manager", "link_rate"])]
     config: Option<PathBuf>,
     /// The host's interface towards the first switch.
-    #[arg(long, short, required_unless_present = "config")]
+    #[arg(long, short)]
     interface: Option<String>,
     /// Path of the clients' Unix socket.
     #[arg(long, short, default_value = DEFAULT_SOCKET)]
@@ -72,14 +75,17 @@ fn parse_admission_arg(text: &str) -> Result<rtlan_core::rtcd::Admission, String
 
 /// The configuration the arguments describe.
 fn config(args: &RtcdArgs) -> anyhow::Result<Config> {
-    if let Some(path) = &args.config {
-        return Config::load(path)
-            .with_context(|| format!("reading rtcd config {}", path.display()));
-    }
-    let interface = args
-        .interface
-        .as_deref()
-        .context("--interface or --config is required")?;
+    let Some(interface) = args.interface.as_deref() else {
+        let path = args
+            .config
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
+        super::require_config(&path, "rtcd")?;
+        let config = Config::load(&path)
+            .with_context(|| format!("reading rtcd config {}", path.display()))?;
+        rtlan_linux::service::set_config_file(&path)?;
+        return Ok(config);
+    };
     let mut config = Config::new(interface, &args.socket);
     config.paper = args.paper;
     if let Some(rate) = &args.link_rate {
@@ -93,9 +99,13 @@ fn config(args: &RtcdArgs) -> anyhow::Result<Config> {
     Ok(config)
 }
 
+/// Where the daemon's configuration is unless `--config` or `--interface` says otherwise.
+const DEFAULT_CONFIG: &str = "/etc/rtlan/rtcd.toml";
+
 pub(crate) fn run(args: RtcdArgs) -> anyhow::Result<ExitCode> {
     let config = config(&args)?;
-    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
+    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM])?;
+    super::signals::reload_on_hup()?;
     let report = rtlan_linux::rtcd::run(&config, stop)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -20,20 +20,28 @@ The config file is TOML (docs/switch.md). A minimal one:
     ifname = \"p1\"
 
 `rtlan lab up` writes such a file for every rtlan switch of a topology and starts the switch in the
-switch's namespace. SIGINT/SIGTERM stop it cleanly and print its counters.")]
+switch's namespace. SIGINT/SIGTERM stop it cleanly and print its counters; SIGHUP reloads
+(docs/deploy.md). Without --config it reads /etc/rtlan/switch.toml.")]
 pub(crate) struct SwitchArgs {
     /// The switch configuration file (TOML).
-    #[arg(long, short)]
+    #[arg(long, short, default_value = DEFAULT_CONFIG)]
     config: PathBuf,
     /// Print the final counters as JSON instead of text.
     #[arg(long)]
     json: bool,
 }
 
+/// Where the switch's configuration is unless `--config` says otherwise (the unit
+/// `rtlan-switch@NAME` passes `/etc/rtlan/switch-NAME.toml`).
+const DEFAULT_CONFIG: &str = "/etc/rtlan/switch.toml";
+
 pub(crate) fn run(args: SwitchArgs) -> anyhow::Result<ExitCode> {
+    super::require_config(&args.config, "switch")?;
     let config = rtlan_linux::switchd::Config::load(&args.config)
         .with_context(|| format!("reading switch config {}", args.config.display()))?;
-    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
+    rtlan_linux::service::set_config_file(&args.config)?;
+    let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM])?;
+    super::signals::reload_on_hup()?;
     let report = rtlan_linux::switchd::run(config, stop)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
