@@ -19,6 +19,7 @@ pub mod clock;
 pub mod ctl;
 pub mod driver;
 pub mod epoch;
+pub mod ethtool;
 pub mod keys;
 pub mod linkwatch;
 pub mod mgmt;

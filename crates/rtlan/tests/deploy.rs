@@ -489,7 +489,23 @@ fn the_switch_router_and_host_daemon_run_as_their_units_say() {
         "`cycle_time`: not applied while running, restart to apply",
     );
     assert!(answers(&socket), "still serving after the reload");
+    assert!(
+        !switch.log().contains("queue in the NIC"),
+        "1 Gbit/s fits a veth's 10"
+    );
     switch.stop(&notify);
+    // A port paced above its NIC's speed (a veth says 10 Gbit/s) is named at start.
+    std::fs::write(etc.join("switch-s2.toml"), text.replace("1gbit", "20gbit")).expect("config");
+    let argv = exec_start(root, "rtlan-switch@.service", "s2");
+    let fast = Service::start(&argv, Some(&ns.0), &notify, root.join("switch2.log"));
+    notify.expect("READY=1");
+    assert!(
+        fast.log()
+            .contains("port p0 is paced at 20gbit but its NIC runs at 10gbit"),
+        "{}",
+        fast.log()
+    );
+    fast.stop(&notify);
     drop(ns);
 
     // The router: rtlan-router@r1 reads router-r1.toml; its ports need addresses.

@@ -138,6 +138,34 @@ fn serialize_nanos<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S:
     s.serialize_u64(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
+/// Warns for every port whose configured `rate` is above the speed its NIC reports: the pacer
+/// would then hand the NIC more than it sends, frames would queue in the driver where the
+/// scheduler cannot see them, and no bound would hold (docs/physical-nics.md §8). A port whose
+/// NIC reports no speed is not checked (a veth reports 10 Gbit/s).
+pub fn check_port_rates(ports: &[PortSpec]) {
+    let Ok(socket) = std::net::UdpSocket::bind("127.0.0.1:0") else {
+        return;
+    };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+    for port in ports {
+        let Some(rate) = port.rate_bps else { continue };
+        if let Ok(speed) = crate::ethtool::link_speed(fd, &port.ifname) {
+            if rate > speed {
+                tracing::warn!(
+                    port = %port.ifname,
+                    rate_bps = rate,
+                    nic_bps = speed,
+                    "port {} is paced at {} but its NIC runs at {}: frames will queue in the NIC \
+                     and the delay bounds do not hold; set rate to at most the NIC's speed",
+                    port.ifname,
+                    rtlan_core::units::format_rate(rate),
+                    rtlan_core::units::format_rate(speed)
+                );
+            }
+        }
+    }
+}
+
 /// Runs the switch on the calling thread until `shutdown` becomes true (checked at least every
 /// 100 ms), then closes everything (removing the control socket file) and reports.
 pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
@@ -153,6 +181,7 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
             AnyPortError::Xdp(source) => Error::Xdp(source),
         },
     )?;
+    check_port_rates(&config.ports);
     let control_path: Option<PathBuf> = config.control_socket.clone();
     let mut daemon = daemon::Daemon::new(config, ports, control_path.as_deref())?;
     daemon.run(shutdown)?;
