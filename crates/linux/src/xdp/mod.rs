@@ -46,6 +46,19 @@ impl Attr {
     }
 }
 
+/// `XDP_FLAGS_SKB_MODE` and `XDP_FLAGS_DRV_MODE` of `<linux/if_link.h>`.
+const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+
+/// Where an attached XDP program runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XdpMode {
+    /// In the driver, before any skb (the fast path).
+    Native,
+    /// In the generic hook after the skb is built: the driver has no native XDP.
+    Generic,
+}
+
 fn bpf(cmd: libc::c_long, attr: &mut Attr) -> io::Result<libc::c_long> {
     // SAFETY: `attr` is a valid, writable `union bpf_attr` of 128 bytes whose unused fields are
     // zero, as the kernel requires; the size passed is its size.
@@ -142,13 +155,30 @@ impl XdpProgram {
         }
     }
 
-    /// Attaches the program to interface `ifindex` until the returned link is dropped.
-    pub fn attach(&self, ifindex: u32) -> io::Result<OwnedFd> {
-        let mut attr = Attr::new();
-        attr.u32(0, self.fd.as_raw_fd() as u32)
-            .u32(4, ifindex)
-            .u32(8, BPF_XDP);
-        bpf(BPF_LINK_CREATE, &mut attr).map(owned)
+    /// Attaches the program to interface `ifindex` until the returned link is dropped: in the
+    /// driver (native XDP) where the driver offers it, else as generic XDP, which works on every
+    /// interface but runs after the kernel has built an skb (slower). The mode is asked for
+    /// explicitly, so the one returned is the one in force.
+    pub fn attach(&self, ifindex: u32) -> io::Result<(OwnedFd, XdpMode)> {
+        let link = |flags: u32| {
+            let mut attr = Attr::new();
+            attr.u32(0, self.fd.as_raw_fd() as u32)
+                .u32(4, ifindex)
+                .u32(8, BPF_XDP)
+                .u32(12, flags);
+            bpf(BPF_LINK_CREATE, &mut attr).map(owned)
+        };
+        match link(XDP_FLAGS_DRV_MODE) {
+            Ok(fd) => Ok((fd, XdpMode::Native)),
+            Err(native) => link(XDP_FLAGS_SKB_MODE)
+                .map(|fd| (fd, XdpMode::Generic))
+                .map_err(|generic| {
+                    io::Error::new(
+                        generic.kind(),
+                        format!("native XDP: {native}; generic XDP: {generic}"),
+                    )
+                }),
+        }
     }
 
     /// Runs the program once on `frame` (`BPF_PROG_TEST_RUN`) and returns its verdict.
@@ -301,12 +331,21 @@ mod tests {
                 "rtlan_t",
             )
             .unwrap();
-            let link = prog.attach(ifindex).expect("attached");
+            let (link, mode) = prog.attach(ifindex).expect("attached");
+            assert_eq!(mode, XdpMode::Native, "veth has native XDP");
             let shown = ip(&["-d", "link", "show", "x0"]);
             assert!(shown.contains("xdp"), "{shown}");
             assert!(!shown.contains("xdpgeneric"), "native XDP on veth: {shown}");
             drop(link);
             assert!(!ip(&["-d", "link", "show", "x0"]).contains("prog/xdp"));
+            // A bridge has no native XDP: generic, and said so.
+            ip(&["link", "add", "b0", "type", "bridge"]);
+            // SAFETY: a NUL-terminated name.
+            let bridge = unsafe { libc::if_nametoindex(c"b0".as_ptr()) };
+            let (link, mode) = prog.attach(bridge).expect("attached");
+            assert_eq!(mode, XdpMode::Generic, "a bridge has no native XDP");
+            assert!(ip(&["-d", "link", "show", "b0"]).contains("xdpgeneric"));
+            drop(link);
         })
         .join()
         .expect("the namespace thread");

@@ -78,6 +78,8 @@ impl Drop for Area {
 
 /// An AF_XDP port (module docs).
 pub struct XdpPort {
+    /// Where the steering program runs, and whether the socket is zero-copy.
+    mode: (super::XdpMode, bool),
     ifname: String,
     ifindex: u32,
     mac: Address,
@@ -137,6 +139,12 @@ fn errno(e: xdpilone::Errno) -> io::Error {
 }
 
 impl XdpPort {
+    /// Where the steering program runs (native or generic XDP) and whether the socket is
+    /// zero-copy (else copy mode), as the kernel granted them.
+    pub fn mode(&self) -> (super::XdpMode, bool) {
+        self.mode
+    }
+
     /// Opens `ifname` (in the calling thread's namespace) with the steering program.
     pub fn open(ifname: &str, steering: &Steering) -> Result<XdpPort, XdpError> {
         let setup = |what: &'static str| {
@@ -223,7 +231,7 @@ impl XdpPort {
             .map_err(setup("entering the socket in the map"))?;
         let prog = XdpProgram::load(&program(steering, map.fd(), XDP_PASS), "rtlan_steer")
             .map_err(setup("loading the XDP program"))?;
-        let link = prog
+        let (link, mode) = prog
             .attach(ifindex)
             .map_err(setup("attaching the XDP program"))?;
         // SAFETY: epoll_create1 with a valid flag; checked below.
@@ -248,8 +256,20 @@ impl XdpPort {
         let free_tx = (RX_FRAMES..FRAMES)
             .map(|i| u64::from(i) * u64::from(FRAME_SIZE))
             .collect();
-        tracing::info!(ifname, "AF_XDP port open (native XDP, queue 0)");
+        let zc = zero_copy(user.as_raw_fd());
+        let copy = if zc { "zero-copy" } else { "copy mode" };
+        match mode {
+            super::XdpMode::Native => {
+                tracing::info!(ifname, "AF_XDP port open (native XDP, {copy}, queue 0)")
+            }
+            super::XdpMode::Generic => tracing::warn!(
+                ifname,
+                "AF_XDP port open on generic XDP (the driver has no native XDP: every frame \
+                 is an skb first, slower than native; {copy}, queue 0)"
+            ),
+        }
         Ok(XdpPort {
+            mode: (mode, zc),
             ifname: ifname.to_string(),
             ifindex,
             mac,
@@ -497,6 +517,29 @@ impl XdpPort {
     }
 }
 
+/// Whether the AF_XDP socket `fd` runs in zero-copy mode (`getsockopt(SOL_XDP, XDP_OPTIONS)`):
+/// the kernel picks it where the driver supports it, copy mode otherwise (veth).
+fn zero_copy(fd: i32) -> bool {
+    /// `SOL_XDP`, `XDP_OPTIONS` and `XDP_OPTIONS_ZEROCOPY` of `<linux/if_xdp.h>`.
+    const SOL_XDP: libc::c_int = 283;
+    const XDP_OPTIONS: libc::c_int = 8;
+    const XDP_OPTIONS_ZEROCOPY: u32 = 1;
+    let mut flags: u32 = 0;
+    let mut len = std::mem::size_of::<u32>() as libc::socklen_t;
+    // SAFETY: `flags`/`len` describe a writable `struct xdp_options` (one u32) of the size
+    // passed; `fd` is an open AF_XDP socket.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            SOL_XDP,
+            XDP_OPTIONS,
+            (&mut flags as *mut u32).cast(),
+            &mut len,
+        )
+    };
+    rc == 0 && flags & XDP_OPTIONS_ZEROCOPY != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,6 +623,8 @@ mod tests {
                 addresses: vec![(Ipv4Addr::new(198, 18, 1, 1), 24)],
             };
             let mut node = XdpPort::open("x0", &steering).expect("AF_XDP port");
+            // veth: native XDP, and copy mode (no zero-copy in its driver).
+            assert_eq!(node.mode(), (crate::xdp::XdpMode::Native, false));
             let mut peer = PacketPort::open("x1", &PortOptions::default()).expect("peer");
             let mac = node.mac();
             for i in 0..10 {
