@@ -544,3 +544,63 @@ fn print_connections(lab: &Lab, node: &str, data: &serde_json::Value) -> anyhow:
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_latency_is_summarised_per_kind() {
+        let data = serde_json::json!({"hit_ns": [41000, 38500, 40000], "miss_ns": []});
+        let s = setup_latency_summary(&data).unwrap();
+        assert_eq!(s["hit"]["count"], 3);
+        assert_eq!(s["hit"]["min_ns"], 38500);
+        assert_eq!(s["hit"]["max_ns"], 41000);
+        let p50 = s["hit"]["p50_ns"].as_u64().unwrap();
+        assert!((38500..=41000).contains(&p50), "{s}");
+        assert_eq!(s["miss"]["count"], 0);
+        assert_eq!(s["miss"]["p99_ns"], serde_json::Value::Null);
+        assert!(setup_latency_summary(&serde_json::json!({"hit_ns": [1]})).is_err());
+        assert!(
+            setup_latency_summary(&serde_json::json!({"hit_ns": [-1], "miss_ns": []})).is_err()
+        );
+    }
+
+    #[test]
+    fn each_kind_offers_only_what_it_answers() {
+        assert_eq!(
+            ShowWhat::Config
+                .op_for(NodeKind::RetherBridge, "br")
+                .unwrap(),
+            "status"
+        );
+        assert_eq!(
+            ShowWhat::SetupLatency
+                .op_for(NodeKind::Switch, "s1")
+                .unwrap(),
+            "setup-latency"
+        );
+        let e = ShowWhat::Connections
+            .op_for(NodeKind::Segment, "g")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("shared segment") && e.contains("stats, config, ping"),
+            "{e}"
+        );
+        let e = ShowWhat::Arp
+            .op_for(NodeKind::RetherBridge, "br")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sessions"), "{e}");
+        // Every item is answered by some kind.
+        for what in ShowWhat::value_variants() {
+            assert!(
+                [NodeKind::Switch, NodeKind::Segment, NodeKind::RetherBridge]
+                    .iter()
+                    .any(|k| what.op_for(*k, "n").is_ok()),
+                "{what:?}"
+            );
+        }
+    }
+}
