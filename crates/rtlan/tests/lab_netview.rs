@@ -24,6 +24,9 @@ use rtlan_lab::Lab;
 use rtlan_linux::rtcd::OpenParams;
 use serde_json::Value;
 
+/// A hop as the test names it: switch, input port, output port.
+type Hop = (&'static str, u64, u64);
+
 /// `rtlan reservations ARGS --json`, parsed; panics with its output when it fails.
 fn view(args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_rtlan"))
@@ -130,7 +133,7 @@ fn per_hop_view_stitches_true_paths_with_the_calculus_bound() {
         Some(3),
         "one row per reservation: {v:#}"
     );
-    let want: [(&str, &str, Vec<(&str, u64, u64)>); 3] = [
+    let want: [(&str, &str, Vec<Hop>); 3] = [
         ("a", "c", vec![("s1", 0, 1), ("s2", 0, 2), ("s3", 0, 1)]),
         ("b", "c", vec![("s2", 1, 2), ("s3", 0, 1)]),
         ("a", "b", vec![("s1", 0, 1), ("s2", 0, 1)]),

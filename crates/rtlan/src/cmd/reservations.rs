@@ -271,10 +271,7 @@ pub(crate) fn stitch(tables: &BTreeMap<String, Vec<Entry>>, wiring: &Wiring) -> 
         let mut key = head.clone();
         let mut last: &Entry = first;
         let mut complete = false;
-        loop {
-            let Some(e) = by_key.get(&key).copied() else {
-                break;
-            };
+        while let Some(e) = by_key.get(&key).copied() {
             if !seen.insert(key.clone()) {
                 problem.get_or_insert(format!("loop: {} p{} id {} again", key.0, key.1, key.2));
                 break;
