@@ -102,6 +102,9 @@ enum Command {
     Bwm(cmd::bwm::BwmArgs),
     /// Ask a running bandwidth manager: list bookings, topology and bounds; release, refresh.
     Bwmctl(cmd::bwmctl::BwmctlArgs),
+    /// Every reservation on the network with its path and delay bound, from the switches
+    /// (per-hop admission) or the bandwidth manager (docs/netview.md).
+    Reservations(cmd::reservations::ReservationsArgs),
     /// Benchmarks against the Linux bridge, built in the same run.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -136,6 +139,7 @@ fn main() -> std::process::ExitCode {
         Command::Sim(args) => cmd::sim::run(args),
         Command::Bwm(args) => cmd::bwm::run(args),
         Command::Bwmctl(args) => cmd::bwmctl::run(args),
+        Command::Reservations(args) => cmd::reservations::run(args),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Experiment(c) => cmd::experiment::run(c),
         Command::Ctl(args) => cmd::ctl::run(args),

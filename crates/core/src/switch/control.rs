@@ -748,6 +748,7 @@ fn held(job: &InProgress, booking: rt::Booking, rt_bytes: usize, now: Instant) -
         booking,
         rt_bytes,
         latency_ns: job.terms.map_or(0, |t| t.latency_ns),
+        bound_ns: job.terms.map_or(0, |t| t.bound_ns),
         dst_ip: job.setup.dst_ip,
         dst_port: job.setup.dst_port,
         hop: job.hop,

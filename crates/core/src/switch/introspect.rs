@@ -91,6 +91,9 @@ pub struct ConnectionInfo {
     pub queued: usize,
     /// This hop's latency θ in the connection's delay bound, ns (docs/delay.md).
     pub latency_ns: u64,
+    /// *b*/*r* + host delay + Σθ up to and including this hop, ns; at the last switch the
+    /// connection's end-to-end delay bound (the BOUND of its SETUP_OK, docs/delay.md §2).
+    pub bound_ns: u64,
     /// The connection's queue bound here (its backlog bound), bytes.
     pub queue_bytes: usize,
     /// Frames the first switch dropped as not conforming to the T-SPEC (0 elsewhere).
@@ -184,6 +187,7 @@ impl Switch {
                         .and_then(|(s, flow)| s.rt_queued(flow))
                         .unwrap_or(0),
                     latency_ns: held.map_or(0, |h| h.latency_ns),
+                    bound_ns: held.map_or(0, |h| h.bound_ns),
                     queue_bytes: held.map_or(0, |h| h.rt_bytes),
                     nonconforming: entry.nonconforming,
                 }

@@ -53,6 +53,9 @@ pub(super) struct Held {
     pub(super) rt_bytes: usize,
     /// This hop's latency θ in the connection's bound, ns.
     pub(super) latency_ns: u64,
+    /// *b*/*r* + host delay + Σθ up to and including this hop, ns: at the last switch the
+    /// connection's end-to-end bound (what SETUP_OK's BOUND carries).
+    pub(super) bound_ns: u64,
     /// The receiver's IP address (from the SETUP).
     pub(super) dst_ip: Ipv4Addr,
     /// The receiver's UDP port (from the SETUP).

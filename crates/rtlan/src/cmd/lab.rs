@@ -34,7 +34,8 @@ Then: rtlan lab exec --name NAME a -- ping -c3 198.18.0.2")]
     Up(UpArgs),
     /// Run a command inside a node's namespace (stdin/stdout pass through).
     Exec(ExecArgs),
-    /// Show a running rtlan switch's counters, learning table or ARP cache.
+    /// Show what a running rtlan switch, segment or RETHER bridge reports (counters, tables,
+    /// connections, setup latency, capture status).
     Show(ShowArgs),
     /// Remove a lab: its processes, namespaces and state (also after a crash).
     Down(NameArg),
@@ -66,7 +67,7 @@ pub(crate) struct ExecArgs {
     command: Vec<String>,
 }
 
-/// What `lab show` prints.
+/// What `lab show` prints. Each node kind answers only some (see [`ShowWhat::op_for`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum ShowWhat {
     /// Per-port and switch-wide counters, timer lateness.
@@ -75,8 +76,89 @@ pub(crate) enum ShowWhat {
     Fdb,
     /// The switch's internal ARP cache.
     Arp,
-    /// The configuration in force.
+    /// The configuration in force (a RETHER bridge: its status).
     Config,
+    /// The real-time connection table (switch).
+    Connections,
+    /// Per-hop SETUP handling times as a histogram summary (switch).
+    SetupLatency,
+    /// The running or last port capture (switch).
+    CaptureStatus,
+    /// Liveness: the node answers `pong`.
+    Ping,
+    /// The RETHER sessions a bridge serves.
+    Sessions,
+}
+
+/// The kinds of node `lab show` can ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NodeKind {
+    Switch,
+    Segment,
+    RetherBridge,
+}
+
+impl NodeKind {
+    /// What this kind answers, in the order `lab show` lists them.
+    fn offers(self) -> &'static [ShowWhat] {
+        use ShowWhat::*;
+        match self {
+            NodeKind::Switch => &[
+                Stats,
+                Fdb,
+                Arp,
+                Config,
+                Connections,
+                SetupLatency,
+                CaptureStatus,
+                Ping,
+            ],
+            NodeKind::Segment => &[Stats, Config, Ping],
+            NodeKind::RetherBridge => &[Stats, Fdb, Config, Sessions, Ping],
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            NodeKind::Switch => "an rtlan switch",
+            NodeKind::Segment => "a shared segment",
+            NodeKind::RetherBridge => "a RETHER bridge",
+        }
+    }
+}
+
+impl ShowWhat {
+    /// The control-socket operation that answers `self` on a node of `kind`, or an error naming
+    /// what that kind can show.
+    fn op_for(self, kind: NodeKind, node: &str) -> anyhow::Result<&'static str> {
+        if !kind.offers().contains(&self) {
+            let names: Vec<String> = kind
+                .offers()
+                .iter()
+                .filter_map(|w| w.to_possible_value().map(|v| v.get_name().to_string()))
+                .collect();
+            let this = self
+                .to_possible_value()
+                .map_or_else(String::new, |v| v.get_name().to_string());
+            bail!(
+                "`{node}` is {} and cannot show `{this}`; it has: {}",
+                kind.describe(),
+                names.join(", ")
+            );
+        }
+        Ok(match (self, kind) {
+            (ShowWhat::Config, NodeKind::RetherBridge) => "status",
+            (ShowWhat::Stats, _) => "stats",
+            (ShowWhat::Fdb, _) => "fdb",
+            (ShowWhat::Arp, _) => "arp",
+            (ShowWhat::Config, _) => "config",
+            (ShowWhat::Connections, _) => "connections",
+            (ShowWhat::SetupLatency, _) => "setup-latency",
+            (ShowWhat::CaptureStatus, _) => "capture-status",
+            (ShowWhat::Ping, _) => "ping",
+            (ShowWhat::Sessions, _) => "sessions",
+        })
+    }
 }
 
 /// Arguments of `lab show`.
@@ -312,57 +394,33 @@ fn print_fdb(lab: &Lab, node: &str, data: &serde_json::Value) -> anyhow::Result<
 
 fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let lab = Lab::open(&args.name)?;
-    // A RETHER bridge answers `stats`, `fdb` and, for `config`, its `status` (each port's
-    // rate, TRT and token; docs/rether-bridge.md).
-    if let Some(socket) = lab.rether_bridge_socket(&args.switch) {
-        let op = match args.what {
-            ShowWhat::Stats => "stats",
-            ShowWhat::Fdb => "fdb",
-            ShowWhat::Config => "status",
-            ShowWhat::Arp => bail!(
-                "`{}` is a RETHER bridge: it has `stats`, `fdb` and `config` (its status)",
-                args.switch
-            ),
-        };
-        let data = rtlan_linux::ctl::request(&socket, op)?;
-        if args.json || args.what != ShowWhat::Fdb {
-            println!("{}", serde_json::to_string_pretty(&data)?);
-            return Ok(ExitCode::SUCCESS);
-        }
-        print_fdb(&lab, &args.switch, &data)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let socket = match (
-        lab.switch_socket(&args.switch),
-        lab.segment_socket(&args.switch),
-    ) {
-        (Some(socket), _) => socket,
-        // A shared segment answers `stats` and `config` (docs/segment.md).
-        (None, Some(socket)) if matches!(args.what, ShowWhat::Stats | ShowWhat::Config) => socket,
-        (None, Some(_)) => bail!(
-            "`{}` is a shared segment: it has `stats` and `config` only",
-            args.switch
-        ),
-        (None, None) => bail!(
-            "`{}` is not an rtlan switch or segment of lab `{}` (Linux bridges have `bridge fdb`)",
+    let (kind, socket) = if let Some(socket) = lab.switch_socket(&args.switch) {
+        (NodeKind::Switch, socket)
+    } else if let Some(socket) = lab.segment_socket(&args.switch) {
+        (NodeKind::Segment, socket)
+    } else if let Some(socket) = lab.rether_bridge_socket(&args.switch) {
+        (NodeKind::RetherBridge, socket)
+    } else {
+        bail!(
+            "`{}` is not an rtlan switch, segment or RETHER bridge of lab `{}` (Linux bridges have `bridge fdb`)",
             args.switch,
             args.name
-        ),
+        );
     };
-    let cmd = match args.what {
-        ShowWhat::Stats => "stats",
-        ShowWhat::Fdb => "fdb",
-        ShowWhat::Arp => "arp",
-        ShowWhat::Config => "config",
-    };
-    let data = rtlan_linux::ctl::request(&socket, cmd)?;
+    let op = args.what.op_for(kind, &args.switch)?;
+    let data = rtlan_linux::ctl::request(&socket, op)?;
     if args.json {
+        let data = match args.what {
+            ShowWhat::SetupLatency => setup_latency_summary(&data)?,
+            _ => data,
+        };
         println!("{}", serde_json::to_string_pretty(&data)?);
         return Ok(ExitCode::SUCCESS);
     }
     match args.what {
         ShowWhat::Fdb => print_fdb(&lab, &args.switch, &data)?,
         ShowWhat::Arp => {
+            println!("{:<16} mac", "ip");
             for e in data.as_array().into_iter().flatten() {
                 println!(
                     "{:<16} {}",
@@ -371,7 +429,178 @@ fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
                 );
             }
         }
+        ShowWhat::Connections => print_connections(&lab, &args.switch, &data)?,
+        ShowWhat::SetupLatency => {
+            let summary = setup_latency_summary(&data)?;
+            println!(
+                "{:<5} {:>7} {:>10} {:>10} {:>10} {:>10}",
+                "kind", "count", "min µs", "p50 µs", "p99 µs", "max µs"
+            );
+            for kind in ["hit", "miss"] {
+                let s = &summary[kind];
+                let us = |k: &str| {
+                    s[k].as_u64()
+                        .map_or_else(|| "-".to_string(), |ns| format!("{:.1}", ns as f64 / 1e3))
+                };
+                println!(
+                    "{kind:<5} {:>7} {:>10} {:>10} {:>10} {:>10}",
+                    s["count"].as_u64().unwrap_or(0),
+                    us("min_ns"),
+                    us("p50_ns"),
+                    us("p99_ns"),
+                    us("max_ns")
+                );
+            }
+        }
+        ShowWhat::Ping => println!("{}", data.as_str().unwrap_or("?")),
         _ => println!("{}", serde_json::to_string_pretty(&data)?),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The switch's `setup-latency` reply (`{"hit_ns":[…],"miss_ns":[…]}`) summarised per kind
+/// through [`rtlan_core::latency::Histogram`]: count, min, p50, p99, max (ns; null when empty).
+fn setup_latency_summary(data: &serde_json::Value) -> anyhow::Result<serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    for kind in ["hit", "miss"] {
+        let samples = data[format!("{kind}_ns")]
+            .as_array()
+            .with_context(|| format!("setup-latency reply has no `{kind}_ns` array"))?;
+        let hist: rtlan_core::latency::Histogram = samples
+            .iter()
+            .map(|v| {
+                v.as_u64()
+                    .context("setup-latency sample is not a whole number")
+            })
+            .collect::<anyhow::Result<Vec<u64>>>()?
+            .into_iter()
+            .collect();
+        out.insert(
+            kind.to_string(),
+            serde_json::json!({
+                "count": hist.len(),
+                "min_ns": hist.min_ns(),
+                "p50_ns": hist.quantile_ns(0.5),
+                "p99_ns": hist.quantile_ns(0.99),
+                "max_ns": hist.max_ns(),
+            }),
+        );
+    }
+    Ok(serde_json::Value::Object(out))
+}
+
+/// Prints a switch's `connections` reply as a table, ports named by the node they lead to.
+fn print_connections(lab: &Lab, node: &str, data: &serde_json::Value) -> anyhow::Result<()> {
+    let ports = lab.switch_ports(node)?;
+    let towards = |v: &serde_json::Value| {
+        v.as_u64()
+            .and_then(|p| usize::try_from(p).ok())
+            .and_then(|p| ports.get(p))
+            .map_or_else(|| "?".to_string(), |(_, peer)| peer.clone())
+    };
+    let id = |v: &serde_json::Value| {
+        v.as_u64()
+            .map_or_else(|| "-".to_string(), |i| i.to_string())
+    };
+    println!(
+        "{:<12} {:>5} {:<12} {:>5} {:<21} {:>10} {:>8} {:>9} {:>10} {:>8}",
+        "in (from)",
+        "id",
+        "out (to)",
+        "id",
+        "destination",
+        "rate",
+        "burst B",
+        "θ µs",
+        "sent",
+        "dropped"
+    );
+    for c in data.as_array().into_iter().flatten() {
+        println!(
+            "{:<12} {:>5} {:<12} {:>5} {:<21} {:>10} {:>8} {:>9.1} {:>10} {:>8}",
+            format!(
+                "p{} {}",
+                c["in_port"].as_u64().unwrap_or(0),
+                towards(&c["in_port"])
+            ),
+            id(&c["in_id"]),
+            format!(
+                "p{} {}",
+                c["out_port"].as_u64().unwrap_or(0),
+                towards(&c["out_port"])
+            ),
+            id(&c["out_id"]),
+            format!(
+                "{}:{}",
+                c["dst_ip"].as_str().unwrap_or("?"),
+                c["dst_port"].as_u64().unwrap_or(0)
+            ),
+            rtlan_core::units::format_rate(c["rate_bps"].as_u64().unwrap_or(0)),
+            c["burst_bytes"].as_u64().unwrap_or(0),
+            c["latency_ns"].as_f64().unwrap_or(0.0) / 1e3,
+            c["frames_sent"].as_u64().unwrap_or(0),
+            c["frames_dropped"].as_u64().unwrap_or(0),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_latency_is_summarised_per_kind() {
+        let data = serde_json::json!({"hit_ns": [41000, 38500, 40000], "miss_ns": []});
+        let s = setup_latency_summary(&data).unwrap();
+        assert_eq!(s["hit"]["count"], 3);
+        assert_eq!(s["hit"]["min_ns"], 38500);
+        assert_eq!(s["hit"]["max_ns"], 41000);
+        let p50 = s["hit"]["p50_ns"].as_u64().unwrap();
+        assert!((38500..=41000).contains(&p50), "{s}");
+        assert_eq!(s["miss"]["count"], 0);
+        assert_eq!(s["miss"]["p99_ns"], serde_json::Value::Null);
+        assert!(setup_latency_summary(&serde_json::json!({"hit_ns": [1]})).is_err());
+        assert!(
+            setup_latency_summary(&serde_json::json!({"hit_ns": [-1], "miss_ns": []})).is_err()
+        );
+    }
+
+    #[test]
+    fn each_kind_offers_only_what_it_answers() {
+        assert_eq!(
+            ShowWhat::Config
+                .op_for(NodeKind::RetherBridge, "br")
+                .unwrap(),
+            "status"
+        );
+        assert_eq!(
+            ShowWhat::SetupLatency
+                .op_for(NodeKind::Switch, "s1")
+                .unwrap(),
+            "setup-latency"
+        );
+        let e = ShowWhat::Connections
+            .op_for(NodeKind::Segment, "g")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("shared segment") && e.contains("stats, config, ping"),
+            "{e}"
+        );
+        let e = ShowWhat::Arp
+            .op_for(NodeKind::RetherBridge, "br")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sessions"), "{e}");
+        // Every item is answered by some kind.
+        for what in ShowWhat::value_variants() {
+            assert!(
+                [NodeKind::Switch, NodeKind::Segment, NodeKind::RetherBridge]
+                    .iter()
+                    .any(|k| what.op_for(*k, "n").is_ok()),
+                "{what:?}"
+            );
+        }
+    }
 }

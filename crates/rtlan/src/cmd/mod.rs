@@ -10,6 +10,7 @@ pub(crate) mod demo;
 pub(crate) mod experiment;
 pub(crate) mod lab;
 pub(crate) mod recv;
+pub(crate) mod reservations;
 pub(crate) mod reserve;
 pub(crate) mod rether;
 pub(crate) mod rether_bridge;

@@ -89,7 +89,24 @@ fn the_bound_sums_the_hops_and_each_queue_is_its_backlog_bound() {
             k + 1
         );
         upstream += theta[k];
+        // The connection table reports θ and b/r + Σθ so far (the network view's bound).
+        let listed = net.sw(sw).connection_list(net.now);
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].latency_ns, theta[k]);
+        assert_eq!(
+            listed[0].bound_ns,
+            servers::end_to_end_ns(&flow, upstream).expect("bound"),
+            "hop {}",
+            k + 1
+        );
     }
+    assert_eq!(
+        net.sw(s[2]).connection_list(net.now)[0]
+            .bound_ns
+            .div_ceil(1000),
+        expected,
+        "the last hop's bound is the one the sender was told"
+    );
     // Later hops hold more: the burst grows along the path.
     assert!(net.sw(s[2]).rt_admitted_bytes(PortId(1)) > net.sw(s[0]).rt_admitted_bytes(PortId(1)));
 }
