@@ -156,6 +156,22 @@ fn per_hop_view_stitches_true_paths_with_the_calculus_bound() {
         eprintln!("{src} → {dst}: bound {bound} µs over {path:?}");
     }
 
+    // Outside a lab the same view comes from the topology file and each switch's socket.
+    let topology =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../topologies/chain3.toml");
+    let sockets: Vec<String> = ["s1", "s2", "s3"]
+        .iter()
+        .map(|sw| {
+            let socket = lab.switch_socket(sw).expect("an rtlan switch");
+            format!("{sw}={}", socket.display())
+        })
+        .collect();
+    let mut args = vec!["--topology", topology.to_str().expect("utf-8")];
+    for s in &sockets {
+        args.extend(["--switch", s.as_str()]);
+    }
+    assert_eq!(view(&args), v, "--topology/--switch gives what --lab gives");
+
     // The text table names every reservation with its hops.
     let out = Command::new(env!("CARGO_BIN_EXE_rtlan"))
         .args(["reservations", "--lab", lab.name()])

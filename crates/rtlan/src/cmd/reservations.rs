@@ -30,18 +30,28 @@ use serde::{Deserialize, Serialize};
 
 /// Arguments of `rtlan reservations`.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["lab", "bwm"])))]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["lab", "topology", "bwm"])))]
 #[command(after_help = "\
 Per-hop admission (the switches admit): --lab NAME asks every rtlan switch of a running lab for
 its connection table and stitches the entries into end-to-end paths, using the lab's topology
-for the link ends. Central admission: --bwm ADDR renders the bandwidth manager's bookings.
+for the link ends; outside a lab, --topology FILE and one --switch NAME=SOCKET per rtlan switch
+do the same. Central admission: --bwm ADDR renders the bandwidth manager's bookings.
 
     rtlan reservations --lab demo
+    rtlan reservations --topology net.toml --switch s1=/run/rtlan/s1.sock --switch s2=/run/rtlan/s2.sock
     rtlan reservations --bwm 127.0.0.1:7470 --json")]
 pub(crate) struct ReservationsArgs {
     /// A running lab: its topology and its switches' control sockets (per-hop admission).
     #[arg(long, value_name = "NAME")]
     lab: Option<String>,
+    /// A topology file (the lab's format) of a network outside the lab, with `--switch` for
+    /// each rtlan switch's control socket (per-hop admission). A switch's ports are numbered in
+    /// the order its links appear in the file — write them in the order of its `[[port]]`s.
+    #[arg(long, value_name = "FILE", requires = "switch")]
+    topology: Option<PathBuf>,
+    /// `NAME=SOCKET`: the control socket of switch NAME of --topology (repeat per switch).
+    #[arg(long = "switch", value_name = "NAME=SOCKET", requires = "topology", value_parser = parse_switch)]
+    switch: Vec<(String, PathBuf)>,
     /// A bandwidth manager's address (central admission).
     #[arg(long, value_name = "ADDR")]
     bwm: Option<SocketAddr>,
@@ -389,24 +399,58 @@ pub(crate) fn render(view: &NetView) -> String {
     out
 }
 
-/// The per-hop view of a running lab: every rtlan switch's `connections`, stitched.
-pub(crate) fn of_lab(name: &str) -> anyhow::Result<NetView> {
-    let lab = rtlan_lab::Lab::open(name)?;
+/// `NAME=SOCKET` of `--switch`.
+fn parse_switch(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !path.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(path)))
+        }
+        _ => Err(format!("`{text}` is not NAME=SOCKET")),
+    }
+}
+
+/// The per-hop view of the switches at `sockets` (name → control socket), wired as `topo`:
+/// every switch's `connections`, stitched.
+fn of_switches(
+    topo: &rtlan_lab::Topology,
+    sockets: impl IntoIterator<Item = (String, PathBuf)>,
+) -> anyhow::Result<NetView> {
     let mut tables = BTreeMap::new();
-    for sw in lab.switches() {
-        let Some(socket): Option<PathBuf> = lab.switch_socket(sw) else {
-            continue;
-        };
+    for (sw, socket) in sockets {
         let data = rtlan_linux::ctl::request(&socket, "connections")
             .with_context(|| format!("asking switch `{sw}` for its connections"))?;
         let entries: Vec<Entry> = serde_json::from_value(data)
             .with_context(|| format!("switch `{sw}`: unexpected `connections` reply"))?;
-        tables.insert(sw.to_string(), entries);
+        tables.insert(sw, entries);
     }
     Ok(NetView {
         admission: "per_hop".to_string(),
-        reservations: stitch(&tables, &Wiring::of(lab.topology())),
+        reservations: stitch(&tables, &Wiring::of(topo)),
     })
+}
+
+/// The per-hop view of a running lab: every rtlan switch's `connections`, stitched.
+pub(crate) fn of_lab(name: &str) -> anyhow::Result<NetView> {
+    let lab = rtlan_lab::Lab::open(name)?;
+    let sockets: Vec<(String, PathBuf)> = lab
+        .switches()
+        .into_iter()
+        .filter_map(|sw| lab.switch_socket(sw).map(|s| (sw.to_string(), s)))
+        .collect();
+    of_switches(lab.topology(), sockets)
+}
+
+/// The per-hop view of a network outside the lab: its topology file and the switches' sockets.
+fn of_files(topology: &std::path::Path, sockets: &[(String, PathBuf)]) -> anyhow::Result<NetView> {
+    let topo = rtlan_lab::Topology::from_file(topology)?;
+    for (name, _) in sockets {
+        anyhow::ensure!(
+            topo.switches.iter().any(|s| &s.name == name),
+            "--switch {name}: {} has no switch of that name",
+            topology.display()
+        );
+    }
+    of_switches(&topo, sockets.iter().cloned())
 }
 
 /// The central view: a bandwidth manager's bookings.
@@ -432,10 +476,13 @@ fn of_manager(addr: SocketAddr, token: Option<String>) -> anyhow::Result<NetView
 }
 
 pub(crate) fn run(args: ReservationsArgs) -> anyhow::Result<ExitCode> {
-    let view = match (&args.lab, args.bwm) {
-        (Some(lab), _) => of_lab(lab)?,
-        (None, Some(addr)) => of_manager(addr, args.token)?,
-        (None, None) => anyhow::bail!("give --lab NAME or --bwm ADDR"),
+    let view = match (&args.lab, &args.topology, args.bwm) {
+        (Some(lab), _, _) => of_lab(lab)?,
+        (None, Some(topology), _) => of_files(topology, &args.switch)?,
+        (None, None, Some(addr)) => of_manager(addr, args.token)?,
+        (None, None, None) => {
+            anyhow::bail!("give --lab NAME, --topology FILE --switch NAME=SOCKET…, or --bwm ADDR")
+        }
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&view)?);
