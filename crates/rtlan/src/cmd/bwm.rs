@@ -201,6 +201,11 @@ fn settings(args: &BwmArgs) -> anyhow::Result<Settings> {
             .state
             .clone()
             .or(from_file(file.state))
+            .or_else(|| {
+                // systemd's StateDirectory= names the directory it made for the unit.
+                std::env::var_os("STATE_DIRECTORY")
+                    .map(|dir| PathBuf::from(dir).join("bwm-state.json"))
+            })
             .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE)),
         host_delay: args
             .host_delay
