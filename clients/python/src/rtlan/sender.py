@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from .shaper import UDP_FRAME_OVERHEAD, TokenBucket
 
@@ -80,7 +80,7 @@ class Sender:
             if delay > 0:
                 self._sleep(delay / 1e9)
 
-    def send(self, payload: bytes) -> int:
+    def send(self, payload: Union[bytes, bytearray, memoryview]) -> int:
         """Waits for the bucket, then sends ``payload``; returns the bytes sent."""
         self.wait(len(payload))
         n = self.sock.send(payload)
