@@ -9,6 +9,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use jsonschema::Validator;
+use rtlan_core::rtcd::policy::PolicyRefusal;
 use rtlan_core::rtcd::{ConnHandle, ConnInfo, ConnPhase, Reply, RtcdError};
 use rtlan_linux::mgmt::{self, MgmtError};
 use rtlan_linux::rtcd::{parse_request, render, Rendered};
@@ -206,7 +207,34 @@ fn every_rendered_reply_failure_and_event_matches_the_schema() {
         RtcdError::Cancelled,
         RtcdError::UnknownConnection,
         RtcdError::NotOwner,
+        RtcdError::Policy(PolicyRefusal::Total {
+            rule: "group audio".into(),
+            limit: 40_000_000,
+            held: 30_000_000,
+            requested: 20_000_000,
+        }),
     ];
+    // A new error variant fails to compile here until it is added to the list above (and so to
+    // the schema's codes).
+    for error in &errors {
+        match error {
+            RtcdError::Config(_)
+            | RtcdError::NotRegistered
+            | RtcdError::Policy(_)
+            | RtcdError::Malformed(_)
+            | RtcdError::LocalAdmission { .. }
+            | RtcdError::HostDelay { .. }
+            | RtcdError::IdsExhausted
+            | RtcdError::Refused { .. }
+            | RtcdError::Timeout
+            | RtcdError::Rsvp(_)
+            | RtcdError::ManagerRefused(_)
+            | RtcdError::ManagerUnreachable(_)
+            | RtcdError::Cancelled
+            | RtcdError::UnknownConnection
+            | RtcdError::NotOwner => {}
+        }
+    }
     for error in errors {
         for conn in [None, Some(conn)] {
             lines.push(Reply::Failed {
