@@ -21,6 +21,7 @@ pub mod driver;
 pub mod epoch;
 pub mod keys;
 pub mod linkwatch;
+pub mod metrics;
 pub mod mgmt;
 pub mod netlink;
 pub mod packet;

@@ -25,6 +25,8 @@ pub(super) struct Daemon {
     control: Option<ControlServer>,
     /// The running or last capture (`capture` op).
     capture: Option<CaptureHandle>,
+    /// The `GET /metrics` endpoint (`metrics_listen`), bound before the switch reports running.
+    metrics: Option<crate::metrics::Exporter>,
 }
 
 impl Daemon {
@@ -58,6 +60,10 @@ impl Daemon {
             Some(path) => Some(ControlServer::bind(path, driver.epoll())?),
             None => None,
         };
+        let metrics = match config.metrics_listen {
+            Some(addr) => Some(crate::metrics::Exporter::bind(addr)?),
+            None => None,
+        };
         tracing::info!(
             name = %config.name,
             ports = ?config.ports.iter().map(|p| p.ifname.as_str()).collect::<Vec<_>>(),
@@ -70,6 +76,7 @@ impl Daemon {
             driver,
             control,
             capture: None,
+            metrics,
         })
     }
 
@@ -80,8 +87,10 @@ impl Daemon {
             driver,
             control,
             capture,
+            metrics,
         } = self;
-        driver.run(shutdown, |driver, token, flags| {
+        let ifnames: Vec<String> = config.ports.iter().map(|p| p.ifname.clone()).collect();
+        let on_event = |driver: &mut Driver<Switch, AnyPort>, token, flags| {
             let Some(control) = control.as_mut() else {
                 return;
             };
@@ -96,7 +105,27 @@ impl Daemon {
                 Request::CaptureStatus => capture_status(capture.as_ref()),
                 other => respond(other, switch, config, &shell, &timer, uptime),
             });
-        })?;
+        };
+        // A scrape is rendered here, between iterations, only when one waits (module doc of
+        // crate::metrics): the data plane never blocks on it.
+        let after_io = |driver: &mut Driver<Switch, AnyPort>| {
+            let Some(metrics) = metrics.as_ref().filter(|m| m.wanted()) else {
+                return;
+            };
+            driver.read_kernel_drops();
+            // The control socket's request counts are not exported (and it is borrowed by
+            // `on_event`).
+            let shell = shell_stats(driver, None);
+            let page = crate::metrics::switch::render(
+                driver.node(),
+                &shell,
+                driver.lateness(),
+                &ifnames,
+                clock::now(),
+            );
+            metrics.publish(page);
+        };
+        driver.run_with(shutdown, on_event, after_io)?;
         // A capture still running ends with the daemon: its writer closes the file.
         self.driver.set_tap(None);
         if let Some(capture) = self.capture.as_mut() {
