@@ -22,6 +22,7 @@ pub mod epoch;
 pub mod ethtool;
 pub mod keys;
 pub mod linkwatch;
+pub mod metrics;
 pub mod mgmt;
 pub mod netlink;
 pub mod packet;

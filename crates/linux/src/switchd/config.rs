@@ -111,6 +111,8 @@ pub struct Config {
     pub nrt_queue_bytes: Option<usize>,
     /// Path of the Unix control socket; `None` = no control socket.
     pub control_socket: Option<PathBuf>,
+    /// Address of the Prometheus `GET /metrics` endpoint (docs/metrics.md); `None` = off.
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// CPU to pin the data-plane thread to.
     pub cpu: Option<usize>,
     /// Spin instead of sleeping in `epoll_wait` (benchmarks only).
@@ -182,6 +184,7 @@ struct RawConfig {
     pending_timeout: Option<Spanned<String>>,
     nrt_queue_bytes: Option<Spanned<usize>>,
     control_socket: Option<PathBuf>,
+    metrics_listen: Option<std::net::SocketAddr>,
     cpu: Option<usize>,
     busy_poll: Option<bool>,
     qdisc_bypass: Option<bool>,
@@ -510,6 +513,7 @@ impl Config {
             pending_timeout,
             nrt_queue_bytes,
             control_socket: raw.control_socket,
+            metrics_listen: raw.metrics_listen,
             cpu: raw.cpu,
             busy_poll: raw.busy_poll.unwrap_or(false),
             qdisc_bypass: raw.qdisc_bypass.unwrap_or(false),
@@ -630,6 +634,8 @@ struct ConfigView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     control_socket: Option<&'a Path>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    metrics_listen: Option<std::net::SocketAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     cpu: Option<usize>,
     busy_poll: bool,
     qdisc_bypass: bool,
@@ -667,6 +673,7 @@ impl serde::Serialize for Config {
             pending_timeout: format_duration(self.pending_timeout),
             nrt_queue_bytes: self.nrt_queue_bytes,
             control_socket: self.control_socket.as_deref(),
+            metrics_listen: self.metrics_listen,
             cpu: self.cpu,
             busy_poll: self.busy_poll,
             qdisc_bypass: self.qdisc_bypass,

@@ -25,6 +25,8 @@ pub(super) struct Daemon {
     control: Option<ControlServer>,
     /// The running or last capture (`capture` op).
     capture: Option<CaptureHandle>,
+    /// The `GET /metrics` endpoint (`metrics_listen`), bound before the switch reports running.
+    metrics: Option<crate::metrics::Exporter>,
 }
 
 impl Daemon {
@@ -58,6 +60,10 @@ impl Daemon {
             Some(path) => Some(ControlServer::bind(path, driver.epoll())?),
             None => None,
         };
+        let metrics = match config.metrics_listen {
+            Some(addr) => Some(crate::metrics::Exporter::bind(addr)?),
+            None => None,
+        };
         tracing::info!(
             name = %config.name,
             ports = ?config.ports.iter().map(|p| p.ifname.as_str()).collect::<Vec<_>>(),
@@ -70,6 +76,7 @@ impl Daemon {
             driver,
             control,
             capture: None,
+            metrics,
         })
     }
 
@@ -80,9 +87,11 @@ impl Daemon {
             driver,
             control,
             capture,
+            metrics,
         } = self;
         crate::service::ready(&format!("switch {} forwarding", config.name));
-        let on_user_event = |driver: &mut crate::driver::Driver<_, _>, token, flags| {
+        let ifnames: Vec<String> = config.ports.iter().map(|p| p.ifname.clone()).collect();
+        let on_event = |driver: &mut Driver<Switch, AnyPort>, token, flags| {
             let Some(control) = control.as_mut() else {
                 return;
             };
@@ -98,9 +107,11 @@ impl Daemon {
                 other => respond(other, switch, config, &shell, &timer, uptime),
             });
         };
-        // SIGHUP: nothing of the switch's configuration changes while it forwards; a reload
-        // checks the file and names each change that needs a restart.
-        let after_io = |_: &mut crate::driver::Driver<_, _>| {
+        // A scrape is rendered here, between iterations, only when one waits (module doc of
+        // crate::metrics): the data plane never blocks on it. SIGHUP: nothing of the switch's
+        // configuration changes while it forwards; a reload checks the file and names each
+        // change that needs a restart.
+        let after_io = |driver: &mut Driver<Switch, AnyPort>| {
             if crate::service::take_reload() {
                 crate::service::reload_nothing_live("switch", |path| {
                     super::Config::load(path)
@@ -108,8 +119,23 @@ impl Daemon {
                         .map_err(|e| e.to_string())
                 });
             }
+            let Some(metrics) = metrics.as_ref().filter(|m| m.wanted()) else {
+                return;
+            };
+            driver.read_kernel_drops();
+            // The control socket's request counts are not exported (and it is borrowed by
+            // `on_event`).
+            let shell = shell_stats(driver, None);
+            let page = crate::metrics::switch::render(
+                driver.node(),
+                &shell,
+                driver.lateness(),
+                &ifnames,
+                clock::now(),
+            );
+            metrics.publish(page);
         };
-        driver.run_with(shutdown, on_user_event, after_io)?;
+        driver.run_with(shutdown, on_event, after_io)?;
         crate::service::stopping();
         // A capture still running ends with the daemon: its writer closes the file.
         self.driver.set_tap(None);

@@ -61,6 +61,9 @@ pub enum Error {
     /// The timer failed.
     #[error(transparent)]
     Timer(#[from] TimerError),
+    /// The metrics endpoint could not be started.
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
     /// `epoll` failed.
     #[error("epoll: {0}")]
     Epoll(#[source] io::Error),

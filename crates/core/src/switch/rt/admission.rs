@@ -231,6 +231,52 @@ pub struct Admission {
     limits: SwitchLimits,
     usage: SwitchUsage,
     refusals: u64,
+    refusals_by: RefusalCounts,
+}
+
+/// Bookings refused, by the resource that was short (each refusal counts once, under the first
+/// check that failed: port bandwidth, backplane, CPU, buffer, then cycle work).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RefusalCounts {
+    /// [`AdmissionError::Bandwidth`]: the output link's real-time cap.
+    pub bandwidth: u64,
+    /// [`AdmissionError::Backplane`].
+    pub backplane: u64,
+    /// [`AdmissionError::Cpu`]: the scheduler's per-cycle connection budget.
+    pub cpu: u64,
+    /// [`AdmissionError::Buffer`]: real-time queue memory.
+    pub buffer: u64,
+    /// [`AdmissionError::CycleWork`]: the port's cyclic-scheduler work budget.
+    pub cycle_work: u64,
+    /// [`AdmissionError::UnknownPort`] or [`AdmissionError::NotBooked`].
+    pub other: u64,
+}
+
+impl RefusalCounts {
+    /// Counts one refusal under its resource.
+    fn count(&mut self, error: &AdmissionError) {
+        let slot = match error {
+            AdmissionError::Bandwidth { .. } => &mut self.bandwidth,
+            AdmissionError::Backplane { .. } => &mut self.backplane,
+            AdmissionError::Cpu { .. } => &mut self.cpu,
+            AdmissionError::Buffer { .. } => &mut self.buffer,
+            AdmissionError::CycleWork { .. } => &mut self.cycle_work,
+            AdmissionError::UnknownPort(_) | AdmissionError::NotBooked(_) => &mut self.other,
+        };
+        *slot += 1;
+    }
+
+    /// `(resource, count)` pairs in a fixed order, the resource as a metric label.
+    pub fn by_resource(&self) -> [(&'static str, u64); 6] {
+        [
+            ("bandwidth", self.bandwidth),
+            ("backplane", self.backplane),
+            ("cpu", self.cpu),
+            ("buffer", self.buffer),
+            ("cycle_work", self.cycle_work),
+            ("other", self.other),
+        ]
+    }
 }
 
 impl Admission {
@@ -264,6 +310,7 @@ impl Admission {
             },
             limits,
             refusals: 0,
+            refusals_by: RefusalCounts::default(),
         }
     }
 
@@ -295,6 +342,11 @@ impl Admission {
         self.refusals
     }
 
+    /// [`Admission::refusals`] by the resource that was short.
+    pub fn refusals_by_resource(&self) -> &RefusalCounts {
+        &self.refusals_by
+    }
+
     /// Books `wire_rate_bps` on `port` (and the backplane), one connection's CPU share and
     /// `buffer_bytes` of queue memory, if all fit; all or nothing.
     pub fn try_book(
@@ -318,8 +370,9 @@ impl Admission {
         let result = self
             .check(port, wire_rate_bps, buffer_bytes)
             .and_then(|()| self.check_work(port, cycle_work_bits));
-        if result.is_err() {
+        if let Err(error) = &result {
             self.refusals += 1;
+            self.refusals_by.count(error);
         }
         result?;
         let usage = &mut self.usage;
@@ -563,6 +616,11 @@ mod tests {
         assert_eq!(err.reason(), FailReason::Cpu);
         assert_eq!(snapshot(&adm), before);
         assert_eq!(adm.refusals(), 3);
+        let by = adm.refusals_by_resource();
+        assert_eq!(
+            (by.backplane, by.buffer, by.cpu, by.bandwidth),
+            (1, 1, 1, 0)
+        );
         // Releasing frees all four resources.
         for booking in small {
             adm.release(booking).unwrap();

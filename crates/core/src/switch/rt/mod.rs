@@ -23,9 +23,9 @@ mod table;
 mod tests;
 
 pub use admission::{
-    wire_rate, Admission, AdmissionError, Booking, PortBudget, SwitchLimits, SwitchUsage,
-    DEFAULT_CPU_BUDGET_PERCENT, DEFAULT_CPU_COST_PER_CONNECTION, DEFAULT_RT_BUFFER_BYTES,
-    DEFAULT_RT_CAP_PERCENT,
+    wire_rate, Admission, AdmissionError, Booking, PortBudget, RefusalCounts, SwitchLimits,
+    SwitchUsage, DEFAULT_CPU_BUDGET_PERCENT, DEFAULT_CPU_COST_PER_CONNECTION,
+    DEFAULT_RT_BUFFER_BYTES, DEFAULT_RT_CAP_PERCENT,
 };
 pub use ids::{IdAllocator, IdError};
 pub use police::Policer;

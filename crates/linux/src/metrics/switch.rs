@@ -1,0 +1,252 @@
+//! The switch's page: the core's per-port and switch-wide counters (every drop reason it
+//! keeps), the shell's per-port counters, queue depths, timer lateness, guarantee violations,
+//! per-connection counters from the connection table, admission refusals by resource, and the
+//! recent per-hop setup latencies.
+
+use rtlan_core::switch::Switch;
+
+use super::{labels, Page};
+use crate::switchd::ShellStats;
+use crate::timer::LatenessStats;
+
+/// Renders the switch's page; `ifnames` name the ports (label `port`).
+pub fn render(
+    switch: &Switch,
+    shell: &ShellStats,
+    timer: &LatenessStats,
+    ifnames: &[String],
+    now: rtlan_core::time::Instant,
+) -> String {
+    let mut page = Page::new();
+    let name_of = |i: usize| ifnames.get(i).cloned().unwrap_or_else(|| i.to_string());
+    let stats = switch.stats();
+    for (i, p) in stats.ports.iter().enumerate() {
+        let port = name_of(i);
+        let l = || labels(&[("port", &port)]);
+        page.counter(
+            "rtlan_port_rx_frames",
+            "Frames received on the port.",
+            l(),
+            p.rx_frames,
+        );
+        page.counter(
+            "rtlan_port_rx_bytes",
+            "Bytes received on the port.",
+            l(),
+            p.rx_bytes,
+        );
+        page.counter(
+            "rtlan_port_tx_frames",
+            "Frames sent on the port.",
+            l(),
+            p.tx_frames,
+        );
+        page.counter(
+            "rtlan_port_tx_bytes",
+            "Bytes sent on the port.",
+            l(),
+            p.tx_bytes,
+        );
+        let drops = [
+            ("queue_full", p.drop_queue_full),
+            ("rt_queue_full", p.rt_drop_queue_full),
+            ("preemptive_discard", p.nrt_preemptive_drops),
+            ("tx_buffer", p.drop_tx_buffer),
+            ("stp_blocked", p.stp_blocked),
+        ];
+        for (reason, n) in drops {
+            page.counter(
+                "rtlan_port_drops",
+                "Frames dropped at the port, by reason.",
+                labels(&[("port", &port), ("reason", reason)]),
+                n,
+            );
+        }
+        let queued = p.tx_queued.saturating_sub(p.tx_frames + p.drop_tx_buffer);
+        page.gauge(
+            "rtlan_port_queue_frames",
+            "Frames waiting in the port's queues.",
+            l(),
+            queued,
+        );
+        page.counter(
+            "rtlan_port_late_sends",
+            "Sends later than 50 us after they fell due.",
+            l(),
+            p.pacing_late_sends,
+        );
+        page.gauge(
+            "rtlan_port_late_send_max_seconds",
+            "Largest lateness of a send (whole seconds are rare: see the _ns value in stats).",
+            l(),
+            p.pacing_late_max_ns / 1_000_000_000,
+        );
+        page.counter(
+            "rtlan_guarantee_violations",
+            "Sends later than half the lateness budget: each may have broken a delay bound.",
+            l(),
+            p.guarantee_violations,
+        );
+    }
+    for (i, p) in shell.ports.iter().enumerate() {
+        let port = name_of(i);
+        let c = &p.counters;
+        let reasons = [
+            ("rx_truncated", c.rx_truncated),
+            ("rx_bad_descriptor", c.rx_bad_descriptor),
+            ("rx_kernel", c.rx_kernel_drops),
+            ("tx_wrong_format", c.tx_wrong_format),
+            ("tx_bad_length", c.tx_bad_length),
+        ];
+        for (reason, n) in reasons {
+            page.counter(
+                "rtlan_port_driver_drops",
+                "Frames the port's driver or kernel dropped, by reason.",
+                labels(&[("port", &port), ("reason", reason)]),
+                n,
+            );
+        }
+    }
+    let rt = &stats.rt;
+    let switch_drops = [
+        ("malformed", stats.drop_malformed),
+        ("to_switch", stats.drop_to_switch),
+        ("same_port", stats.drop_same_port),
+        ("pending_full", stats.drop_pending_full),
+        ("pending_timeout", stats.drop_pending_timeout),
+        ("bad_port", stats.drop_bad_port),
+        ("control", stats.drop_control),
+        ("control_refused_role", stats.control_refused_role),
+        ("policed", stats.drop_policed),
+        ("preemptive_discard", stats.drop_preemptive),
+        ("rt_queue_full", rt.queue_drops),
+        ("rt_unknown_id", rt.unknown_id_drops),
+        ("rt_malformed", rt.malformed_drops),
+        ("rt_rewrite", rt.rewrite_drops),
+        ("rt_nonconforming", rt.nonconforming_drops),
+    ];
+    for (reason, n) in switch_drops {
+        page.counter(
+            "rtlan_switch_drops",
+            "Frames the switch core dropped, by reason.",
+            labels(&[("reason", reason)]),
+            n,
+        );
+    }
+    page.counter(
+        "rtlan_switch_forwarded_frames",
+        "Unicast frames forwarded.",
+        labels(&[]),
+        stats.forwarded,
+    );
+    page.counter(
+        "rtlan_switch_flooded_frames",
+        "Frames flooded.",
+        labels(&[]),
+        stats.flooded,
+    );
+    page.counter(
+        "rtlan_switch_rt_frames",
+        "Real-time frames forwarded on a connection.",
+        labels(&[]),
+        rt.forwarded,
+    );
+    for (resource, n) in switch.admission().refusals_by_resource().by_resource() {
+        page.counter(
+            "rtlan_admission_refusals",
+            "Reservations refused by per-hop admission, by the resource that was short.",
+            labels(&[("resource", resource)]),
+            n,
+        );
+    }
+    page.counter(
+        "rtlan_admission_refusals",
+        "Reservations refused by per-hop admission, by the resource that was short.",
+        labels(&[("resource", "delay")]),
+        rt.delay_refusals,
+    );
+    page.gauge(
+        "rtlan_connections",
+        "Real-time connections installed.",
+        labels(&[]),
+        switch.connections().len() as u64,
+    );
+    for c in switch.connection_list(now) {
+        let conn = format!("{}:{}", c.in_port, c.in_id);
+        let l = || labels(&[("conn", &conn), ("port", &name_of(usize::from(c.out_port)))]);
+        page.counter(
+            "rtlan_conn_tx_frames",
+            "Frames the scheduler sent on the connection.",
+            l(),
+            c.frames_sent,
+        );
+        page.counter(
+            "rtlan_conn_tx_bytes",
+            "Bytes sent on the connection.",
+            l(),
+            c.bytes_sent,
+        );
+        page.counter(
+            "rtlan_conn_drops",
+            "Frames of the connection dropped (queue full or too long).",
+            l(),
+            c.frames_dropped,
+        );
+        page.counter(
+            "rtlan_conn_nonconforming_drops",
+            "Frames dropped as not conforming to the T-SPEC.",
+            l(),
+            c.nonconforming,
+        );
+        page.gauge(
+            "rtlan_conn_rate_bits_per_second",
+            "Reserved rate (whole frames).",
+            l(),
+            c.rate_bps,
+        );
+        page.gauge(
+            "rtlan_conn_queue_frames",
+            "Frames waiting in the connection's queue.",
+            l(),
+            c.queued as u64,
+        );
+    }
+    page.counter(
+        "rtlan_timer_wakeups",
+        "Deadlines the loop observed.",
+        labels(&[]),
+        timer.wakeups,
+    );
+    page.counter(
+        "rtlan_timer_late_wakeups",
+        "Wake-ups later than 50 us.",
+        labels(&[]),
+        timer.over_50us,
+    );
+    page.counter(
+        "rtlan_timer_lateness_nanoseconds",
+        "Sum of wake-up lateness (mean = this / rtlan_timer_wakeups_total).",
+        labels(&[]),
+        timer.total_ns,
+    );
+    for (kind, samples) in [
+        ("hit", switch.setup_latency().hit_ns),
+        ("miss", switch.setup_latency().miss_ns),
+    ] {
+        let mut h = rtlan_core::latency::Histogram::new();
+        for ns in &samples {
+            h.record(*ns);
+        }
+        for (q, label) in [(0.5, "0.5"), (0.99, "0.99"), (1.0, "1")] {
+            if let Some(v) = h.quantile_ns(q) {
+                page.gauge(
+                    "rtlan_setup_latency_recent_nanoseconds",
+                    "Per-hop SETUP handling time over the recent samples, by route kind and quantile.",
+                    labels(&[("kind", kind), ("quantile", label)]),
+                    v,
+                );
+            }
+        }
+    }
+    page.encode()
+}
