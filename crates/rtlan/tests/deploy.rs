@@ -301,6 +301,55 @@ impl Drop for Service {
     }
 }
 
+/// `GET /metrics` at `addr` (in `netns` with curl if given): the page's samples as
+/// `(name{labels}, value)` lines.
+fn scrape(addr: &str, netns: Option<&str>) -> Vec<(String, f64)> {
+    let text = match netns {
+        Some(ns) => {
+            let out = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    ns,
+                    "curl",
+                    "-sf",
+                    &format!("http://{addr}/metrics"),
+                ])
+                .output()
+                .expect("curl runs");
+            assert!(out.status.success(), "scrape {addr}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+        None => {
+            use std::io::{Read, Write};
+            let mut s = std::net::TcpStream::connect(addr).expect("metrics endpoint");
+            s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+                .expect("request");
+            let mut page = String::new();
+            s.read_to_string(&mut page).expect("page");
+            assert!(
+                page.starts_with("HTTP/1.0 200") || page.starts_with("HTTP/1.1 200"),
+                "{page}"
+            );
+            page.split_once("\r\n\r\n")
+                .map(|(_, b)| b.to_string())
+                .unwrap_or_default()
+        }
+    };
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| {
+            let (name, value) = l.rsplit_once(' ')?;
+            Some((name.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The value of the sample `name` (exactly, labels included) on a scraped page.
+fn sample(page: &[(String, f64)], name: &str) -> Option<f64> {
+    page.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+}
+
 /// Waits until `log` says `text` (reloads are logged after READY is sent).
 fn log_says(service: &Service, text: &str) {
     let (seen, _) = common::wait_until(Duration::from_secs(5), || service.log().contains(text));
@@ -323,6 +372,12 @@ fn the_bandwidth_manager_runs_as_its_unit_says() {
         .expect("example")
         .replace("127.0.0.1:7470", &format!("127.0.0.1:{port}"));
     std::fs::write(&conf, &text).expect("edit listen");
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let metrics = format!("127.0.0.1:{metrics_port}");
+    let text = format!("metrics_listen = \"{metrics}\"\n{text}");
     let tokens = root.join("etc/rtlan/tokens.toml");
     std::fs::write(
         &tokens,
@@ -362,6 +417,22 @@ fn the_bandwidth_manager_runs_as_its_unit_says() {
     };
     assert!(ask("tok-1").is_ok(), "tok-1 accepted");
     assert!(state.exists(), "state written once serving");
+    // Its metrics: the requests it answered and what it refused, by reason.
+    assert!(ask("tok-x").is_err(), "an unknown token is refused");
+    let page = scrape(&metrics, None);
+    assert_eq!(
+        sample(&page, "rtlan_bwm_requests_total{}"),
+        Some(2.0),
+        "{page:?}"
+    );
+    assert_eq!(
+        sample(
+            &page,
+            "rtlan_bwm_refusals_total{reason=\"unauthenticated\"}"
+        ),
+        Some(1.0),
+        "{page:?}"
+    );
 
     // A second manager on the same state: refused, naming the first.
     let second = Command::new(&argv[0])
@@ -474,11 +545,26 @@ fn the_switch_router_and_host_daemon_run_as_their_units_say() {
         .replace("enp1s0", "p0")
         .replace("enp2s0", "p1")
         .replace("/run/rtlan/s1.sock", &socket.display().to_string());
-    std::fs::write(etc.join("switch-s1.toml"), &text).expect("config");
+    std::fs::write(
+        etc.join("switch-s1.toml"),
+        format!("metrics_listen = \"127.0.0.1:9478\"\n{text}"),
+    )
+    .expect("config");
     let argv = exec_start(root, "rtlan-switch@.service", "s1");
     let mut switch = Service::start(&argv, Some(&ns.0), &notify, root.join("switch.log"));
     assert!(notify.expect("READY=1").contains("switch s1 forwarding"));
     assert!(answers(&socket), "the switch answers once ready");
+    // Its metrics endpoint serves the ports from the data-plane loop: the HELLO it sent on
+    // each port at start is there.
+    let page = scrape("127.0.0.1:9478", Some(&ns.0));
+    assert!(
+        sample(&page, "rtlan_port_rx_frames_total{port=\"p0\"}").is_some(),
+        "{page:?}"
+    );
+    assert!(
+        sample(&page, "rtlan_port_tx_frames_total{port=\"p1\"}").is_some_and(|n| n >= 1.0),
+        "{page:?}"
+    );
     std::fs::write(
         etc.join("switch-s1.toml"),
         text.replace("cycle_time = \"10ms\"", "cycle_time = \"5ms\""),
@@ -546,6 +632,7 @@ fn the_switch_router_and_host_daemon_run_as_their_units_say() {
         .replace("/run/rtlan/rtcd.sock", &socket.display().to_string())
         .replace("group = \"rtlan\"", "group = \"root\"")
         .replace("# link_rate = \"1gbit\"", "link_rate = \"100mbit\"");
+    let text = format!("metrics_listen = \"127.0.0.1:9479\"\n{text}");
     std::fs::write(etc.join("rtcd.toml"), &text).expect("config");
     let argv = exec_start(root, "rtlan-rtcd.service", "");
     let mut rtcd = Service::start(&argv, Some(&ns.0), &notify, root.join("rtcd.log"));
@@ -554,6 +641,34 @@ fn the_switch_router_and_host_daemon_run_as_their_units_say() {
         rtlan_linux::rtcd::RtcdClient::connect(&socket).is_ok_and(|mut c| c.list().is_ok()),
         "rtcd answers once ready"
     );
+    // Its metrics: nothing open, the real-time share of 100 Mbit/s, a refusal by its reason.
+    let mut client = rtlan_linux::rtcd::RtcdClient::connect(&socket).expect("connect");
+    client.register(std::process::id()).expect("register");
+    let over = rtlan_linux::rtcd::OpenParams {
+        rate_bps: 70_000_000,
+        ..common::open_params(std::net::Ipv4Addr::new(198, 18, 0, 2), 5004)
+    };
+    assert!(client.open(&over).is_err(), "over the host's share");
+    let page = scrape("127.0.0.1:9479", Some(&ns.0));
+    assert_eq!(
+        sample(&page, "rtlan_rtcd_connections{phase=\"open\"}"),
+        Some(0.0),
+        "{page:?}"
+    );
+    assert_eq!(
+        sample(&page, "rtlan_rtcd_realtime_capacity_bits_per_second{}"),
+        Some(60_000_000.0),
+        "{page:?}"
+    );
+    assert_eq!(
+        sample(
+            &page,
+            "rtlan_rtcd_refusals_total{reason=\"local_admission\"}"
+        ),
+        Some(1.0),
+        "{page:?}"
+    );
+    drop(client);
     std::fs::write(
         etc.join("rtcd.toml"),
         format!(

@@ -263,6 +263,22 @@ impl Rtcd {
         self.ids.in_use()
     }
 
+    /// How many connections are in each phase, every phase listed (for the metrics page).
+    pub fn phase_counts(&self) -> [(ConnPhase, u64); 4] {
+        let mut counts = [
+            (ConnPhase::Admitting, 0),
+            (ConnPhase::Opening, 0),
+            (ConnPhase::Open, 0),
+            (ConnPhase::Closing, 0),
+        ];
+        for conn in self.conns.values() {
+            if let Some(c) = counts.iter_mut().find(|(p, _)| *p == conn.phase) {
+                c.1 += 1;
+            }
+        }
+        counts
+    }
+
     /// Sum of the rates of opening and open connections, bit/s.
     pub fn reserved_bps(&self) -> u64 {
         self.reserved_bps

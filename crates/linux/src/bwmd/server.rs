@@ -45,6 +45,8 @@ pub struct ServerConfig {
     pub idle_timeout: Option<Duration>,
     /// The tokens file `tokens` came from: read again on SIGHUP.
     pub tokens_path: Option<PathBuf>,
+    /// The Prometheus endpoint's address (`GET /metrics`); `None` = off.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +56,7 @@ impl Default for ServerConfig {
             max_clients: MAX_CLIENTS,
             idle_timeout: Some(IDLE_TIMEOUT),
             tokens_path: None,
+            metrics_listen: None,
         }
     }
 }
@@ -89,6 +92,9 @@ struct Inner {
     tokens: Tokens,
     /// Requests refused `unauthenticated` so far.
     unauthenticated: u64,
+    /// Refused requests by error code, and all requests (the metrics page).
+    refused: std::collections::BTreeMap<String, u64>,
+    requests: u64,
 }
 
 impl Inner {
@@ -124,6 +130,15 @@ impl Inner {
     /// Answers one request line: authenticates it, decodes its operation and runs it as the
     /// caller.
     fn handle(&mut self, request: &Envelope) -> Result<Value, MgmtError> {
+        self.requests += 1;
+        let result = self.answer(request);
+        if let Err(e) = &result {
+            *self.refused.entry(e.code.clone()).or_default() += 1;
+        }
+        result
+    }
+
+    fn answer(&mut self, request: &Envelope) -> Result<Value, MgmtError> {
         let caller = self.authenticate(request)?;
         let op = request.decode::<Op>()?;
         // The core's request id is only echoed in its `Response`, which the envelope replaces.
@@ -206,6 +221,8 @@ pub struct Server {
     tokens_path: Option<PathBuf>,
     /// The exclusive hold on the state, for as long as the server lives.
     _lock: super::lock::StateLock,
+    /// The `GET /metrics` endpoint, if configured.
+    metrics: Option<crate::metrics::Exporter>,
 }
 
 impl Server {
@@ -291,6 +308,19 @@ impl Server {
                 journal,
                 tokens: config.tokens,
                 unauthenticated: 0,
+                refused: Default::default(),
+                requests: 0,
+            },
+            metrics: match config.metrics_listen {
+                Some(addr) => {
+                    Some(
+                        crate::metrics::Exporter::bind(addr).map_err(|e| ServerError::Listen {
+                            addr: addr.to_string(),
+                            source: std::io::Error::other(e.to_string()),
+                        })?,
+                    )
+                }
+                None => None,
             },
             tokens_path: config.tokens_path,
             _lock: lock,
@@ -366,6 +396,14 @@ impl Server {
             }
             // Only closed connections are reported: every request was answered above.
             happened.clear();
+            if let Some(m) = self.metrics.as_ref().filter(|m| m.wanted()) {
+                let i = &self.inner;
+                m.publish(crate::metrics::bwm::render(
+                    &i.manager.list(),
+                    &i.refused,
+                    i.requests,
+                ));
+            }
         }
         crate::service::stopping();
         let stats = self.clients.stats();

@@ -9,6 +9,8 @@
 //! never waits; the HTTP thread waits a bounded time for it and serves the last page otherwise.
 //! Names follow Prometheus conventions: `rtlan_` prefix, unit in the name, `_total` on counters.
 
+pub mod bwm;
+pub mod rtcd;
 pub mod server;
 pub mod switch;
 
@@ -106,6 +108,74 @@ pub fn family_names(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every metric family the daemons export, from their renderers' source: a name literal
+    /// after `.counter(` gets `_total` (OpenMetrics), after `.gauge(` it is as written.
+    fn exported_families() -> std::collections::BTreeSet<String> {
+        let mut names = std::collections::BTreeSet::new();
+        for source in [
+            include_str!("switch.rs"),
+            include_str!("rtcd.rs"),
+            include_str!("bwm.rs"),
+        ] {
+            for (kind, suffix) in [(".counter(", "_total"), (".gauge(", "")] {
+                for (at, _) in source.match_indices(kind) {
+                    let rest = &source[at..];
+                    let Some(start) = rest.find("\"rtlan_") else {
+                        continue;
+                    };
+                    let name: String = rest[start + 1..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    names.insert(format!("{name}{suffix}"));
+                }
+            }
+        }
+        names
+    }
+
+    /// The Grafana dashboard (dist/grafana/rtlan.json) imports (inputs, panels, targets) and asks
+    /// only for metrics the daemons export; it shows every daemon's.
+    #[test]
+    fn the_dashboard_uses_only_exported_metrics() {
+        let exported = exported_families();
+        assert!(
+            exported.contains("rtlan_port_rx_frames_total"),
+            "{exported:?}"
+        );
+        assert!(exported.contains("rtlan_rtcd_connections"), "{exported:?}");
+        let dash: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../dist/grafana/rtlan.json"))
+                .expect("the dashboard is JSON");
+        assert_eq!(dash["__inputs"][0]["name"], "DS_PROMETHEUS");
+        let panels = dash["panels"].as_array().expect("panels");
+        let mut used = std::collections::BTreeSet::new();
+        for panel in panels {
+            let targets = panel["targets"].as_array().expect("targets");
+            assert!(!targets.is_empty(), "{panel}");
+            for t in targets {
+                let expr = t["expr"].as_str().expect("a PromQL expression");
+                for (at, _) in expr.match_indices("rtlan_") {
+                    let name: String = expr[at..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    assert!(
+                        exported.contains(&name),
+                        "{name} in `{expr}` is not exported"
+                    );
+                    used.insert(name);
+                }
+            }
+        }
+        for daemon in ["rtlan_port_", "rtlan_rtcd_", "rtlan_bwm_"] {
+            assert!(
+                used.iter().any(|n| n.starts_with(daemon)),
+                "no {daemon}* panel"
+            );
+        }
+    }
 
     #[test]
     fn page_encodes_counters_with_total_and_labels() {

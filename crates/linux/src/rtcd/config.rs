@@ -157,6 +157,8 @@ pub struct Config {
     pub rsvp_service: rtlan_core::rtcd::RsvpService,
     /// Who may reserve what (`[[policy]]`, names resolved to ids); empty = no policy.
     pub policy: rtlan_core::rtcd::policy::Policy,
+    /// The Prometheus endpoint's address (`GET /metrics`, docs/metrics.md); `None` = off.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// One `[[policy]]` table: exactly one of `user`, `group`, `everyone`, and the limits.
@@ -261,6 +263,7 @@ struct RawConfig {
     rsvp_accept: Option<bool>,
     rsvp_service: Option<String>,
     policy: Option<Vec<RawRule>>,
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// Parses `local`, `central` or `both`.
@@ -318,6 +321,7 @@ impl Config {
             rsvp_accept: core.rsvp_accept,
             rsvp_service: core.rsvp_service,
             policy: rtlan_core::rtcd::policy::Policy::default(),
+            metrics_listen: None,
         }
     }
 
@@ -477,6 +481,7 @@ impl Config {
         if let Some(a) = raw.rsvp_accept {
             config.rsvp_accept = a;
         }
+        config.metrics_listen = raw.metrics_listen;
         if let Some(rules) = raw.policy {
             config.policy.rules = rules
                 .into_iter()

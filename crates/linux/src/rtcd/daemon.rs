@@ -59,6 +59,9 @@ pub(super) struct Daemon {
     route: Option<ProxyPrefix>,
     /// The `tc` HTB tree for kernel-shaped connections (`docs/rttr.md`).
     shaper: KernelShaper,
+    /// The `GET /metrics` endpoint, if configured, and what its page counts besides the core.
+    metrics: Option<crate::metrics::Exporter>,
+    counters: crate::metrics::rtcd::RtcdCounters,
     /// The bandwidth manager's worker (central admission).
     manager: Option<ManagerLink>,
     /// The RSVP socket (`signalling = "rsvp"`).
@@ -150,6 +153,8 @@ impl Daemon {
             carrier,
             carrier_checked: std::time::Instant::now(),
             shaper,
+            metrics: None,
+            counters: Default::default(),
             manager,
             ifname,
             rtcd,
@@ -200,6 +205,16 @@ impl Daemon {
             }
             self.check_carrier(false);
             self.client_events();
+            if self
+                .metrics
+                .as_ref()
+                .is_some_and(crate::metrics::Exporter::wanted)
+            {
+                let page = crate::metrics::rtcd::render(&self.rtcd, &self.report(), &self.counters);
+                if let Some(m) = &self.metrics {
+                    m.publish(page);
+                }
+            }
             let now = clock::now();
             if self.rtcd.poll_timeout().is_some_and(|t| t <= now) {
                 self.rtcd.handle_timeout(now);
@@ -473,7 +488,16 @@ impl Daemon {
                         self.shaper_error("remove shaper", &e);
                     }
                 }
-                Action::Reply { client, tag, reply } => match json::render(&reply) {
+                Action::Reply { client, tag, reply } => match json::render(&{
+                    if let rtlan_core::rtcd::Reply::Failed { error, .. } = &reply {
+                        *self
+                            .counters
+                            .refused
+                            .entry(json::error_code(error))
+                            .or_default() += 1;
+                    }
+                    reply
+                }) {
                     json::Rendered::Reply(result) => self.reply(client, json::id_of(tag), result),
                     json::Rendered::Event(line) => {
                         self.clients
@@ -525,6 +549,11 @@ impl Daemon {
             Ok(()) => self.route = None,
             Err(e) => self.netlink_error("remove route", &e),
         }
+    }
+
+    /// Serves `GET /metrics` from this daemon's loop ([`crate::metrics`]).
+    pub(super) fn set_metrics(&mut self, exporter: crate::metrics::Exporter) {
+        self.metrics = Some(exporter);
     }
 
     /// SIGHUP: reads the configuration file again. The reservation policy is applied at once

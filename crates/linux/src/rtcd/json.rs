@@ -88,7 +88,7 @@ pub fn error_code(error: &RtcdError) -> &'static str {
     }
 }
 
-fn phase_name(phase: ConnPhase) -> &'static str {
+pub(crate) fn phase_name(phase: ConnPhase) -> &'static str {
     match phase {
         ConnPhase::Admitting => "admitting",
         ConnPhase::Opening => "opening",

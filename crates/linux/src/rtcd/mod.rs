@@ -27,6 +27,11 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicBool;
 
 pub use crate::ethtool::link_speed;
+
+/// A connection phase's name, as the protocol and the metrics page write it.
+pub fn phase_label(phase: rtlan_core::rtcd::ConnPhase) -> &'static str {
+    json::phase_name(phase)
+}
 pub use client::{ClientError, ListedConn, OpenParams, Opened, RtcdClient};
 pub use clients::{ClientsError, MAX_CLIENTS, MAX_LINE};
 pub use config::{
@@ -81,6 +86,9 @@ pub enum Error {
     /// The core refused the configuration.
     #[error("rtcd core: {0}")]
     Core(#[from] rtlan_core::rtcd::RtcdError),
+    /// The metrics endpoint could not be bound.
+    #[error(transparent)]
+    Metrics(crate::metrics::server::MetricsError),
     /// The RSVP socket could not be opened (`signalling = "rsvp"` needs CAP_NET_RAW).
     #[error("RSVP socket: {0}")]
     Rsvp(#[source] io::Error),
@@ -251,6 +259,9 @@ pub fn run(config: &Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
             "priority_queue = false: reserved frames share the host's queue with its other \
              traffic, so the host_delay term of every bound is not enforced on this host"
         );
+    }
+    if let Some(addr) = config.metrics_listen {
+        daemon.set_metrics(crate::metrics::Exporter::bind(addr).map_err(Error::Metrics)?);
     }
     crate::service::ready(&format!(
         "serving {} on {}",

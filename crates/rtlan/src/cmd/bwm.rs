@@ -102,6 +102,9 @@ pub(crate) struct BwmArgs {
     /// refresh_period) for this long is released; `0s` = bookings never expire [default: 30s].
     #[arg(long)]
     lease: Option<String>,
+    /// Serve Prometheus metrics on `GET /metrics` at this address (docs/metrics.md).
+    #[arg(long)]
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// The keys of the configuration file: the flags' names with `_`.
@@ -120,6 +123,7 @@ struct FileSettings {
     standing_rate: Option<String>,
     standing_burst: Option<u64>,
     lease: Option<String>,
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// Where the manager's configuration is unless --config or --network says otherwise.
@@ -146,6 +150,7 @@ struct Settings {
     standing_rate: String,
     standing_burst: u64,
     lease: String,
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 fn settings(args: &BwmArgs) -> anyhow::Result<Settings> {
@@ -229,6 +234,7 @@ fn settings(args: &BwmArgs) -> anyhow::Result<Settings> {
             .clone()
             .or(file.lease)
             .unwrap_or_else(|| "30s".into()),
+        metrics_listen: args.metrics_listen.or(file.metrics_listen),
     })
 }
 
@@ -263,6 +269,7 @@ fn server_config(s: &Settings) -> anyhow::Result<ServerConfig> {
         max_clients: s.max_clients,
         idle_timeout: Some(idle).filter(|d| !d.is_zero()),
         tokens_path: s.tokens.clone(),
+        metrics_listen: s.metrics_listen,
     })
 }
 
