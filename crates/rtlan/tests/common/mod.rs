@@ -143,9 +143,28 @@ pub struct Daemon {
 
 impl Daemon {
     /// Starts `rtlan rtcd` on `host`'s `eth0` with a socket in the lab's state directory and
-    /// the lab's lines for the host (its link rate, host delay, keys).
+    /// the daemon's defaults but for its link's emulated rate (a veth would report 10 Gbit/s):
+    /// none of the lab's other lines, so no keys — a host that does not know its link's key.
     pub fn start(lab: &Lab, host: &str) -> Daemon {
-        Daemon::start_with_config(lab, host, "")
+        let socket = lab.state_dir().join(format!("rtcd-{host}.sock"));
+        let config = lab.state_dir().join(format!("rtcd-{host}.toml"));
+        let rate = lab
+            .topology()
+            .interfaces(host)
+            .first()
+            .and_then(|(_, _, rate)| *rate)
+            .map(|bps| format!("link_rate = \"{bps}bit\"\n"))
+            .unwrap_or_default();
+        let text = format!(
+            "interface = \"eth0\"\nsocket = \"{}\"\n{rate}",
+            socket.display()
+        );
+        std::fs::write(&config, text).expect("write rtcd config");
+        let args = [
+            "--config".to_string(),
+            config.to_str().expect("utf-8 state dir").to_string(),
+        ];
+        Daemon::spawn(lab, host, &args, socket)
     }
 
     /// Starts `rtlan rtcd --config FILE` in `host`, the file holding `interface`, `socket` and the
