@@ -213,6 +213,18 @@ fn per_hop_view_stitches_true_paths_with_the_calculus_bound() {
         })
         .sum();
     assert!(hit_or_miss >= 3, "s2 handled three SETUPs: {text}");
+    // Each sample runs from the SETUP's arrival to its frame leaving the port, so even one
+    // answered at once takes a measurable time (a broken stamp reads 0.0 µs).
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("hit") || l.starts_with("miss"))
+    {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if cols[1] != "0" {
+            let min: f64 = cols[2].parse().expect("min µs");
+            assert!(min > 0.0, "a zero setup latency: {text}");
+        }
+    }
     let ping = show("ping");
     assert_eq!(String::from_utf8_lossy(&ping.stdout).trim(), "pong");
     // No capture was started: the switch's answer is passed on as an error.

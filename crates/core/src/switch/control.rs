@@ -98,6 +98,7 @@ impl Switch {
         {
             if out.sched.enqueue_control(now, frame) {
                 stats.tx_queued += 1;
+                self.rt.setup_times.on_accepted(index);
             } else {
                 stats.rt_drop_queue_full += 1;
             }
@@ -281,7 +282,8 @@ impl Switch {
             .rt
             .is_switch_facing(out, now, self.config.rt.hello_interval);
         if last {
-            self.record_setup_latency(now, &job);
+            let in_port = usize::from(job.key.in_port.0);
+            let before = self.rt.setup_times.accepted(in_port);
             let entry = self.entry(now, &job, out, 0, Some(mac));
             let held = held(&job, booking, rt_bytes, now);
             // The last hop knows the whole path: its bound goes back in SETUP_OK.
@@ -290,6 +292,9 @@ impl Switch {
                 latency_ns: u32::try_from(terms.accumulated_ns).unwrap_or(u32::MAX),
             };
             self.install(now, &job, entry, held, job.hop, Some(bound.to_tlv()));
+            self.rt
+                .setup_times
+                .stamp(in_port, before, job.arrived, job.probed);
             return;
         }
         let Some(out_id) = self
@@ -313,9 +318,12 @@ impl Switch {
             next_retransmit: now + self.config.rt.retransmit_initial,
         };
         let down = downstream_setup(&job, out_id, request_id, 0);
-        self.record_setup_latency(now, &job);
         self.stats.signal.setup_tx += 1;
+        let before = self.rt.setup_times.accepted(index);
         self.send_control(now, out, &down);
+        self.rt
+            .setup_times
+            .stamp(index, before, job.arrived, job.probed);
         self.rt.in_progress.insert(job);
     }
 
@@ -331,18 +339,6 @@ impl Switch {
         let pending = self.rt.in_progress.pending_bps(port);
         let cap = u128::from(line) * u128::from(self.config.rt.cap_percent) / 100;
         u128::from(installed) + u128::from(pending) + u128::from(wire_bps) <= cap
-    }
-
-    /// Records how long `job` took on this switch, from arrival to `now` (forwarded downstream
-    /// or answered as the last hop), as a route-known or ARP-query sample.
-    fn record_setup_latency(&mut self, now: Instant, job: &InProgress) {
-        let took = now.saturating_duration_since(job.arrived);
-        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        if job.probed {
-            self.rt.latency_miss.push(ns);
-        } else {
-            self.rt.latency_hit.push(ns);
-        }
     }
 
     /// The table entry for `job` leaving on `out`.

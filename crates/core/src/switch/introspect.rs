@@ -4,7 +4,10 @@
 //! answered or forwarded at once; one that needs an ARP query waits for the reply), and flushing
 //! the internal ARP cache; per-connection and per-port scheduler counters (EtheReal §3.3).
 
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
+
+use crate::time::Instant;
 
 use super::rt::SwitchUsage;
 use super::sched::{MeterStats, SchedStats};
@@ -12,6 +15,33 @@ use super::{PortId, Switch};
 
 /// Samples each per-hop setup-latency ring keeps (the most recent ones).
 pub const SETUP_LATENCY_SAMPLES: usize = 4096;
+
+/// Upper bounds of the cumulative setup-latency histogram's buckets, ns (10 µs to 5 s, about
+/// 1-2.5-5 per decade; one more bucket holds everything above the last).
+pub const SETUP_LATENCY_BOUNDS_NS: [u64; 18] = [
+    10_000,
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+    5_000_000_000,
+];
+
+/// Control frames whose transmission a port still owes a SETUP's latency sample (bounded: the
+/// control FIFO holds far fewer frames; beyond this the oldest stamp is given up).
+const MAX_STAMPS_PER_PORT: usize = 4096;
 
 /// A bounded ring of the last [`SETUP_LATENCY_SAMPLES`] values.
 #[derive(Debug, Clone, Default)]
@@ -39,14 +69,175 @@ impl LatencyRing {
     }
 }
 
-/// Per-hop SETUP handling times, oldest first, in nanoseconds: from the SETUP's arrival to the
-/// moment this switch forwarded it downstream or answered it as the last hop.
+/// Every per-hop setup latency since the switch started, in fixed buckets (what a Prometheus
+/// histogram exports: counts only grow, so rates and quantiles over any window can be taken
+/// from two scrapes).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LatencyBuckets {
+    /// Upper bound of each bucket, ns ([`SETUP_LATENCY_BOUNDS_NS`]).
+    pub bounds_ns: Vec<u64>,
+    /// Samples in each bucket (not cumulative): `counts[i]` are those in
+    /// (`bounds_ns[i-1]`, `bounds_ns[i]`]; one more entry counts those above the last bound.
+    pub counts: Vec<u64>,
+    /// Number of samples.
+    pub count: u64,
+    /// Sum of all samples, ns.
+    pub sum_ns: u64,
+}
+
+impl Default for LatencyBuckets {
+    fn default() -> LatencyBuckets {
+        LatencyBuckets {
+            bounds_ns: SETUP_LATENCY_BOUNDS_NS.to_vec(),
+            counts: vec![0; SETUP_LATENCY_BOUNDS_NS.len() + 1],
+            count: 0,
+            sum_ns: 0,
+        }
+    }
+}
+
+impl LatencyBuckets {
+    /// Counts `ns`.
+    pub(super) fn record(&mut self, ns: u64) {
+        let bucket = SETUP_LATENCY_BOUNDS_NS.partition_point(|&bound| bound < ns);
+        if let Some(c) = self.counts.get_mut(bucket) {
+            *c += 1;
+        }
+        self.count += 1;
+        self.sum_ns = self.sum_ns.saturating_add(ns);
+    }
+}
+
+/// A SETUP's arrival, waiting for the control frame it caused (forwarded downstream or
+/// answered) to leave its port.
+#[derive(Debug, Clone, Copy)]
+struct Stamp {
+    /// The frame's place among the control frames the port accepted (1-based).
+    seq: u64,
+    arrived: Instant,
+    probed: bool,
+}
+
+/// Control frames a port accepted and gave out, and the stamps waiting on them.
+#[derive(Debug, Clone, Default)]
+struct PortStamps {
+    accepted: u64,
+    dequeued: u64,
+    waiting: VecDeque<Stamp>,
+}
+
+/// Per-hop SETUP handling time (EtheReal §3.4, "setup latency"): from the SETUP's arrival at
+/// the switch to the moment the control frame it caused (the SETUP forwarded downstream, or
+/// SETUP_OK from the last hop) leaves the port's queue for the wire. The arrival is the time
+/// the shell handed the frame in; the departure is the time of the `poll_transmit` that gave
+/// the frame out, so queueing behind other control frames and the port's pacing count.
+#[derive(Debug, Clone, Default)]
+pub(super) struct SetupTimes {
+    hit: LatencyRing,
+    miss: LatencyRing,
+    hit_buckets: LatencyBuckets,
+    miss_buckets: LatencyBuckets,
+    ports: Vec<PortStamps>,
+}
+
+impl SetupTimes {
+    /// Times for `ports` ports.
+    pub(super) fn new(ports: usize) -> SetupTimes {
+        SetupTimes {
+            ports: vec![PortStamps::default(); ports],
+            ..SetupTimes::default()
+        }
+    }
+
+    /// Control frames `port` has accepted so far.
+    pub(super) fn accepted(&self, port: usize) -> u64 {
+        self.ports.get(port).map_or(0, |p| p.accepted)
+    }
+
+    /// `port` accepted a control frame into its FIFO.
+    pub(super) fn on_accepted(&mut self, port: usize) {
+        if let Some(p) = self.ports.get_mut(port) {
+            p.accepted += 1;
+        }
+    }
+
+    /// The SETUP that `arrived` (after an ARP query if `probed`) caused the control frame
+    /// `port` accepted last, if it accepted one since `accepted_before`.
+    pub(super) fn stamp(
+        &mut self,
+        port: usize,
+        accepted_before: u64,
+        arrived: Instant,
+        probed: bool,
+    ) {
+        let Some(p) = self.ports.get_mut(port) else {
+            return;
+        };
+        if p.accepted == accepted_before {
+            return;
+        }
+        if p.waiting.len() >= MAX_STAMPS_PER_PORT {
+            p.waiting.pop_front();
+        }
+        p.waiting.push_back(Stamp {
+            seq: p.accepted,
+            arrived,
+            probed,
+        });
+    }
+
+    /// `port` gave out `dequeued` more control frames at `now`, the last of them to the wire
+    /// if `sent` (else dropped): the stamps they settle become samples.
+    pub(super) fn on_dequeued(&mut self, port: usize, dequeued: u64, sent: bool, now: Instant) {
+        let Some(p) = self.ports.get_mut(port) else {
+            return;
+        };
+        p.dequeued += dequeued;
+        while let Some(stamp) = p.waiting.front().copied() {
+            if stamp.seq > p.dequeued {
+                break;
+            }
+            p.waiting.pop_front();
+            // Only the frame given out last in this call went to the wire.
+            if !(sent && stamp.seq == p.dequeued) {
+                continue;
+            }
+            let took = now.saturating_duration_since(stamp.arrived);
+            let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+            if stamp.probed {
+                self.miss.push(ns);
+                self.miss_buckets.record(ns);
+            } else {
+                self.hit.push(ns);
+                self.hit_buckets.record(ns);
+            }
+        }
+    }
+
+    /// What the switch reports.
+    pub(super) fn report(&self) -> SetupLatency {
+        SetupLatency {
+            hit_ns: self.hit.ordered(),
+            miss_ns: self.miss.ordered(),
+            hit: self.hit_buckets.clone(),
+            miss: self.miss_buckets.clone(),
+        }
+    }
+}
+
+/// Per-hop SETUP handling times in nanoseconds: from the SETUP's arrival to the moment the
+/// control frame it caused (forwarded downstream or answered as the last hop) left for the
+/// wire. The recent samples, oldest first, and every sample since start in buckets.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SetupLatency {
-    /// SETUPs whose receiver was in the internal ARP cache (route known).
+    /// Recent SETUPs whose receiver was in the internal ARP cache (route known).
     pub hit_ns: Vec<u64>,
-    /// SETUPs that needed an ARP query first.
+    /// Recent SETUPs that needed an ARP query first.
     pub miss_ns: Vec<u64>,
+    /// Every route-known SETUP since start.
+    pub hit: LatencyBuckets,
+    /// Every SETUP that needed an ARP query since start.
+    pub miss: LatencyBuckets,
 }
 
 /// One connection-table entry, for reporting.
@@ -256,10 +447,7 @@ impl Switch {
     /// Per-hop SETUP handling times recorded so far (the last [`SETUP_LATENCY_SAMPLES`] of each
     /// kind).
     pub fn setup_latency(&self) -> SetupLatency {
-        SetupLatency {
-            hit_ns: self.rt.latency_hit.ordered(),
-            miss_ns: self.rt.latency_miss.ordered(),
-        }
+        self.rt.setup_times.report()
     }
 }
 

@@ -56,6 +56,36 @@ enum Entry {
     Station { port: PortId, last_seen: Instant },
 }
 
+/// A change of the learning table, for a mirror of it kept elsewhere (the XDP fast path's
+/// station map, docs/fastpath.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FdbChange {
+    /// The station is now on this port (new, back after ageing, or moved).
+    Learnt(Address, PortId),
+    /// The station is no longer known (aged, or its port's link went down).
+    Forgotten(Address),
+}
+
+/// Changes kept before a mirror must be rebuilt whole ([`Fdb::take_changes`] says so).
+pub const MAX_FDB_CHANGES: usize = 4096;
+
+/// The changes since the mirror last took them; `overflowed` when more happened than were kept.
+#[derive(Debug, Default)]
+struct ChangeLog {
+    changes: Vec<FdbChange>,
+    overflowed: bool,
+}
+
+impl ChangeLog {
+    fn push(&mut self, change: FdbChange) {
+        if self.changes.len() < MAX_FDB_CHANGES {
+            self.changes.push(change);
+        } else {
+            self.overflowed = true;
+        }
+    }
+}
+
 /// The learning table.
 #[derive(Debug)]
 pub(crate) struct Fdb {
@@ -63,6 +93,8 @@ pub(crate) struct Fdb {
     /// Number of `Station` entries.
     stations: usize,
     ageing_time: Duration,
+    /// Changes for a mirror, when one is kept ([`Fdb::track_changes`]).
+    log: Option<ChangeLog>,
 }
 
 impl Fdb {
@@ -76,6 +108,27 @@ impl Fdb {
             entries,
             stations: 0,
             ageing_time,
+            log: None,
+        }
+    }
+
+    /// Starts keeping the changes a mirror needs; the mirror starts from [`Fdb::stations`].
+    pub(crate) fn track_changes(&mut self) {
+        self.log.get_or_insert_with(ChangeLog::default);
+    }
+
+    /// The changes since the last call, oldest first; `None` when more happened than
+    /// [`MAX_FDB_CHANGES`] (rebuild the mirror from [`Fdb::stations`]), or when none are kept.
+    pub(crate) fn take_changes(&mut self) -> Option<Vec<FdbChange>> {
+        let log = self.log.as_mut()?;
+        let overflowed = std::mem::take(&mut log.overflowed);
+        let changes = std::mem::take(&mut log.changes);
+        (!overflowed).then_some(changes)
+    }
+
+    fn note(&mut self, change: FdbChange) {
+        if let Some(log) = self.log.as_mut() {
+            log.push(change);
         }
     }
 
@@ -92,6 +145,20 @@ impl Fdb {
     /// untouched, if `blocked(its port)` says so ([`Learnt::Refused`]). `blocked` runs only
     /// then, so the common path stays one hash lookup.
     pub(crate) fn learn_unless(
+        &mut self,
+        mac: Address,
+        port: PortId,
+        now: Instant,
+        blocked: impl FnOnce(PortId) -> bool,
+    ) -> Learnt {
+        let learnt = self.learn_inner(mac, port, now, blocked);
+        if matches!(learnt, Learnt::Created | Learnt::Moved) {
+            self.note(FdbChange::Learnt(mac, port));
+        }
+        learnt
+    }
+
+    fn learn_inner(
         &mut self,
         mac: Address,
         port: PortId,
@@ -152,9 +219,16 @@ impl Fdb {
     /// Forgets every station learnt on `port` (its link went down: they are no longer there).
     pub(crate) fn flush_port(&mut self, port: PortId) {
         let before = self.entries.len();
-        self.entries.retain(|_, entry| match entry {
+        let log = &mut self.log;
+        self.entries.retain(|mac, entry| match entry {
             Entry::Local => true,
-            Entry::Station { port: p, .. } => *p != port,
+            Entry::Station { port: p, .. } => {
+                let keep = *p != port;
+                if let (false, Some(log)) = (keep, log.as_mut()) {
+                    log.push(FdbChange::Forgotten(*mac));
+                }
+                keep
+            }
         });
         self.stations -= before - self.entries.len();
     }
@@ -174,10 +248,15 @@ impl Fdb {
     pub(crate) fn age(&mut self, now: Instant) {
         let ageing_time = self.ageing_time;
         let before = self.entries.len();
-        self.entries.retain(|_, entry| match entry {
+        let log = &mut self.log;
+        self.entries.retain(|mac, entry| match entry {
             Entry::Local => true,
             Entry::Station { last_seen, .. } => {
-                now.saturating_duration_since(*last_seen) <= ageing_time
+                let keep = now.saturating_duration_since(*last_seen) <= ageing_time;
+                if let (false, Some(log)) = (keep, log.as_mut()) {
+                    log.push(FdbChange::Forgotten(*mac));
+                }
+                keep
             }
         });
         self.stations -= before - self.entries.len();
@@ -205,6 +284,41 @@ mod tests {
 
     const OWN: Address = Address([0x02, 0, 0, 0, 0, 0xaa]);
     const A: Address = Address([0x02, 0, 0, 0, 0, 1]);
+
+    #[test]
+    fn a_mirror_gets_every_change_or_is_told_to_rebuild() {
+        let b = Address([0x02, 0, 0, 0, 0, 2]);
+        let mut fdb = Fdb::new([OWN], Duration::from_secs(10));
+        assert_eq!(fdb.take_changes(), None, "not kept until asked");
+        fdb.track_changes();
+        let t = |s| Instant::ZERO + Duration::from_secs(s);
+        fdb.learn(A, PortId(1), t(0));
+        fdb.learn(A, PortId(1), t(1)); // refreshed: no change
+        fdb.learn(OWN, PortId(1), t(1)); // own: never mirrored
+        fdb.learn(b, PortId(2), t(1));
+        fdb.learn(A, PortId(3), t(2)); // moved
+        assert_eq!(
+            fdb.take_changes(),
+            Some(vec![
+                FdbChange::Learnt(A, PortId(1)),
+                FdbChange::Learnt(b, PortId(2)),
+                FdbChange::Learnt(A, PortId(3)),
+            ])
+        );
+        assert_eq!(fdb.take_changes(), Some(vec![]));
+        fdb.flush_port(PortId(2));
+        fdb.age(t(13));
+        assert_eq!(
+            fdb.take_changes(),
+            Some(vec![FdbChange::Forgotten(b), FdbChange::Forgotten(A)])
+        );
+        for i in 0..=MAX_FDB_CHANGES {
+            let mac = Address([0x02, 1, 0, 0, (i >> 8) as u8, i as u8]);
+            fdb.learn(mac, PortId(1), t(20));
+        }
+        assert_eq!(fdb.take_changes(), None, "overflowed: rebuild");
+        assert_eq!(fdb.take_changes(), Some(vec![]), "then changes again");
+    }
 
     #[test]
     fn learn_refresh_move_and_age() {

@@ -30,6 +30,7 @@ mod arp_guard;
 mod bound;
 mod control;
 mod failure;
+mod fastpath;
 mod ingress;
 mod introspect;
 mod learning;
@@ -51,7 +52,8 @@ pub use arp_cache::ARP_CACHE_CAPACITY;
 pub use arp_guard::MAX_CHALLENGES;
 pub use bound::{control_burst_bytes, hop_terms, port_server, work_budget, HopTerms, ServerParams};
 pub use introspect::{
-    ConnectionInfo, RtPortInfo, SchedPortInfo, SetupLatency, SETUP_LATENCY_SAMPLES,
+    ConnectionInfo, LatencyBuckets, RtPortInfo, SchedPortInfo, SetupLatency,
+    SETUP_LATENCY_BOUNDS_NS, SETUP_LATENCY_SAMPLES,
 };
 pub use learning::FDB_CAPACITY;
 pub use protect::{
@@ -65,7 +67,9 @@ pub use stp::{StpConfig, StpCounters, StpPortConfig, StpPortInfo, StpStatus};
 use crate::egress::{PortScheduler, SchedulerKind};
 use crate::node::Medium;
 use arp_cache::ArpCache;
+pub use fastpath::FdbSync;
 use learning::Fdb;
+pub use learning::{FdbChange, MAX_FDB_CHANGES};
 use pending::Pending;
 use rtlan_wire::control::ProxyMacPlan;
 use sched::{NrtMeter, SchedConfig};
@@ -717,11 +721,22 @@ impl Switch {
         let dropped = |s: &sched::SchedStats| {
             s.rt_frames_dropped + s.nrt_frames_dropped + s.control_frames_dropped
         };
+        let control_out = |s: &sched::SchedStats| (s.control_frames_sent, s.control_frames_dropped);
         let before = dropped(out.sched.stats());
+        let (control_sent, control_dropped) = control_out(out.sched.stats());
         let sent = out.sched.poll_transmit(now, buf);
         let s = out.sched.stats();
         // Only a too-short `buf` drops frames inside `poll_transmit`.
         stats.drop_tx_buffer += dropped(s) - before;
+        let (sent_after, dropped_after) = control_out(s);
+        if sent_after + dropped_after > control_sent + control_dropped {
+            self.rt.setup_times.on_dequeued(
+                index,
+                sent_after + dropped_after - control_sent - control_dropped,
+                sent_after > control_sent,
+                now,
+            );
+        }
         stats.pacing_late_max_ns = s.late_max_ns;
         stats.pacing_late_sends = s.late_sends;
         stats.guarantee_violations = s.budget_violations;

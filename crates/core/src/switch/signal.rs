@@ -13,7 +13,7 @@ use std::time::Duration;
 use rtlan_wire::control::{DelayTlv, Repr, SetupRepr, TeardownReason};
 use rtlan_wire::ethernet::Address;
 
-use super::introspect::LatencyRing;
+use super::introspect::SetupTimes;
 use super::rt::{Admission, Booking, ConnectionTable, IdAllocator, RequestKey, SwitchLimits};
 use super::{PortId, SwitchConfig, MAX_FRAME_LEN};
 use crate::time::Instant;
@@ -192,10 +192,8 @@ pub(super) struct RtState {
     /// Closed connections whose queued frames are still going out. Bounded: each keeps its
     /// booking, so admission counts it, and leaves by its deadline.
     pub(super) draining: Vec<Draining>,
-    /// Per-hop SETUP handling time when the route was known, ns.
-    pub(super) latency_hit: LatencyRing,
-    /// Per-hop SETUP handling time when an ARP query was needed, ns.
-    pub(super) latency_miss: LatencyRing,
+    /// Per-hop SETUP handling times.
+    pub(super) setup_times: SetupTimes,
 }
 
 impl RtState {
@@ -238,8 +236,7 @@ impl RtState {
             scratch: vec![0; MAX_FRAME_LEN],
             teardowns: Vec::new(),
             draining: Vec::new(),
-            latency_hit: LatencyRing::default(),
-            latency_miss: LatencyRing::default(),
+            setup_times: SetupTimes::new(count),
         }
     }
 

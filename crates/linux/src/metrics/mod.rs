@@ -14,9 +14,13 @@ pub mod rtcd;
 pub mod server;
 pub mod switch;
 
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 pub use server::{Exporter, MetricsError};
@@ -31,6 +35,38 @@ pub struct Page {
     registry: Registry,
     counters: Vec<(String, Family<Labels, Counter>)>,
     gauges: Vec<(String, Family<Labels, Gauge>)>,
+    histograms: Vec<(String, HistogramFamily)>,
+}
+
+/// One histogram series from counts the daemon keeps itself (`prometheus-client`'s own
+/// histogram observes values one by one; ours are counted in the core, which has no
+/// metrics library).
+#[derive(Debug, Clone)]
+struct HistogramSeries {
+    sum: f64,
+    count: u64,
+    /// (upper bound, samples in that bucket alone); the last bound is `f64::MAX` (`+Inf`).
+    buckets: Vec<(f64, u64)>,
+}
+
+/// The series of one histogram family, shared between the page and its registry.
+#[derive(Debug, Clone, Default)]
+struct HistogramFamily(Arc<Mutex<Vec<(Labels, HistogramSeries)>>>);
+
+impl EncodeMetric for HistogramFamily {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let series = self.0.lock().map_err(|_| std::fmt::Error)?;
+        for (labels, h) in series.iter() {
+            encoder
+                .encode_family(labels)?
+                .encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets, None)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
 }
 
 /// `labels` as owned pairs.
@@ -80,6 +116,46 @@ impl Page {
             .set(i64::try_from(value).unwrap_or(i64::MAX));
     }
 
+    /// Sets histogram `name` with `labels` from per-bucket counts: `counts[i]` samples at or
+    /// below `bounds[i]` (and above the bound before), one more count for those above the last
+    /// bound; `sum` of all samples, in the bounds' unit. The encoder makes the buckets
+    /// cumulative and adds `+Inf`.
+    pub fn histogram(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: Labels,
+        bounds: &[f64],
+        counts: &[u64],
+        sum: f64,
+    ) {
+        let family = match self.histograms.iter().find(|(n, _)| n == name) {
+            Some((_, f)) => f.clone(),
+            None => {
+                let f = HistogramFamily::default();
+                self.registry
+                    .register(name, help.trim_end_matches('.'), f.clone());
+                self.histograms.push((name.to_string(), f.clone()));
+                f
+            }
+        };
+        let buckets: Vec<(f64, u64)> = bounds
+            .iter()
+            .copied()
+            .chain(std::iter::once(f64::MAX))
+            .zip(counts.iter().copied().chain(std::iter::repeat(0)))
+            .collect();
+        let count = counts.iter().sum();
+        let series = HistogramSeries {
+            sum,
+            count,
+            buckets,
+        };
+        if let Ok(mut all) = family.0.lock() {
+            all.push((labels, series));
+        };
+    }
+
     /// The page in the OpenMetrics text format.
     pub fn encode(&self) -> String {
         let mut text = String::new();
@@ -89,7 +165,8 @@ impl Page {
     }
 }
 
-/// Metric family names in an encoded page (`# TYPE` lines; counters with their `_total`),
+/// Metric family names in an encoded page (`# TYPE` lines; counters with their `_total`,
+/// histograms as their `_bucket`, `_sum` and `_count` series),
 /// for checking that a dashboard asks only for what is exported.
 pub fn family_names(text: &str) -> Vec<String> {
     text.lines()
@@ -98,10 +175,15 @@ pub fn family_names(text: &str) -> Vec<String> {
             let mut it = l.split(' ');
             let name = it.next()?;
             Some(match it.next()? {
-                "counter" => format!("{name}_total"),
-                _ => name.to_string(),
+                "counter" => vec![format!("{name}_total")],
+                "histogram" => ["bucket", "sum", "count"]
+                    .iter()
+                    .map(|s| format!("{name}_{s}"))
+                    .collect(),
+                _ => vec![name.to_string()],
             })
         })
+        .flatten()
         .collect()
 }
 
@@ -118,7 +200,11 @@ mod tests {
             include_str!("rtcd.rs"),
             include_str!("bwm.rs"),
         ] {
-            for (kind, suffix) in [(".counter(", "_total"), (".gauge(", "")] {
+            for (kind, suffixes) in [
+                (".counter(", &["_total"][..]),
+                (".gauge(", &[""][..]),
+                (".histogram(", &["_bucket", "_sum", "_count"][..]),
+            ] {
                 for (at, _) in source.match_indices(kind) {
                     let rest = &source[at..];
                     let Some(start) = rest.find("\"rtlan_") else {
@@ -128,7 +214,9 @@ mod tests {
                         .chars()
                         .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                         .collect();
-                    names.insert(format!("{name}{suffix}"));
+                    for suffix in suffixes {
+                        names.insert(format!("{name}{suffix}"));
+                    }
                 }
             }
         }
@@ -199,6 +287,49 @@ mod tests {
         assert_eq!(
             family_names(&text),
             vec!["rtlan_x_frames_total".to_string(), "rtlan_q_frames".into()]
+        );
+    }
+
+    #[test]
+    fn page_encodes_a_histogram_with_cumulative_buckets() {
+        let mut page = Page::new();
+        let bounds = [0.001, 0.01];
+        page.histogram(
+            "rtlan_t_seconds",
+            "T.",
+            labels(&[("kind", "hit")]),
+            &bounds,
+            &[2, 0, 1],
+            0.5,
+        );
+        page.histogram(
+            "rtlan_t_seconds",
+            "T.",
+            labels(&[("kind", "miss")]),
+            &bounds,
+            &[0, 1, 0],
+            0.002,
+        );
+        let text = page.encode();
+        for line in [
+            "# TYPE rtlan_t_seconds histogram\n",
+            "rtlan_t_seconds_sum{kind=\"hit\"} 0.5\n",
+            "rtlan_t_seconds_count{kind=\"hit\"} 3\n",
+            "rtlan_t_seconds_bucket{le=\"0.001\",kind=\"hit\"} 2\n",
+            "rtlan_t_seconds_bucket{le=\"0.01\",kind=\"hit\"} 2\n",
+            "rtlan_t_seconds_bucket{le=\"+Inf\",kind=\"hit\"} 3\n",
+            "rtlan_t_seconds_bucket{le=\"0.01\",kind=\"miss\"} 1\n",
+            "rtlan_t_seconds_count{kind=\"miss\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+        assert_eq!(
+            family_names(&text),
+            vec![
+                "rtlan_t_seconds_bucket".to_string(),
+                "rtlan_t_seconds_sum".into(),
+                "rtlan_t_seconds_count".into()
+            ]
         );
     }
 }

@@ -229,24 +229,22 @@ pub fn render(
         labels(&[]),
         timer.total_ns,
     );
-    for (kind, samples) in [
-        ("hit", switch.setup_latency().hit_ns),
-        ("miss", switch.setup_latency().miss_ns),
-    ] {
-        let mut h = rtlan_core::latency::Histogram::new();
-        for ns in &samples {
-            h.record(*ns);
-        }
-        for (q, label) in [(0.5, "0.5"), (0.99, "0.99"), (1.0, "1")] {
-            if let Some(v) = h.quantile_ns(q) {
-                page.gauge(
-                    "rtlan_setup_latency_recent_nanoseconds",
-                    "Per-hop SETUP handling time over the recent samples, by route kind and quantile.",
-                    labels(&[("kind", kind), ("quantile", label)]),
-                    v,
-                );
-            }
-        }
+    let latency = switch.setup_latency();
+    let bounds: Vec<f64> = latency
+        .hit
+        .bounds_ns
+        .iter()
+        .map(|&ns| ns as f64 / 1e9)
+        .collect();
+    for (kind, buckets) in [("hit", &latency.hit), ("miss", &latency.miss)] {
+        page.histogram(
+            "rtlan_setup_latency_seconds",
+            "Per-hop SETUP handling time since start, from the SETUP's arrival to its forwarded SETUP or answer leaving the port, by whether the receiver's route was known (hit) or needed an ARP query (miss).",
+            labels(&[("kind", kind)]),
+            &bounds,
+            &buckets.counts,
+            buckets.sum_ns as f64 / 1e9,
+        );
     }
     page.encode()
 }

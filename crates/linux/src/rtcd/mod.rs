@@ -21,6 +21,9 @@ mod rsvp_socket;
 mod tc;
 mod tc_save;
 
+#[doc(hidden)]
+pub use tc_save::fuzz_dump as fuzz_tc_dump;
+
 use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;

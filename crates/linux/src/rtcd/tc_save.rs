@@ -620,25 +620,8 @@ impl Netlink {
                 return Err(io::Error::last_os_error().into());
             }
             let data = &buf[..usize::try_from(n).unwrap_or(0)];
-            let mut at = 0;
-            while at + NLMSG_HDR <= data.len() {
-                let len = tcm_field(data, at) as usize;
-                let kind = u16::from_ne_bytes([data[at + 4], data[at + 5]]);
-                let mseq = tcm_field(data, at + 8);
-                if len < NLMSG_HDR || at + len > data.len() {
-                    return Err(SaveError::Malformed("message length"));
-                }
-                let payload = &data[at + NLMSG_HDR..at + len];
-                at += align4(len);
-                if mseq != seq {
-                    continue;
-                }
-                if kind == NLMSG_DONE {
-                    return Ok(());
-                }
-                if !f(kind, payload)? {
-                    return Ok(());
-                }
+            if walk_messages(data, seq, &mut f)? {
+                return Ok(());
             }
         }
     }
@@ -687,11 +670,117 @@ impl Netlink {
     }
 }
 
+/// Walks the netlink messages of one `recv` (`data`), bounds-checked, passing each of sequence
+/// `seq` as `(type, payload)` to `f`; `true` once the answer is complete (`NLMSG_DONE`, or `f`
+/// said so), `false` if more datagrams are to come.
+fn walk_messages(
+    data: &[u8],
+    seq: u32,
+    f: &mut impl FnMut(u16, &[u8]) -> Result<bool, SaveError>,
+) -> Result<bool, SaveError> {
+    let mut at = 0;
+    while at + NLMSG_HDR <= data.len() {
+        let len = tcm_field(data, at) as usize;
+        let kind = u16::from_ne_bytes([data[at + 4], data[at + 5]]);
+        let mseq = tcm_field(data, at + 8);
+        if len < NLMSG_HDR || len > data.len() - at {
+            return Err(SaveError::Malformed("message length"));
+        }
+        let payload = &data[at + NLMSG_HDR..at + len];
+        at += align4(len);
+        if mseq != seq {
+            continue;
+        }
+        if kind == NLMSG_DONE {
+            return Ok(true);
+        }
+        if !f(kind, payload)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Runs what the daemon does with a dump the kernel sent (and with a snapshot file's objects)
+/// on arbitrary bytes: the messages walked as one `recv`, each payload stripped of its dump-only
+/// attributes and made ready for a request. For the fuzz target `tc_dump`; panics only if an
+/// object the walker accepted comes out of [`for_request`] no longer walkable.
+#[doc(hidden)]
+pub fn fuzz_dump(data: &[u8]) {
+    let mut objects = Vec::new();
+    let _ = walk_messages(data, 7, &mut |kind, payload| {
+        if kind == NLMSG_ERROR {
+            return Ok(false);
+        }
+        objects.push(strip_dump_only(payload)?);
+        Ok(true)
+    });
+    for object in &objects {
+        let request = for_request(object);
+        assert!(
+            attributes(&request).is_ok(),
+            "a walkable object became unwalkable: {object:?} -> {request:?}"
+        );
+        let object = Object {
+            kind: "qdisc".into(),
+            body: request,
+        };
+        let _ = (object.handle(), object.parent(), tcm_ifindex(&object.body));
+    }
+    // A snapshot file's objects are replayed as they are, without the dump's checks.
+    let _ = for_request(data);
+}
+
 static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn nlmsg(kind: u16, seq: u32, payload: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(
+            &u32::try_from(NLMSG_HDR + payload.len())
+                .expect("small")
+                .to_ne_bytes(),
+        );
+        m.extend_from_slice(&kind.to_ne_bytes());
+        m.extend_from_slice(&0u16.to_ne_bytes());
+        m.extend_from_slice(&seq.to_ne_bytes());
+        m.extend_from_slice(&0u32.to_ne_bytes());
+        m.extend_from_slice(payload);
+        m.resize(align4(m.len()), 0);
+        m
+    }
+
+    #[test]
+    fn the_walker_takes_its_own_sequence_until_done_and_refuses_bad_lengths() {
+        let mut data = nlmsg(RTM_NEWQDISC, 5, &[1; 20]);
+        data.extend(nlmsg(RTM_NEWQDISC, 9, &[2; 20]));
+        data.extend(nlmsg(RTM_NEWQDISC, 5, &[3; 21]));
+        let mut seen = Vec::new();
+        let mut f = |_: u16, p: &[u8]| {
+            seen.push(p.to_vec());
+            Ok(true)
+        };
+        assert!(
+            !walk_messages(&data, 5, &mut f).expect("walks"),
+            "no DONE yet"
+        );
+        data.extend(nlmsg(NLMSG_DONE, 5, &[]));
+        assert!(walk_messages(&data, 5, &mut f).expect("walks"));
+        // A length past the datagram, or shorter than the header, is refused.
+        let mut bad = nlmsg(RTM_NEWQDISC, 5, &[1; 20]);
+        bad[0..4].copy_from_slice(&1000u32.to_ne_bytes());
+        assert!(walk_messages(&bad, 5, &mut f).is_err());
+        bad[0..4].copy_from_slice(&3u32.to_ne_bytes());
+        assert!(walk_messages(&bad, 5, &mut f).is_err());
+        assert_eq!(seen.len(), 4);
+        assert_eq!(seen[1], vec![3; 21]);
+        // The fuzz entry point accepts all of these.
+        fuzz_dump(&data);
+        fuzz_dump(&bad);
+    }
 
     fn attr(kind: u16, value: &[u8]) -> Vec<u8> {
         let mut a = Vec::new();

@@ -4,17 +4,24 @@
 //! the BPF crates (aya, libbpf-rs) exist to load compiled objects — one needs a BPF toolchain,
 //! the other libbpf in C.
 
+pub mod fastpath;
 pub mod port;
 pub mod prog;
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+pub use fastpath::FastPath;
 pub use port::{XdpError, XdpPort};
-pub use prog::{program, Insn, Steering, XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_REDIRECT};
+pub use prog::{
+    program, FastPathProg, Insn, Steering, XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_REDIRECT,
+};
 
 const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
+const BPF_MAP_GET_NEXT_KEY: libc::c_long = 4;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_PROG_TEST_RUN: libc::c_long = 10;
 const BPF_LINK_CREATE: libc::c_long = 28;
@@ -110,6 +117,99 @@ impl XskMap {
             .u64(8, &key as *const u32 as u64)
             .u64(16, &value as *const u32 as u64);
         bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map(|_| ())
+    }
+
+    /// The map's descriptor.
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// A BPF map of fixed key and value sizes, accessed with the map system calls.
+#[derive(Debug)]
+pub struct BpfMap {
+    fd: OwnedFd,
+    key_size: usize,
+    value_size: usize,
+}
+
+impl BpfMap {
+    /// A map of `map_type` (`BPF_MAP_TYPE_*`) with `max_entries` entries.
+    pub fn new(
+        map_type: u32,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+    ) -> io::Result<BpfMap> {
+        let mut attr = Attr::new();
+        attr.u32(0, map_type)
+            .u32(4, key_size)
+            .u32(8, value_size)
+            .u32(12, max_entries.max(1));
+        Ok(BpfMap {
+            fd: owned(bpf(BPF_MAP_CREATE, &mut attr)?),
+            key_size: key_size as usize,
+            value_size: value_size as usize,
+        })
+    }
+
+    fn attr(&self, key: &[u8], value: *const u8) -> Attr {
+        let mut attr = Attr::new();
+        attr.u32(0, self.fd.as_raw_fd() as u32)
+            .u64(8, key.as_ptr() as u64)
+            .u64(16, value as u64);
+        attr
+    }
+
+    /// Sets `key` to `value` (both of the map's sizes).
+    pub fn update(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
+        if key.len() != self.key_size || value.len() != self.value_size {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        bpf(BPF_MAP_UPDATE_ELEM, &mut self.attr(key, value.as_ptr())).map(|_| ())
+    }
+
+    /// Removes `key`; `Ok(false)` if it was not there.
+    pub fn delete(&self, key: &[u8]) -> io::Result<bool> {
+        if key.len() != self.key_size {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        match bpf(BPF_MAP_DELETE_ELEM, &mut self.attr(key, std::ptr::null())) {
+            Ok(_) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The value of `key`, if present.
+    pub fn lookup(&self, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        if key.len() != self.key_size {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        let mut value = vec![0u8; self.value_size];
+        match bpf(BPF_MAP_LOOKUP_ELEM, &mut self.attr(key, value.as_mut_ptr())) {
+            Ok(_) => Ok(Some(value)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every key in the map (a hash map's, in the kernel's order).
+    pub fn keys(&self) -> io::Result<Vec<Vec<u8>>> {
+        let mut keys = Vec::new();
+        let mut next = vec![0u8; self.key_size];
+        loop {
+            let prev = keys.last().cloned();
+            let mut attr = Attr::new();
+            attr.u32(0, self.fd.as_raw_fd() as u32)
+                .u64(8, prev.as_ref().map_or(0, |k: &Vec<u8>| k.as_ptr() as u64))
+                .u64(16, next.as_mut_ptr() as u64);
+            match bpf(BPF_MAP_GET_NEXT_KEY, &mut attr) {
+                Ok(_) => keys.push(next.clone()),
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(keys),
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The map's descriptor.
@@ -298,6 +398,124 @@ mod tests {
         )
         .expect("loads");
         assert_eq!(everything.test_run(&frame(0x0806, None)).unwrap(), socket);
+    }
+
+    /// The fast path's rule (docs/fastpath.md), every case through the kernel's verifier and
+    /// interpreter: a redirect to the device map is `XDP_REDIRECT` and counted; "to the socket"
+    /// (no socket in the XSKMAP) is the fallback, `XDP_DROP`.
+    #[test]
+    fn the_kernel_runs_the_fast_path_as_documented() {
+        if !root() {
+            eprintln!("skipping: loading BPF needs root");
+            return;
+        }
+        std::thread::spawn(|| {
+            // A private namespace: its loopback is a device the device map can hold.
+            // SAFETY: unshare(2) with a constant flag; it changes only this thread.
+            assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0);
+            let xsk = XskMap::new(1).expect("XSKMAP");
+            let fast = FastPath::new(3).expect("maps");
+            let a = rtlan_wire::ethernet::Address([2, 0, 0, 0, 0, 0xa]);
+            let b = rtlan_wire::ethernet::Address([2, 0, 0, 0, 0, 0xb]);
+            let c = rtlan_wire::ethernet::Address([2, 0, 0, 0, 0, 0xc]);
+            fast.learn(a, 0).unwrap();
+            fast.learn(b, 1).unwrap();
+            fast.learn(c, 2).unwrap();
+            fast.set_tx(1, 1).expect("loopback in the device map");
+            // Port 2 has no transmit entry.
+            for p in 0..3 {
+                fast.set_open(p, true).unwrap();
+            }
+            let prog = XdpProgram::load(
+                &program(
+                    &Steering::Switch(fast.program_for(0, 1518)),
+                    xsk.fd(),
+                    XDP_DROP,
+                ),
+                "rtlan_fast",
+            )
+            .expect("the verifier accepts the fast path");
+            let socket = XDP_DROP;
+            let out = XDP_REDIRECT;
+            let eth = |dst: rtlan_wire::ethernet::Address,
+                       src: rtlan_wire::ethernet::Address,
+                       ethertype: u16,
+                       len: usize| {
+                let mut f = vec![0u8; len];
+                f[0..6].copy_from_slice(&dst.0);
+                f[6..12].copy_from_slice(&src.0);
+                f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+                f
+            };
+            let run = |f: &[u8]| prog.test_run(f).expect("runs");
+            assert_eq!(run(&eth(b, a, 0x0800, 100)), out, "IPv4 a -> b");
+            assert_eq!(
+                run(&eth(b, a, 0x86dd, 1518)),
+                out,
+                "IPv6 a -> b, longest frame"
+            );
+            assert_eq!(fast.forwarded(0).unwrap(), (2, 1618), "counted on port 0");
+            for (what, f) in [
+                ("ARP", eth(b, a, 0x0806, 60)),
+                ("control", eth(b, a, 0x88b5, 60)),
+                ("VLAN-tagged", eth(b, a, 0x8100, 60)),
+                ("too long", eth(b, a, 0x0800, 1519)),
+                (
+                    "broadcast",
+                    eth(rtlan_wire::ethernet::Address::BROADCAST, a, 0x0800, 60),
+                ),
+                (
+                    "source unknown",
+                    eth(
+                        b,
+                        rtlan_wire::ethernet::Address([2, 0, 0, 0, 0, 9]),
+                        0x0800,
+                        60,
+                    ),
+                ),
+                ("source learnt on another port", eth(a, b, 0x0800, 60)),
+                (
+                    "destination unknown",
+                    eth(
+                        rtlan_wire::ethernet::Address([2, 0, 0, 0, 0, 9]),
+                        a,
+                        0x0800,
+                        60,
+                    ),
+                ),
+                ("back out of its own port", eth(a, a, 0x0800, 60)),
+                ("output without a device", eth(c, a, 0x0800, 60)),
+            ] {
+                assert_eq!(run(&f), socket, "{what}");
+            }
+            fast.set_open(1, false).unwrap();
+            assert_eq!(run(&eth(b, a, 0x0800, 100)), socket, "output port closed");
+            fast.set_open(1, true).unwrap();
+            fast.set_open(0, false).unwrap();
+            assert_eq!(run(&eth(b, a, 0x0800, 100)), socket, "input port closed");
+            fast.set_open(0, true).unwrap();
+            fast.forget(b).unwrap();
+            assert_eq!(
+                run(&eth(b, a, 0x0800, 100)),
+                socket,
+                "destination forgotten"
+            );
+            fast.learn(b, 1).unwrap();
+            assert_eq!(run(&eth(b, a, 0x0800, 100)), out, "and learnt again");
+            assert_eq!(
+                fast.forwarded(0).unwrap().0,
+                3,
+                "only redirects are counted"
+            );
+            assert_eq!(fast.forwarded(1).unwrap(), (0, 0));
+            let mut stations = fast.stations().unwrap();
+            stations.sort_by_key(|(_, p)| *p);
+            assert_eq!(stations, vec![(a, 0), (b, 1), (c, 2)]);
+            fast.forget_all().unwrap();
+            assert!(fast.stations().unwrap().is_empty());
+        })
+        .join()
+        .expect("the test thread");
     }
 
     /// Attached to a veth in a private, unnamed network namespace (it goes when the thread

@@ -32,6 +32,11 @@ pub const XDP_REDIRECT: u32 = 4;
 
 /// `bpf_redirect_map` (include/uapi/linux/bpf.h, `__BPF_FUNC_MAPPER`).
 const HELPER_REDIRECT_MAP: i32 = 51;
+/// `bpf_map_lookup_elem`.
+const HELPER_MAP_LOOKUP: i32 = 1;
+/// `bpf_xdp_get_buff_len`: the frame's length (no pointer arithmetic, which the verifier allows
+/// only with `CAP_PERFMON`).
+const HELPER_XDP_BUFF_LEN: i32 = 188;
 /// `BPF_PSEUDO_MAP_FD`: the immediate of a 64-bit load is a map descriptor.
 const PSEUDO_MAP_FD: u8 = 1;
 
@@ -77,6 +82,15 @@ const ALU64_MOV_X: u8 = 0xbf;
 const ALU64_MOV_K: u8 = 0xb7;
 const ALU64_ADD_K: u8 = 0x07;
 const ALU64_AND_K: u8 = 0x57;
+const LDX_MEM_DW: u8 = 0x79;
+const STX_MEM_W: u8 = 0x63;
+const STX_MEM_H: u8 = 0x6b;
+const STX_MEM_DW: u8 = 0x7b;
+const ST_MEM_H: u8 = 0x6a;
+const ST_MEM_W: u8 = 0x62;
+/// `BPF_STX | BPF_ATOMIC | BPF_DW` with `imm = BPF_ADD`: `lock *(u64 *)(dst + off) += src`.
+const ATOMIC_ADD_DW: u8 = 0xdb;
+const JMP_JEQ_K: u8 = 0x15;
 const JMP_JGT_X: u8 = 0x2d;
 const JMP32_JEQ_K: u8 = 0x16;
 const JMP32_JNE_K: u8 = 0x56;
@@ -90,6 +104,10 @@ const LD_IMM64: u8 = 0x18;
 pub enum Steering {
     /// A switch port: every frame to the socket.
     Everything,
+    /// A switch port with the best-effort fast path (docs/fastpath.md): frames between two open
+    /// ports, both stations learnt, are redirected to the output port; every other frame to the
+    /// socket.
+    Switch(FastPathProg),
     /// A router port: the kernel keeps ARP, non-IP, and IPv4 for the node itself (module doc).
     Router {
         /// The node's addresses and their prefix lengths (for directed broadcasts).
@@ -97,11 +115,33 @@ pub enum Steering {
     },
 }
 
+/// What one port's fast-path program needs: its own index and the switch's shared maps
+/// (docs/fastpath.md "Maps").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastPathProg {
+    /// This port's index in the switch.
+    pub port: u32,
+    /// Longest frame forwarded, bytes (longer ones go to the switch, which drops them).
+    pub max_frame: u32,
+    /// The `fdb` hash map: MAC (8 bytes) → port index.
+    pub fdb_fd: i32,
+    /// The `open` array: port index → 1 if open.
+    pub open_fd: i32,
+    /// The `tx` device map: port index → ifindex.
+    pub tx_fd: i32,
+    /// The `fast` array: port index → (frames, bytes) forwarded by XDP from that port.
+    pub stats_fd: i32,
+}
+
 /// A jump target, resolved when the program is assembled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Label {
     Pass,
     Redirect,
+    /// The fast path: after a frame's EtherType is found to be IP.
+    Ip,
+    /// The fast path: redirected to the output port.
+    Done,
 }
 
 /// The program, built with symbolic jumps.
@@ -121,6 +161,21 @@ impl Builder {
     fn jump(&mut self, code: u8, dst: u8, src: u8, imm: i32, to: Label) {
         self.jumps.push((self.insns.len(), to));
         self.insns.push(Insn::new(code, dst, src, 0, imm));
+    }
+
+    /// `dst = map` (a two-slot 64-bit load of a map descriptor).
+    fn load_map(&mut self, dst: u8, map_fd: i32) {
+        self.push(Insn::new(LD_IMM64, dst, PSEUDO_MAP_FD, 0, map_fd));
+        self.push(Insn::new(0, 0, 0, 0, 0));
+    }
+
+    /// `r0 = bpf_map_lookup_elem(map, r10 + key_at)`; jumps to `miss` when absent.
+    fn lookup(&mut self, map_fd: i32, key_at: i16, miss: Label) {
+        self.load_map(1, map_fd);
+        self.push(Insn::new(ALU64_MOV_X, 2, 10, 0, 0));
+        self.push(Insn::new(ALU64_ADD_K, 2, 0, 0, i32::from(key_at)));
+        self.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_MAP_LOOKUP));
+        self.jump(JMP_JEQ_K, 0, 0, 0, miss);
     }
 
     fn label(&mut self, l: Label) {
@@ -190,6 +245,9 @@ pub fn program(steering: &Steering, map_fd: i32, fallback: u32) -> Vec<Insn> {
         b.push(Insn::new(ALU64_MOV_K, 0, 0, 0, XDP_PASS as i32));
         b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
     }
+    if let Steering::Switch(fast) = steering {
+        fast_path(&mut b, fast);
+    }
     b.label(Label::Redirect);
     b.push(Insn::new(LDX_MEM_W, 2, 6, 16, 0)); // rx_queue_index
     b.push(Insn::new(LD_IMM64, 1, PSEUDO_MAP_FD, 0, map_fd));
@@ -197,11 +255,84 @@ pub fn program(steering: &Steering, map_fd: i32, fallback: u32) -> Vec<Insn> {
     b.push(Insn::new(ALU64_MOV_K, 3, 0, 0, fallback as i32));
     b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_REDIRECT_MAP));
     b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
-    if matches!(steering, Steering::Everything) {
+    if !matches!(steering, Steering::Router { .. }) {
         // No Pass label is used; place it for the assembler all the same.
         b.label(Label::Pass);
     }
+    if !matches!(steering, Steering::Switch(_)) {
+        b.label(Label::Done);
+        b.label(Label::Ip);
+    }
     b.finish()
+}
+
+/// The fast path's decision (docs/fastpath.md "The rule"), falling through to the socket
+/// (`Label::Redirect`) whenever a condition fails. Registers: r6 = ctx, r7 = data, r8 =
+/// data_end, r9 = output port; stack: r10-8 a MAC key (8 bytes), r10-12 a port key, r10-16
+/// the frame's length.
+fn fast_path(b: &mut Builder, fast: &FastPathProg) {
+    let port = fast.port as i32;
+    b.push(Insn::new(LDX_MEM_W, 7, 6, 0, 0)); // data
+    b.push(Insn::new(LDX_MEM_W, 8, 6, 4, 0)); // data_end
+    b.push(Insn::new(ALU64_MOV_X, 2, 7, 0, 0));
+    b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 14));
+    b.jump(JMP_JGT_X, 2, 8, 0, Label::Redirect); // shorter than Ethernet
+    b.push(Insn::new(ALU64_MOV_X, 2, 7, 0, 0));
+    b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, fast.max_frame as i32));
+    b.jump(JMP_JGT_X, 8, 2, 0, Label::Redirect); // longer than max_frame
+    b.push(Insn::new(LDX_MEM_H, 2, 7, 12, 0)); // EtherType, bytes swapped
+    b.jump(JMP32_JEQ_K, 2, 0, 0x0008, Label::Ip); // IPv4
+    b.jump(JMP32_JNE_K, 2, 0, 0xdd86u16 as i32, Label::Redirect); // neither IPv4 nor IPv6
+    b.label(Label::Ip);
+    b.push(Insn::new(LDX_MEM_B, 2, 7, 0, 0));
+    b.push(Insn::new(ALU64_AND_K, 2, 0, 0, 1));
+    b.jump(JMP32_JNE_K, 2, 0, 0, Label::Redirect); // group destination
+                                                   // The source, learnt on this port.
+    b.push(Insn::new(LDX_MEM_W, 2, 7, 6, 0));
+    b.push(Insn::new(STX_MEM_W, 10, 2, -8, 0));
+    b.push(Insn::new(LDX_MEM_H, 2, 7, 10, 0));
+    b.push(Insn::new(STX_MEM_H, 10, 2, -4, 0));
+    b.push(Insn::new(ST_MEM_H, 10, 0, -2, 0));
+    b.lookup(fast.fdb_fd, -8, Label::Redirect);
+    b.push(Insn::new(LDX_MEM_W, 2, 0, 0, 0));
+    b.jump(JMP32_JNE_K, 2, 0, port, Label::Redirect);
+    // The destination, learnt on another port.
+    b.push(Insn::new(LDX_MEM_W, 2, 7, 0, 0));
+    b.push(Insn::new(STX_MEM_W, 10, 2, -8, 0));
+    b.push(Insn::new(LDX_MEM_H, 2, 7, 4, 0));
+    b.push(Insn::new(STX_MEM_H, 10, 2, -4, 0));
+    b.lookup(fast.fdb_fd, -8, Label::Redirect);
+    b.push(Insn::new(LDX_MEM_W, 9, 0, 0, 0));
+    b.jump(JMP32_JEQ_K, 9, 0, port, Label::Redirect);
+    // Both ports open.
+    b.push(Insn::new(STX_MEM_W, 10, 9, -12, 0));
+    b.lookup(fast.open_fd, -12, Label::Redirect);
+    b.push(Insn::new(LDX_MEM_W, 2, 0, 0, 0));
+    b.jump(JMP32_JEQ_K, 2, 0, 0, Label::Redirect);
+    b.push(Insn::new(ST_MEM_W, 10, 0, -12, port));
+    b.lookup(fast.open_fd, -12, Label::Redirect);
+    b.push(Insn::new(LDX_MEM_W, 2, 0, 0, 0));
+    b.jump(JMP32_JEQ_K, 2, 0, 0, Label::Redirect);
+    // The frame's length, for the counters.
+    b.push(Insn::new(ALU64_MOV_X, 1, 6, 0, 0));
+    b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_XDP_BUFF_LEN));
+    b.push(Insn::new(STX_MEM_DW, 10, 0, -16, 0));
+    // Out by the device map; a port missing from it falls back to the socket.
+    b.load_map(1, fast.tx_fd);
+    b.push(Insn::new(ALU64_MOV_X, 2, 9, 0, 0));
+    b.push(Insn::new(ALU64_MOV_K, 3, 0, 0, 0));
+    b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_REDIRECT_MAP));
+    b.jump(JMP32_JNE_K, 0, 0, XDP_REDIRECT as i32, Label::Redirect);
+    // Count it on this port: frames, bytes.
+    b.push(Insn::new(ST_MEM_W, 10, 0, -12, port));
+    b.lookup(fast.stats_fd, -12, Label::Done);
+    b.push(Insn::new(ALU64_MOV_K, 1, 0, 0, 1));
+    b.push(Insn::new(ATOMIC_ADD_DW, 0, 1, 0, 0));
+    b.push(Insn::new(LDX_MEM_DW, 1, 10, -16, 0));
+    b.push(Insn::new(ATOMIC_ADD_DW, 0, 1, 8, 0));
+    b.label(Label::Done);
+    b.push(Insn::new(ALU64_MOV_K, 0, 0, 0, XDP_REDIRECT as i32));
+    b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
 }
 
 #[cfg(test)]

@@ -311,7 +311,8 @@ fn zero_refresh_timeout_never_expires() {
 #[test]
 fn setup_latency_separates_route_known_from_arp_query() {
     let mut sw = switch(2);
-    // B unknown: the SETUP waits for the ARP probe's answer, which comes 7 ms later.
+    // B unknown: the SETUP waits for the ARP probe's answer, which comes 7 ms later; SETUP_OK
+    // leaves 250 µs after that.
     sw.handle_frame(ms(3), PortId(0), &setup_from_a(1, PLAN.reserved, IP_B));
     let probes = drain(&mut sw, ms(3), 1);
     assert_eq!(probes.len(), 1, "one probe towards B's side");
@@ -319,12 +320,25 @@ fn setup_latency_separates_route_known_from_arp_query() {
     let reply = arp_frame(probe_mac, B, 2, B, IP_B, probe_mac, Ipv4Addr::UNSPECIFIED);
     sw.handle_frame(ms(10), PortId(1), &reply);
     assert_eq!(sw.connections().len(), 1);
-    // Now B is known: the next SETUP is answered in the same call.
+    // Nothing is counted until the answer has left.
+    assert!(sw.setup_latency().miss_ns.is_empty());
+    let at = ms(10) + Duration::from_micros(250);
+    assert_eq!(drain(&mut sw, at, 0).len(), 1, "SETUP_OK");
+    // Now B is known: the next SETUP is answered at once, and its answer leaves 40 µs later.
     sw.handle_frame(ms(20), PortId(0), &setup_from_a(2, PLAN.reserved + 1, IP_B));
     assert_eq!(sw.connections().len(), 2);
+    assert_eq!(
+        drain(&mut sw, ms(20) + Duration::from_micros(40), 0).len(),
+        1
+    );
     let latency = sw.setup_latency();
-    assert_eq!(latency.miss_ns, vec![7_000_000]);
-    assert_eq!(latency.hit_ns, vec![0]);
+    assert_eq!(latency.miss_ns, vec![7_250_000]);
+    assert_eq!(latency.hit_ns, vec![40_000]);
+    // The cumulative buckets: 40 µs in (25, 50] µs, 7.25 ms in (5, 10] ms.
+    assert_eq!((latency.hit.count, latency.hit.sum_ns), (1, 40_000));
+    assert_eq!(latency.hit.counts[2], 1, "{:?}", latency.hit);
+    assert_eq!(latency.miss.counts[9], 1, "{:?}", latency.miss);
+    assert_eq!(latency.hit.counts.len(), latency.hit.bounds_ns.len() + 1);
     let list = sw.connection_list(ms(20));
     assert_eq!(list.len(), 2);
     assert!(list[0].first_hop && list[0].last_hop);
@@ -390,4 +404,111 @@ fn simultaneous_expiries_tear_down_in_connection_id_order() {
         .collect();
     assert_eq!(torn, sorted);
     assert_eq!(sw.stats().signal.refresh_expired, 12);
+}
+
+/// Forwarded SETUPs queue behind each other and behind HELLOs on the downstream port: each
+/// sample ends when its own frame leaves, not when the port's first control frame does.
+#[test]
+fn setup_latency_ends_when_the_setups_own_frame_leaves() {
+    let mut sw = two_hop(Duration::ZERO);
+    drain_all(&mut sw, ms(0));
+    sw.handle_frame(ms(30), PortId(0), &setup_from_a(1, PLAN.reserved, IP_B));
+    sw.handle_frame(ms(31), PortId(0), &setup_from_a(2, PLAN.reserved + 1, IP_B));
+    // The first SETUP leaves at 32 ms, the second at 35 ms (one frame per poll).
+    let mut buf = [0u8; MAX_FRAME_LEN];
+    assert!(sw.poll_transmit(ms(32), PortId(1), &mut buf).is_some());
+    assert_eq!(sw.setup_latency().hit_ns, vec![2_000_000]);
+    let rest = drain(&mut sw, ms(35), 1);
+    assert_eq!(rest.len(), 1, "the second SETUP");
+    let latency = sw.setup_latency();
+    assert_eq!(latency.hit_ns, vec![2_000_000, 4_000_000]);
+    assert_eq!((latency.hit.count, latency.hit.sum_ns), (2, 6_000_000));
+    assert!(latency.miss_ns.is_empty());
+}
+
+/// docs/fastpath.md: a port is open to the fast path only while no reservation crosses it. The
+/// SETUP's booking closes both ports in the call that receives it, before it is forwarded;
+/// TEARDOWN (once the closed connection has drained) opens them again.
+#[test]
+fn fast_path_ports_close_while_a_reservation_crosses_them() {
+    let mut sw = two_hop(Duration::ZERO);
+    assert_eq!(sw.fast_path_closed(PortId(0)), None);
+    assert_eq!(sw.fast_path_closed(PortId(1)), None);
+    assert_eq!(sw.fast_path_closed(PortId(7)), Some("no such port"));
+    sw.handle_frame(ms(1), PortId(0), &setup_from_a(1, PLAN.reserved, IP_B));
+    assert_eq!(sw.fast_path_closed(PortId(1)), Some("reservations leave"));
+    assert_eq!(sw.fast_path_closed(PortId(0)), Some("reservations enter"));
+    let down = parse(&drain(&mut sw, ms(1), 1));
+    let [Repr {
+        request_id,
+        message: Message::Setup(setup),
+        ..
+    }] = &down[..]
+    else {
+        panic!("one SETUP downstream: {down:?}");
+    };
+    let ok = Message::SetupOk {
+        connection_id: setup.connection_id,
+        hops: 2,
+    };
+    sw.handle_frame(ms(2), PortId(1), &ctl(NEXT, &Repr::new(2, *request_id, ok)));
+    assert_eq!(sw.connections().len(), 1);
+    assert_eq!(sw.fast_path_closed(PortId(1)), Some("reservations leave"));
+    assert_eq!(sw.fast_path_closed(PortId(0)), Some("reservations enter"));
+    // Closed: once nothing of it is left to send, both ports open again.
+    sw.handle_frame(ms(10), PortId(0), &ctl(A, &teardown(0, 2, PLAN.reserved)));
+    drain_all(&mut sw, ms(10));
+    for at in [20, 100, 1000, 3000] {
+        if sw.poll_timeout().is_some_and(|t| t <= ms(at)) {
+            sw.handle_timeout(ms(at));
+        }
+        drain_all(&mut sw, ms(at));
+    }
+    assert_eq!(booked(&sw, 1), 0);
+    assert_eq!(sw.fast_path_closed(PortId(0)), None);
+    assert_eq!(sw.fast_path_closed(PortId(1)), None);
+    // A link going down closes its port.
+    sw.handle_link(ms(3000), PortId(1), false);
+    assert_eq!(sw.fast_path_closed(PortId(1)), Some("link down"));
+}
+
+/// A paced port is the pacer's and never opens.
+#[test]
+fn a_paced_port_never_opens_to_the_fast_path() {
+    let mut cfg = config(2);
+    cfg.ports[1].medium = crate::node::Medium::FullDuplex {
+        rate_bps: 100_000_000,
+    };
+    let sw = Switch::new(cfg, Instant::ZERO).expect("valid");
+    assert_eq!(sw.fast_path_closed(PortId(0)), None);
+    assert_eq!(sw.fast_path_closed(PortId(1)), Some("paced"));
+}
+
+/// The learning table's mirror: learnt and moved stations, the switch's own MAC never, a
+/// proxy-plan source never, flushed stations forgotten.
+#[test]
+fn the_fdb_mirror_follows_learning_and_leaves_out_proxy_addresses() {
+    let mut sw = switch(3);
+    let c = Address([2, 0, 0, 0, 0, 0x0c]);
+    sw.handle_frame(ms(1), PortId(0), &eth(B, A, 0x0800, &[0; 46]));
+    assert_eq!(sw.track_fdb(ms(1)), vec![(A, PortId(0))]);
+    sw.handle_frame(ms(2), PortId(1), &eth(A, B, 0x0800, &[0; 46]));
+    sw.handle_frame(ms(3), PortId(1), &eth(A, B, 0x0800, &[0; 46]));
+    let proxy = PLAN.mac_for(PLAN.reserved);
+    sw.handle_frame(ms(3), PortId(2), &eth(A, proxy, 0x0800, &[0; 46]));
+    sw.handle_frame(ms(4), PortId(2), &eth(B, c, 0x0800, &[0; 46]));
+    sw.handle_frame(ms(5), PortId(2), &eth(B, A, 0x0800, &[0; 46]));
+    assert_eq!(
+        sw.fdb_sync(ms(5)),
+        FdbSync::Changes(vec![
+            FdbChange::Learnt(B, PortId(1)),
+            FdbChange::Learnt(c, PortId(2)),
+            FdbChange::Learnt(A, PortId(2)),
+        ])
+    );
+    sw.handle_link(ms(6), PortId(1), false);
+    assert_eq!(
+        sw.fdb_sync(ms(6)),
+        FdbSync::Changes(vec![FdbChange::Forgotten(B)])
+    );
 }

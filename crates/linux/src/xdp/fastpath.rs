@@ -1,0 +1,306 @@
+//! The switch's best-effort fast path (`docs/fastpath.md`): the BPF maps every port's XDP program
+//! shares — the learnt stations (`fdb`), which ports are open (`open`), where each port transmits
+//! (`tx`, a device map) and what the programs forwarded (`fast`) — and the check that a port's
+//! driver can take redirected frames.
+//!
+//! The switch core decides what is in the maps (its learning table and each port's openness,
+//! EtheReal §3.3: best-effort frames may bypass the scheduler only between ports that carry no
+//! reservation); this module only mirrors that decision into the kernel.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use rtlan_wire::ethernet::Address;
+
+use super::{BpfMap, FastPathProg};
+
+/// `BPF_MAP_TYPE_HASH`, `_ARRAY` and `_DEVMAP` of `<linux/bpf.h>`.
+const BPF_MAP_TYPE_HASH: u32 = 1;
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
+const BPF_MAP_TYPE_DEVMAP: u32 = 14;
+
+/// Stations the fast-path table holds (the switch's own default learning-table size).
+pub const FAST_PATH_STATIONS: u32 = 16_384;
+
+/// The fast path's maps for a switch of `ports` ports.
+#[derive(Debug)]
+pub struct FastPath {
+    fdb: BpfMap,
+    open: BpfMap,
+    tx: BpfMap,
+    stats: BpfMap,
+    ports: u32,
+}
+
+fn mac_key(mac: Address) -> [u8; 8] {
+    let mut key = [0u8; 8];
+    key[..6].copy_from_slice(&mac.0);
+    key
+}
+
+impl FastPath {
+    /// Empty maps for `ports` ports: no station, every port closed.
+    pub fn new(ports: u32) -> io::Result<FastPath> {
+        Ok(FastPath {
+            fdb: BpfMap::new(BPF_MAP_TYPE_HASH, 8, 4, FAST_PATH_STATIONS)?,
+            open: BpfMap::new(BPF_MAP_TYPE_ARRAY, 4, 4, ports)?,
+            tx: BpfMap::new(BPF_MAP_TYPE_DEVMAP, 4, 4, ports)?,
+            stats: BpfMap::new(BPF_MAP_TYPE_ARRAY, 4, 16, ports)?,
+            ports,
+        })
+    }
+
+    /// What port `port`'s program needs to use these maps.
+    pub fn program_for(&self, port: u32, max_frame: u32) -> FastPathProg {
+        FastPathProg {
+            port,
+            max_frame,
+            fdb_fd: self.fdb.fd(),
+            open_fd: self.open.fd(),
+            tx_fd: self.tx.fd(),
+            stats_fd: self.stats.fd(),
+        }
+    }
+
+    /// Port `port` transmits redirected frames on interface `ifindex`.
+    pub fn set_tx(&self, port: u32, ifindex: u32) -> io::Result<()> {
+        self.tx.update(&port.to_ne_bytes(), &ifindex.to_ne_bytes())
+    }
+
+    /// Opens or closes port `port`.
+    pub fn set_open(&self, port: u32, open: bool) -> io::Result<()> {
+        self.open
+            .update(&port.to_ne_bytes(), &u32::from(open).to_ne_bytes())
+    }
+
+    /// Whether port `port` is open.
+    pub fn is_open(&self, port: u32) -> io::Result<bool> {
+        Ok(self
+            .open
+            .lookup(&port.to_ne_bytes())?
+            .is_some_and(|v| v.iter().any(|&b| b != 0)))
+    }
+
+    /// Station `mac` is on port `port`.
+    pub fn learn(&self, mac: Address, port: u32) -> io::Result<()> {
+        self.fdb.update(&mac_key(mac), &port.to_ne_bytes())
+    }
+
+    /// Station `mac` is no longer known.
+    pub fn forget(&self, mac: Address) -> io::Result<()> {
+        self.fdb.delete(&mac_key(mac)).map(|_| ())
+    }
+
+    /// Every station in the table, with its port.
+    pub fn stations(&self) -> io::Result<Vec<(Address, u32)>> {
+        let mut out = Vec::new();
+        for key in self.fdb.keys()? {
+            let Some(value) = self.fdb.lookup(&key)? else {
+                continue;
+            };
+            let mut mac = [0u8; 6];
+            mac.copy_from_slice(&key[..6]);
+            let port = u32::from_ne_bytes(value[..4].try_into().expect("4-byte value"));
+            out.push((Address(mac), port));
+        }
+        Ok(out)
+    }
+
+    /// Empties the station table (before it is filled again from the switch's).
+    pub fn forget_all(&self) -> io::Result<()> {
+        for key in self.fdb.keys()? {
+            self.fdb.delete(&key)?;
+        }
+        Ok(())
+    }
+
+    /// Frames and bytes the programs forwarded from port `port` since the maps were made.
+    pub fn forwarded(&self, port: u32) -> io::Result<(u64, u64)> {
+        let v = self.stats.lookup(&port.to_ne_bytes())?.unwrap_or_default();
+        let at = |i: usize| {
+            v.get(i..i + 8)
+                .map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+        };
+        Ok((at(0), at(8)))
+    }
+
+    /// The number of ports.
+    pub fn ports(&self) -> u32 {
+        self.ports
+    }
+}
+
+/// `NETLINK_GENERIC`, the controller's family id and commands (`<linux/genetlink.h>`), and the
+/// netdev family's (`<linux/netdev.h>`).
+const NETLINK_GENERIC: i32 = 16;
+const GENL_ID_CTRL: u16 = 0x10;
+const CTRL_CMD_GETFAMILY: u8 = 3;
+const CTRL_ATTR_FAMILY_ID: u16 = 1;
+const CTRL_ATTR_FAMILY_NAME: u16 = 2;
+const NETDEV_CMD_DEV_GET: u8 = 1;
+const NETDEV_A_DEV_IFINDEX: u16 = 1;
+const NETDEV_A_DEV_XDP_FEATURES: u16 = 3;
+/// `NETDEV_XDP_ACT_NDO_XMIT`: the device takes frames redirected to it.
+pub const XDP_ACT_NDO_XMIT: u64 = 4;
+const NLMSG_ERROR: u16 = 2;
+const NLM_F_REQUEST: u16 = 1;
+
+/// One generic-netlink request and its answer's top-level attributes.
+fn genl_request(family: u16, cmd: u8, attrs: &[(u16, &[u8])]) -> io::Result<Vec<(u16, Vec<u8>)>> {
+    // SAFETY: plain socket(2) call; the descriptor is owned below.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            NETLINK_GENERIC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a new descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut body = vec![cmd, 1, 0, 0];
+    for (kind, value) in attrs {
+        let len = 4 + value.len();
+        body.extend_from_slice(&(len as u16).to_ne_bytes());
+        body.extend_from_slice(&kind.to_ne_bytes());
+        body.extend_from_slice(value);
+        body.resize(body.len().next_multiple_of(4), 0);
+    }
+    let mut msg = Vec::with_capacity(16 + body.len());
+    msg.extend_from_slice(&((16 + body.len()) as u32).to_ne_bytes());
+    msg.extend_from_slice(&family.to_ne_bytes());
+    msg.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+    msg.extend_from_slice(&1u32.to_ne_bytes());
+    msg.extend_from_slice(&0u32.to_ne_bytes());
+    msg.extend_from_slice(&body);
+    // SAFETY: `msg` is a valid buffer of the length passed.
+    if unsafe { libc::send(fd.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut buf = vec![0u8; 16 * 1024];
+    // SAFETY: `buf` is writable for its length.
+    let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let data = &buf[..n as usize];
+    parse_genl_reply(data)
+}
+
+/// The top-level attributes of a generic-netlink reply (one message), or its error.
+fn parse_genl_reply(data: &[u8]) -> io::Result<Vec<(u16, Vec<u8>)>> {
+    let malformed = || io::Error::new(io::ErrorKind::InvalidData, "malformed netlink reply");
+    let u16_at = |at: usize| -> Option<u16> {
+        data.get(at..at + 2)
+            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+    };
+    let len = data
+        .get(0..4)
+        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .ok_or_else(malformed)?;
+    if len < 16 || len > data.len() {
+        return Err(malformed());
+    }
+    if u16_at(4) == Some(NLMSG_ERROR) {
+        let errno = data
+            .get(16..20)
+            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or_else(malformed)?;
+        return Err(io::Error::from_raw_os_error(-errno));
+    }
+    let mut out = Vec::new();
+    let mut at = 20; // nlmsghdr + genlmsghdr
+    while at + 4 <= len {
+        let alen = usize::from(u16_at(at).ok_or_else(malformed)?);
+        let kind = u16_at(at + 2).ok_or_else(malformed)? & 0x3fff;
+        if alen < 4 || at + alen > len {
+            return Err(malformed());
+        }
+        out.push((kind, data[at + 4..at + alen].to_vec()));
+        at += alen.next_multiple_of(4);
+    }
+    Ok(out)
+}
+
+/// The XDP features (`NETDEV_XDP_ACT_*`) interface `ifindex` of the calling thread's namespace
+/// reports through the netdev generic-netlink family.
+pub fn xdp_features(ifindex: u32) -> io::Result<u64> {
+    let family = genl_request(
+        GENL_ID_CTRL,
+        CTRL_CMD_GETFAMILY,
+        &[(CTRL_ATTR_FAMILY_NAME, b"netdev\0")],
+    )?
+    .into_iter()
+    .find(|(k, _)| *k == CTRL_ATTR_FAMILY_ID)
+    .and_then(|(_, v)| v.get(..2).map(|b| u16::from_ne_bytes([b[0], b[1]])))
+    .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "no netdev netlink family"))?;
+    genl_request(
+        family,
+        NETDEV_CMD_DEV_GET,
+        &[(NETDEV_A_DEV_IFINDEX, &ifindex.to_ne_bytes())],
+    )?
+    .into_iter()
+    .find(|(k, _)| *k == NETDEV_A_DEV_XDP_FEATURES)
+    .and_then(|(_, v)| {
+        v.get(..8)
+            .map(|b| u64::from_ne_bytes(b.try_into().expect("8")))
+    })
+    .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "no XDP features reported"))
+}
+
+/// Why interface `ifindex` cannot take frames redirected to it, or `None` if it can.
+pub fn redirect_target_problem(ifindex: u32) -> Option<String> {
+    match xdp_features(ifindex) {
+        Ok(f) if f & XDP_ACT_NDO_XMIT != 0 => None,
+        Ok(_) => Some(
+            "its driver takes no redirected frames (on a veth: turn GRO on at the other end, \
+             `ethtool -K <peer> gro on`)"
+                .into(),
+        ),
+        Err(e) => Some(format!("its XDP features could not be read: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn genl_replies_are_walked_bounds_checked() {
+        // An error reply carries the negated errno after the header.
+        let mut err = vec![0u8; 36];
+        err[0..4].copy_from_slice(&36u32.to_ne_bytes());
+        err[4..6].copy_from_slice(&NLMSG_ERROR.to_ne_bytes());
+        err[16..20].copy_from_slice(&(-libc::ENODEV).to_ne_bytes());
+        assert_eq!(
+            parse_genl_reply(&err).unwrap_err().raw_os_error(),
+            Some(libc::ENODEV)
+        );
+        // One u64 attribute.
+        let mut ok = vec![0u8; 20];
+        ok.extend_from_slice(&12u16.to_ne_bytes());
+        ok.extend_from_slice(&NETDEV_A_DEV_XDP_FEATURES.to_ne_bytes());
+        ok.extend_from_slice(&7u64.to_ne_bytes());
+        let len = ok.len() as u32;
+        ok[0..4].copy_from_slice(&len.to_ne_bytes());
+        ok[4..6].copy_from_slice(&0x20u16.to_ne_bytes());
+        let attrs = parse_genl_reply(&ok).expect("parses");
+        assert_eq!(
+            attrs,
+            vec![(NETDEV_A_DEV_XDP_FEATURES, 7u64.to_ne_bytes().to_vec())]
+        );
+        // Truncations are errors, never panics.
+        for cut in 0..ok.len() {
+            let mut short = ok[..cut].to_vec();
+            if short.len() >= 4 {
+                short[0..4].copy_from_slice(&(cut as u32).to_ne_bytes());
+            }
+            let _ = parse_genl_reply(&short);
+        }
+        let mut bad = ok.clone();
+        bad[20..22].copy_from_slice(&200u16.to_ne_bytes());
+        assert!(parse_genl_reply(&bad).is_err());
+    }
+}
