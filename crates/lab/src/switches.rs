@@ -34,6 +34,9 @@ struct SwitchFile {
     /// Absent for AF_PACKET, the switch's default.
     #[serde(skip_serializing_if = "Option::is_none")]
     data_plane: Option<DataPlane>,
+    /// Absent when on, the switch's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fast_path: Option<bool>,
     port: Vec<PortFile>,
 }
 
@@ -79,7 +82,7 @@ pub(crate) fn render_config(
     topology: &Topology,
     name: &str,
     opts: &RtlanSwitch,
-    data_plane: DataPlane,
+    options: &crate::LabOptions,
     dir: &Path,
     socket: &Path,
 ) -> Result<String, DaemonError> {
@@ -94,7 +97,8 @@ pub(crate) fn render_config(
         lateness_budget: opts.lateness_budget.map(format_duration),
         scheduler: opts.scheduler,
         stp: opts.stp.then_some(StpFile::LAB),
-        data_plane: (data_plane != DataPlane::AfPacket).then_some(data_plane),
+        data_plane: (options.data_plane != DataPlane::AfPacket).then_some(options.data_plane),
+        fast_path: (!options.fast_path).then_some(false),
         port: topology
             .interfaces(name)
             .into_iter()
@@ -150,7 +154,7 @@ ends = ["s1", "b"]
             &topo,
             "s1",
             opts,
-            DataPlane::AfPacket,
+            &crate::LabOptions::new("/bin/true"),
             Path::new("/run/x"),
             Path::new("/run/x/s1.sock"),
         )
@@ -171,17 +175,32 @@ ends = ["s1", "b"]
         assert!(ports[1].get("rate").is_none());
         assert!(ports[0].get("keys").is_none(), "no auth, no keys");
         assert!(v.get("data_plane").is_none(), "AF_PACKET is the default");
+        let mut options = crate::LabOptions::new("/bin/true");
+        options.data_plane = DataPlane::AfXdp;
         let xdp = render_config(
             &topo,
             "s1",
             opts,
-            DataPlane::AfXdp,
+            &options,
             Path::new("/run/x"),
             Path::new("/run/x/s1.sock"),
         )
         .unwrap();
         let v: toml::Value = toml::from_str(&xdp).unwrap();
         assert_eq!(v["data_plane"].as_str(), Some("af_xdp"));
+        assert!(v.get("fast_path").is_none(), "on is the default");
+        options.fast_path = false;
+        let slow = render_config(
+            &topo,
+            "s1",
+            opts,
+            &options,
+            Path::new("/run/x"),
+            Path::new("/run/x/s1.sock"),
+        )
+        .unwrap();
+        let v: toml::Value = toml::from_str(&slow).unwrap();
+        assert_eq!(v["fast_path"].as_bool(), Some(false));
     }
 
     #[test]
@@ -204,7 +223,7 @@ ends = ["s1", "b"]
             &topo,
             "s1",
             opts,
-            DataPlane::AfPacket,
+            &crate::LabOptions::new("/bin/true"),
             dir,
             &dir.join("s1.sock"),
         )

@@ -166,3 +166,116 @@ fn the_guarantee_demo_holds_on_af_xdp_switch_ports() {
     assert_eq!(rt["loss_pct"].as_f64(), Some(0.0), "lost datagrams: {rt}");
     assert_eq!(out.status.code(), Some(0), "demo exit status");
 }
+
+/// The best-effort fast path (docs/fastpath.md) in the lab: a, b and c on one rtlan switch over
+/// unlimited links (unpaced ports) on AF_XDP. Pings between learnt hosts are forwarded by the
+/// ports' XDP programs (their counters grow, the core's forwarded count does not); a
+/// reservation a → c closes a's and c's ports (its booking, before SETUP_OK) while b's stays
+/// open, pings then take the core's path and still arrive; closing it opens the ports again.
+#[test]
+fn best_effort_frames_take_the_fast_path_except_across_reserved_ports() {
+    if !root_or_skip("best_effort_frames_take_the_fast_path_except_across_reserved_ports") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let mut text = String::new();
+    for h in ["a", "b", "c"] {
+        text.push_str(&format!(
+            "[[host]]\nname = \"{h}\"\n[[link]]\nends = [\"{h}\", \"s1\"]\n"
+        ));
+    }
+    text.push_str("[[switch]]\nname = \"s1\"\nkind = \"rtlan\"\n");
+    let topology = Topology::from_str(&text, "inline").expect("topology");
+    let name = lab_name("fast");
+    let _ = rtlan_lab::down(&name);
+    let mut options = LabOptions::new(env!("CARGO_BIN_EXE_rtlan"));
+    options.data_plane = DataPlane::AfXdp;
+    let lab = Lab::up(&topology, &name, &options).expect("lab up");
+    assert_af_xdp_ports(&lab, "s1");
+    let (pa, pb, pc) = (
+        port_towards(&lab, "s1", "a") as usize,
+        port_towards(&lab, "s1", "b") as usize,
+        port_towards(&lab, "s1", "c") as usize,
+    );
+    let fast = |port: usize| {
+        let stats = ctl(&lab, "s1", "stats");
+        let f = &stats["shell"]["fast_path"][port];
+        (
+            f["state"].as_str().unwrap_or("?").to_string(),
+            f["frames"].as_u64().expect("frames"),
+            stats["switch"]["forwarded"].as_u64().expect("forwarded"),
+        )
+    };
+    for p in [pa, pb, pc] {
+        assert_eq!(fast(p).0, "open", "port {p} before any reservation");
+    }
+    let ping = |from: &str, to: &str, count: u32| {
+        let r = rtlan_lab::tools::ping(
+            lab.netns(from).expect("ns"),
+            lab.host_ip(to).expect("ip"),
+            count,
+            Duration::from_millis(20),
+        )
+        .expect("ping runs");
+        assert_eq!(r.received, count, "ping {from} -> {to}: {r:?}");
+    };
+    // The first ping learns a and b in the core; the rest go by XDP both ways.
+    ping("a", "b", 3);
+    let (_, a0, fwd0) = fast(pa);
+    let (_, b0, _) = fast(pb);
+    ping("a", "b", 20);
+    let (_, a1, fwd1) = fast(pa);
+    let (_, b1, _) = fast(pb);
+    assert!(
+        a1 - a0 >= 20 && b1 - b0 >= 20,
+        "fast frames a {a0}->{a1}, b {b0}->{b1}"
+    );
+    assert!(
+        fwd1 - fwd0 < 5,
+        "the core forwarded {} of them",
+        fwd1 - fwd0
+    );
+
+    // A reservation a -> c closes the ports it crosses, at once.
+    let daemon = Daemon::start(&lab, "a");
+    let mut client = daemon.client();
+    ping("a", "c", 3);
+    let opened = client
+        .open(&open_params(lab.host_ip("c").expect("ip"), 7000))
+        .expect("reservation a -> c");
+    assert_eq!(fast(pa).0, "reservations enter");
+    assert_eq!(fast(pc).0, "reservations leave");
+    assert_eq!(fast(pb).0, "open");
+    let (_, a2, fwd2) = fast(pa);
+    let (_, b2, _) = fast(pb);
+    ping("a", "b", 20);
+    ping("b", "c", 5);
+    let (_, a3, fwd3) = fast(pa);
+    let (_, b3, _) = fast(pb);
+    assert_eq!(
+        (a3, b3),
+        (a2, b2),
+        "nothing bypassed the core across a reserved port"
+    );
+    assert!(
+        fwd3 - fwd2 >= 50,
+        "the core forwarded them: {}",
+        fwd3 - fwd2
+    );
+
+    // Closed: the ports open again once the connection has drained.
+    client.close(opened.conn).expect("close");
+    let (reopened, took) = wait_until(Duration::from_secs(5), || {
+        fast(pa).0 == "open" && fast(pc).0 == "open"
+    });
+    assert!(
+        reopened,
+        "ports still closed after {took:?}: {:?} {:?}",
+        fast(pa),
+        fast(pc)
+    );
+    ping("a", "c", 10);
+    assert!(fast(pa).1 >= a3 + 10, "the fast path again after the close");
+    drop((client, daemon));
+    down_clean(lab);
+}

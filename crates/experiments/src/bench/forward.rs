@@ -39,6 +39,8 @@ pub struct ForwardSettings {
     pub router: bool,
     /// The rtlan router's port sockets.
     pub data_plane: rtlan_linux::xdp::DataPlane,
+    /// On AF_XDP, the switch's best-effort fast path (docs/fastpath.md).
+    pub fast_path: bool,
     /// Leave the labs running afterwards.
     pub keep: bool,
     /// The rtlan executable (the labs' switches).
@@ -135,12 +137,14 @@ fn build(
     variant: Variant,
     switch_cpu: Option<usize>,
     data_plane: rtlan_linux::xdp::DataPlane,
+    fast_path: bool,
 ) -> anyhow::Result<Lab> {
     let name = lab_name(variant);
     let topology = Topology::from_str(&topology_text(variant, switch_cpu), "bench forward")
         .context("the benchmark topology")?;
     let mut options = LabOptions::new(exe);
     options.data_plane = data_plane;
+    options.fast_path = fast_path;
     let lab =
         Lab::up(&topology, &name, &options).with_context(|| format!("building lab `{name}`"))?;
     let ping = rtlan_lab::tools::ping(
@@ -196,7 +200,7 @@ pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<For
     let mut results = Vec::new();
     for &v in &variants {
         progress(Step::Message(format!("building {} lab", v.heading())));
-        let lab = build(&args.exe, v, switch_cpu, args.data_plane)?;
+        let lab = build(&args.exe, v, switch_cpu, args.data_plane, args.fast_path)?;
         results.push(VariantRuns::new(
             v,
             lab.name().to_string(),

@@ -185,6 +185,10 @@ pub struct LabOptions {
     /// The sockets of the rtlan switches' and routers' ports (`data_plane` in their
     /// configuration, docs/afxdp.md); AF_PACKET unless a benchmark or test asks otherwise.
     pub data_plane: rtlan_linux::xdp::DataPlane,
+    /// On AF_XDP, let the rtlan switches forward best-effort frames in XDP between ports no
+    /// reservation crosses (docs/fastpath.md; the switch's default). The hosts' ends of links to
+    /// such a switch then receive with GRO, as physical NICs do by default.
+    pub fast_path: bool,
 }
 
 impl LabOptions {
@@ -194,6 +198,7 @@ impl LabOptions {
             rtlan_exe: rtlan_exe.into(),
             switch_timeout: Duration::from_secs(10),
             data_plane: rtlan_linux::xdp::DataPlane::AfPacket,
+            fast_path: true,
         }
     }
 }

@@ -337,6 +337,27 @@ fn build(
                 topology.offloads,
             )?,
         }
+        // An rtlan switch on AF_XDP ports forwards best-effort frames in XDP by redirecting
+        // them into the output port (docs/fastpath.md), which a veth accepts only when the
+        // other end receives through NAPI: GRO on there, as a physical NIC has it by default.
+        if options.data_plane != rtlan_linux::xdp::DataPlane::AfPacket
+            && options.fast_path
+            && bumped.is_none()
+        {
+            for (switch_end, other) in [(a, b), (b, a)] {
+                let rtlan_switch = topology
+                    .switches
+                    .iter()
+                    .any(|s| s.name == switch_end.node && matches!(s.kind, SwitchKind::Rtlan(_)));
+                if rtlan_switch {
+                    cmd::in_netns(
+                        ns_of(&other.node),
+                        "ethtool",
+                        &["-K", &other.ifname, "gro", "on"],
+                    )?;
+                }
+            }
+        }
     }
 
     for s in &topology.switches {
@@ -517,9 +538,8 @@ fn build(
         let config = dir.join(format!("{}.toml", s.name));
         let socket = dir.join(format!("{}.sock", s.name));
         let log = dir.join(format!("{}.log", s.name));
-        let text =
-            switches::render_config(topology, &s.name, opts, options.data_plane, dir, &socket)
-                .map_err(switch_err)?;
+        let text = switches::render_config(topology, &s.name, opts, options, dir, &socket)
+            .map_err(switch_err)?;
         let files = DaemonState {
             pid: 0,
             socket,

@@ -247,6 +247,11 @@ impl<N: Node, P: Port> Driver<N, P> {
         self.tap = tap;
     }
 
+    /// The port being captured, if a capture runs.
+    pub fn captured_port(&self) -> Option<usize> {
+        self.tap.as_ref().map(Tap::port)
+    }
+
     /// The node.
     pub fn node(&self) -> &N {
         &self.node
@@ -279,11 +284,30 @@ impl<N: Node, P: Port> Driver<N, P> {
     pub fn run_with<F, G>(
         &mut self,
         shutdown: &AtomicBool,
+        on_user_event: F,
+        after_io: G,
+    ) -> Result<(), DriverError>
+    where
+        F: FnMut(&mut Self, u64, u32),
+        G: FnMut(&mut Self),
+    {
+        self.run_hooked(shutdown, on_user_event, |_| {}, after_io)
+    }
+
+    /// [`Driver::run_with`] with `before_tx(self)` called once per iteration after the node has
+    /// handled what arrived and what fell due, before anything it queued is transmitted: the
+    /// switch's fast-path mirror (docs/fastpath.md) closes a port there before the SETUP that
+    /// closes it goes on.
+    pub fn run_hooked<F, B, G>(
+        &mut self,
+        shutdown: &AtomicBool,
         mut on_user_event: F,
+        mut before_tx: B,
         mut after_io: G,
     ) -> Result<(), DriverError>
     where
         F: FnMut(&mut Self, u64, u32),
+        B: FnMut(&mut Self),
         G: FnMut(&mut Self),
     {
         let mut events = [EMPTY_EVENT; 64];
@@ -326,6 +350,7 @@ impl<N: Node, P: Port> Driver<N, P> {
             if self.node.poll_timeout().is_some_and(|t| t <= now) {
                 self.node.handle_timeout(now);
             }
+            before_tx(self);
             self.transmit(now)?;
             if self.tap.as_ref().is_some_and(Tap::finished) {
                 // Dropping the tap closes its queue: the writer writes what is left and ends.

@@ -107,6 +107,29 @@ pub fn render(
             );
         }
     }
+    // The best-effort fast path (docs/fastpath.md): frames its XDP programs forwarded from each
+    // port, which the core's counters above never see, and whether the port is open.
+    for (i, f) in shell.fast_path.iter().enumerate() {
+        let port = name_of(i);
+        page.counter(
+            "rtlan_port_fast_frames",
+            "Best-effort frames the port's XDP program forwarded itself (fast path).",
+            labels(&[("port", &port)]),
+            f.frames,
+        );
+        page.counter(
+            "rtlan_port_fast_bytes",
+            "Bytes of those frames.",
+            labels(&[("port", &port)]),
+            f.bytes,
+        );
+        page.gauge(
+            "rtlan_port_fast_open",
+            "1 while the port is open to the fast path (no reservation crosses it).",
+            labels(&[("port", &port)]),
+            u64::from(f.state == "open"),
+        );
+    }
     let rt = &stats.rt;
     let switch_drops = [
         ("malformed", stats.drop_malformed),

@@ -121,6 +121,9 @@ pub struct Config {
     pub qdisc_bypass: bool,
     /// The ports' sockets (docs/afxdp.md); AF_XDP ports always bypass the qdiscs.
     pub data_plane: crate::xdp::DataPlane,
+    /// Forward best-effort frames between open AF_XDP ports in their XDP programs
+    /// (docs/fastpath.md); default on.
+    pub fast_path: bool,
     /// Slots per RX and per TX ring of each port.
     pub ring_frames: usize,
     /// A real-time connection with no REFRESH for this long is released; zero = never.
@@ -189,6 +192,7 @@ struct RawConfig {
     busy_poll: Option<bool>,
     qdisc_bypass: Option<bool>,
     data_plane: Option<crate::xdp::DataPlane>,
+    fast_path: Option<bool>,
     ring_frames: Option<Spanned<usize>>,
     refresh_timeout: Option<Spanned<String>>,
     realtime_cap_percent: Option<Spanned<u8>>,
@@ -518,6 +522,7 @@ impl Config {
             busy_poll: raw.busy_poll.unwrap_or(false),
             qdisc_bypass: raw.qdisc_bypass.unwrap_or(false),
             data_plane: raw.data_plane.unwrap_or_default(),
+            fast_path: raw.fast_path.unwrap_or(true),
             ring_frames,
             refresh_timeout,
             realtime_cap_percent,
@@ -640,6 +645,7 @@ struct ConfigView<'a> {
     busy_poll: bool,
     qdisc_bypass: bool,
     data_plane: crate::xdp::DataPlane,
+    fast_path: bool,
     ring_frames: usize,
     refresh_timeout: String,
     realtime_cap_percent: u8,
@@ -678,6 +684,7 @@ impl serde::Serialize for Config {
             busy_poll: self.busy_poll,
             qdisc_bypass: self.qdisc_bypass,
             data_plane: self.data_plane,
+            fast_path: self.fast_path,
             ring_frames: self.ring_frames,
             refresh_timeout: format_duration(self.refresh_timeout),
             realtime_cap_percent: self.realtime_cap_percent,

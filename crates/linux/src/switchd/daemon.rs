@@ -27,12 +27,15 @@ pub(super) struct Daemon {
     capture: Option<CaptureHandle>,
     /// The `GET /metrics` endpoint (`metrics_listen`), bound before the switch reports running.
     metrics: Option<crate::metrics::Exporter>,
+    /// The best-effort fast path's maps, kept equal to the core's decisions (docs/fastpath.md).
+    mirror: Option<super::fastpath::Mirror>,
 }
 
 impl Daemon {
     pub(super) fn new(
         config: Config,
         ports: Vec<AnyPort>,
+        mut mirror: Option<super::fastpath::Mirror>,
         control_path: Option<&Path>,
     ) -> Result<Self, Error> {
         let macs: Vec<_> = ports.iter().map(crate::driver::Port::mac).collect();
@@ -55,7 +58,10 @@ impl Daemon {
         let options = DriverOptions {
             busy_poll: config.busy_poll,
         };
-        let driver = Driver::new(switch, ports, options)?;
+        let mut driver = Driver::new(switch, ports, options)?;
+        if let Some(mirror) = mirror.as_mut() {
+            mirror.start(driver.node_mut(), clock::now());
+        }
         let control = match control_path {
             Some(path) => Some(ControlServer::bind(path, driver.epoll())?),
             None => None,
@@ -77,6 +83,7 @@ impl Daemon {
             control,
             capture: None,
             metrics,
+            mirror,
         })
     }
 
@@ -88,7 +95,11 @@ impl Daemon {
             control,
             capture,
             metrics,
+            mirror,
         } = self;
+        // Read by the control socket and the metrics, written before each transmit: the hooks
+        // run one after another on this thread, so a run-time borrow never conflicts.
+        let mirror = std::cell::RefCell::new(mirror);
         crate::service::ready(&format!("switch {} forwarding", config.name));
         let ifnames: Vec<String> = config.ports.iter().map(|p| p.ifname.clone()).collect();
         let on_event = |driver: &mut Driver<Switch, AnyPort>, token, flags| {
@@ -96,7 +107,7 @@ impl Daemon {
                 return;
             };
             driver.read_kernel_drops();
-            let shell = shell_stats(driver, Some(&*control));
+            let shell = shell_stats(driver, Some(&*control), mirror.borrow().as_ref());
             let timer = driver.lateness().clone();
             let uptime = driver.uptime();
             let (epoll, switch, tap) = driver.epoll_node_and_tap();
@@ -125,7 +136,7 @@ impl Daemon {
             driver.read_kernel_drops();
             // The control socket's request counts are not exported (and it is borrowed by
             // `on_event`).
-            let shell = shell_stats(driver, None);
+            let shell = shell_stats(driver, None, mirror.borrow().as_ref());
             let page = crate::metrics::switch::render(
                 driver.node(),
                 &shell,
@@ -135,7 +146,15 @@ impl Daemon {
             );
             metrics.publish(page);
         };
-        driver.run_with(shutdown, on_event, after_io)?;
+        // Before anything the core queued goes out, the fast path learns what it decided: a
+        // port a SETUP was just booked through closes before the SETUP is forwarded.
+        let before_tx = |driver: &mut Driver<Switch, AnyPort>| {
+            if let Some(mirror) = mirror.borrow_mut().as_mut() {
+                let captured = driver.captured_port();
+                mirror.sync(driver.node_mut(), clock::now(), captured);
+            }
+        };
+        driver.run_hooked(shutdown, on_event, before_tx, after_io)?;
         crate::service::stopping();
         // A capture still running ends with the daemon: its writer closes the file.
         self.driver.set_tap(None);
@@ -154,7 +173,7 @@ impl Daemon {
             name: self.config.name.clone(),
             uptime: self.driver.uptime(),
             switch: self.driver.node().stats().clone(),
-            shell: shell_stats(&self.driver, self.control.as_ref()),
+            shell: shell_stats(&self.driver, self.control.as_ref(), self.mirror.as_ref()),
             timer: self.driver.lateness().clone(),
         }
     }
@@ -205,8 +224,14 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, MgmtErro
     serde_json::to_value(value).map_err(|e| MgmtError::new("internal", e.to_string()))
 }
 
-fn shell_stats(driver: &Driver<Switch, AnyPort>, control: Option<&ControlServer>) -> ShellStats {
+fn shell_stats(
+    driver: &Driver<Switch, AnyPort>,
+    control: Option<&ControlServer>,
+    mirror: Option<&super::fastpath::Mirror>,
+) -> ShellStats {
     ShellStats {
+        fast_path: mirror.map_or_else(Vec::new, |m| m.stats(driver.node())),
+        fast_path_errors: mirror.map_or(0, super::fastpath::Mirror::errors),
         ports: driver.port_stats(),
         loop_iterations: driver.loop_iterations(),
         stale_deadlines: driver.stale_deadlines(),

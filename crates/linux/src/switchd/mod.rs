@@ -16,6 +16,7 @@ pub mod calibrate;
 pub(crate) mod config;
 pub(crate) mod control;
 mod daemon;
+pub mod fastpath;
 mod stp_config;
 
 use std::io;
@@ -36,7 +37,7 @@ pub use stp_config::StpSpec;
 use crate::driver::DriverError;
 use crate::packet::PacketError;
 use crate::timer::{LatenessStats, TimerError};
-use crate::xdp::{open_ports, AnyPortError, Steering};
+use crate::xdp::{AnyPort, AnyPortError, Steering};
 
 pub use crate::driver::{PortStats as ShellPortStats, RX_BATCH, RX_QUANTUM};
 
@@ -119,6 +120,11 @@ pub struct ShellStats {
     pub control_requests: u64,
     /// Control requests answered with an error.
     pub control_errors: u64,
+    /// Per port: the best-effort fast path's state and what it forwarded (empty when off;
+    /// docs/fastpath.md).
+    pub fast_path: Vec<fastpath::FastPathPortStats>,
+    /// Fast-path map updates that failed (each closes the fast path for good).
+    pub fast_path_errors: u64,
 }
 
 /// What a run did, returned when it stops.
@@ -177,16 +183,42 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         ring_frames: config.ring_frames,
         qdisc_bypass: config.qdisc_bypass,
     };
-    let ports = config.ports.iter().map(|p| p.ifname.as_str());
-    let ports = open_ports(ports, config.data_plane, &Steering::Everything, &options).map_err(
-        |(ifname, e)| match e {
-            AnyPortError::Packet(source) => Error::Port { ifname, source },
-            AnyPortError::Xdp(source) => Error::Xdp(source),
-        },
-    )?;
+    // The fast path's maps come first: every AF_XDP port's program is built with them.
+    let maps = if config.fast_path && config.data_plane != crate::xdp::DataPlane::AfPacket {
+        match crate::xdp::FastPath::new(config.ports.len() as u32) {
+            Ok(maps) => Some(maps),
+            Err(e) => {
+                tracing::warn!("fast path off: its maps could not be created: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let mut ports = Vec::with_capacity(config.ports.len());
+    for (i, spec) in config.ports.iter().enumerate() {
+        let steering = match &maps {
+            Some(maps) => Steering::Switch(
+                maps.program_for(i as u32, rtlan_core::switch::MAX_FRAME_LEN as u32),
+            ),
+            None => Steering::Everything,
+        };
+        let port = AnyPort::open(&spec.ifname, config.data_plane, &steering, &options).map_err(
+            |e| match e {
+                AnyPortError::Packet(source) => Error::Port {
+                    ifname: spec.ifname.clone(),
+                    source,
+                },
+                AnyPortError::Xdp(source) => Error::Xdp(source),
+            },
+        )?;
+        tracing::info!(ifname = %spec.ifname, kind = port.kind(), "port open");
+        ports.push(port);
+    }
+    let mirror = maps.map(|maps| fastpath::Mirror::new(maps, &ports));
     check_port_rates(&config.ports);
     let control_path: Option<PathBuf> = config.control_socket.clone();
-    let mut daemon = daemon::Daemon::new(config, ports, control_path.as_deref())?;
+    let mut daemon = daemon::Daemon::new(config, ports, mirror, control_path.as_deref())?;
     daemon.run(shutdown)?;
     Ok(daemon.report())
 }

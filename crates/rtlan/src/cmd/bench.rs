@@ -95,6 +95,10 @@ pub(crate) struct ForwardArgs {
     /// The rtlan switch's or router's port sockets (docs/afxdp.md).
     #[arg(long, value_enum, default_value = "af_packet")]
     data_plane: DataPlaneArg,
+    /// On AF_XDP, keep every frame in the switch's user-space path (no XDP fast path for
+    /// best-effort frames, docs/fastpath.md).
+    #[arg(long)]
+    no_fast_path: bool,
     /// Leave the labs running afterwards (remove them with `rtlan lab down --name …`).
     #[arg(long)]
     keep: bool,
@@ -165,6 +169,7 @@ pub(crate) fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
                 offloads_baseline: !args.no_offloads_baseline,
                 router: args.router,
                 data_plane: args.data_plane.into(),
+                fast_path: !args.no_fast_path,
                 keep: args.keep,
                 exe: exe()?,
             };

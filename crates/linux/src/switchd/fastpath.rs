@@ -1,0 +1,170 @@
+//! The switch daemon's side of the best-effort fast path (`docs/fastpath.md`): the ports' XDP
+//! programs share one set of maps ([`crate::xdp::FastPath`]), and after the core has handled a
+//! batch — before anything it queued is transmitted — this mirror copies into them what the
+//! core decided: the stations it learnt or forgot and which ports are open.
+//!
+//! A port takes part only if it is an AF_XDP port (it has the program) and its driver takes
+//! redirected frames; a port that cannot is reported once at start and stays closed. A port
+//! being captured (`capture` on the control socket) is closed while the capture runs, so that
+//! the capture sees every frame the port receives and sends. A map
+//! update that fails is logged and counted, and the port concerned is closed, so a broken
+//! mirror degrades to the slow path, never to frames the core would not have forwarded.
+
+use rtlan_core::switch::{FdbChange, FdbSync, PortId, Switch};
+use rtlan_core::time::Instant;
+
+use crate::xdp::{AnyPort, FastPath};
+
+/// One port's fast-path state, for `stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FastPathPortStats {
+    /// `open`, or why not (the core's reason, or `off: …` for a port that cannot take part).
+    pub state: String,
+    /// Frames the port's XDP program forwarded.
+    pub frames: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// The maps and what the mirror last wrote to them.
+#[derive(Debug)]
+pub(super) struct Mirror {
+    maps: FastPath,
+    /// Per port: why it can never open (`None`: it can).
+    off: Vec<Option<String>>,
+    /// Per port: what `open` says now.
+    open: Vec<bool>,
+    /// The port a capture holds closed.
+    captured: Option<usize>,
+    /// Map updates that failed.
+    errors: u64,
+}
+
+impl Mirror {
+    /// The mirror for `ports`, whose programs were built from `maps`; `xdp_ports` says which
+    /// ports carry the program.
+    pub(super) fn new(maps: FastPath, ports: &[AnyPort]) -> Mirror {
+        let off: Vec<Option<String>> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| {
+                let AnyPort::Xdp(_) = port else {
+                    return Some("not an AF_XDP port".to_string());
+                };
+                let ifindex = crate::driver::Port::ifindex(port);
+                if let Some(problem) = crate::xdp::fastpath::redirect_target_problem(ifindex) {
+                    return Some(problem);
+                }
+                match maps.set_tx(i as u32, ifindex) {
+                    Ok(()) => None,
+                    Err(e) => Some(format!("its device-map entry failed: {e}")),
+                }
+            })
+            .collect();
+        for (port, why) in ports.iter().zip(&off) {
+            match why {
+                None => tracing::info!(ifname = crate::driver::Port::ifname(port), "fast path on"),
+                Some(why) => tracing::warn!(
+                    ifname = crate::driver::Port::ifname(port),
+                    "fast path off: {why}"
+                ),
+            }
+        }
+        Mirror {
+            maps,
+            open: vec![false; off.len()],
+            captured: None,
+            off,
+            errors: 0,
+        }
+    }
+
+    /// Starts mirroring `switch`'s learning table.
+    pub(super) fn start(&mut self, switch: &mut Switch, now: Instant) {
+        let stations = switch.track_fdb(now);
+        self.rebuild(&stations);
+        self.sync(switch, now, None);
+    }
+
+    fn rebuild(&mut self, stations: &[(rtlan_wire::ethernet::Address, PortId)]) {
+        if let Err(e) = self.maps.forget_all() {
+            self.failed("emptying the station map", &e);
+        }
+        for (mac, port) in stations {
+            if let Err(e) = self.maps.learn(*mac, u32::from(port.0)) {
+                self.failed("adding a station", &e);
+            }
+        }
+    }
+
+    fn failed(&mut self, what: &str, e: &std::io::Error) {
+        self.errors += 1;
+        tracing::warn!("fast path: {what}: {e}; closing every port");
+        for (i, open) in self.open.iter_mut().enumerate() {
+            if *open {
+                *open = false;
+                let _ = self.maps.set_open(i as u32, false);
+            }
+        }
+        for off in &mut self.off {
+            off.get_or_insert_with(|| "a map update failed".to_string());
+        }
+    }
+
+    /// Copies the core's changes since the last call into the maps: stations first (a port
+    /// opening must find them), then each port's openness (`captured`: the port a capture
+    /// holds closed).
+    pub(super) fn sync(&mut self, switch: &mut Switch, now: Instant, captured: Option<usize>) {
+        self.captured = captured;
+        match switch.fdb_sync(now) {
+            FdbSync::Changes(changes) => {
+                for change in changes {
+                    let result = match change {
+                        FdbChange::Learnt(mac, port) => self.maps.learn(mac, u32::from(port.0)),
+                        FdbChange::Forgotten(mac) => self.maps.forget(mac),
+                    };
+                    if let Err(e) = result {
+                        self.failed("updating a station", &e);
+                    }
+                }
+            }
+            FdbSync::Rebuild(stations) => self.rebuild(&stations),
+        }
+        for i in 0..self.open.len() {
+            let want = self.off[i].is_none()
+                && captured != Some(i)
+                && switch.fast_path_closed(PortId(i as u16)).is_none();
+            if want != self.open[i] {
+                match self.maps.set_open(i as u32, want) {
+                    Ok(()) => self.open[i] = want,
+                    Err(e) => self.failed("opening or closing a port", &e),
+                }
+            }
+        }
+    }
+
+    /// Per port: state and what its program forwarded.
+    pub(super) fn stats(&self, switch: &Switch) -> Vec<FastPathPortStats> {
+        (0..self.open.len())
+            .map(|i| {
+                let state = match (&self.off[i], switch.fast_path_closed(PortId(i as u16))) {
+                    (Some(off), _) => format!("off: {off}"),
+                    (None, Some(closed)) => closed.to_string(),
+                    (None, None) if self.captured == Some(i) => "capture".to_string(),
+                    (None, None) => "open".to_string(),
+                };
+                let (frames, bytes) = self.maps.forwarded(i as u32).unwrap_or_default();
+                FastPathPortStats {
+                    state,
+                    frames,
+                    bytes,
+                }
+            })
+            .collect()
+    }
+
+    /// Map updates that failed.
+    pub(super) fn errors(&self) -> u64 {
+        self.errors
+    }
+}
