@@ -279,3 +279,74 @@ fn best_effort_frames_take_the_fast_path_except_across_reserved_ports() {
     drop((client, daemon));
     down_clean(lab);
 }
+
+/// docs/fastpath.md "What it does not protect", measured: b floods c with minimum-size frames
+/// as fast as trafgen can send them, through the fast path (s1's port to s2 is open while no
+/// reservation crosses it), while a opens and closes reservations a -> c one after another. The
+/// SETUP from s1 to s2 shares the link with the flood until s1 books it and closes the port.
+/// Every open must succeed; the test prints how long each took, and the flood's fast-path count
+/// shows it really took the fast path.
+#[test]
+fn setups_cross_a_trunk_flooded_through_the_fast_path() {
+    if !root_or_skip("setups_cross_a_trunk_flooded_through_the_fast_path") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let text = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[host]]\nname = \"c\"\n\
+                [[switch]]\nname = \"s1\"\nkind = \"rtlan\"\n\
+                [[switch]]\nname = \"s2\"\nkind = \"rtlan\"\n\
+                [[link]]\nends = [\"a\", \"s1\"]\n[[link]]\nends = [\"b\", \"s1\"]\n\
+                [[link]]\nends = [\"s1\", \"s2\"]\n[[link]]\nends = [\"c\", \"s2\"]\n";
+    let topology = Topology::from_str(text, "inline").expect("topology");
+    let name = lab_name("ffl");
+    let _ = rtlan_lab::down(&name);
+    let mut options = LabOptions::new(env!("CARGO_BIN_EXE_rtlan"));
+    options.data_plane = DataPlane::AfXdp;
+    let lab = Lab::up(&topology, &name, &options).expect("lab up");
+    ping_ok(&lab, "b", "c");
+    ping_ok(&lab, "a", "c");
+    let pb = port_towards(&lab, "s1", "b") as usize;
+    let fast_b = || {
+        ctl(&lab, "s1", "stats")["shell"]["fast_path"][pb]["frames"]
+            .as_u64()
+            .expect("frames")
+    };
+    let before = fast_b();
+    let mut flood = rtlan_lab::tools::TrafgenUdp::new(
+        "eth0",
+        lab.mac("b", "eth0").expect("mac"),
+        lab.mac("c", "eth0").expect("mac"),
+        lab.host_ip("b").expect("ip"),
+        lab.host_ip("c").expect("ip"),
+    );
+    flood.duration = Duration::from_secs(8);
+    let ns_b = lab.netns("b").expect("ns").to_string();
+    let daemon = Daemon::start(&lab, "a");
+    let mut client = daemon.client();
+    let c_ip = lab.host_ip("c").expect("ip");
+    let took = std::thread::scope(|scope| {
+        let flooding = scope.spawn(|| rtlan_lab::tools::trafgen_udp(&ns_b, &flood));
+        std::thread::sleep(Duration::from_secs(1));
+        let mut took = Vec::new();
+        for i in 0..20u16 {
+            let start = std::time::Instant::now();
+            let opened = client
+                .open(&open_params(c_ip, 7000 + i))
+                .unwrap_or_else(|e| panic!("open {i} under the flood: {e}"));
+            took.push(start.elapsed());
+            client.close(opened.conn).expect("close");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let run = flooding.join().expect("trafgen thread").expect("trafgen");
+        eprintln!("flood: {run:?}");
+        took
+    });
+    let fast = fast_b() - before;
+    eprintln!("opens under the flood took {took:?}; {fast} flood frames by the fast path");
+    assert!(
+        fast > 100_000,
+        "the flood took the fast path: {fast} frames"
+    );
+    drop((client, daemon));
+    down_clean(lab);
+}
