@@ -31,9 +31,8 @@ struct SwitchFile {
     scheduler: Option<rtlan_topology::SchedulerKind>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stp: Option<StpFile>,
-    /// Absent for AF_PACKET, the switch's default.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data_plane: Option<DataPlane>,
+    /// Always written: the switch's own default is `auto`, the lab's AF_PACKET.
+    data_plane: DataPlane,
     /// Absent when on, the switch's default.
     #[serde(skip_serializing_if = "Option::is_none")]
     fast_path: Option<bool>,
@@ -97,7 +96,7 @@ pub(crate) fn render_config(
         lateness_budget: opts.lateness_budget.map(format_duration),
         scheduler: opts.scheduler,
         stp: opts.stp.then_some(StpFile::LAB),
-        data_plane: (options.data_plane != DataPlane::AfPacket).then_some(options.data_plane),
+        data_plane: options.data_plane,
         fast_path: (!options.fast_path).then_some(false),
         port: topology
             .interfaces(name)
@@ -174,7 +173,11 @@ ends = ["s1", "b"]
         assert_eq!(ports[1]["ifname"].as_str(), Some("p1"));
         assert!(ports[1].get("rate").is_none());
         assert!(ports[0].get("keys").is_none(), "no auth, no keys");
-        assert!(v.get("data_plane").is_none(), "AF_PACKET is the default");
+        assert_eq!(
+            v["data_plane"].as_str(),
+            Some("af_packet"),
+            "the lab's default"
+        );
         let mut options = crate::LabOptions::new("/bin/true");
         options.data_plane = DataPlane::AfXdp;
         let xdp = render_config(

@@ -6,7 +6,7 @@
 //! control_socket = "/run/rtlan/r1.sock"   # optional
 //! answer_local = false                    # the kernel answers ARP and pings for the router
 //! kernel_routes = true                    # mirror the main routing table (a routing daemon's)
-//! data_plane = "af_packet"                # or "af_xdp", or "auto" (docs/afxdp.md)
+//! data_plane = "auto"                     # or "af_xdp", or "af_packet" (docs/afxdp.md)
 //!
 //! [[port]]
 //! ifname = "eth1"                         # its IPv4 address is read from the interface
@@ -307,7 +307,8 @@ impl RouterDaemonConfig {
             control_socket: raw.control_socket,
             answer_local: raw.answer_local.unwrap_or(false),
             kernel_routes: raw.kernel_routes.unwrap_or(true),
-            data_plane: raw.data_plane.unwrap_or_default(),
+            // AF_XDP where it opens, AF_PACKET elsewhere, with the reason logged (issue 16).
+            data_plane: raw.data_plane.unwrap_or(crate::xdp::DataPlane::Auto),
             ports,
             routes,
             rsvp,

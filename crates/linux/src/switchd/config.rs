@@ -521,7 +521,8 @@ impl Config {
             cpu: raw.cpu,
             busy_poll: raw.busy_poll.unwrap_or(false),
             qdisc_bypass: raw.qdisc_bypass.unwrap_or(false),
-            data_plane: raw.data_plane.unwrap_or_default(),
+            // AF_XDP where it opens, AF_PACKET elsewhere, with the reason logged (issue 16).
+            data_plane: raw.data_plane.unwrap_or(crate::xdp::DataPlane::Auto),
             fast_path: raw.fast_path.unwrap_or(true),
             ring_frames,
             refresh_timeout,

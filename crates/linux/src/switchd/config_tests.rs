@@ -93,7 +93,8 @@ fn minimal_config_takes_defaults() {
     assert_eq!(c.control_socket, None);
     assert!(!c.busy_poll);
     assert!(!c.qdisc_bypass);
-    assert_eq!(c.data_plane, crate::xdp::DataPlane::AfPacket);
+    assert_eq!(c.data_plane, crate::xdp::DataPlane::Auto);
+    assert!(c.fast_path);
     assert_eq!(c.ring_frames, DEFAULT_RING_FRAMES);
     assert_eq!(c.refresh_timeout, Duration::from_secs(30));
 }
