@@ -6,6 +6,8 @@
 //! far larger than the few dozen frames of the test, so nothing may be dropped.
 
 mod common;
+#[path = "../../wire/tests/tshark_util/mod.rs"]
+mod tshark_util;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -194,6 +196,94 @@ fn switch_captures_a_ports_received_and_transmitted_frames_to_pcap() {
     ctl_json(&lab, request).expect("a new capture after the last one ended");
     ctl_json(&lab, json!({"op": "capture-stop"})).expect("stop");
 
+    down_clean(lab);
+    drop(scratch);
+}
+
+/// Issue 15 item 4: the Wireshark Lua dissector (`tools/wireshark/rtlan.lua`) decodes the control
+/// frames a running `rtlan switch` received and sent, as its own capture wrote them: a's port
+/// while a's rtcd opens and closes a connection to c. Every 0x88B5 frame is dissected with its
+/// type, request id and EPOCH TLV, nothing is flagged, and the five message types of an open and
+/// a close (SETUP, SETUP_OK, TEARDOWN, TEARDOWN_ACK, HELLO) are all there.
+#[test]
+fn the_lua_dissector_decodes_the_signalling_a_running_switch_captured() {
+    if !root_or_skip("the_lua_dissector_decodes_the_signalling_a_running_switch_captured") {
+        return;
+    }
+    if !tshark_util::available() {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let dir = std::env::temp_dir().join(format!("rtl-capture-lua-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let scratch = Scratch(dir.clone());
+    let lab = up_file("default.toml", "clua");
+    let port = port_towards(&lab, "s1", "a");
+    let pcap = dir.join("s1-a-control.pcap");
+    ctl_json(
+        &lab,
+        json!({"op": "capture", "port": port, "path": pcap, "seconds": 30}),
+    )
+    .expect("capture starts");
+    let daemon = Daemon::start(&lab, "a");
+    // Let a HELLO or two cross the port each way.
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut client = daemon.client();
+    let opened = client
+        .open(&open_params(lab.host_ip("c").expect("ip"), 7000))
+        .expect("open a -> c");
+    client.close(opened.conn).expect("close");
+    std::thread::sleep(Duration::from_millis(300));
+    ctl_json(&lab, json!({"op": "capture-stop"})).expect("stop");
+    let (done, _) = wait_until(Duration::from_secs(5), || {
+        ctl_json(&lab, json!({"op": "capture-status"})).expect("status")["state"] == "done"
+    });
+    assert!(done, "the writer closes the file");
+    drop((client, daemon));
+
+    let script = format!(
+        "lua_script:{}/../../tools/wireshark/rtlan.lua",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let fields = tshark_util::run(
+        &["-X", &script],
+        &pcap,
+        &[
+            "-Y",
+            "eth.type == 0x88b5",
+            "-T",
+            "fields",
+            "-e",
+            "rtlan.type",
+            "-e",
+            "rtlan.request_id",
+            "-e",
+            "rtlan.epoch",
+            "-e",
+            "_ws.expert.message",
+            "-e",
+            "_ws.malformed",
+        ],
+    );
+    eprintln!("{fields}");
+    let mut types = std::collections::BTreeSet::new();
+    for line in fields.lines() {
+        let v: Vec<&str> = line.split('\t').collect();
+        assert_eq!(v.len(), 5, "{line}");
+        assert!(
+            !v[0].is_empty() && !v[1].is_empty(),
+            "not dissected: {line}"
+        );
+        assert!(!v[2].is_empty(), "no EPOCH TLV: {line}");
+        assert!(v[3].is_empty() && v[4].is_empty(), "flagged: {line}");
+        types.insert(v[0].parse::<u8>().expect("a type code"));
+    }
+    // SETUP 1, SETUP_OK 2, TEARDOWN 4, TEARDOWN_ACK 5, HELLO 6 (docs/protocol.md §3).
+    for t in [1u8, 2, 4, 5, 6] {
+        assert!(types.contains(&t), "type {t} missing: {types:?}\n{fields}");
+    }
+    let tree = tshark_util::run(&["-X", &script], &pcap, &["-Y", "rtlan", "-V"]);
+    assert!(!tree.contains("Lua Error"), "{tree}");
     down_clean(lab);
     drop(scratch);
 }
