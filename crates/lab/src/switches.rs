@@ -178,31 +178,25 @@ ends = ["s1", "b"]
             Some("af_packet"),
             "the lab's default"
         );
-        let mut options = crate::LabOptions::new("/bin/true");
-        options.data_plane = DataPlane::AfXdp;
-        let xdp = render_config(
-            &topo,
-            "s1",
-            opts,
-            &options,
-            Path::new("/run/x"),
-            Path::new("/run/x/s1.sock"),
-        )
-        .unwrap();
-        let v: toml::Value = toml::from_str(&xdp).unwrap();
+        let rendered = |data_plane, fast_path| {
+            let mut options = crate::LabOptions::new("/bin/true");
+            options.data_plane = data_plane;
+            options.fast_path = fast_path;
+            let text = render_config(
+                &topo,
+                "s1",
+                opts,
+                &options,
+                Path::new("/run/x"),
+                Path::new("/run/x/s1.sock"),
+            )
+            .unwrap();
+            toml::from_str::<toml::Value>(&text).unwrap()
+        };
+        let v = rendered(DataPlane::AfXdp, true);
         assert_eq!(v["data_plane"].as_str(), Some("af_xdp"));
         assert!(v.get("fast_path").is_none(), "on is the default");
-        options.fast_path = false;
-        let slow = render_config(
-            &topo,
-            "s1",
-            opts,
-            &options,
-            Path::new("/run/x"),
-            Path::new("/run/x/s1.sock"),
-        )
-        .unwrap();
-        let v: toml::Value = toml::from_str(&slow).unwrap();
+        let v = rendered(DataPlane::AfXdp, false);
         assert_eq!(v["fast_path"].as_bool(), Some(false));
     }
 
