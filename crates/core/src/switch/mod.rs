@@ -55,7 +55,6 @@ pub use introspect::{
     ConnectionInfo, LatencyBuckets, RtPortInfo, SchedPortInfo, SetupLatency,
     SETUP_LATENCY_BOUNDS_NS, SETUP_LATENCY_SAMPLES,
 };
-pub use learning::FDB_CAPACITY;
 pub use protect::{
     PortLimits, ProtectConfig, ProtectPortStats, ProtectStats, Rate, StaticBinding,
     DEFAULT_ARP_REPROBE_TIMEOUT, DEFAULT_CONTROL_BUDGET, HOST_LIMITS, TRUNK_LIMITS,
@@ -69,7 +68,7 @@ use crate::node::Medium;
 use arp_cache::ArpCache;
 pub use fastpath::FdbSync;
 use learning::Fdb;
-pub use learning::{FdbChange, MAX_FDB_CHANGES};
+pub use learning::{FdbChange, FDB_CAPACITY, MAX_FDB_CHANGES};
 use pending::Pending;
 use rtlan_wire::control::ProxyMacPlan;
 use sched::{NrtMeter, SchedConfig};

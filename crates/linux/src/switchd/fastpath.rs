@@ -41,8 +41,7 @@ pub(super) struct Mirror {
 }
 
 impl Mirror {
-    /// The mirror for `ports`, whose programs were built from `maps`; `xdp_ports` says which
-    /// ports carry the program.
+    /// The mirror for `ports`, whose AF_XDP ports' programs were built from `maps`.
     pub(super) fn new(maps: FastPath, ports: &[AnyPort]) -> Mirror {
         let off: Vec<Option<String>> = ports
             .iter()

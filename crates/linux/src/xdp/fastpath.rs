@@ -10,6 +10,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use rtlan_core::switch::FDB_CAPACITY;
 use rtlan_wire::ethernet::Address;
 
 use super::{BpfMap, FastPathProg};
@@ -19,9 +20,6 @@ const BPF_MAP_TYPE_HASH: u32 = 1;
 const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_MAP_TYPE_DEVMAP: u32 = 14;
 
-/// Stations the fast-path table holds (the switch's own default learning-table size).
-pub const FAST_PATH_STATIONS: u32 = 16_384;
-
 /// The fast path's maps for a switch of `ports` ports.
 #[derive(Debug)]
 pub struct FastPath {
@@ -29,7 +27,6 @@ pub struct FastPath {
     open: BpfMap,
     tx: BpfMap,
     stats: BpfMap,
-    ports: u32,
 }
 
 fn mac_key(mac: Address) -> [u8; 8] {
@@ -42,11 +39,11 @@ impl FastPath {
     /// Empty maps for `ports` ports: no station, every port closed.
     pub fn new(ports: u32) -> io::Result<FastPath> {
         Ok(FastPath {
-            fdb: BpfMap::new(BPF_MAP_TYPE_HASH, 8, 4, FAST_PATH_STATIONS)?,
+            // As many stations as the switch's learning table holds, which it mirrors.
+            fdb: BpfMap::new(BPF_MAP_TYPE_HASH, 8, 4, FDB_CAPACITY as u32)?,
             open: BpfMap::new(BPF_MAP_TYPE_ARRAY, 4, 4, ports)?,
             tx: BpfMap::new(BPF_MAP_TYPE_DEVMAP, 4, 4, ports)?,
             stats: BpfMap::new(BPF_MAP_TYPE_ARRAY, 4, 16, ports)?,
-            ports,
         })
     }
 
@@ -71,14 +68,6 @@ impl FastPath {
     pub fn set_open(&self, port: u32, open: bool) -> io::Result<()> {
         self.open
             .update(&port.to_ne_bytes(), &u32::from(open).to_ne_bytes())
-    }
-
-    /// Whether port `port` is open.
-    pub fn is_open(&self, port: u32) -> io::Result<bool> {
-        Ok(self
-            .open
-            .lookup(&port.to_ne_bytes())?
-            .is_some_and(|v| v.iter().any(|&b| b != 0)))
     }
 
     /// Station `mac` is on port `port`.
@@ -122,11 +111,6 @@ impl FastPath {
                 .map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
         };
         Ok((at(0), at(8)))
-    }
-
-    /// The number of ports.
-    pub fn ports(&self) -> u32 {
-        self.ports
     }
 }
 
