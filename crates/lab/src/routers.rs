@@ -43,6 +43,9 @@ struct RouterFile {
     control_socket: String,
     kernel_routes: bool,
     data_plane: rtlan_linux::xdp::DataPlane,
+    /// `false` only when the lab turns the fast path off (on is the router's default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fast_path: Option<bool>,
     port: Vec<PortFile>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     route: Vec<RouteFile>,
@@ -101,6 +104,7 @@ pub(crate) fn render_config(
     router: &Router,
     socket: &Path,
     data_plane: rtlan_linux::xdp::DataPlane,
+    fast_path: bool,
 ) -> Result<String, DaemonError> {
     let links = topology.interfaces(&router.name);
     let file = RouterFile {
@@ -108,6 +112,7 @@ pub(crate) fn render_config(
         control_socket: socket.display().to_string(),
         kernel_routes: true,
         data_plane,
+        fast_path: (!fast_path).then_some(false),
         port: router
             .ports
             .iter()
@@ -332,9 +337,24 @@ rate = "100mbit"
             r1,
             Path::new("/run/x/r1.sock"),
             rtlan_linux::xdp::DataPlane::AfPacket,
+            true,
         )
         .unwrap();
         let v: toml::Value = toml::from_str(&text).unwrap();
+        assert!(v.get("fast_path").is_none(), "on is the default");
+        let off = render_config(
+            &topo,
+            r1,
+            Path::new("/run/x/r1.sock"),
+            rtlan_linux::xdp::DataPlane::AfXdp,
+            false,
+        )
+        .unwrap();
+        assert!(
+            !rtlan_linux::routerd::RouterDaemonConfig::from_toml_str(&off)
+                .unwrap()
+                .fast_path
+        );
         assert_eq!(v["name"].as_str(), Some("r1"));
         assert_eq!(v["control_socket"].as_str(), Some("/run/x/r1.sock"));
         assert_eq!(v["kernel_routes"].as_bool(), Some(true));

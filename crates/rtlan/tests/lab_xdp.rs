@@ -344,6 +344,8 @@ fn setups_cross_a_trunk_flooded_through_the_fast_path() {
             }
             (pieces, pushed_back)
         });
+        // The flood stops however the opens end (a panic here waits for the scope's threads).
+        let _stop = StopOnDrop(&done);
         std::thread::sleep(Duration::from_secs(1));
         let mut took = Vec::new();
         for i in 0..20u16 {
@@ -367,5 +369,209 @@ fn setups_cross_a_trunk_flooded_through_the_fast_path() {
         "the flood took the fast path: {fast} frames"
     );
     drop((client, daemon));
+    down_clean(lab);
+}
+
+/// Sets its flag when dropped: ends a flood thread however the test's scope ends.
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The router's port towards `peer`: (index, interface name).
+fn router_port(lab: &Lab, router: &str, peer: &str) -> (usize, String) {
+    lab.router_ports(router)
+        .expect("router ports")
+        .into_iter()
+        .enumerate()
+        .find(|(_, (_, p))| p == peer)
+        .map(|(i, (ifname, _))| (i, ifname))
+        .unwrap_or_else(|| panic!("{router} has no port towards {peer}"))
+}
+
+/// The fast-path state of every port of `router` (`stats` → `shell.fast_path.ports`).
+fn router_fast_states(lab: &Lab, router: &str) -> Vec<String> {
+    ctl_router(lab, router, "stats")["shell"]["fast_path"]["ports"]
+        .as_array()
+        .expect("the router's fast path is on")
+        .iter()
+        .map(|p| p["state"].as_str().expect("state").to_string())
+        .collect()
+}
+
+/// Waits until every port of `router` is open to the fast path, or panics with their states.
+fn wait_router_open(lab: &Lab, router: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let states = router_fast_states(lab, router);
+        if states.iter().all(|s| s == "open") {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{router}'s ports did not open: {states:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The router's fast path (docs/fastpath.md "The router") on a — r1 — r2 — b with unlimited
+/// links and RSVP on both routers:
+///
+/// - plain IPv4 takes the fast path at both routers once the next hops are resolved (counters),
+///   with the TTL the core would leave (62 at b), and time-exceeded still comes from r2's core;
+/// - the paper's order holds: while a reservation a → b is installed, r1 (its classifier's
+///   ingress) closes every port and r2 closes the port the reservation leaves by, and pings
+///   cross the cores with the fast-path counters standing still; tearing it down reopens them;
+/// - QSR §6.2 with the fast path: trafgen floods a → b through both routers' fast paths while
+///   rtcd opens and closes 20 RSVP reservations a → b; every one must succeed (a lost Path or
+///   Resv is not resent before the 30-s refresh, so the open would fail), and the flood must have
+///   taken the fast path. The flood restarts in one-second pieces when push-back ends trafgen,
+///   as in `setups_cross_a_trunk_flooded_through_the_fast_path`.
+#[test]
+fn routers_forward_on_the_fast_path_and_keep_rsvp_ahead_of_it() {
+    if !root_or_skip("routers_forward_on_the_fast_path_and_keep_rsvp_ahead_of_it") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let text = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
+                [[router]]\nname = \"r1\"\n[[router]]\nname = \"r2\"\n\
+                [[link]]\nends = [\"a\", \"r1\"]\n[[link]]\nends = [\"r1\", \"r2\"]\n\
+                [[link]]\nends = [\"r2\", \"b\"]\n";
+    let topology = Topology::from_str(text, "inline").expect("topology");
+    let name = lab_name("rfp");
+    let _ = rtlan_lab::down(&name);
+    let mut options = LabOptions::new(env!("CARGO_BIN_EXE_rtlan"));
+    options.data_plane = DataPlane::AfXdp;
+    let lab = Lab::up(&topology, &name, &options).expect("lab up");
+    for r in ["r1", "r2"] {
+        lab.router_wait_routes(r, Duration::from_secs(5))
+            .expect("static routes");
+    }
+    let b = ip(&lab, "b");
+    ping_ok(&lab, "a", "b");
+    for r in ["r1", "r2"] {
+        wait_router_open(&lab, r);
+    }
+    let (r1_a, r1_a_ifname) = router_port(&lab, "r1", "a");
+    let (r2_r1, _) = router_port(&lab, "r2", "r1");
+    let (r2_b, _) = router_port(&lab, "r2", "b");
+    let fast = |r: &str, port: usize| {
+        ctl_router(&lab, r, "stats")["shell"]["fast_path"]["ports"][port]["frames"]
+            .as_u64()
+            .expect("frames")
+    };
+    let (r1_before, r2_before) = (fast("r1", r1_a), fast("r2", r2_r1));
+    let pings = exec_ok(
+        &lab,
+        "a",
+        &["ping", "-n", "-q", "-c20", "-i0.01", "-W1", &b.to_string()],
+    );
+    assert!(pings.contains(" 0% packet loss"), "{pings}");
+    let (r1_fast, r2_fast) = (fast("r1", r1_a) - r1_before, fast("r2", r2_r1) - r2_before);
+    assert!(
+        r1_fast >= 20 && r2_fast >= 20,
+        "the echo requests took both fast paths: r1 {r1_fast}, r2 {r2_fast}"
+    );
+    let ttl = exec_ok(&lab, "a", &["ping", "-n", "-c1", "-W1", &b.to_string()]);
+    assert!(ttl.contains("ttl=62"), "two router hops: {ttl}");
+    let out = lab
+        .exec("a", &["ping", "-n", "-c1", "-W2", "-t2", &b.to_string()])
+        .unwrap()
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Time to live exceeded"),
+        "time exceeded from r2's core:\n{text}"
+    );
+
+    // A reservation closes the ports the paper's order needs the cores for.
+    let rtcd_a = Daemon::start_with_config(&lab, "a", "signalling = \"rsvp\"\n");
+    let _rtcd_b = Daemon::start_with_config(&lab, "b", "signalling = \"rsvp\"\n");
+    let mut client = rtcd_a.client();
+    let opened = client.open(&open_params(b, 5004)).expect("reserved");
+    let r1_states = router_fast_states(&lab, "r1");
+    let (r1_r2, _) = router_port(&lab, "r1", "r2");
+    assert_eq!(
+        (r1_states[r1_a].as_str(), r1_states[r1_r2].as_str()),
+        ("reservations classified", "reservations leave"),
+        "r1 is the reservation's ingress"
+    );
+    let r2_states = router_fast_states(&lab, "r2");
+    assert_eq!(r2_states[r2_b], "reservations leave", "{r2_states:?}");
+    let (r1_before, r2_before) = (fast("r1", r1_a), fast("r2", r2_b));
+    ping_ok(&lab, "a", "b");
+    assert_eq!(
+        (fast("r1", r1_a), fast("r2", r2_b)),
+        (r1_before, r2_before),
+        "nothing bypassed the cores across closed ports"
+    );
+    client.close(opened.conn).expect("closed");
+    for r in ["r1", "r2"] {
+        wait_router_open(&lab, r);
+    }
+
+    // RSVP under a flood through both fast paths.
+    let mut flood = rtlan_lab::tools::TrafgenUdp::new(
+        "eth0",
+        lab.mac("a", "eth0").expect("mac"),
+        lab.mac("r1", &r1_a_ifname).expect("mac"),
+        lab.host_ip("a").expect("ip"),
+        b,
+    );
+    flood.duration = Duration::from_secs(1);
+    let ns_a = lab.netns("a").expect("ns").to_string();
+    let flood_before = fast("r1", r1_a);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let took = std::thread::scope(|scope| {
+        let flooding = scope.spawn(|| {
+            let (mut pieces, mut pushed_back) = (0u32, 0u32);
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                match rtlan_lab::tools::trafgen_udp(&ns_a, &flood) {
+                    Ok(_) => pieces += 1,
+                    Err(rtlan_lab::tools::ToolError::Failed { stderr_tail, .. })
+                        if stderr_tail.contains("Flushing TX_RING failed") =>
+                    {
+                        pushed_back += 1;
+                    }
+                    Err(e) => panic!("trafgen: {e}"),
+                }
+            }
+            (pieces, pushed_back)
+        });
+        // The flood stops however the opens end (a panic here waits for the scope's threads).
+        let _stop = StopOnDrop(&done);
+        std::thread::sleep(Duration::from_secs(1));
+        let mut took = Vec::new();
+        for i in 0..20u16 {
+            let start = std::time::Instant::now();
+            let opened = client
+                .open(&open_params(b, 7000 + i))
+                .unwrap_or_else(|e| panic!("open {i} under the flood: {e}"));
+            took.push(start.elapsed());
+            client.close(opened.conn).expect("close");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (pieces, pushed_back) = flooding.join().expect("trafgen thread");
+        eprintln!("flood: {pieces} one-second pieces whole, {pushed_back} ended by push-back");
+        took
+    });
+    let flooded = fast("r1", r1_a) - flood_before;
+    let stats = ctl_router(&lab, "r1", "stats");
+    eprintln!(
+        "RSVP opens under the flood took {took:?}; {flooded} flood frames by r1's fast path; \
+         r1 fast path: {}",
+        stats["shell"]["fast_path"]
+    );
+    assert!(
+        flooded > 100_000,
+        "the flood took the fast path: {flooded} frames"
+    );
+    drop((client, rtcd_a));
     down_clean(lab);
 }

@@ -76,6 +76,8 @@ pub struct Route {
 #[derive(Debug, Clone, Default)]
 pub struct Fib {
     routes: PrefixMap<Ipv4Prefix, Route>,
+    /// Changes made so far ([`Fib::version`]).
+    version: u64,
 }
 
 impl Fib {
@@ -90,17 +92,23 @@ impl Fib {
             return Err(FibError::RouteExists(prefix));
         }
         self.routes.insert(prefix, route);
+        self.version += 1;
         Ok(())
     }
 
     /// Sets the route for `prefix`, returning the one it replaced, if any.
     pub fn replace(&mut self, prefix: Ipv4Prefix, route: Route) -> Option<Route> {
+        self.version += 1;
         self.routes.insert(prefix, route)
     }
 
     /// Removes the route for exactly `prefix` (not the routes inside it), returning it.
     pub fn remove(&mut self, prefix: &Ipv4Prefix) -> Option<Route> {
-        self.routes.remove(prefix)
+        let removed = self.routes.remove(prefix);
+        if removed.is_some() {
+            self.version += 1;
+        }
+        removed
     }
 
     /// The route for exactly `prefix`.
@@ -136,7 +144,19 @@ impl Fib {
 
     /// Removes every route that `keep` returns false for (e.g. all kernel routes on a resync).
     pub fn retain(&mut self, mut keep: impl FnMut(&Ipv4Prefix, &Route) -> bool) {
+        let before = self.routes.len();
         self.routes.retain(|prefix, route| keep(prefix, route));
+        if self.routes.len() != before {
+            self.version += 1;
+        }
+    }
+
+    /// A count of the changes made to the table: it differs whenever a look-up could answer
+    /// differently than at an earlier reading (it may also change when nothing did, e.g. a
+    /// route replaced by an equal one). What a mirror of the table (the router's fast path)
+    /// compares to know it is stale.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// The number of routes.
@@ -233,6 +253,34 @@ mod tests {
         fib.remove(&p("10.0.0.0/8"));
         assert!(fib.is_empty());
         assert_eq!(fib.next_hop(a("10.1.1.1")), None);
+    }
+
+    #[test]
+    fn every_change_and_no_refused_one_moves_the_version() {
+        let mut fib = Fib::new();
+        let mut last = fib.version();
+        let mut moved = |fib: &Fib| {
+            let changed = fib.version() != last;
+            last = fib.version();
+            changed
+        };
+        fib.insert(p("10.0.0.0/8"), via(1)).unwrap();
+        assert!(moved(&fib));
+        assert!(fib.insert(p("10.0.0.0/8"), via(2)).is_err());
+        assert!(!moved(&fib));
+        fib.replace(p("10.0.0.0/8"), via(2));
+        assert!(moved(&fib));
+        fib.set_default_route(via(3));
+        assert!(moved(&fib));
+        assert!(fib.remove(&p("10.9.0.0/16")).is_none());
+        assert!(!moved(&fib));
+        fib.remove(&p("10.0.0.0/8"));
+        assert!(moved(&fib));
+        fib.retain(|_, _| true);
+        assert!(!moved(&fib));
+        fib.retain(|prefix, _| !prefix.is_default());
+        assert!(moved(&fib));
+        assert!(fib.is_empty());
     }
 
     #[test]

@@ -7,12 +7,14 @@
 //! The tables are sans-IO and without time: pure look-ups. Whoever owns them (the router node,
 //! RSVP, the provisioning of pipes) changes them; a packet's path only reads them. The router
 //! node ([`node`], with its [`neighbours`] table and [`config`]) drives them on the shared node
-//! contract: default IP forwarding (§4.1) with ARP, TTL and ICMP.
+//! contract: default IP forwarding (§4.1) with ARP, TTL and ICMP; [`fastpath`] is what it tells
+//! a best-effort fast path below it.
 //! Why the tries are `prefix_trie`'s and not our own: docs/router.md, "Lookup structures".
 
 pub mod classify;
 pub mod config;
 pub mod decide;
+pub mod fastpath;
 pub mod fib;
 pub mod neighbours;
 pub mod node;
@@ -26,6 +28,7 @@ mod tests;
 pub use crate::prefix::{Ipv4Prefix, PrefixError};
 pub use classify::{ClassifyError, FlowKey, RsvpClassifier};
 pub use decide::{Decision, PacketFields, Tables, TrapReason};
+pub use fastpath::{FastHop, FastRoute};
 pub use fib::{Fib, FibError, NextHop, Route, RouteSource};
 pub use pipes::{
     PipeCounters, PipeError, PipeRefusal, PipeService, PipeSpec, PipeState, PipeStatus,

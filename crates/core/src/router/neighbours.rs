@@ -10,8 +10,14 @@
 //! waits for a neighbour that was reachable a moment ago). Incomplete entries — at most
 //! `max_incomplete` — hold at most `queue_per_neighbour` packets each. Written by hand: the
 //! states and timers are the router's own and no crate models them without IO.
+//!
+//! For a fast path that forwards without the router (`super::fastpath`) the table also keeps,
+//! once asked ([`Neighbours::track_expiry`]), its resolved entries ordered by expiry, so that
+//! the router can refresh the ones past their lifetime on its timer ([`Neighbours::poll_stale`])
+//! as a look-up would, and a [`Neighbours::version`] that changes with every entry made, moved,
+//! re-addressed or forgotten.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
@@ -132,6 +138,10 @@ pub struct Neighbours {
     resolved: HashMap<Ipv4Addr, Resolved>,
     /// Ordered by address, so that due retries come out in a deterministic order.
     incomplete: BTreeMap<Ipv4Addr, Incomplete>,
+    /// The resolved entries by (expiry, address), kept only after [`Neighbours::track_expiry`].
+    expiries: Option<BTreeSet<(Instant, Ipv4Addr)>>,
+    /// Changes to the resolved entries' ports and MACs so far ([`Neighbours::version`]).
+    version: u64,
 }
 
 impl Neighbours {
@@ -141,7 +151,74 @@ impl Neighbours {
             config,
             resolved: HashMap::new(),
             incomplete: BTreeMap::new(),
+            expiries: None,
+            version: 0,
         }
+    }
+
+    /// Starts keeping the resolved entries ordered by expiry, for [`Neighbours::poll_stale`]
+    /// and [`Neighbours::next_stale`] (a no-op the second time).
+    pub fn track_expiry(&mut self) {
+        if self.expiries.is_none() {
+            let index = self
+                .resolved
+                .iter()
+                .map(|(ip, e)| (e.expires, *ip))
+                .collect();
+            self.expiries = Some(index);
+        }
+    }
+
+    /// A count of the changes to the resolved entries that a user of their MACs sees: an entry
+    /// made, moved to another port, given another MAC, or forgotten (expiry alone is not one).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Keeps the expiry index (when tracked) in step with `ip`'s entry expiring at `old` before
+    /// and `new` after (`None`: no entry).
+    fn reindex(&mut self, ip: Ipv4Addr, old: Option<Instant>, new: Option<Instant>) {
+        if let Some(index) = self.expiries.as_mut() {
+            if let Some(t) = old {
+                index.remove(&(t, ip));
+            }
+            if let Some(t) = new {
+                index.insert((t, ip));
+            }
+        }
+    }
+
+    /// When the first resolved entry passes its lifetime (or passed it and is due for another
+    /// request); `None` without tracking ([`Neighbours::track_expiry`]) or entries.
+    pub fn next_stale(&self) -> Option<Instant> {
+        self.expiries.as_ref()?.first().map(|(t, _)| *t)
+    }
+
+    /// The resolved neighbours past their lifetime at `now`, in expiry order, with their ports:
+    /// the caller sends each an ARP request. Each one's expiry moves on by one retry interval,
+    /// exactly as a [`Neighbours::lookup`] that returns `refresh` does, so a neighbour is asked
+    /// once per retry interval until it answers. Empty without tracking.
+    pub fn poll_stale(&mut self, now: Instant) -> Vec<(Ipv4Addr, PortId)> {
+        let Some(index) = self.expiries.as_mut() else {
+            return Vec::new();
+        };
+        let mut due = Vec::new();
+        while let Some(&(t, ip)) = index.first() {
+            if t > now {
+                break;
+            }
+            index.pop_first();
+            match self.resolved.get_mut(&ip) {
+                Some(entry) if entry.expires == t => {
+                    entry.expires = now + self.config.retry;
+                    index.insert((entry.expires, ip));
+                    due.push((ip, entry.port));
+                }
+                // A stale index row (cannot happen: every change re-indexes); dropped.
+                _ => {}
+            }
+        }
+        due
     }
 
     /// The MAC of `ip` on `port` at `now`.
@@ -149,14 +226,15 @@ impl Neighbours {
         match self.resolved.get_mut(&ip) {
             Some(entry) if entry.port == port => {
                 let refresh = now >= entry.expires;
+                let mac = entry.mac;
                 if refresh {
                     // Ask once per lifetime: push the expiry on by one retry interval.
+                    let old = entry.expires;
                     entry.expires = now + self.config.retry;
+                    let new = entry.expires;
+                    self.reindex(ip, Some(old), Some(new));
                 }
-                Lookup::Resolved {
-                    mac: entry.mac,
-                    refresh,
-                }
+                Lookup::Resolved { mac, refresh }
             }
             _ => Lookup::Unresolved,
         }
@@ -201,7 +279,8 @@ impl Neighbours {
         let waiting = self.incomplete.remove(&ip);
         let known = self.resolved.contains_key(&ip);
         if known || self.resolved.len() < self.config.max_resolved {
-            self.resolved.insert(ip, Resolved { port, mac, expires });
+            let old = self.resolved.insert(ip, Resolved { port, mac, expires });
+            self.changed(ip, old, port, mac, expires);
         }
         match waiting {
             // The packets were routed out of the port the request went on; the answer came
@@ -220,15 +299,29 @@ impl Neighbours {
     pub fn refresh(&mut self, ip: Ipv4Addr, mac: Address, port: PortId, now: Instant) -> bool {
         match self.resolved.get_mut(&ip) {
             Some(entry) => {
-                *entry = Resolved {
-                    port,
-                    mac,
-                    expires: now + self.config.lifetime,
-                };
+                let expires = now + self.config.lifetime;
+                let old = std::mem::replace(entry, Resolved { port, mac, expires });
+                self.changed(ip, Some(old), port, mac, expires);
                 true
             }
             None => false,
         }
+    }
+
+    /// Counts and indexes `ip`'s entry, now at `mac` on `port` until `expires`, where `old`
+    /// was.
+    fn changed(
+        &mut self,
+        ip: Ipv4Addr,
+        old: Option<Resolved>,
+        port: PortId,
+        mac: Address,
+        expires: Instant,
+    ) {
+        if old.is_none_or(|o| o.port != port || o.mac != mac) {
+            self.version += 1;
+        }
+        self.reindex(ip, old.map(|o| o.expires), Some(expires));
     }
 
     /// Whether `ip` is being resolved (an ARP reply from it is expected).
@@ -239,7 +332,19 @@ impl Neighbours {
     /// Forgets every neighbour on `port` (its carrier went down); returns the packets that
     /// waited there.
     pub fn flush_port(&mut self, port: PortId) -> Vec<Waiting> {
-        self.resolved.retain(|_, e| e.port != port);
+        let before = self.resolved.len();
+        let mut index = self.expiries.take();
+        self.resolved.retain(|ip, e| {
+            let keep = e.port != port;
+            if let (false, Some(index)) = (keep, index.as_mut()) {
+                index.remove(&(e.expires, *ip));
+            }
+            keep
+        });
+        self.expiries = index;
+        if self.resolved.len() != before {
+            self.version += 1;
+        }
         let gone: Vec<Ipv4Addr> = self
             .incomplete
             .iter()
@@ -285,6 +390,12 @@ impl Neighbours {
             }
         }
         due
+    }
+
+    /// The port and MAC `ip` is resolved to, whatever its expiry, without touching the entry
+    /// (a [`Neighbours::lookup`] on that port answers with this MAC).
+    pub fn get(&self, ip: Ipv4Addr) -> Option<(PortId, Address)> {
+        self.resolved.get(&ip).map(|e| (e.port, e.mac))
     }
 
     /// Resolved neighbours: (address, port, MAC), sorted by address.
@@ -428,6 +539,74 @@ mod tests {
             1,
             "but the full table keeps no new entry"
         );
+    }
+
+    #[test]
+    fn tracked_stale_entries_are_due_once_per_retry_interval_as_a_lookup_would_ask() {
+        let config = NeighbourConfig::default();
+        let mut n = Neighbours::new(config);
+        let other = Ipv4Addr::new(198, 18, 2, 2);
+        n.learn(IP, MAC, PortId(1), ms(0));
+        n.learn(other, MAC, PortId(2), ms(10));
+        assert_eq!(n.next_stale(), None, "not tracked");
+        assert!(n.poll_stale(ms(60_000)).is_empty());
+        n.track_expiry();
+        let late = ms(0) + config.lifetime;
+        assert_eq!(n.next_stale(), Some(late));
+        assert!(n.poll_stale(late - Duration::from_millis(1)).is_empty());
+        assert_eq!(n.poll_stale(late), vec![(IP, PortId(1))]);
+        assert_eq!(
+            n.next_stale(),
+            Some(ms(10) + config.lifetime),
+            "the other one"
+        );
+        assert_eq!(
+            n.lookup(IP, PortId(1), late),
+            Lookup::Resolved {
+                mac: MAC,
+                refresh: false
+            },
+            "asked already"
+        );
+        // A look-up that asks moves the index too.
+        let later = ms(10) + config.lifetime;
+        assert!(matches!(
+            n.lookup(other, PortId(2), later),
+            Lookup::Resolved { refresh: true, .. }
+        ));
+        assert_eq!(n.next_stale(), Some(late + config.retry));
+        assert_eq!(n.poll_stale(late + config.retry), vec![(IP, PortId(1))]);
+        // An answer puts the entry a lifetime away; a flush takes it out of the index.
+        let now = late + config.retry;
+        n.refresh(IP, MAC, PortId(1), now);
+        assert_eq!(n.next_stale(), Some(later + config.retry));
+        n.flush_port(PortId(2));
+        assert_eq!(n.next_stale(), Some(now + config.lifetime));
+        n.flush_port(PortId(1));
+        assert_eq!(n.next_stale(), None);
+    }
+
+    #[test]
+    fn the_version_counts_entries_made_moved_readdressed_or_flushed() {
+        let mut n = Neighbours::new(NeighbourConfig::default());
+        let v0 = n.version();
+        n.learn(IP, MAC, PortId(1), ms(0));
+        let v1 = n.version();
+        assert_ne!(v1, v0);
+        n.learn(IP, MAC, PortId(1), ms(5));
+        n.refresh(IP, MAC, PortId(1), ms(6));
+        n.lookup(IP, PortId(1), ms(60_000));
+        assert_eq!(n.version(), v1, "expiry alone is no change");
+        n.refresh(IP, Address([2, 0, 0, 0, 9, 9]), PortId(1), ms(7));
+        let v2 = n.version();
+        assert_ne!(v2, v1);
+        n.refresh(IP, Address([2, 0, 0, 0, 9, 9]), PortId(2), ms(8));
+        let v3 = n.version();
+        assert_ne!(v3, v2);
+        n.flush_port(PortId(1));
+        assert_eq!(n.version(), v3, "nothing there");
+        n.flush_port(PortId(2));
+        assert_ne!(n.version(), v3);
     }
 
     #[test]

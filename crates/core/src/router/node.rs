@@ -25,6 +25,11 @@
 //! [`Router::poll_timeout`] is due, then [`Router::poll_transmit`] per port until `None`, and
 //! [`Router::poll_trapped`] until `None` for the control plane. Route changes
 //! ([`Router::install_route`], [`Router::remove_route`]) may come at any time.
+//!
+//! A best-effort fast path below the router (the Linux shell's XDP program) reads what it may
+//! forward without the core from [`super::fastpath`] ([`Router::fast_table`] whenever
+//! [`Router::fast_version`] changes, [`Router::fast_path_closed`] per port) after each batch;
+//! [`Router::track_fast_path`] makes the core refresh the neighbours it uses on its timer.
 
 mod pipe_glue;
 
@@ -105,19 +110,19 @@ pub struct Trapped {
 }
 
 #[derive(Debug)]
-struct Port {
-    sched: PortScheduler,
+pub(super) struct Port {
+    pub(super) sched: PortScheduler,
     icmp_bucket: TokenBucket,
-    up: bool,
+    pub(super) up: bool,
 }
 
 /// The router (module docs).
 #[derive(Debug)]
 pub struct Router {
-    config: RouterConfig,
-    tables: Tables<FlowId, PipeId>,
-    neighbours: Neighbours,
-    ports: Vec<Port>,
+    pub(super) config: RouterConfig,
+    pub(super) tables: Tables<FlowId, PipeId>,
+    pub(super) neighbours: Neighbours,
+    pub(super) ports: Vec<Port>,
     trapped: VecDeque<Trapped>,
     stats: RouterStats,
     /// Scratch for building frames.
@@ -125,7 +130,7 @@ pub struct Router {
     /// The RSVP engine, when configured.
     rsvp: Option<Rsvp>,
     /// Label table, ingress entries and bookings of the switched paths.
-    switched: Switched,
+    pub(super) switched: Switched,
     /// Routing changed since the RSVP engine last looked.
     routes_dirty: bool,
     /// Provisioned pipes started or ended here.
@@ -134,6 +139,8 @@ pub struct Router {
     pipe_events: VecDeque<RsvpEvent>,
     /// When refused pipe ends are asked for again.
     pipe_retry: Option<Instant>,
+    /// Carrier changes so far (part of [`Router::fast_version`]).
+    pub(super) link_changes: u64,
 }
 
 impl Router {
@@ -282,6 +289,7 @@ impl Router {
             pipes: Pipes::default(),
             pipe_events: VecDeque::new(),
             pipe_retry: None,
+            link_changes: 0,
         })
     }
 
@@ -1347,7 +1355,7 @@ fn martian_src(src: Ipv4Addr) -> bool {
 
 /// Destinations a router never forwards (RFC 1812 §5.3.7), and multicast, which this router
 /// does not route.
-fn martian_dst(dst: Ipv4Addr) -> bool {
+pub(super) fn martian_dst(dst: Ipv4Addr) -> bool {
     dst.octets()[0] == 0 || dst.is_loopback() || dst.is_multicast() || dst.octets()[0] >= 240
 }
 
@@ -1403,6 +1411,11 @@ impl Node for Router {
 
     fn handle_timeout(&mut self, now: Instant) {
         self.on_due(now);
+        // Neighbours the fast path may be sending to, past their lifetime (only once
+        // `track_fast_path` was called): asked again as a look-up would ask.
+        for (ip, port) in self.neighbours.poll_stale(now) {
+            self.arp_request(now, port, ip);
+        }
         let routes_changed = self.routes_dirty;
         if self.routes_dirty {
             self.routes_dirty = false;
@@ -1431,6 +1444,7 @@ impl Node for Router {
         self.neighbours
             .next_timeout()
             .into_iter()
+            .chain(self.neighbours.next_stale())
             .chain(ports)
             .chain(self.rsvp.as_ref().and_then(Rsvp::poll_timeout))
             .chain(self.pipe_timeout())
@@ -1441,9 +1455,12 @@ impl Node for Router {
         let Some(p) = self.ports.get_mut(usize::from(port.0)) else {
             return;
         };
-        if p.up != up && self.rsvp.is_some() {
-            // Paths out of a dead port have no route any more (and come back with it).
-            self.routes_dirty = true;
+        if p.up != up {
+            self.link_changes += 1;
+            if self.rsvp.is_some() {
+                // Paths out of a dead port have no route any more (and come back with it).
+                self.routes_dirty = true;
+            }
         }
         p.up = up;
         if !up {

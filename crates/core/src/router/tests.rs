@@ -21,6 +21,8 @@ use crate::{Medium, Node, PortId};
 
 const RATE: u64 = 100_000_000;
 
+mod fastpath;
+
 /// A host: one interface, a default gateway, ARP; records what it receives.
 struct Host {
     mac: Address,
@@ -847,13 +849,13 @@ mod switched_paths {
         Session, TokenBucket as Tspec,
     };
 
-    const SESSION: Session = Session {
+    pub(super) const SESSION: Session = Session {
         dst_addr: IP_B,
         protocol_id: 17,
         flags: 0,
         dst_port: 5000,
     };
-    const SENDER: FilterSpec = FilterSpec {
+    pub(super) const SENDER: FilterSpec = FilterSpec {
         src_addr: IP_A,
         src_port: 4000,
     };
@@ -868,7 +870,7 @@ mod switched_paths {
         }
     }
 
-    fn guaranteed(rate: f32) -> Flowspec {
+    pub(super) fn guaranteed(rate: f32) -> Flowspec {
         Flowspec::Guaranteed {
             tspec: tspec(rate, 3000.0),
             rspec: Rspec {
@@ -894,7 +896,7 @@ mod switched_paths {
         net
     }
 
-    fn open(net: &mut Net, rate: f32, bucket: f32) {
+    pub(super) fn open(net: &mut Net, rate: f32, bucket: f32) {
         let now = net.now;
         let host = net.h(A);
         let adspec = Adspec::sender_initial(1500);
@@ -913,7 +915,7 @@ mod switched_paths {
         host.drain_rsvp();
     }
 
-    fn reserve(net: &mut Net, flowspec: Flowspec) {
+    pub(super) fn reserve(net: &mut Net, flowspec: Flowspec) {
         let now = net.now;
         let host = net.h(B);
         host.rsvp.as_mut().unwrap().reserve(
@@ -1201,7 +1203,7 @@ mod pipes {
         })
     }
 
-    fn spec(rate_bps: u64) -> PipeSpec {
+    pub(super) fn spec(rate_bps: u64) -> PipeSpec {
         PipeSpec {
             name: "a-to-b".into(),
             from: vec!["198.18.1.0/24".parse().unwrap()],

@@ -185,9 +185,9 @@ pub struct LabOptions {
     /// The sockets of the rtlan switches' and routers' ports (`data_plane` in their
     /// configuration, docs/afxdp.md); AF_PACKET unless a benchmark or test asks otherwise.
     pub data_plane: rtlan_linux::xdp::DataPlane,
-    /// On AF_XDP, let the rtlan switches forward best-effort frames in XDP between ports no
-    /// reservation crosses (docs/fastpath.md; the switch's default). The hosts' ends of links to
-    /// such a switch then receive with GRO, as physical NICs do by default.
+    /// On AF_XDP, let the rtlan switches and routers forward best-effort frames in XDP between
+    /// ports no reservation crosses (docs/fastpath.md; their default). The other ends of links
+    /// to them then receive with GRO, as physical NICs do by default.
     pub fast_path: bool,
 }
 

@@ -337,23 +337,44 @@ fn build(
                 topology.offloads,
             )?,
         }
-        // An rtlan switch on AF_XDP ports forwards best-effort frames in XDP by redirecting
-        // them into the output port (docs/fastpath.md), which a veth accepts only when the
-        // other end receives through NAPI: GRO on there, as a physical NIC has it by default.
+        // An rtlan switch or router on AF_XDP ports forwards best-effort frames in XDP by
+        // redirecting them into the output port (docs/fastpath.md), which a veth accepts only
+        // when the other end receives through NAPI: GRO on there, as a physical NIC has it by
+        // default. And the node's own end gets a plain FIFO qdisc, as a NIC has one: with a
+        // qdisc a veth whose peer's ring is full pushes a transmit back instead of dropping
+        // it, which is how the node sees contention and closes the port to the fast path
+        // (docs/fastpath.md "The protected control channel"). AF_XDP sends bypass the qdisc
+        // itself.
         if options.data_plane != rtlan_linux::xdp::DataPlane::AfPacket
             && options.fast_path
             && bumped.is_none()
         {
             for (switch_end, other) in [(a, b), (b, a)] {
-                let rtlan_switch = topology
-                    .switches
-                    .iter()
-                    .any(|s| s.name == switch_end.node && matches!(s.kind, SwitchKind::Rtlan(_)));
-                if rtlan_switch {
+                let rtlan_node =
+                    topology.switches.iter().any(|s| {
+                        s.name == switch_end.node && matches!(s.kind, SwitchKind::Rtlan(_))
+                    }) || topology
+                        .routers
+                        .iter()
+                        .any(|r| r.name == switch_end.node && r.kind == RouterKind::Rtlan);
+                if rtlan_node {
                     cmd::in_netns(
                         ns_of(&other.node),
                         "ethtool",
                         &["-K", &other.ifname, "gro", "on"],
+                    )?;
+                    cmd::run(
+                        "tc",
+                        &[
+                            "-n",
+                            ns_of(&switch_end.node),
+                            "qdisc",
+                            "add",
+                            "dev",
+                            &switch_end.ifname,
+                            "root",
+                            "pfifo",
+                        ],
                     )?;
                 }
             }
@@ -771,8 +792,14 @@ fn start_router(
     let config = dir.join(format!("{}.toml", r.name));
     let socket = dir.join(format!("{}.sock", r.name));
     let log = dir.join(format!("{}.log", r.name));
-    let text = routers::render_config(&state.topology, r, &socket, options.data_plane)
-        .map_err(router_err)?;
+    let text = routers::render_config(
+        &state.topology,
+        r,
+        &socket,
+        options.data_plane,
+        options.fast_path,
+    )
+    .map_err(router_err)?;
     daemon::write_config(&config, &text).map_err(router_err)?;
     let launch = Launch {
         exe: &options.rtlan_exe,

@@ -191,6 +191,18 @@ pub fn iface_index(ifname: &str) -> Result<u32, PacketError> {
     iface::ifindex(ifname)
 }
 
+/// The Ethernet MAC address of interface `ifname` in the calling thread's namespace.
+pub fn iface_mac(ifname: &str) -> Result<Address, PacketError> {
+    // SAFETY: socket(2) with constant arguments; the descriptor is owned below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(PacketError::Socket(io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` is a new descriptor nothing else owns.
+    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    iface::hardware_address(fd.as_raw_fd(), ifname)
+}
+
 impl PacketPort {
     /// Opens interface `ifname` (in the calling thread's network namespace) as a switch port.
     pub fn open(ifname: &str, options: &PortOptions) -> Result<Self, PacketError> {

@@ -7,6 +7,7 @@
 //! answer_local = false                    # the kernel answers ARP and pings for the router
 //! kernel_routes = true                    # mirror the main routing table (a routing daemon's)
 //! data_plane = "auto"                     # or "af_xdp", or "af_packet" (docs/afxdp.md)
+//! fast_path = true                        # best-effort forwarding in XDP (docs/fastpath.md)
 //!
 //! [[port]]
 //! ifname = "eth1"                         # its IPv4 address is read from the interface
@@ -90,6 +91,9 @@ pub struct RouterDaemonConfig {
     pub kernel_routes: bool,
     /// The ports' sockets.
     pub data_plane: crate::xdp::DataPlane,
+    /// Whether AF_XDP ports forward plain IPv4 themselves where the core allows
+    /// (docs/fastpath.md "The router").
+    pub fast_path: bool,
     /// The ports, in order.
     pub ports: Vec<RouterPortSpec>,
     /// Static routes.
@@ -113,6 +117,7 @@ struct RawConfig {
     answer_local: Option<bool>,
     kernel_routes: Option<bool>,
     data_plane: Option<crate::xdp::DataPlane>,
+    fast_path: Option<bool>,
     #[serde(default)]
     port: Vec<RawPort>,
     #[serde(default)]
@@ -309,6 +314,7 @@ impl RouterDaemonConfig {
             kernel_routes: raw.kernel_routes.unwrap_or(true),
             // AF_XDP where it opens, AF_PACKET elsewhere, with the reason logged (issue 16).
             data_plane: raw.data_plane.unwrap_or(crate::xdp::DataPlane::Auto),
+            fast_path: raw.fast_path.unwrap_or(true),
             ports,
             routes,
             rsvp,

@@ -20,7 +20,7 @@ use crate::mgmt::MgmtError;
 use crate::netlink::{KernelRoute, Netlink};
 use crate::packet::PortOptions;
 use crate::switchd::control::ControlServer;
-use crate::xdp::{AnyPort, AnyPortError, Steering};
+use crate::xdp::{AnyPort, AnyPortError, RouterFastPath, Steering};
 
 /// Token of the route notifications (above the control server's span).
 const ROUTE_TOKEN: u64 = USER_TOKEN_BASE + (1 << 41);
@@ -70,6 +70,8 @@ pub(super) struct Daemon {
     netlink: Netlink,
     routes_watch: Option<LinkWatch>,
     mirror: KernelMirror,
+    /// The best-effort fast path's mirror (docs/fastpath.md "The router"), if on.
+    fast: Option<super::fastpath::Mirror>,
     http: Option<HttpApi>,
     store: PipeStore,
     /// With RSVP: a raw IPPROTO_RSVP socket that is never read, so that the kernel of the
@@ -194,19 +196,47 @@ impl Daemon {
                 .ok_or_else(|| Error::NoAddress(spec.ifname.clone()))?;
             addresses.push(address);
         }
-        let steering = Steering::Router {
-            addresses: addresses.clone(),
+        // The fast path's maps come first: every AF_XDP port's program is built with them.
+        let maps = if config.fast_path && config.data_plane != crate::xdp::DataPlane::AfPacket {
+            match RouterFastPath::new(config.ports.len() as u32) {
+                Ok(maps) => Some(maps),
+                Err(e) => {
+                    tracing::warn!("fast path off: its maps could not be created: {e}");
+                    None
+                }
+            }
+        } else {
+            None
         };
-        let opened = crate::xdp::open_ports(
-            config.ports.iter().map(|p| p.ifname.as_str()),
-            config.data_plane,
-            &steering,
-            &options,
-        )
-        .map_err(|(ifname, e)| match e {
-            AnyPortError::Packet(source) => Error::Port { ifname, source },
-            AnyPortError::Xdp(source) => Error::Xdp(source),
-        })?;
+        let mut opened = Vec::with_capacity(config.ports.len());
+        for (i, spec) in config.ports.iter().enumerate() {
+            let fast = match &maps {
+                Some(maps) => {
+                    let mac =
+                        crate::packet::iface_mac(&spec.ifname).map_err(|source| Error::Port {
+                            ifname: spec.ifname.clone(),
+                            source,
+                        })?;
+                    Some(maps.program_for(i as u32, mac, MAX_FRAME as u32))
+                }
+                None => None,
+            };
+            let steering = Steering::Router {
+                addresses: addresses.clone(),
+                fast,
+            };
+            let port = AnyPort::open(&spec.ifname, config.data_plane, &steering, &options)
+                .map_err(|e| match e {
+                    AnyPortError::Packet(source) => Error::Port {
+                        ifname: spec.ifname.clone(),
+                        source,
+                    },
+                    AnyPortError::Xdp(source) => Error::Xdp(source),
+                })?;
+            tracing::info!(ifname = %spec.ifname, kind = port.kind(), "port open");
+            opened.push(port);
+        }
+        let fast = maps.map(|maps| super::fastpath::Mirror::new(maps, &opened));
         for ((spec, &(addr, prefix_len)), port) in config.ports.iter().zip(&addresses).zip(opened) {
             ifindex.push(crate::driver::Port::ifindex(&port));
             router_ports.push(RouterPort {
@@ -235,7 +265,10 @@ impl Daemon {
                 metric: r.metric,
             })
             .collect();
-        let router = Router::new(core, clock::now())?;
+        let mut router = Router::new(core, clock::now())?;
+        if fast.is_some() {
+            router.track_fast_path();
+        }
         let driver = Driver::new(router, ports, DriverOptions::default())?;
         let control = match &config.control_socket {
             Some(path) => Some(ControlServer::bind(path, driver.epoll())?),
@@ -297,6 +330,7 @@ impl Daemon {
                 installed: Vec::new(),
                 syncs: 0,
             },
+            fast,
         };
         if daemon.config.kernel_routes {
             let Daemon {
@@ -354,10 +388,14 @@ impl Daemon {
             netlink,
             routes_watch,
             mirror,
+            fast,
             http,
             store,
             ..
         } = self;
+        // Read by the control socket, written around each transmit: the hooks run one after
+        // another on this thread, so a run-time borrow never conflicts.
+        let fast = std::cell::RefCell::new(fast);
         crate::service::ready(&format!("router {} forwarding", config.name));
         let on_user_event = |driver: &mut crate::driver::Driver<_, _>, token, flags| {
             if token == ROUTE_TOKEN {
@@ -378,17 +416,34 @@ impl Daemon {
             let Some(control) = control.as_mut() else {
                 return;
             };
-            let ports = driver.port_stats();
+            let shell = ShellStats {
+                ports: driver.port_stats(),
+                route_syncs: mirror.syncs,
+                fast_path: fast.borrow().as_ref().map(|m| FastPathStats {
+                    ports: m.stats(driver.node()),
+                    prefixes: m.prefixes(),
+                    errors: m.errors(),
+                }),
+            };
             let uptime = driver.uptime();
-            let syncs = mirror.syncs;
             let (epoll, router) = driver.epoll_and_node();
             control.on_event(epoll, token, flags, |request: Request| {
-                respond(request, router, store, config, &ports, uptime, syncs)
+                respond(request, router, store, config, &shell, uptime)
             });
+        };
+        // Before each transmit, what the core decided goes into the fast path's maps; after
+        // it, where the driver pushed back (docs/fastpath.md "The router").
+        let before_tx = |driver: &mut crate::driver::Driver<Router, AnyPort>| {
+            if let Some(fast) = fast.borrow_mut().as_mut() {
+                fast.sync(driver.node());
+            }
         };
         // SIGHUP: routes come from the kernel table as they change; the file's settings need a
         // restart, and a reload names each one that changed.
-        let after_io = |_: &mut crate::driver::Driver<_, _>| {
+        let after_io = |driver: &mut crate::driver::Driver<Router, AnyPort>| {
+            if let Some(fast) = fast.borrow_mut().as_mut() {
+                fast.sample(driver.node(), driver.ports());
+            }
             if crate::service::take_reload() {
                 crate::service::reload_nothing_live("router", |path| {
                     super::RouterDaemonConfig::from_file(path)
@@ -397,7 +452,7 @@ impl Daemon {
                 });
             }
         };
-        driver.run_with(shutdown, on_user_event, after_io)?;
+        driver.run_hooked(shutdown, on_user_event, before_tx, after_io)?;
         crate::service::stopping();
         tracing::info!(name = %self.config.name, "router stopped");
         Ok(())
@@ -414,14 +469,33 @@ impl Daemon {
     }
 }
 
+/// The shell's part of `stats`.
+#[derive(serde::Serialize)]
+struct ShellStats {
+    ports: Vec<crate::driver::PortStats>,
+    route_syncs: u64,
+    /// The best-effort fast path (docs/fastpath.md "The router"); `null` when off.
+    fast_path: Option<FastPathStats>,
+}
+
+/// The fast path in `stats`.
+#[derive(serde::Serialize)]
+struct FastPathStats {
+    /// Per port: state and what its program forwarded.
+    ports: Vec<crate::switchd::fastpath::FastPathPortStats>,
+    /// Prefixes in the program's forwarding table.
+    prefixes: usize,
+    /// Map updates that failed (each closes the fast path for good).
+    errors: u64,
+}
+
 fn respond(
     request: Request,
     router: &mut Router,
     store: &mut PipeStore,
     config: &RouterDaemonConfig,
-    ports: &[crate::driver::PortStats],
+    shell: &ShellStats,
     uptime: std::time::Duration,
-    route_syncs: u64,
 ) -> Result<serde_json::Value, MgmtError> {
     let names: Vec<&str> = config.ports.iter().map(|p| p.ifname.as_str()).collect();
     let value = match request {
@@ -430,7 +504,7 @@ fn respond(
             "name": config.name,
             "uptime_ns": nanos(uptime),
             "router": router.stats(),
-            "shell": {"ports": ports, "route_syncs": route_syncs},
+            "shell": shell,
             "max_frame": MAX_FRAME,
         })),
         Request::Routes => serde_json::to_value(

@@ -22,6 +22,7 @@
 
 mod config;
 mod daemon;
+mod fastpath;
 mod pipes;
 
 use std::io;

@@ -123,6 +123,9 @@ impl Daemon {
         // configuration changes while it forwards; a reload checks the file and names each
         // change that needs a restart.
         let after_io = |driver: &mut Driver<Switch, AnyPort>| {
+            if let Some(mirror) = mirror.borrow_mut().as_mut() {
+                mirror.sample(driver.node(), driver.ports());
+            }
             if crate::service::take_reload() {
                 crate::service::reload_nothing_live("switch", |path| {
                     super::Config::load(path)

@@ -9,6 +9,12 @@
 //! the capture sees every frame the port receives and sends. A map
 //! update that fails is logged and counted, and the port concerned is closed, so a broken
 //! mirror degrades to the slow path, never to frames the core would not have forwarded.
+//!
+//! A port the driver pushed back on at the last transmit (its ring full, or frames still in the
+//! core's queues for it) closes until the core holds nothing for it: the switch's control
+//! frames (SETUP and its answers) then go out ahead of the best-effort frames, which queue
+//! behind them in the core, instead of competing with redirected frames for the peer's ring
+//! (docs/fastpath.md "The protected control channel").
 
 use rtlan_core::switch::{FdbChange, FdbSync, PortId, Switch};
 use rtlan_core::time::Instant;
@@ -24,6 +30,9 @@ pub struct FastPathPortStats {
     pub frames: u64,
     /// Their bytes.
     pub bytes: u64,
+    /// Times the driver pushed back and the port closed for it (docs/fastpath.md "The
+    /// protected control channel").
+    pub push_backs: u64,
 }
 
 /// The maps and what the mirror last wrote to them.
@@ -36,6 +45,10 @@ pub(super) struct Mirror {
     open: Vec<bool>,
     /// The port a capture holds closed.
     captured: Option<usize>,
+    /// Per port: the driver pushed back at the last transmit (module doc).
+    pushed_back: Vec<bool>,
+    /// Per port: times it did, from not before.
+    push_backs: Vec<u64>,
     /// Map updates that failed.
     errors: u64,
 }
@@ -43,35 +56,12 @@ pub(super) struct Mirror {
 impl Mirror {
     /// The mirror for `ports`, whose AF_XDP ports' programs were built from `maps`.
     pub(super) fn new(maps: FastPath, ports: &[AnyPort]) -> Mirror {
-        let off: Vec<Option<String>> = ports
-            .iter()
-            .enumerate()
-            .map(|(i, port)| {
-                let AnyPort::Xdp(_) = port else {
-                    return Some("not an AF_XDP port".to_string());
-                };
-                let ifindex = crate::driver::Port::ifindex(port);
-                if let Some(problem) = crate::xdp::fastpath::redirect_target_problem(ifindex) {
-                    return Some(problem);
-                }
-                match maps.set_tx(i as u32, ifindex) {
-                    Ok(()) => None,
-                    Err(e) => Some(format!("its device-map entry failed: {e}")),
-                }
-            })
-            .collect();
-        for (port, why) in ports.iter().zip(&off) {
-            match why {
-                None => tracing::info!(ifname = crate::driver::Port::ifname(port), "fast path on"),
-                Some(why) => tracing::warn!(
-                    ifname = crate::driver::Port::ifname(port),
-                    "fast path off: {why}"
-                ),
-            }
-        }
+        let off = maps.ports().attach(ports);
         Mirror {
             maps,
             open: vec![false; off.len()],
+            pushed_back: vec![false; off.len()],
+            push_backs: vec![0; off.len()],
             captured: None,
             off,
             errors: 0,
@@ -102,7 +92,7 @@ impl Mirror {
         for (i, open) in self.open.iter_mut().enumerate() {
             if *open {
                 *open = false;
-                let _ = self.maps.set_open(i as u32, false);
+                let _ = self.maps.ports().set_open(i as u32, false);
             }
         }
         for off in &mut self.off {
@@ -132,12 +122,31 @@ impl Mirror {
         for i in 0..self.open.len() {
             let want = self.off[i].is_none()
                 && captured != Some(i)
+                && !self.pushed_back[i]
                 && switch.fast_path_closed(PortId(i as u16)).is_none();
             if want != self.open[i] {
-                match self.maps.set_open(i as u32, want) {
+                match self.maps.ports().set_open(i as u32, want) {
                     Ok(()) => self.open[i] = want,
                     Err(e) => self.failed("opening or closing a port", &e),
                 }
+            }
+        }
+    }
+
+    /// After a transmit: notes the ports the driver pushed back on (module doc).
+    pub(super) fn sample(&mut self, switch: &Switch, ports: &[AnyPort]) {
+        use crate::driver::Port as _;
+        for (i, port) in ports.iter().enumerate() {
+            let id = PortId(i as u16);
+            let now = port.tx_blocked()
+                || port.flush_pending()
+                || switch.queue_len(id) > 0
+                || switch.rt_queue_len(id) > 0;
+            if let (Some(was), Some(count)) =
+                (self.pushed_back.get_mut(i), self.push_backs.get_mut(i))
+            {
+                *count += u64::from(now && !*was);
+                *was = now;
             }
         }
     }
@@ -150,13 +159,15 @@ impl Mirror {
                     (Some(off), _) => format!("off: {off}"),
                     (None, Some(closed)) => closed.to_string(),
                     (None, None) if self.captured == Some(i) => "capture".to_string(),
+                    (None, None) if self.pushed_back[i] => "push-back".to_string(),
                     (None, None) => "open".to_string(),
                 };
-                let (frames, bytes) = self.maps.forwarded(i as u32).unwrap_or_default();
+                let (frames, bytes) = self.maps.ports().forwarded(i as u32).unwrap_or_default();
                 FastPathPortStats {
                     state,
                     frames,
                     bytes,
+                    push_backs: self.push_backs[i],
                 }
             })
             .collect()

@@ -1,32 +1,110 @@
-//! The switch's best-effort fast path (`docs/fastpath.md`): the BPF maps every port's XDP program
-//! shares — the learnt stations (`fdb`), which ports are open (`open`), where each port transmits
-//! (`tx`, a device map) and what the programs forwarded (`fast`) — and the check that a port's
-//! driver can take redirected frames.
+//! The best-effort fast paths (`docs/fastpath.md`): the BPF maps every port's XDP program
+//! shares — the switch's learnt stations (`fdb`) or the router's resolved forwarding table
+//! (`fib`), which ports are open (`open`), where each port transmits (`tx`, a device map) and
+//! what the programs forwarded (`fast`) — and the check that a port's driver can take
+//! redirected frames.
 //!
-//! The switch core decides what is in the maps (its learning table and each port's openness,
+//! The cores decide what is in the maps (the switch's learning table and each port's openness,
 //! EtheReal §3.3: best-effort frames may bypass the scheduler only between ports that carry no
-//! reservation); this module only mirrors that decision into the kernel.
+//! reservation; the router's longest-prefix table and resolved neighbours, QSR §4.1, and its
+//! ports' openness, QSR §3.1 and §6.2); this module only mirrors those decisions into the
+//! kernel.
 
 use std::io;
+use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use rtlan_core::switch::FDB_CAPACITY;
 use rtlan_wire::ethernet::Address;
 
-use super::{BpfMap, FastPathProg};
+use super::{AnyPort, BpfMap, FastPathProg, RouterFastProg};
 
 /// `BPF_MAP_TYPE_HASH`, `_ARRAY` and `_DEVMAP` of `<linux/bpf.h>`.
 const BPF_MAP_TYPE_HASH: u32 = 1;
 const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_MAP_TYPE_DEVMAP: u32 = 14;
+/// `BPF_MAP_TYPE_LPM_TRIE`, which the kernel allocates only with `BPF_F_NO_PREALLOC`.
+const BPF_MAP_TYPE_LPM_TRIE: u32 = 11;
+const BPF_F_NO_PREALLOC: u32 = 1;
 
-/// The fast path's maps for a switch of `ports` ports.
+/// The maps every fast path's programs share, per port: whether it is open (`open`), where it
+/// transmits (`tx`, a device map) and what its program forwarded (`fast`).
 #[derive(Debug)]
-pub struct FastPath {
-    fdb: BpfMap,
+pub struct PortMaps {
     open: BpfMap,
     tx: BpfMap,
     stats: BpfMap,
+}
+
+impl PortMaps {
+    fn new(ports: u32) -> io::Result<PortMaps> {
+        Ok(PortMaps {
+            open: BpfMap::new(BPF_MAP_TYPE_ARRAY, 4, 4, ports)?,
+            tx: BpfMap::new(BPF_MAP_TYPE_DEVMAP, 4, 4, ports)?,
+            stats: BpfMap::new(BPF_MAP_TYPE_ARRAY, 4, 16, ports)?,
+        })
+    }
+
+    /// Port `port` transmits redirected frames on interface `ifindex`.
+    pub fn set_tx(&self, port: u32, ifindex: u32) -> io::Result<()> {
+        self.tx.update(&port.to_ne_bytes(), &ifindex.to_ne_bytes())
+    }
+
+    /// Opens or closes port `port`.
+    pub fn set_open(&self, port: u32, open: bool) -> io::Result<()> {
+        self.open
+            .update(&port.to_ne_bytes(), &u32::from(open).to_ne_bytes())
+    }
+
+    /// Frames and bytes the programs forwarded from port `port` since the maps were made.
+    pub fn forwarded(&self, port: u32) -> io::Result<(u64, u64)> {
+        let v = self.stats.lookup(&port.to_ne_bytes())?.unwrap_or_default();
+        let at = |i: usize| {
+            v.get(i..i + 8)
+                .map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+        };
+        Ok((at(0), at(8)))
+    }
+
+    /// Enters each of `ports` that can take part in the device map, logging which can and
+    /// which cannot: per port, why it can never open (`None`: it can). A port takes part only
+    /// if it is an AF_XDP port (it has the program) and its driver takes redirected frames.
+    pub fn attach(&self, ports: &[AnyPort]) -> Vec<Option<String>> {
+        let off: Vec<Option<String>> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| {
+                let AnyPort::Xdp(_) = port else {
+                    return Some("not an AF_XDP port".to_string());
+                };
+                let ifindex = crate::driver::Port::ifindex(port);
+                if let Some(problem) = redirect_target_problem(ifindex) {
+                    return Some(problem);
+                }
+                match self.set_tx(i as u32, ifindex) {
+                    Ok(()) => None,
+                    Err(e) => Some(format!("its device-map entry failed: {e}")),
+                }
+            })
+            .collect();
+        for (port, why) in ports.iter().zip(&off) {
+            match why {
+                None => tracing::info!(ifname = crate::driver::Port::ifname(port), "fast path on"),
+                Some(why) => tracing::warn!(
+                    ifname = crate::driver::Port::ifname(port),
+                    "fast path off: {why}"
+                ),
+            }
+        }
+        off
+    }
+}
+
+/// The switch's fast-path maps: the learnt stations (`fdb`) and the per-port maps.
+#[derive(Debug)]
+pub struct FastPath {
+    fdb: BpfMap,
+    ports: PortMaps,
 }
 
 fn mac_key(mac: Address) -> [u8; 8] {
@@ -41,10 +119,13 @@ impl FastPath {
         Ok(FastPath {
             // As many stations as the switch's learning table holds, which it mirrors.
             fdb: BpfMap::new(BPF_MAP_TYPE_HASH, 8, 4, FDB_CAPACITY as u32)?,
-            open: BpfMap::new(BPF_MAP_TYPE_ARRAY, 4, 4, ports)?,
-            tx: BpfMap::new(BPF_MAP_TYPE_DEVMAP, 4, 4, ports)?,
-            stats: BpfMap::new(BPF_MAP_TYPE_ARRAY, 4, 16, ports)?,
+            ports: PortMaps::new(ports)?,
         })
+    }
+
+    /// The per-port maps.
+    pub fn ports(&self) -> &PortMaps {
+        &self.ports
     }
 
     /// What port `port`'s program needs to use these maps.
@@ -53,21 +134,10 @@ impl FastPath {
             port,
             max_frame,
             fdb_fd: self.fdb.fd(),
-            open_fd: self.open.fd(),
-            tx_fd: self.tx.fd(),
-            stats_fd: self.stats.fd(),
+            open_fd: self.ports.open.fd(),
+            tx_fd: self.ports.tx.fd(),
+            stats_fd: self.ports.stats.fd(),
         }
-    }
-
-    /// Port `port` transmits redirected frames on interface `ifindex`.
-    pub fn set_tx(&self, port: u32, ifindex: u32) -> io::Result<()> {
-        self.tx.update(&port.to_ne_bytes(), &ifindex.to_ne_bytes())
-    }
-
-    /// Opens or closes port `port`.
-    pub fn set_open(&self, port: u32, open: bool) -> io::Result<()> {
-        self.open
-            .update(&port.to_ne_bytes(), &u32::from(open).to_ne_bytes())
     }
 
     /// Station `mac` is on port `port`.
@@ -102,15 +172,102 @@ impl FastPath {
         }
         Ok(())
     }
+}
 
-    /// Frames and bytes the programs forwarded from port `port` since the maps were made.
-    pub fn forwarded(&self, port: u32) -> io::Result<(u64, u64)> {
-        let v = self.stats.lookup(&port.to_ne_bytes())?.unwrap_or_default();
-        let at = |i: usize| {
-            v.get(i..i + 8)
-                .map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-        };
-        Ok((at(0), at(8)))
+/// Prefixes the router's `fib` map holds at most; a forwarding table larger than this keeps
+/// the router's fast path closed (its mirror says so).
+pub const ROUTER_FIB_CAPACITY: u32 = 262_144;
+
+/// The `fib` value of a prefix whose packets go to the router's core.
+pub const TO_CORE: u32 = u32::MAX;
+
+/// The router's fast-path maps (docs/fastpath.md "The router"): the forwarding table as the
+/// program reads it (`fib`, a longest-prefix-match trie of resolved next hops) and the
+/// per-port maps.
+#[derive(Debug)]
+pub struct RouterFastPath {
+    fib: BpfMap,
+    ports: PortMaps,
+}
+
+/// The `fib` key of `prefix`: `struct bpf_lpm_trie_key_u8` (prefix length, host order; then
+/// the address, network order).
+fn lpm_key(addr: Ipv4Addr, len: u8) -> [u8; 8] {
+    let mut key = [0u8; 8];
+    key[..4].copy_from_slice(&u32::from(len).to_ne_bytes());
+    key[4..].copy_from_slice(&addr.octets());
+    key
+}
+
+impl RouterFastPath {
+    /// Empty maps for a router of `ports` ports: no prefix, every port closed.
+    pub fn new(ports: u32) -> io::Result<RouterFastPath> {
+        Ok(RouterFastPath {
+            fib: BpfMap::with_flags(
+                BPF_MAP_TYPE_LPM_TRIE,
+                8,
+                16,
+                ROUTER_FIB_CAPACITY,
+                BPF_F_NO_PREALLOC,
+            )?,
+            ports: PortMaps::new(ports)?,
+        })
+    }
+
+    /// The per-port maps.
+    pub fn ports(&self) -> &PortMaps {
+        &self.ports
+    }
+
+    /// What port `port`, of MAC `mac`, needs to use these maps.
+    pub fn program_for(&self, port: u32, mac: Address, max_frame: u32) -> RouterFastProg {
+        RouterFastProg {
+            port,
+            mac: mac.0,
+            max_frame,
+            fib_fd: self.fib.fd(),
+            open_fd: self.ports.open.fd(),
+            tx_fd: self.ports.tx.fd(),
+            stats_fd: self.ports.stats.fd(),
+        }
+    }
+
+    /// Packets whose longest match is `addr/len` go out of `port` to `dst` from `src`, or to
+    /// the core (`hop` `None`).
+    pub fn set_route(
+        &self,
+        addr: Ipv4Addr,
+        len: u8,
+        hop: Option<(u32, Address, Address)>,
+    ) -> io::Result<()> {
+        let mut value = [0u8; 16];
+        match hop {
+            Some((port, dst, src)) => {
+                value[..4].copy_from_slice(&port.to_ne_bytes());
+                value[4..10].copy_from_slice(&dst.0);
+                value[10..16].copy_from_slice(&src.0);
+            }
+            None => value[..4].copy_from_slice(&TO_CORE.to_ne_bytes()),
+        }
+        self.fib.update(&lpm_key(addr, len), &value)
+    }
+
+    /// Removes prefix `addr/len`.
+    pub fn remove_route(&self, addr: Ipv4Addr, len: u8) -> io::Result<()> {
+        self.fib.delete(&lpm_key(addr, len)).map(|_| ())
+    }
+
+    /// The entry the program finds for `dst` (its longest match): the output port, or
+    /// `TO_CORE`, and the two MACs; `None` if no prefix matches.
+    pub fn lookup(&self, dst: Ipv4Addr) -> io::Result<Option<(u32, Address, Address)>> {
+        Ok(self.fib.lookup(&lpm_key(dst, 32))?.map(|v| {
+            let port = u32::from_ne_bytes(v[..4].try_into().expect("4 bytes"));
+            let mut dst = [0u8; 6];
+            let mut src = [0u8; 6];
+            dst.copy_from_slice(&v[4..10]);
+            src.copy_from_slice(&v[10..16]);
+            (port, Address(dst), Address(src))
+        }))
     }
 }
 

@@ -11,10 +11,11 @@ pub mod prog;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-pub use fastpath::FastPath;
+pub use fastpath::{FastPath, PortMaps, RouterFastPath};
 pub use port::{XdpError, XdpPort};
 pub use prog::{
-    program, FastPathProg, Insn, Steering, XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_REDIRECT,
+    program, FastPathProg, Insn, RouterFastProg, Steering, XDP_ABORTED, XDP_DROP, XDP_PASS,
+    XDP_REDIRECT,
 };
 
 const BPF_MAP_CREATE: libc::c_long = 0;
@@ -141,11 +142,23 @@ impl BpfMap {
         value_size: u32,
         max_entries: u32,
     ) -> io::Result<BpfMap> {
+        BpfMap::with_flags(map_type, key_size, value_size, max_entries, 0)
+    }
+
+    /// [`BpfMap::new`] with `map_flags` (`BPF_F_*`).
+    pub fn with_flags(
+        map_type: u32,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+        map_flags: u32,
+    ) -> io::Result<BpfMap> {
         let mut attr = Attr::new();
         attr.u32(0, map_type)
             .u32(4, key_size)
             .u32(8, value_size)
-            .u32(12, max_entries.max(1));
+            .u32(12, max_entries.max(1))
+            .u32(16, map_flags);
         Ok(BpfMap {
             fd: owned(bpf(BPF_MAP_CREATE, &mut attr)?),
             key_size: key_size as usize,
@@ -283,6 +296,12 @@ impl XdpProgram {
 
     /// Runs the program once on `frame` (`BPF_PROG_TEST_RUN`) and returns its verdict.
     pub fn test_run(&self, frame: &[u8]) -> io::Result<u32> {
+        self.test_run_frame(frame).map(|(verdict, _)| verdict)
+    }
+
+    /// Runs the program once on `frame` and returns its verdict and the frame as the program
+    /// left it.
+    pub fn test_run_frame(&self, frame: &[u8]) -> io::Result<(u32, Vec<u8>)> {
         let mut out = vec![0u8; frame.len() + 256];
         let mut attr = Attr::new();
         attr.u32(0, self.fd.as_raw_fd() as u32)
@@ -292,7 +311,8 @@ impl XdpProgram {
             .u64(24, out.as_mut_ptr() as u64)
             .u32(32, 1);
         bpf(BPF_PROG_TEST_RUN, &mut attr)?;
-        Ok(attr.get_u32(4))
+        out.truncate(attr.get_u32(12) as usize);
+        Ok((attr.get_u32(4), out))
     }
 }
 
@@ -341,6 +361,7 @@ mod tests {
                 (Ipv4Addr::new(198, 18, 1, 1), 24),
                 (Ipv4Addr::new(198, 18, 2, 1), 24),
             ],
+            fast: None,
         };
         let prog = XdpProgram::load(&program(&steering, map.fd(), XDP_DROP), "rtlan_test")
             .expect("the verifier accepts the program");
@@ -364,12 +385,17 @@ mod tests {
             (
                 "RSVP to the router",
                 frame(0x0800, Some((5, 46, Ipv4Addr::new(198, 18, 2, 1)))),
-                socket,
+                kernel,
+            ),
+            (
+                "transit RSVP",
+                frame(0x0800, Some((5, 46, transit))),
+                kernel,
             ),
             (
                 "Router Alert",
                 frame(0x0800, Some((6, 17, transit))),
-                socket,
+                kernel,
             ),
             (
                 "OSPF multicast",
@@ -421,10 +447,12 @@ mod tests {
             fast.learn(a, 0).unwrap();
             fast.learn(b, 1).unwrap();
             fast.learn(c, 2).unwrap();
-            fast.set_tx(1, 1).expect("loopback in the device map");
+            fast.ports()
+                .set_tx(1, 1)
+                .expect("loopback in the device map");
             // Port 2 has no transmit entry.
             for p in 0..3 {
-                fast.set_open(p, true).unwrap();
+                fast.ports().set_open(p, true).unwrap();
             }
             let prog = XdpProgram::load(
                 &program(
@@ -454,7 +482,11 @@ mod tests {
                 out,
                 "IPv6 a -> b, longest frame"
             );
-            assert_eq!(fast.forwarded(0).unwrap(), (2, 1618), "counted on port 0");
+            assert_eq!(
+                fast.ports().forwarded(0).unwrap(),
+                (2, 1618),
+                "counted on port 0"
+            );
             for (what, f) in [
                 ("ARP", eth(b, a, 0x0806, 60)),
                 ("control", eth(b, a, 0x88b5, 60)),
@@ -488,12 +520,12 @@ mod tests {
             ] {
                 assert_eq!(run(&f), socket, "{what}");
             }
-            fast.set_open(1, false).unwrap();
+            fast.ports().set_open(1, false).unwrap();
             assert_eq!(run(&eth(b, a, 0x0800, 100)), socket, "output port closed");
-            fast.set_open(1, true).unwrap();
-            fast.set_open(0, false).unwrap();
+            fast.ports().set_open(1, true).unwrap();
+            fast.ports().set_open(0, false).unwrap();
             assert_eq!(run(&eth(b, a, 0x0800, 100)), socket, "input port closed");
-            fast.set_open(0, true).unwrap();
+            fast.ports().set_open(0, true).unwrap();
             fast.forget(b).unwrap();
             assert_eq!(
                 run(&eth(b, a, 0x0800, 100)),
@@ -503,16 +535,205 @@ mod tests {
             fast.learn(b, 1).unwrap();
             assert_eq!(run(&eth(b, a, 0x0800, 100)), out, "and learnt again");
             assert_eq!(
-                fast.forwarded(0).unwrap().0,
+                fast.ports().forwarded(0).unwrap().0,
                 3,
                 "only redirects are counted"
             );
-            assert_eq!(fast.forwarded(1).unwrap(), (0, 0));
+            assert_eq!(fast.ports().forwarded(1).unwrap(), (0, 0));
             let mut stations = fast.stations().unwrap();
             stations.sort_by_key(|(_, p)| *p);
             assert_eq!(stations, vec![(a, 0), (b, 1), (c, 2)]);
             fast.forget_all().unwrap();
             assert!(fast.stations().unwrap().is_empty());
+        })
+        .join()
+        .expect("the test thread");
+    }
+
+    /// The router's fast path (docs/fastpath.md "The router") through the kernel's verifier and
+    /// interpreter: what it forwards leaves exactly as the core would send it (MACs, TTL and
+    /// checksum), and every packet the core must see goes to the socket untouched.
+    #[test]
+    fn the_kernel_runs_the_router_fast_path_as_documented() {
+        if !root() {
+            eprintln!("skipping: loading BPF needs root");
+            return;
+        }
+        std::thread::spawn(|| {
+            // A private namespace: its loopback is a device the device map can hold.
+            // SAFETY: unshare(2) with a constant flag; it changes only this thread.
+            assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0);
+            use rtlan_wire::ethernet::Address;
+            let xsk = XskMap::new(1).expect("XSKMAP");
+            let fast = RouterFastPath::new(3).expect("maps");
+            let me = Address([2, 0, 0, 0, 1, 0]);
+            let out_mac = Address([2, 0, 0, 0, 1, 1]);
+            let hop_mac = Address([2, 0, 0, 0, 9, 9]);
+            let own = Ipv4Addr::new(198, 18, 1, 1);
+            fast.ports()
+                .set_tx(1, 1)
+                .expect("loopback in the device map");
+            for p in 0..3 {
+                fast.ports().set_open(p, true).unwrap();
+            }
+            // 198.18.2.0/24 via a resolved hop on port 1; 198.18.2.128/25 to the core;
+            // 198.18.3.0/24 out of port 2, which has no device.
+            fast.set_route(
+                Ipv4Addr::new(198, 18, 2, 0),
+                24,
+                Some((1, hop_mac, out_mac)),
+            )
+            .unwrap();
+            fast.set_route(Ipv4Addr::new(198, 18, 2, 128), 25, None)
+                .unwrap();
+            fast.set_route(
+                Ipv4Addr::new(198, 18, 3, 0),
+                24,
+                Some((2, hop_mac, out_mac)),
+            )
+            .unwrap();
+            assert_eq!(
+                fast.lookup(Ipv4Addr::new(198, 18, 2, 200)).unwrap(),
+                Some((fastpath::TO_CORE, Address([0; 6]), Address([0; 6])))
+            );
+            let steering = Steering::Router {
+                addresses: vec![(own, 24)],
+                fast: Some(fast.program_for(0, me, 1514)),
+            };
+            let prog = XdpProgram::load(&program(&steering, xsk.fd(), XDP_DROP), "rtlan_rfast")
+                .expect("the verifier accepts the router's fast path");
+            let socket = XDP_DROP;
+            // A UDP packet from 198.18.1.10 to `dst`, `len` bytes of frame, to `mac`.
+            let packet = |mac: Address, dst: Ipv4Addr, ttl: u8, len: usize| {
+                let mut f = vec![0u8; len];
+                f[0..6].copy_from_slice(&mac.0);
+                f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0xa]);
+                f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+                let ip = &mut f[14..34];
+                ip[0] = 0x45;
+                ip[2..4].copy_from_slice(&((len - 14) as u16).to_be_bytes());
+                ip[4..6].copy_from_slice(&(len as u16).wrapping_mul(7919).to_be_bytes());
+                ip[8] = ttl;
+                ip[9] = 17;
+                ip[12..16].copy_from_slice(&[198, 18, 1, 10]);
+                ip[16..20].copy_from_slice(&dst.octets());
+                let sum = rtlan_wire::checksum::data(ip);
+                ip[10..12].copy_from_slice(&(!sum).to_be_bytes());
+                f
+            };
+            let far = Ipv4Addr::new(198, 18, 2, 7);
+            let run = |f: &[u8]| prog.test_run_frame(f).expect("runs");
+            // Forwarded: as the core sends it, over TTLs and lengths that exercise the carry.
+            let mut forwarded = 0;
+            let mut bytes = 0;
+            for ttl in [2u8, 3, 64, 128, 255] {
+                for len in [60usize, 61, 98, 1514] {
+                    let f = packet(me, far, ttl, len);
+                    let (verdict, out) = run(&f);
+                    assert_eq!(verdict, XDP_REDIRECT, "ttl {ttl} len {len}");
+                    let mut want = f.clone();
+                    want[0..6].copy_from_slice(&hop_mac.0);
+                    want[6..12].copy_from_slice(&out_mac.0);
+                    rtlan_wire::rewrite::ipv4_ttl_decrement(&mut want[14..]).unwrap();
+                    assert_eq!(out[..22], want[..22], "MACs, ttl {ttl}");
+                    assert_eq!(out[22], ttl - 1);
+                    assert_eq!(out[26..], want[26..]);
+                    let sum = rtlan_wire::checksum::data(&out[14..34]);
+                    assert!(
+                        sum == 0xffff || sum == 0,
+                        "checksum valid, ttl {ttl} len {len}"
+                    );
+                    forwarded += 1;
+                    bytes += len as u64;
+                }
+            }
+            // The carry of `ip_decrease_ttl`: a checksum field whose bytes read 0xfffe in the
+            // machine's order becomes 0x0000 (the other zero of ones' complement).
+            let mut f = packet(me, far, 64, 98);
+            let mut bumped = false;
+            for id in 0..=u16::MAX {
+                f[18..20].copy_from_slice(&id.to_be_bytes());
+                f[24..26].copy_from_slice(&[0, 0]);
+                let sum = rtlan_wire::checksum::data(&f[14..34]);
+                f[24..26].copy_from_slice(&(!sum).to_be_bytes());
+                if f[24..26] == [0xfe, 0xff] {
+                    bumped = true;
+                    break;
+                }
+            }
+            assert!(bumped);
+            let (verdict, out) = run(&f);
+            assert_eq!(verdict, XDP_REDIRECT);
+            assert_eq!(out[24..26], [0, 0]);
+            forwarded += 1;
+            bytes += 98;
+            assert_eq!(fast.ports().forwarded(0).unwrap(), (forwarded, bytes));
+
+            let mut bad_sum = packet(me, far, 64, 98);
+            bad_sum[24] ^= 1;
+            let mut options = packet(me, far, 64, 98);
+            options[14] = 0x46;
+            let mut truncated = packet(me, far, 64, 98);
+            truncated[16..18].copy_from_slice(&100u16.to_be_bytes());
+            let mut own_src = packet(me, far, 64, 98);
+            own_src[26..30].copy_from_slice(&own.octets());
+            let mut martian_src = packet(me, far, 64, 98);
+            martian_src[26] = 127;
+            let mut class_e_src = packet(me, far, 64, 98);
+            class_e_src[26] = 240;
+            for (what, f) in [
+                ("to another MAC", packet(out_mac, far, 64, 98)),
+                ("TTL 1", packet(me, far, 1, 98)),
+                ("TTL 0", packet(me, far, 0, 98)),
+                ("bad header checksum", bad_sum),
+                ("total length past the frame", truncated),
+                ("own source address", own_src),
+                ("loopback source", martian_src),
+                ("class E source", class_e_src),
+                ("longer than max_frame", packet(me, far, 64, 1515)),
+                (
+                    "prefix to the core",
+                    packet(me, Ipv4Addr::new(198, 18, 2, 200), 64, 98),
+                ),
+                (
+                    "no route",
+                    packet(me, Ipv4Addr::new(203, 0, 113, 1), 64, 98),
+                ),
+                (
+                    "output without a device",
+                    packet(me, Ipv4Addr::new(198, 18, 3, 1), 64, 98),
+                ),
+                (
+                    "loopback destination",
+                    packet(me, Ipv4Addr::new(127, 0, 0, 1), 64, 98),
+                ),
+                (
+                    "class E destination",
+                    packet(me, Ipv4Addr::new(250, 0, 0, 1), 64, 98),
+                ),
+            ] {
+                let (verdict, out) = run(&f);
+                assert_eq!(verdict, socket, "{what}");
+                assert_eq!(out, f, "{what}: to the socket untouched");
+            }
+            assert_eq!(
+                run(&options).0,
+                XDP_PASS,
+                "IP options: to the kernel and the tap"
+            );
+            fast.ports().set_open(1, false).unwrap();
+            assert_eq!(
+                run(&packet(me, far, 64, 98)).0,
+                socket,
+                "output port closed"
+            );
+            fast.ports().set_open(1, true).unwrap();
+            fast.ports().set_open(0, false).unwrap();
+            assert_eq!(run(&packet(me, far, 64, 98)).0, socket, "input port closed");
+            fast.ports().set_open(0, true).unwrap();
+            fast.remove_route(Ipv4Addr::new(198, 18, 2, 0), 24).unwrap();
+            assert_eq!(run(&packet(me, far, 64, 98)).0, socket, "route removed");
+            assert_eq!(fast.ports().forwarded(0).unwrap().0, forwarded);
         })
         .join()
         .expect("the test thread");

@@ -621,6 +621,7 @@ mod tests {
             ip(&["link", "set", "x1", "up"]);
             let steering = Steering::Router {
                 addresses: vec![(Ipv4Addr::new(198, 18, 1, 1), 24)],
+                fast: None,
             };
             let mut node = XdpPort::open("x0", &steering).expect("AF_XDP port");
             // veth: native XDP, and copy mode (no zero-copy in its driver).

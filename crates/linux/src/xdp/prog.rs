@@ -10,8 +10,11 @@
 //!    AF_PACKET tap, which sees what XDP passes);
 //! 3. MPLS unicast → the socket (switched paths, QSR §4.2);
 //! 4. anything but IPv4 → the kernel;
-//! 5. IPv4 with options (Router Alert) or protocol 46 (RSVP) → the socket (the node's RSVP
-//!    engine, QSR §3.2);
+//! 5. IPv4 with options (Router Alert) or protocol 46 (RSVP) → the kernel, whose packet tap
+//!    hands them to the node (its RSVP engine, QSR §3.2) through a ring of their own: QSR §6.2's
+//!    network-control channel at the ingress — data never fills it, and the node reads it first
+//!    (the kernel, forwarding off, drops transit copies silently; with RSVP on, the router's
+//!    daemon holds a sink socket for the copies addressed to it);
 //! 6. IPv4 to multicast, to the limited broadcast, to one of the node's addresses or to the
 //!    directed broadcast of one of its subnets → the kernel (OSPF, pings, the management API);
 //! 7. everything else → the socket of the frame's receive queue.
@@ -98,6 +101,18 @@ const JMP_JA: u8 = 0x05;
 const JMP_CALL: u8 = 0x85;
 const JMP_EXIT: u8 = 0x95;
 const LD_IMM64: u8 = 0x18;
+const ALU64_ADD_X: u8 = 0x0f;
+const ALU64_RSH_K: u8 = 0x77;
+/// `BPF_ALU | BPF_MOV | BPF_X`: the low 32 bits, the upper ones cleared.
+const ALU32_MOV_X: u8 = 0xbc;
+/// `BPF_ALU | BPF_END | BPF_TO_BE`: to network order (a swap on this little-endian machine).
+const ALU_TO_BE: u8 = 0xdc;
+const STX_MEM_B: u8 = 0x73;
+const JMP_JGT_K: u8 = 0x25;
+const JMP_JGE_K: u8 = 0x35;
+const JMP_JLT_K: u8 = 0xa5;
+const JMP_JLE_K: u8 = 0xb5;
+const JMP_JNE_K: u8 = 0x55;
 
 /// Which frames a port keeps for itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +127,30 @@ pub enum Steering {
     Router {
         /// The node's addresses and their prefix lengths (for directed broadcasts).
         addresses: Vec<(Ipv4Addr, u8)>,
+        /// The router's best-effort fast path (docs/fastpath.md "The router"), if on.
+        fast: Option<RouterFastProg>,
     },
+}
+
+/// What one router port's fast-path program needs: its index and MAC and the router's shared
+/// maps (docs/fastpath.md "The router").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouterFastProg {
+    /// This port's index in the router.
+    pub port: u32,
+    /// This port's MAC: only frames to it are routed.
+    pub mac: [u8; 6],
+    /// Longest frame forwarded, bytes (longer ones go to the router).
+    pub max_frame: u32,
+    /// The `fib` longest-prefix-match trie: (32, IPv4 destination) → (output port or
+    /// `TO_CORE`, next hop's MAC, output port's MAC).
+    pub fib_fd: i32,
+    /// The `open` array: port index → 1 if open.
+    pub open_fd: i32,
+    /// The `tx` device map: port index → ifindex.
+    pub tx_fd: i32,
+    /// The `fast` array: port index → (frames, bytes) forwarded by XDP from that port.
+    pub stats_fd: i32,
 }
 
 /// What one port's fast-path program needs: its own index and the switch's shared maps
@@ -209,7 +247,7 @@ pub fn program(steering: &Steering, map_fd: i32, fallback: u32) -> Vec<Insn> {
     // Registers: r6 = ctx, r2 = data, r3 = data_end, r4 scratch pointer, r5 scratch value.
     let mut b = Builder::default();
     b.push(Insn::new(ALU64_MOV_X, 6, 1, 0, 0));
-    if let Steering::Router { addresses } = steering {
+    if let Steering::Router { addresses, fast } = steering {
         b.push(Insn::new(LDX_MEM_W, 2, 6, 0, 0)); // data
         b.push(Insn::new(LDX_MEM_W, 3, 6, 4, 0)); // data_end
         b.push(Insn::new(ALU64_MOV_X, 4, 2, 0, 0));
@@ -224,9 +262,9 @@ pub fn program(steering: &Steering, map_fd: i32, fallback: u32) -> Vec<Insn> {
         b.jump(JMP_JGT_X, 4, 3, 0, Label::Pass); // shorter than an IPv4 header
         b.push(Insn::new(LDX_MEM_B, 5, 2, 14, 0)); // version and IHL
         b.push(Insn::new(ALU64_AND_K, 5, 0, 0, 0x0f));
-        b.jump(JMP32_JNE_K, 5, 0, 5, Label::Redirect); // options: Router Alert and others
+        b.jump(JMP32_JNE_K, 5, 0, 5, Label::Pass); // options: Router Alert and others
         b.push(Insn::new(LDX_MEM_B, 5, 2, 23, 0)); // protocol
-        b.jump(JMP32_JEQ_K, 5, 0, 46, Label::Redirect); // RSVP
+        b.jump(JMP32_JEQ_K, 5, 0, 46, Label::Pass); // RSVP
         b.push(Insn::new(LDX_MEM_W, 5, 2, 30, 0)); // destination
         b.push(Insn::new(ALU64_MOV_X, 4, 5, 0, 0));
         b.push(Insn::new(ALU64_AND_K, 4, 0, 0, 0xf0)); // first octet's high nibble
@@ -240,7 +278,10 @@ pub fn program(steering: &Steering, map_fd: i32, fallback: u32) -> Vec<Insn> {
                 b.jump(JMP32_JEQ_K, 5, 0, word(broadcast), Label::Pass);
             }
         }
-        b.jump(JMP_JA, 0, 0, 0, Label::Redirect);
+        match fast {
+            Some(fast) => router_fast_path(&mut b, fast, addresses),
+            None => b.jump(JMP_JA, 0, 0, 0, Label::Redirect),
+        }
         b.label(Label::Pass);
         b.push(Insn::new(ALU64_MOV_K, 0, 0, 0, XDP_PASS as i32));
         b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
@@ -258,10 +299,6 @@ pub fn program(steering: &Steering, map_fd: i32, fallback: u32) -> Vec<Insn> {
     if !matches!(steering, Steering::Router { .. }) {
         // No Pass label is used; place it for the assembler all the same.
         b.label(Label::Pass);
-    }
-    if !matches!(steering, Steering::Switch(_)) {
-        b.label(Label::Done);
-        b.label(Label::Ip);
     }
     b.finish()
 }
@@ -335,6 +372,142 @@ fn fast_path(b: &mut Builder, fast: &FastPathProg) {
     b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
 }
 
+/// The router's fast path (docs/fastpath.md "The router"), after the steering program has
+/// sent the kernel's and the control plane's packets on (module doc, 1–6): a plain IPv4 packet
+/// to this port's MAC, with a valid header checksum, a TTL above 1, a source and destination a
+/// router forwards (RFC 1812 §5.3.7) and its whole length in the frame, whose destination's
+/// longest match in `fib` is a resolved next hop, between two open ports, is forwarded here —
+/// MACs rewritten, TTL decremented with the incremental checksum update of RFC 1624 (as the
+/// kernel's `ip_decrease_ttl`) — by the device map. Anything else falls through to the socket
+/// (`Label::Redirect`), where the core does exactly what it did before. Registers: r6 = ctx,
+/// r7 = data, r8 = data_end then the `fib` value, r9 = output port; stack: r10-8 the `fib` key,
+/// r10-12 a port key, r10-24 the frame's length.
+fn router_fast_path(b: &mut Builder, fast: &RouterFastProg, addresses: &[(Ipv4Addr, u8)]) {
+    let port = fast.port as i32;
+    b.push(Insn::new(LDX_MEM_W, 7, 6, 0, 0)); // data
+    b.push(Insn::new(LDX_MEM_W, 8, 6, 4, 0)); // data_end
+    b.push(Insn::new(ALU64_MOV_X, 2, 7, 0, 0));
+    b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 34));
+    b.jump(JMP_JGT_X, 2, 8, 0, Label::Redirect); // shorter than Ethernet + IPv4
+                                                 // To this port's MAC.
+    let mac = fast.mac;
+    b.push(Insn::new(LDX_MEM_W, 2, 7, 0, 0));
+    b.jump(
+        JMP32_JNE_K,
+        2,
+        0,
+        i32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]),
+        Label::Redirect,
+    );
+    b.push(Insn::new(LDX_MEM_H, 2, 7, 4, 0));
+    b.jump(
+        JMP32_JNE_K,
+        2,
+        0,
+        i32::from(u16::from_le_bytes([mac[4], mac[5]])),
+        Label::Redirect,
+    );
+    // TTL above 1 (the core answers time-exceeded).
+    b.push(Insn::new(LDX_MEM_B, 2, 7, 22, 0));
+    b.jump(JMP_JLE_K, 2, 0, 1, Label::Redirect);
+    // Martian sources and destinations (the core drops and counts them).
+    for (at, class_e) in [(26, 224), (30, 240)] {
+        b.push(Insn::new(LDX_MEM_B, 2, 7, at, 0));
+        b.jump(JMP_JEQ_K, 2, 0, 0, Label::Redirect);
+        b.jump(JMP_JEQ_K, 2, 0, 127, Label::Redirect);
+        b.jump(JMP_JGE_K, 2, 0, class_e, Label::Redirect);
+    }
+    // A source that is one of the router's own addresses.
+    b.push(Insn::new(LDX_MEM_W, 2, 7, 26, 0));
+    for (addr, _) in addresses {
+        b.jump(JMP32_JEQ_K, 2, 0, word(*addr), Label::Redirect);
+    }
+    // The header checksum: the five header words summed and folded to 16 bits are all ones
+    // (byte order does not change a ones'-complement sum).
+    b.push(Insn::new(LDX_MEM_W, 2, 7, 14, 0));
+    for at in [18, 22, 26, 30] {
+        b.push(Insn::new(LDX_MEM_W, 3, 7, at, 0));
+        b.push(Insn::new(ALU64_ADD_X, 2, 3, 0, 0));
+    }
+    b.push(Insn::new(ALU64_MOV_X, 3, 2, 0, 0));
+    b.push(Insn::new(ALU64_RSH_K, 3, 0, 0, 32));
+    b.push(Insn::new(ALU32_MOV_X, 2, 2, 0, 0));
+    b.push(Insn::new(ALU64_ADD_X, 2, 3, 0, 0));
+    for _ in 0..3 {
+        b.push(Insn::new(ALU64_MOV_X, 3, 2, 0, 0));
+        b.push(Insn::new(ALU64_RSH_K, 3, 0, 0, 16));
+        b.push(Insn::new(ALU64_AND_K, 2, 0, 0, 0xffff));
+        b.push(Insn::new(ALU64_ADD_X, 2, 3, 0, 0));
+    }
+    b.jump(JMP_JNE_K, 2, 0, 0xffff, Label::Redirect);
+    // The frame's length: at most max_frame, and holding the whole packet (total length).
+    b.push(Insn::new(ALU64_MOV_X, 1, 6, 0, 0));
+    b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_XDP_BUFF_LEN));
+    b.push(Insn::new(STX_MEM_DW, 10, 0, -24, 0));
+    b.jump(JMP_JGT_K, 0, 0, fast.max_frame as i32, Label::Redirect);
+    b.push(Insn::new(LDX_MEM_H, 2, 7, 16, 0));
+    b.push(Insn::new(ALU_TO_BE, 2, 0, 0, 16));
+    b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 14));
+    b.jump(JMP_JGT_X, 2, 0, 0, Label::Redirect);
+    // The destination's longest match: a resolved next hop, not `TO_CORE`.
+    b.push(Insn::new(ST_MEM_W, 10, 0, -8, 32));
+    b.push(Insn::new(LDX_MEM_W, 2, 7, 30, 0));
+    b.push(Insn::new(STX_MEM_W, 10, 2, -4, 0));
+    b.lookup(fast.fib_fd, -8, Label::Redirect);
+    b.push(Insn::new(ALU64_MOV_X, 8, 0, 0, 0));
+    b.push(Insn::new(LDX_MEM_W, 9, 8, 0, 0));
+    b.jump(JMP32_JEQ_K, 9, 0, -1, Label::Redirect);
+    // Both ports open.
+    b.push(Insn::new(STX_MEM_W, 10, 9, -12, 0));
+    b.lookup(fast.open_fd, -12, Label::Redirect);
+    b.push(Insn::new(LDX_MEM_W, 2, 0, 0, 0));
+    b.jump(JMP32_JEQ_K, 2, 0, 0, Label::Redirect);
+    b.push(Insn::new(ST_MEM_W, 10, 0, -12, port));
+    b.lookup(fast.open_fd, -12, Label::Redirect);
+    b.push(Insn::new(LDX_MEM_W, 2, 0, 0, 0));
+    b.jump(JMP32_JEQ_K, 2, 0, 0, Label::Redirect);
+    // Out by the device map (a port missing from it falls back to the socket, the frame
+    // untouched), and only then rewritten.
+    b.load_map(1, fast.tx_fd);
+    b.push(Insn::new(ALU64_MOV_X, 2, 9, 0, 0));
+    b.push(Insn::new(ALU64_MOV_K, 3, 0, 0, 0));
+    b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_REDIRECT_MAP));
+    b.jump(JMP32_JNE_K, 0, 0, XDP_REDIRECT as i32, Label::Redirect);
+    for (from, to, code) in [
+        (4, 0, LDX_MEM_W), // next hop's MAC
+        (8, 4, LDX_MEM_H),
+        (10, 6, LDX_MEM_H), // output port's MAC
+        (12, 8, LDX_MEM_W),
+    ] {
+        b.push(Insn::new(code, 2, 8, from, 0));
+        let store = if code == LDX_MEM_W {
+            STX_MEM_W
+        } else {
+            STX_MEM_H
+        };
+        b.push(Insn::new(store, 7, 2, to, 0));
+    }
+    // TTL − 1; checksum + htons(0x0100) with the end-around carry, as `ip_decrease_ttl`.
+    b.push(Insn::new(LDX_MEM_B, 2, 7, 22, 0));
+    b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, -1));
+    b.push(Insn::new(STX_MEM_B, 7, 2, 22, 0));
+    b.push(Insn::new(LDX_MEM_H, 2, 7, 24, 0));
+    b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 1));
+    b.push(Insn::new(JMP_JLT_K, 2, 0, 1, 0xffff));
+    b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 1));
+    b.push(Insn::new(STX_MEM_H, 7, 2, 24, 0));
+    // Count it on this port: frames, bytes.
+    b.push(Insn::new(ST_MEM_W, 10, 0, -12, port));
+    b.lookup(fast.stats_fd, -12, Label::Done);
+    b.push(Insn::new(ALU64_MOV_K, 1, 0, 0, 1));
+    b.push(Insn::new(ATOMIC_ADD_DW, 0, 1, 0, 0));
+    b.push(Insn::new(LDX_MEM_DW, 1, 10, -24, 0));
+    b.push(Insn::new(ATOMIC_ADD_DW, 0, 1, 8, 0));
+    b.label(Label::Done);
+    b.push(Insn::new(ALU64_MOV_K, 0, 0, 0, XDP_REDIRECT as i32));
+    b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,6 +533,7 @@ mod tests {
         let prog = program(
             &Steering::Router {
                 addresses: vec![(Ipv4Addr::new(198, 18, 1, 1), 24)],
+                fast: None,
             },
             3,
             XDP_PASS,
