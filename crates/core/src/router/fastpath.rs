@@ -230,13 +230,22 @@ impl Router {
         None
     }
 
-    /// Whether frames wait in `port`'s control or default queue: the shell samples it after
-    /// transmitting to see push-back from the driver. Reserved flows' queues are not counted:
-    /// their frames wait for their turn by design, and a port they leave by is closed.
-    pub fn port_backlog(&self, port: PortId) -> bool {
+    /// Whether control frames (RSVP, QSR §6.2's channel) wait in `port`'s control queue: the
+    /// shell samples it after transmitting and keeps the port closed to the fast path while
+    /// signalling waits (docs/fastpath.md "The protected control channel").
+    pub fn control_waiting(&self, port: PortId) -> bool {
         self.ports
             .get(usize::from(port.0))
-            .is_some_and(|p| p.sched.control_queued() > 0 || p.sched.nrt_queued() > 0)
+            .is_some_and(|p| p.sched.control_queued() > 0)
+    }
+
+    /// Control frames handed out of `port` so far (0 for an unknown port or one without a
+    /// control queue): the shell holds the port closed until the driver has taken the last
+    /// one.
+    pub fn control_sent(&self, port: PortId) -> u64 {
+        self.ports
+            .get(usize::from(port.0))
+            .map_or(0, |p| p.sched.stats().control_frames_sent)
     }
 }
 

@@ -64,6 +64,22 @@ impl Switch {
             .collect()
     }
 
+    /// Whether control frames (SETUP and its answers, HELLO) wait in `port`'s control queue:
+    /// the shell samples it after transmitting and keeps the port closed to the fast path while
+    /// they wait (docs/fastpath.md "The protected control channel").
+    pub fn control_waiting(&self, port: PortId) -> bool {
+        self.ports
+            .get(usize::from(port.0))
+            .is_some_and(|p| p.sched.control_queued() > 0)
+    }
+
+    /// Control frames handed out of `port` so far (0 for an unknown port).
+    pub fn control_sent(&self, port: PortId) -> u64 {
+        self.ports
+            .get(usize::from(port.0))
+            .map_or(0, |p| p.sched.stats().control_frames_sent)
+    }
+
     /// Why best-effort frames may not bypass the core on `port`, or `None` if it is open
     /// (module doc).
     pub fn fast_path_closed(&self, port: PortId) -> Option<&'static str> {

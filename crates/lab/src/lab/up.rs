@@ -342,7 +342,7 @@ fn build(
         // when the other end receives through NAPI: GRO on there, as a physical NIC has it by
         // default. And the node's own end gets a plain FIFO qdisc, as a NIC has one: with a
         // qdisc a veth whose peer's ring is full pushes a transmit back instead of dropping
-        // it, which is how the node sees contention and closes the port to the fast path
+        // it, so a control frame waits while the node closes the port to the fast path
         // (docs/fastpath.md "The protected control channel"). AF_XDP sends bypass the qdisc
         // itself.
         if options.data_plane != rtlan_linux::xdp::DataPlane::AfPacket

@@ -35,6 +35,10 @@ pub trait Port: AsRawFd {
     fn flush_pending(&self) -> bool;
     /// Whether the transmit ring was found full and no slot has been freed since.
     fn tx_blocked(&self) -> bool;
+    /// Frames handed to the port (counted in `tx_frames`) that the kernel has not taken yet.
+    fn tx_unsent(&self) -> u64 {
+        0
+    }
     /// Reads and clears a pending asynchronous socket error.
     fn take_error(&mut self) -> Option<io::Error>;
     /// Folds the kernel's drop counters into [`Port::counters`].

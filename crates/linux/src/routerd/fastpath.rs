@@ -5,12 +5,12 @@
 //! ports are open.
 //!
 //! QSR §6.2's protected control channel: on a port open to the fast path, data redirected by
-//! XDP and the core's own frames (RSVP first, from its control queue) meet in the driver. When
-//! the driver pushes back — the port's ring is full, or frames still wait in the core's queues
-//! after a transmit — the port closes until the core has sent everything it holds for it: the
-//! data that would have bypassed the core then queues behind the signalling in the core's
-//! scheduler, with its own pool, as it does on a port that never opened. So no data load can
-//! hold a control message back for longer than the driver takes to drain.
+//! XDP and the core's own frames (RSVP, from its control queue) meet in the driver. After each
+//! transmit the mirror notes whether signalling waits there — in the core's control queue, or
+//! handed to the driver and not yet taken by the kernel ([`ControlHold`]) — and keeps the port
+//! closed until it has gone: the data that would have bypassed the core then goes through it,
+//! behind the signalling, and nothing refills the driver's queue with redirected frames. So no
+//! data load can hold a control message back for longer than the driver takes to drain.
 //!
 //! A port takes part only if it is an AF_XDP port and its driver takes redirected frames; a port
 //! that cannot is reported once at start and stays closed. A map update that fails is logged and
@@ -22,10 +22,9 @@ use std::collections::BTreeMap;
 use rtlan_core::router::{FastRoute, Ipv4Prefix, Router};
 use rtlan_core::PortId;
 
-use crate::driver::Port as _;
 use crate::switchd::fastpath::FastPathPortStats;
 use crate::xdp::fastpath::ROUTER_FIB_CAPACITY;
-use crate::xdp::{AnyPort, RouterFastPath};
+use crate::xdp::{AnyPort, ControlHold, RouterFastPath};
 
 /// The maps and what the mirror last wrote to them.
 #[derive(Debug)]
@@ -35,10 +34,8 @@ pub(super) struct Mirror {
     off: Vec<Option<String>>,
     /// Per port: what `open` says now.
     open: Vec<bool>,
-    /// Per port: the driver pushed back at the last transmit (module doc).
-    pushed_back: Vec<bool>,
-    /// Per port: times it did, from not before.
-    push_backs: Vec<u64>,
+    /// Per port: whether the core's signalling waits on the driver (module doc).
+    hold: ControlHold,
     /// What the `fib` map holds.
     table: BTreeMap<Ipv4Prefix, FastRoute>,
     /// The core's table version the map holds (`None`: not yet written).
@@ -56,8 +53,7 @@ impl Mirror {
         Mirror {
             maps,
             open: vec![false; off.len()],
-            pushed_back: vec![false; off.len()],
-            push_backs: vec![0; off.len()],
+            hold: ControlHold::new(off.len()),
             off,
             table: BTreeMap::new(),
             version: None,
@@ -160,23 +156,18 @@ impl Mirror {
         if let Some(reason) = router.fast_path_closed(PortId(i as u16)) {
             return Some(reason.to_string());
         }
-        if self.pushed_back[i] {
-            return Some("push-back".to_string());
+        if self.hold.held(i) {
+            return Some("control waiting".to_string());
         }
         None
     }
 
-    /// After a transmit: notes the ports the driver pushed back on (module doc).
+    /// After a transmit: notes the ports whose signalling waits on the driver (module doc).
     pub(super) fn sample(&mut self, router: &Router, ports: &[AnyPort]) {
         for (i, port) in ports.iter().enumerate() {
-            let now =
-                port.tx_blocked() || port.flush_pending() || router.port_backlog(PortId(i as u16));
-            if let (Some(was), Some(count)) =
-                (self.pushed_back.get_mut(i), self.push_backs.get_mut(i))
-            {
-                *count += u64::from(now && !*was);
-                *was = now;
-            }
+            let id = PortId(i as u16);
+            self.hold
+                .sample(i, port, router.control_sent(id), router.control_waiting(id));
         }
     }
 
@@ -189,7 +180,7 @@ impl Mirror {
                     state: self.closed(router, i).unwrap_or_else(|| "open".to_string()),
                     frames,
                     bytes,
-                    push_backs: self.push_backs[i],
+                    control_holds: self.hold.holds(i),
                 }
             })
             .collect()

@@ -1,6 +1,6 @@
 //! The router daemon (`rtlan router --config FILE`): the QSR router core
 //! ([`rtlan_core::router::Router`], default IP forwarding, QSR paper §4.1; `docs/qsr.md` §2.2)
-//! run by the one data-plane [`driver`](crate::driver) on AF_PACKET ports.
+//! run by the one data-plane [`driver`](crate::driver) on AF_XDP or AF_PACKET ports.
 //!
 //! The router's namespace keeps its interface addresses in the kernel, with forwarding off:
 //! the kernel answers ARP and pings for them and runs the routing daemons (BIRD, FRR) while this
@@ -16,7 +16,9 @@
 //! - serves a control socket (`ping`, `stats`, `routes`, `neighbours`, `config`, `pipes`,
 //!   `pipe_create`, `pipe_delete`) from the same loop;
 //! - with `[psip] http`, serves the provisioned pipes' web page and JSON API (QSR §5,
-//!   [`pipes`]) through the same loop.
+//!   [`pipes`]) through the same loop;
+//! - with AF_XDP ports, mirrors the core's resolved forwarding table and its ports' openness
+//!   into the ports' XDP fast path (`fastpath`, docs/fastpath.md "The router").
 //!
 //! [`RouteSource::Kernel`]: rtlan_core::router::RouteSource::Kernel
 

@@ -10,16 +10,16 @@
 //! update that fails is logged and counted, and the port concerned is closed, so a broken
 //! mirror degrades to the slow path, never to frames the core would not have forwarded.
 //!
-//! A port the driver pushed back on at the last transmit (its ring full, or frames still in the
-//! core's queues for it) closes until the core holds nothing for it: the switch's control
-//! frames (SETUP and its answers) then go out ahead of the best-effort frames, which queue
-//! behind them in the core, instead of competing with redirected frames for the peer's ring
+//! A port on which the switch's control frames (SETUP and its answers) wait on the driver — in
+//! the core's control queue, or handed to the driver and not yet taken by the kernel
+//! ([`ControlHold`]) — stays closed until they have gone: the best-effort frames then queue
+//! behind them in the core instead of competing with them for the peer's ring
 //! (docs/fastpath.md "The protected control channel").
 
 use rtlan_core::switch::{FdbChange, FdbSync, PortId, Switch};
 use rtlan_core::time::Instant;
 
-use crate::xdp::{AnyPort, FastPath};
+use crate::xdp::{AnyPort, ControlHold, FastPath};
 
 /// One port's fast-path state, for `stats`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -30,9 +30,9 @@ pub struct FastPathPortStats {
     pub frames: u64,
     /// Their bytes.
     pub bytes: u64,
-    /// Times the driver pushed back and the port closed for it (docs/fastpath.md "The
-    /// protected control channel").
-    pub push_backs: u64,
+    /// Times the port closed while the node's control frames waited on the driver
+    /// (docs/fastpath.md "The protected control channel").
+    pub control_holds: u64,
 }
 
 /// The maps and what the mirror last wrote to them.
@@ -45,10 +45,8 @@ pub(super) struct Mirror {
     open: Vec<bool>,
     /// The port a capture holds closed.
     captured: Option<usize>,
-    /// Per port: the driver pushed back at the last transmit (module doc).
-    pushed_back: Vec<bool>,
-    /// Per port: times it did, from not before.
-    push_backs: Vec<u64>,
+    /// Per port: whether the core's control frames wait on the driver (module doc).
+    hold: ControlHold,
     /// Map updates that failed.
     errors: u64,
 }
@@ -60,8 +58,7 @@ impl Mirror {
         Mirror {
             maps,
             open: vec![false; off.len()],
-            pushed_back: vec![false; off.len()],
-            push_backs: vec![0; off.len()],
+            hold: ControlHold::new(off.len()),
             captured: None,
             off,
             errors: 0,
@@ -122,7 +119,7 @@ impl Mirror {
         for i in 0..self.open.len() {
             let want = self.off[i].is_none()
                 && captured != Some(i)
-                && !self.pushed_back[i]
+                && !self.hold.held(i)
                 && switch.fast_path_closed(PortId(i as u16)).is_none();
             if want != self.open[i] {
                 match self.maps.ports().set_open(i as u32, want) {
@@ -133,21 +130,12 @@ impl Mirror {
         }
     }
 
-    /// After a transmit: notes the ports the driver pushed back on (module doc).
+    /// After a transmit: notes the ports whose control frames wait on the driver (module doc).
     pub(super) fn sample(&mut self, switch: &Switch, ports: &[AnyPort]) {
-        use crate::driver::Port as _;
         for (i, port) in ports.iter().enumerate() {
             let id = PortId(i as u16);
-            let now = port.tx_blocked()
-                || port.flush_pending()
-                || switch.queue_len(id) > 0
-                || switch.rt_queue_len(id) > 0;
-            if let (Some(was), Some(count)) =
-                (self.pushed_back.get_mut(i), self.push_backs.get_mut(i))
-            {
-                *count += u64::from(now && !*was);
-                *was = now;
-            }
+            self.hold
+                .sample(i, port, switch.control_sent(id), switch.control_waiting(id));
         }
     }
 
@@ -159,7 +147,7 @@ impl Mirror {
                     (Some(off), _) => format!("off: {off}"),
                     (None, Some(closed)) => closed.to_string(),
                     (None, None) if self.captured == Some(i) => "capture".to_string(),
-                    (None, None) if self.pushed_back[i] => "push-back".to_string(),
+                    (None, None) if self.hold.held(i) => "control waiting".to_string(),
                     (None, None) => "open".to_string(),
                 };
                 let (frames, bytes) = self.maps.ports().forwarded(i as u32).unwrap_or_default();
@@ -167,7 +155,7 @@ impl Mirror {
                     state,
                     frames,
                     bytes,
-                    push_backs: self.push_backs[i],
+                    control_holds: self.hold.holds(i),
                 }
             })
             .collect()

@@ -100,6 +100,73 @@ impl PortMaps {
     }
 }
 
+/// Per port: whether the node's control frames wait on the driver, so that the port stays
+/// closed to the fast path (docs/fastpath.md "The protected control channel"). Sampled after
+/// each transmit: a port is held while control frames wait in the core's control queue, and
+/// from the transmit that handed the driver a control frame until the kernel has taken every
+/// frame handed to it by then (the control frame among them) — on a veth whose peer's ring is
+/// full that is when the ring has drained, which no redirected frame can refill while the port
+/// is closed. Data the core sends later does not prolong the hold.
+#[derive(Debug)]
+pub struct ControlHold {
+    /// Per port: the core's control-frame count at the last sample.
+    sent: Vec<u64>,
+    /// Per port: the driver's transmit count the kernel must reach before the hold ends.
+    until: Vec<Option<u64>>,
+    /// Per port: whether the port is held.
+    held: Vec<bool>,
+    /// Per port: holds begun.
+    holds: Vec<u64>,
+}
+
+impl ControlHold {
+    /// Nothing held on `ports` ports.
+    pub fn new(ports: usize) -> ControlHold {
+        ControlHold {
+            sent: vec![0; ports],
+            until: vec![None; ports],
+            held: vec![false; ports],
+            holds: vec![0; ports],
+        }
+    }
+
+    /// After a transmit on port `i`: `control_sent` and `control_waiting` are the core's (its
+    /// control frames handed out so far; whether any wait in its queue).
+    pub fn sample(&mut self, i: usize, port: &AnyPort, control_sent: u64, control_waiting: bool) {
+        use crate::driver::Port as _;
+        let (Some(sent), Some(until), Some(held), Some(holds)) = (
+            self.sent.get_mut(i),
+            self.until.get_mut(i),
+            self.held.get_mut(i),
+            self.holds.get_mut(i),
+        ) else {
+            return;
+        };
+        let handed = port.counters().tx_frames;
+        let taken = handed.saturating_sub(port.tx_unsent());
+        if control_sent != *sent {
+            *sent = control_sent;
+            *until = Some(handed);
+        }
+        if until.is_some_and(|u| taken >= u) {
+            *until = None;
+        }
+        let now = control_waiting || until.is_some();
+        *holds += u64::from(now && !*held);
+        *held = now;
+    }
+
+    /// Whether port `i` is held closed.
+    pub fn held(&self, i: usize) -> bool {
+        self.held.get(i).copied().unwrap_or(false)
+    }
+
+    /// Holds begun on port `i`.
+    pub fn holds(&self, i: usize) -> u64 {
+        self.holds.get(i).copied().unwrap_or(0)
+    }
+}
+
 /// The switch's fast-path maps: the learnt stations (`fdb`) and the per-port maps.
 #[derive(Debug)]
 pub struct FastPath {

@@ -11,7 +11,7 @@ pub mod prog;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-pub use fastpath::{FastPath, PortMaps, RouterFastPath};
+pub use fastpath::{ControlHold, FastPath, PortMaps, RouterFastPath};
 pub use port::{XdpError, XdpPort};
 pub use prog::{
     program, FastPathProg, Insn, RouterFastProg, Steering, XDP_ABORTED, XDP_DROP, XDP_PASS,
@@ -938,6 +938,10 @@ impl crate::driver::Port for AnyPort {
 
     fn tx_blocked(&self) -> bool {
         both!(self, p => crate::driver::Port::tx_blocked(p))
+    }
+
+    fn tx_unsent(&self) -> u64 {
+        both!(self, p => crate::driver::Port::tx_unsent(p))
     }
 
     fn take_error(&mut self) -> Option<io::Error> {

@@ -469,6 +469,10 @@ impl crate::driver::Port for XdpPort {
         false
     }
 
+    fn tx_unsent(&self) -> u64 {
+        u64::from(self.tx.pending())
+    }
+
     fn take_error(&mut self) -> Option<io::Error> {
         self.tap.take_error()
     }

@@ -454,24 +454,41 @@ fn a_silent_stale_neighbour_is_asked_once_per_retry_interval() {
 }
 
 #[test]
-fn the_backlog_shows_frames_waiting_until_they_are_sent() {
-    let mut net = resolved();
+fn control_frames_are_counted_and_seen_waiting_until_sent() {
+    let mut net = rsvp_net();
+    assert_eq!(net.r(R1).control_sent(PortId(1)), 0);
+    assert!(!net.r(R1).control_waiting(PortId(7)), "no such port");
+    open(&mut net, 125_000.0, 3000.0);
+    net.run_for(Duration::from_millis(10));
+    let sent = net.r(R1).control_sent(PortId(1));
+    assert!(
+        sent >= 1,
+        "the Path went on towards r2 on the control queue"
+    );
+    assert!(!net.r(R1).control_waiting(PortId(1)));
+    // Data never counts as control.
     let now = net.now;
     let r1 = net.r(R1);
-    assert!(!r1.port_backlog(PortId(1)));
     r1.handle_frame(
         now,
         PortId(0),
         &frame(A_MAC, R1_P0, &udp_packet(IP_A, IP_B, 64, 5)),
     );
-    assert!(r1.port_backlog(PortId(1)));
-    assert!(!r1.port_backlog(PortId(0)));
-    assert!(!r1.port_backlog(PortId(7)), "no such port");
     let mut buf = [0u8; 2048];
-    let mut sent = 0;
-    while r1.poll_transmit(now, PortId(1), &mut buf).is_some() {
-        sent += 1;
+    while r1.poll_transmit(now, PortId(1), &mut buf).is_some() {}
+    assert_eq!(r1.control_sent(PortId(1)), sent);
+    // The Path's refresh waits in the control queue until it is polled out.
+    let mut waiting = false;
+    for _ in 0..100 {
+        let Some(at) = r1.poll_timeout() else { break };
+        r1.handle_timeout(at);
+        if r1.control_waiting(PortId(1)) {
+            waiting = true;
+            while r1.poll_transmit(at, PortId(1), &mut buf).is_some() {}
+            break;
+        }
     }
-    assert_eq!(sent, 1);
-    assert!(!r1.port_backlog(PortId(1)));
+    assert!(waiting, "a refresh was queued");
+    assert!(!r1.control_waiting(PortId(1)));
+    assert!(r1.control_sent(PortId(1)) > sent);
 }

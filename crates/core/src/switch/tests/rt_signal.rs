@@ -426,6 +426,26 @@ fn setup_latency_ends_when_the_setups_own_frame_leaves() {
     assert!(latency.miss_ns.is_empty());
 }
 
+/// docs/fastpath.md "The protected control channel": the shell sees a SETUP waiting in the
+/// control queue until it is polled out, and counts it when it is.
+#[test]
+fn control_frames_are_seen_waiting_and_counted_when_sent() {
+    let mut sw = two_hop(Duration::ZERO);
+    drain_all(&mut sw, ms(0));
+    let before = sw.control_sent(PortId(1));
+    assert!(!sw.control_waiting(PortId(1)));
+    sw.handle_frame(ms(30), PortId(0), &setup_from_a(1, PLAN.reserved, IP_B));
+    assert!(
+        sw.control_waiting(PortId(1)),
+        "the SETUP waits for the port"
+    );
+    assert!(!sw.control_waiting(PortId(9)), "no such port");
+    let mut buf = [0u8; MAX_FRAME_LEN];
+    assert!(sw.poll_transmit(ms(31), PortId(1), &mut buf).is_some());
+    assert!(!sw.control_waiting(PortId(1)));
+    assert_eq!(sw.control_sent(PortId(1)), before + 1);
+}
+
 /// docs/fastpath.md: a port is open to the fast path only while no reservation crosses it. The
 /// SETUP's booking closes both ports in the call that receives it, before it is forwarded;
 /// TEARDOWN (once the closed connection has drained) opens them again.
