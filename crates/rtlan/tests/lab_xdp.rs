@@ -327,12 +327,33 @@ fn setups_cross_a_trunk_flooded_through_the_fast_path() {
     let daemon = Daemon::start(&lab, "a");
     let mut client = daemon.client();
     let c_ip = lab.host_ip("c").expect("ip");
+    let took = opens_under_a_flood(&mut client, &ns_b, &flood, c_ip);
+    let fast = fast_b() - before;
+    eprintln!("opens under the flood took {took:?}; {fast} flood frames by the fast path");
+    assert!(
+        fast > 100_000,
+        "the flood took the fast path: {fast} frames"
+    );
+    drop((client, daemon));
+    down_clean(lab);
+}
+
+/// Opens and closes 20 reservations to `dst` through `client`, 100 ms apart, while `flood`
+/// runs from namespace `ns`, and returns how long each open took; panics if one fails. The
+/// flood goes in one-second pieces, restarted when the veth's push-back ends trafgen
+/// ("Flushing TX_RING failed"), and stops however the opens end.
+fn opens_under_a_flood(
+    client: &mut rtlan_linux::rtcd::RtcdClient,
+    ns: &str,
+    flood: &rtlan_lab::tools::TrafgenUdp,
+    dst: std::net::Ipv4Addr,
+) -> Vec<Duration> {
     let done = std::sync::atomic::AtomicBool::new(false);
-    let took = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let flooding = scope.spawn(|| {
             let (mut pieces, mut pushed_back) = (0u32, 0u32);
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                match rtlan_lab::tools::trafgen_udp(&ns_b, &flood) {
+                match rtlan_lab::tools::trafgen_udp(ns, flood) {
                     Ok(_) => pieces += 1,
                     Err(rtlan_lab::tools::ToolError::Failed { stderr_tail, .. })
                         if stderr_tail.contains("Flushing TX_RING failed") =>
@@ -344,14 +365,14 @@ fn setups_cross_a_trunk_flooded_through_the_fast_path() {
             }
             (pieces, pushed_back)
         });
-        // The flood stops however the opens end (a panic here waits for the scope's threads).
+        // A panic here waits for the scope's threads: the guard ends the flood first.
         let _stop = StopOnDrop(&done);
         std::thread::sleep(Duration::from_secs(1));
         let mut took = Vec::new();
         for i in 0..20u16 {
             let start = std::time::Instant::now();
             let opened = client
-                .open(&open_params(c_ip, 7000 + i))
+                .open(&open_params(dst, 7000 + i))
                 .unwrap_or_else(|e| panic!("open {i} under the flood: {e}"));
             took.push(start.elapsed());
             client.close(opened.conn).expect("close");
@@ -361,15 +382,7 @@ fn setups_cross_a_trunk_flooded_through_the_fast_path() {
         let (pieces, pushed_back) = flooding.join().expect("trafgen thread");
         eprintln!("flood: {pieces} one-second pieces whole, {pushed_back} ended by push-back");
         took
-    });
-    let fast = fast_b() - before;
-    eprintln!("opens under the flood took {took:?}; {fast} flood frames by the fast path");
-    assert!(
-        fast > 100_000,
-        "the flood took the fast path: {fast} frames"
-    );
-    drop((client, daemon));
-    down_clean(lab);
+    })
 }
 
 /// Sets its flag when dropped: ends a flood thread however the test's scope ends.
@@ -526,41 +539,7 @@ fn routers_forward_on_the_fast_path_and_keep_rsvp_ahead_of_it() {
     flood.duration = Duration::from_secs(1);
     let ns_a = lab.netns("a").expect("ns").to_string();
     let flood_before = fast("r1", r1_a);
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let took = std::thread::scope(|scope| {
-        let flooding = scope.spawn(|| {
-            let (mut pieces, mut pushed_back) = (0u32, 0u32);
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                match rtlan_lab::tools::trafgen_udp(&ns_a, &flood) {
-                    Ok(_) => pieces += 1,
-                    Err(rtlan_lab::tools::ToolError::Failed { stderr_tail, .. })
-                        if stderr_tail.contains("Flushing TX_RING failed") =>
-                    {
-                        pushed_back += 1;
-                    }
-                    Err(e) => panic!("trafgen: {e}"),
-                }
-            }
-            (pieces, pushed_back)
-        });
-        // The flood stops however the opens end (a panic here waits for the scope's threads).
-        let _stop = StopOnDrop(&done);
-        std::thread::sleep(Duration::from_secs(1));
-        let mut took = Vec::new();
-        for i in 0..20u16 {
-            let start = std::time::Instant::now();
-            let opened = client
-                .open(&open_params(b, 7000 + i))
-                .unwrap_or_else(|e| panic!("open {i} under the flood: {e}"));
-            took.push(start.elapsed());
-            client.close(opened.conn).expect("close");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        let (pieces, pushed_back) = flooding.join().expect("trafgen thread");
-        eprintln!("flood: {pieces} one-second pieces whole, {pushed_back} ended by push-back");
-        took
-    });
+    let took = opens_under_a_flood(&mut client, &ns_a, &flood, b);
     let flooded = fast("r1", r1_a) - flood_before;
     let stats = ctl_router(&lab, "r1", "stats");
     eprintln!(

@@ -7,10 +7,11 @@
 //! QSR §6.2's protected control channel: on a port open to the fast path, data redirected by
 //! XDP and the core's own frames (RSVP, from its control queue) meet in the driver. After each
 //! transmit the mirror notes whether signalling waits there — in the core's control queue, or
-//! handed to the driver and not yet taken by the kernel ([`ControlHold`]) — and keeps the port
-//! closed until it has gone: the data that would have bypassed the core then goes through it,
-//! behind the signalling, and nothing refills the driver's queue with redirected frames. So no
-//! data load can hold a control message back for longer than the driver takes to drain.
+//! handed to the driver and not yet taken by the kernel ([`crate::xdp::ControlHold`]) — and
+//! keeps the port closed until it has gone: the data that would have bypassed the core then
+//! goes through it, behind the signalling, and nothing refills the driver's queue with
+//! redirected frames. So no data load can hold a control message back for longer than the
+//! driver takes to drain.
 //!
 //! A port takes part only if it is an AF_XDP port and its driver takes redirected frames; a port
 //! that cannot is reported once at start and stays closed. A map update that fails is logged and
@@ -24,56 +25,37 @@ use rtlan_core::PortId;
 
 use crate::switchd::fastpath::FastPathPortStats;
 use crate::xdp::fastpath::ROUTER_FIB_CAPACITY;
-use crate::xdp::{AnyPort, ControlHold, RouterFastPath};
+use crate::xdp::{AnyPort, Gates, RouterFastPath};
 
 /// The maps and what the mirror last wrote to them.
 #[derive(Debug)]
 pub(super) struct Mirror {
     maps: RouterFastPath,
-    /// Per port: why it can never open (`None`: it can).
-    off: Vec<Option<String>>,
-    /// Per port: what `open` says now.
-    open: Vec<bool>,
-    /// Per port: whether the core's signalling waits on the driver (module doc).
-    hold: ControlHold,
+    /// The `open` map's side, with the signalling holds (module doc).
+    gates: Gates,
     /// What the `fib` map holds.
     table: BTreeMap<Ipv4Prefix, FastRoute>,
     /// The core's table version the map holds (`None`: not yet written).
     version: Option<u64>,
     /// Why the table is not mirrored (every port then stays closed).
     table_problem: Option<&'static str>,
-    /// Map updates that failed.
-    errors: u64,
 }
 
 impl Mirror {
     /// The mirror for `ports`, whose AF_XDP ports' programs were built from `maps`.
     pub(super) fn new(maps: RouterFastPath, ports: &[AnyPort]) -> Mirror {
-        let off = maps.ports().attach(ports);
+        let gates = Gates::new(maps.ports(), ports);
         Mirror {
             maps,
-            open: vec![false; off.len()],
-            hold: ControlHold::new(off.len()),
-            off,
+            gates,
             table: BTreeMap::new(),
             version: None,
             table_problem: None,
-            errors: 0,
         }
     }
 
     fn failed(&mut self, what: &str, e: &std::io::Error) {
-        self.errors += 1;
-        tracing::warn!("fast path: {what}: {e}; closing every port");
-        for (i, open) in self.open.iter_mut().enumerate() {
-            if *open {
-                *open = false;
-                let _ = self.maps.ports().set_open(i as u32, false);
-            }
-        }
-        for off in &mut self.off {
-            off.get_or_insert_with(|| "a map update failed".to_string());
-        }
+        self.gates.failed(self.maps.ports(), what, e);
     }
 
     /// Copies the core's table (when it changed) and each port's openness into the maps: the
@@ -84,14 +66,9 @@ impl Mirror {
             self.version = Some(version);
             self.write_table(router.fast_table());
         }
-        for i in 0..self.open.len() {
+        for i in 0..self.gates.len() {
             let want = self.closed(router, i).is_none();
-            if want != self.open[i] {
-                match self.maps.ports().set_open(i as u32, want) {
-                    Ok(()) => self.open[i] = want,
-                    Err(e) => self.failed("opening or closing a port", &e),
-                }
-            }
+            self.gates.set(self.maps.ports(), i, want);
         }
     }
 
@@ -147,7 +124,7 @@ impl Mirror {
 
     /// Why port `i` is closed, or `None` if it is open.
     fn closed(&self, router: &Router, i: usize) -> Option<String> {
-        if let Some(off) = &self.off[i] {
+        if let Some(off) = self.gates.off(i) {
             return Some(format!("off: {off}"));
         }
         if let Some(problem) = self.table_problem {
@@ -156,7 +133,7 @@ impl Mirror {
         if let Some(reason) = router.fast_path_closed(PortId(i as u16)) {
             return Some(reason.to_string());
         }
-        if self.hold.held(i) {
+        if self.gates.hold.held(i) {
             return Some("control waiting".to_string());
         }
         None
@@ -166,21 +143,22 @@ impl Mirror {
     pub(super) fn sample(&mut self, router: &Router, ports: &[AnyPort]) {
         for (i, port) in ports.iter().enumerate() {
             let id = PortId(i as u16);
-            self.hold
+            self.gates
+                .hold
                 .sample(i, port, router.control_sent(id), router.control_waiting(id));
         }
     }
 
     /// Per port: state and what its program forwarded.
     pub(super) fn stats(&self, router: &Router) -> Vec<FastPathPortStats> {
-        (0..self.open.len())
+        (0..self.gates.len())
             .map(|i| {
                 let (frames, bytes) = self.maps.ports().forwarded(i as u32).unwrap_or_default();
                 FastPathPortStats {
                     state: self.closed(router, i).unwrap_or_else(|| "open".to_string()),
                     frames,
                     bytes,
-                    control_holds: self.hold.holds(i),
+                    control_holds: self.gates.hold.holds(i),
                 }
             })
             .collect()
@@ -188,7 +166,7 @@ impl Mirror {
 
     /// Map updates that failed.
     pub(super) fn errors(&self) -> u64 {
-        self.errors
+        self.gates.errors()
     }
 
     /// Prefixes in the `fib` map.

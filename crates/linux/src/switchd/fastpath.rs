@@ -12,14 +12,14 @@
 //!
 //! A port on which the switch's control frames (SETUP and its answers) wait on the driver — in
 //! the core's control queue, or handed to the driver and not yet taken by the kernel
-//! ([`ControlHold`]) — stays closed until they have gone: the best-effort frames then queue
+//! ([`ControlHold`](crate::xdp::ControlHold)) — stays closed until they have gone: the best-effort frames then queue
 //! behind them in the core instead of competing with them for the peer's ring
 //! (docs/fastpath.md "The protected control channel").
 
 use rtlan_core::switch::{FdbChange, FdbSync, PortId, Switch};
 use rtlan_core::time::Instant;
 
-use crate::xdp::{AnyPort, ControlHold, FastPath};
+use crate::xdp::{AnyPort, FastPath, Gates};
 
 /// One port's fast-path state, for `stats`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -39,29 +39,20 @@ pub struct FastPathPortStats {
 #[derive(Debug)]
 pub(super) struct Mirror {
     maps: FastPath,
-    /// Per port: why it can never open (`None`: it can).
-    off: Vec<Option<String>>,
-    /// Per port: what `open` says now.
-    open: Vec<bool>,
+    /// The `open` map's side (module doc).
+    gates: Gates,
     /// The port a capture holds closed.
     captured: Option<usize>,
-    /// Per port: whether the core's control frames wait on the driver (module doc).
-    hold: ControlHold,
-    /// Map updates that failed.
-    errors: u64,
 }
 
 impl Mirror {
     /// The mirror for `ports`, whose AF_XDP ports' programs were built from `maps`.
     pub(super) fn new(maps: FastPath, ports: &[AnyPort]) -> Mirror {
-        let off = maps.ports().attach(ports);
+        let gates = Gates::new(maps.ports(), ports);
         Mirror {
             maps,
-            open: vec![false; off.len()],
-            hold: ControlHold::new(off.len()),
+            gates,
             captured: None,
-            off,
-            errors: 0,
         }
     }
 
@@ -84,17 +75,7 @@ impl Mirror {
     }
 
     fn failed(&mut self, what: &str, e: &std::io::Error) {
-        self.errors += 1;
-        tracing::warn!("fast path: {what}: {e}; closing every port");
-        for (i, open) in self.open.iter_mut().enumerate() {
-            if *open {
-                *open = false;
-                let _ = self.maps.ports().set_open(i as u32, false);
-            }
-        }
-        for off in &mut self.off {
-            off.get_or_insert_with(|| "a map update failed".to_string());
-        }
+        self.gates.failed(self.maps.ports(), what, e);
     }
 
     /// Copies the core's changes since the last call into the maps: stations first (a port
@@ -116,17 +97,9 @@ impl Mirror {
             }
             FdbSync::Rebuild(stations) => self.rebuild(&stations),
         }
-        for i in 0..self.open.len() {
-            let want = self.off[i].is_none()
-                && captured != Some(i)
-                && !self.hold.held(i)
-                && switch.fast_path_closed(PortId(i as u16)).is_none();
-            if want != self.open[i] {
-                match self.maps.ports().set_open(i as u32, want) {
-                    Ok(()) => self.open[i] = want,
-                    Err(e) => self.failed("opening or closing a port", &e),
-                }
-            }
+        for i in 0..self.gates.len() {
+            let want = captured != Some(i) && switch.fast_path_closed(PortId(i as u16)).is_none();
+            self.gates.set(self.maps.ports(), i, want);
         }
     }
 
@@ -134,20 +107,21 @@ impl Mirror {
     pub(super) fn sample(&mut self, switch: &Switch, ports: &[AnyPort]) {
         for (i, port) in ports.iter().enumerate() {
             let id = PortId(i as u16);
-            self.hold
+            self.gates
+                .hold
                 .sample(i, port, switch.control_sent(id), switch.control_waiting(id));
         }
     }
 
     /// Per port: state and what its program forwarded.
     pub(super) fn stats(&self, switch: &Switch) -> Vec<FastPathPortStats> {
-        (0..self.open.len())
+        (0..self.gates.len())
             .map(|i| {
-                let state = match (&self.off[i], switch.fast_path_closed(PortId(i as u16))) {
+                let state = match (self.gates.off(i), switch.fast_path_closed(PortId(i as u16))) {
                     (Some(off), _) => format!("off: {off}"),
                     (None, Some(closed)) => closed.to_string(),
                     (None, None) if self.captured == Some(i) => "capture".to_string(),
-                    (None, None) if self.hold.held(i) => "control waiting".to_string(),
+                    (None, None) if self.gates.hold.held(i) => "control waiting".to_string(),
                     (None, None) => "open".to_string(),
                 };
                 let (frames, bytes) = self.maps.ports().forwarded(i as u32).unwrap_or_default();
@@ -155,7 +129,7 @@ impl Mirror {
                     state,
                     frames,
                     bytes,
-                    control_holds: self.hold.holds(i),
+                    control_holds: self.gates.hold.holds(i),
                 }
             })
             .collect()
@@ -163,6 +137,6 @@ impl Mirror {
 
     /// Map updates that failed.
     pub(super) fn errors(&self) -> u64 {
-        self.errors
+        self.gates.errors()
     }
 }

@@ -167,6 +167,81 @@ impl ControlHold {
     }
 }
 
+/// A mirror's side of the `open` map: what it last wrote per port, why a port can never open,
+/// whether the node's control frames hold it closed ([`ControlHold`]), and the map updates that
+/// failed — after one, every port is closed for good, so a broken mirror degrades to the slow
+/// path, never to frames the core would not have forwarded.
+#[derive(Debug)]
+pub struct Gates {
+    /// Per port: why it can never open (`None`: it can).
+    off: Vec<Option<String>>,
+    /// Per port: what `open` says now.
+    open: Vec<bool>,
+    /// Per port: whether the node's control frames wait on the driver.
+    pub hold: ControlHold,
+    /// Map updates that failed.
+    errors: u64,
+}
+
+impl Gates {
+    /// Every port of `ports` closed, those that can take part entered in `maps`'s device map.
+    pub fn new(maps: &PortMaps, ports: &[AnyPort]) -> Gates {
+        let off = maps.attach(ports);
+        Gates {
+            open: vec![false; off.len()],
+            hold: ControlHold::new(off.len()),
+            off,
+            errors: 0,
+        }
+    }
+
+    /// Ports.
+    pub fn len(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Whether there are no ports.
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty()
+    }
+
+    /// Why port `i` can never open, if it cannot.
+    pub fn off(&self, i: usize) -> Option<&str> {
+        self.off.get(i).and_then(|o| o.as_deref())
+    }
+
+    /// Opens port `i` if `want` and it is neither off nor held, else closes it.
+    pub fn set(&mut self, maps: &PortMaps, i: usize, want: bool) {
+        let want = want && self.off(i).is_none() && !self.hold.held(i);
+        if self.open.get(i).is_some_and(|&open| open != want) {
+            match maps.set_open(i as u32, want) {
+                Ok(()) => self.open[i] = want,
+                Err(e) => self.failed(maps, "opening or closing a port", &e),
+            }
+        }
+    }
+
+    /// A map update failed: logged, counted, and every port closed for good.
+    pub fn failed(&mut self, maps: &PortMaps, what: &str, e: &io::Error) {
+        self.errors += 1;
+        tracing::warn!("fast path: {what}: {e}; closing every port");
+        for (i, open) in self.open.iter_mut().enumerate() {
+            if *open {
+                *open = false;
+                let _ = maps.set_open(i as u32, false);
+            }
+        }
+        for off in &mut self.off {
+            off.get_or_insert_with(|| "a map update failed".to_string());
+        }
+    }
+
+    /// Map updates that failed.
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+}
+
 /// The switch's fast-path maps: the learnt stations (`fdb`) and the per-port maps.
 #[derive(Debug)]
 pub struct FastPath {

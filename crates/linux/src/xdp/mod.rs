@@ -11,7 +11,7 @@ pub mod prog;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-pub use fastpath::{ControlHold, FastPath, PortMaps, RouterFastPath};
+pub use fastpath::{ControlHold, FastPath, Gates, PortMaps, RouterFastPath};
 pub use port::{XdpError, XdpPort};
 pub use prog::{
     program, FastPathProg, Insn, RouterFastProg, Steering, XDP_ABORTED, XDP_DROP, XDP_PASS,

@@ -355,17 +355,28 @@ fn fast_path(b: &mut Builder, fast: &FastPathProg) {
     b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_XDP_BUFF_LEN));
     b.push(Insn::new(STX_MEM_DW, 10, 0, -16, 0));
     // Out by the device map; a port missing from it falls back to the socket.
-    b.load_map(1, fast.tx_fd);
+    redirect_out(b, fast.tx_fd);
+    count_and_redirect(b, fast.stats_fd, port, -16);
+}
+
+/// `bpf_redirect_map(tx, r9, 0)`: the frame leaves by output port r9 once the program returns
+/// `XDP_REDIRECT`; a port missing from the device map falls back to the socket.
+fn redirect_out(b: &mut Builder, tx_fd: i32) {
+    b.load_map(1, tx_fd);
     b.push(Insn::new(ALU64_MOV_X, 2, 9, 0, 0));
     b.push(Insn::new(ALU64_MOV_K, 3, 0, 0, 0));
     b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_REDIRECT_MAP));
     b.jump(JMP32_JNE_K, 0, 0, XDP_REDIRECT as i32, Label::Redirect);
-    // Count it on this port: frames, bytes.
+}
+
+/// Counts the frame on input port `port` in the `fast` array (frames, and the byte count saved
+/// at `r10 + len_at`) and returns `XDP_REDIRECT`.
+fn count_and_redirect(b: &mut Builder, stats_fd: i32, port: i32, len_at: i16) {
     b.push(Insn::new(ST_MEM_W, 10, 0, -12, port));
-    b.lookup(fast.stats_fd, -12, Label::Done);
+    b.lookup(stats_fd, -12, Label::Done);
     b.push(Insn::new(ALU64_MOV_K, 1, 0, 0, 1));
     b.push(Insn::new(ATOMIC_ADD_DW, 0, 1, 0, 0));
-    b.push(Insn::new(LDX_MEM_DW, 1, 10, -16, 0));
+    b.push(Insn::new(LDX_MEM_DW, 1, 10, len_at, 0));
     b.push(Insn::new(ATOMIC_ADD_DW, 0, 1, 8, 0));
     b.label(Label::Done);
     b.push(Insn::new(ALU64_MOV_K, 0, 0, 0, XDP_REDIRECT as i32));
@@ -468,11 +479,7 @@ fn router_fast_path(b: &mut Builder, fast: &RouterFastProg, addresses: &[(Ipv4Ad
     b.jump(JMP32_JEQ_K, 2, 0, 0, Label::Redirect);
     // Out by the device map (a port missing from it falls back to the socket, the frame
     // untouched), and only then rewritten.
-    b.load_map(1, fast.tx_fd);
-    b.push(Insn::new(ALU64_MOV_X, 2, 9, 0, 0));
-    b.push(Insn::new(ALU64_MOV_K, 3, 0, 0, 0));
-    b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_REDIRECT_MAP));
-    b.jump(JMP32_JNE_K, 0, 0, XDP_REDIRECT as i32, Label::Redirect);
+    redirect_out(b, fast.tx_fd);
     for (from, to, code) in [
         (4, 0, LDX_MEM_W), // next hop's MAC
         (8, 4, LDX_MEM_H),
@@ -496,16 +503,7 @@ fn router_fast_path(b: &mut Builder, fast: &RouterFastProg, addresses: &[(Ipv4Ad
     b.push(Insn::new(JMP_JLT_K, 2, 0, 1, 0xffff));
     b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 1));
     b.push(Insn::new(STX_MEM_H, 7, 2, 24, 0));
-    // Count it on this port: frames, bytes.
-    b.push(Insn::new(ST_MEM_W, 10, 0, -12, port));
-    b.lookup(fast.stats_fd, -12, Label::Done);
-    b.push(Insn::new(ALU64_MOV_K, 1, 0, 0, 1));
-    b.push(Insn::new(ATOMIC_ADD_DW, 0, 1, 0, 0));
-    b.push(Insn::new(LDX_MEM_DW, 1, 10, -24, 0));
-    b.push(Insn::new(ATOMIC_ADD_DW, 0, 1, 8, 0));
-    b.label(Label::Done);
-    b.push(Insn::new(ALU64_MOV_K, 0, 0, 0, XDP_REDIRECT as i32));
-    b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
+    count_and_redirect(b, fast.stats_fd, port, -24);
 }
 
 #[cfg(test)]
