@@ -141,12 +141,12 @@ impl Mirror {
 
     /// After a transmit: notes the ports whose signalling waits on the driver (module doc).
     pub(super) fn sample(&mut self, router: &Router, ports: &[AnyPort]) {
-        for (i, port) in ports.iter().enumerate() {
-            let id = PortId(i as u16);
-            self.gates
-                .hold
-                .sample(i, port, router.control_sent(id), router.control_waiting(id));
-        }
+        self.gates.sample(ports, |i| {
+            (
+                router.control_sent(PortId(i)),
+                router.control_waiting(PortId(i)),
+            )
+        });
     }
 
     /// Per port: state and what its program forwarded.

@@ -105,12 +105,12 @@ impl Mirror {
 
     /// After a transmit: notes the ports whose control frames wait on the driver (module doc).
     pub(super) fn sample(&mut self, switch: &Switch, ports: &[AnyPort]) {
-        for (i, port) in ports.iter().enumerate() {
-            let id = PortId(i as u16);
-            self.gates
-                .hold
-                .sample(i, port, switch.control_sent(id), switch.control_waiting(id));
-        }
+        self.gates.sample(ports, |i| {
+            (
+                switch.control_sent(PortId(i)),
+                switch.control_waiting(PortId(i)),
+            )
+        });
     }
 
     /// Per port: state and what its program forwarded.

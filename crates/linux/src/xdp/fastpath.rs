@@ -236,6 +236,16 @@ impl Gates {
         }
     }
 
+    /// After a transmit: notes, port by port, whether the node's control frames wait on the
+    /// driver; `control(i)` is the core's (control frames handed out of port `i` so far,
+    /// whether any wait in its control queue).
+    pub fn sample(&mut self, ports: &[AnyPort], control: impl Fn(u16) -> (u64, bool)) {
+        for (i, port) in ports.iter().enumerate() {
+            let (sent, waiting) = control(i as u16);
+            self.hold.sample(i, port, sent, waiting);
+        }
+    }
+
     /// Map updates that failed.
     pub fn errors(&self) -> u64 {
         self.errors

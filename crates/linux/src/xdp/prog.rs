@@ -341,15 +341,7 @@ fn fast_path(b: &mut Builder, fast: &FastPathProg) {
     b.lookup(fast.fdb_fd, -8, Label::Redirect);
     b.push(Insn::new(LDX_MEM_W, 9, 0, 0, 0));
     b.jump(JMP32_JEQ_K, 9, 0, port, Label::Redirect);
-    // Both ports open.
-    b.push(Insn::new(STX_MEM_W, 10, 9, -12, 0));
-    b.lookup(fast.open_fd, -12, Label::Redirect);
-    b.push(Insn::new(LDX_MEM_W, 2, 0, 0, 0));
-    b.jump(JMP32_JEQ_K, 2, 0, 0, Label::Redirect);
-    b.push(Insn::new(ST_MEM_W, 10, 0, -12, port));
-    b.lookup(fast.open_fd, -12, Label::Redirect);
-    b.push(Insn::new(LDX_MEM_W, 2, 0, 0, 0));
-    b.jump(JMP32_JEQ_K, 2, 0, 0, Label::Redirect);
+    both_open(b, fast.open_fd, port);
     // The frame's length, for the counters.
     b.push(Insn::new(ALU64_MOV_X, 1, 6, 0, 0));
     b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_XDP_BUFF_LEN));
@@ -357,6 +349,19 @@ fn fast_path(b: &mut Builder, fast: &FastPathProg) {
     // Out by the device map; a port missing from it falls back to the socket.
     redirect_out(b, fast.tx_fd);
     count_and_redirect(b, fast.stats_fd, port, -16);
+}
+
+/// Falls through only if output port r9 and input port `port` are both open in the `open`
+/// array; otherwise to the socket.
+fn both_open(b: &mut Builder, open_fd: i32, port: i32) {
+    b.push(Insn::new(STX_MEM_W, 10, 9, -12, 0));
+    b.lookup(open_fd, -12, Label::Redirect);
+    b.push(Insn::new(LDX_MEM_W, 2, 0, 0, 0));
+    b.jump(JMP32_JEQ_K, 2, 0, 0, Label::Redirect);
+    b.push(Insn::new(ST_MEM_W, 10, 0, -12, port));
+    b.lookup(open_fd, -12, Label::Redirect);
+    b.push(Insn::new(LDX_MEM_W, 2, 0, 0, 0));
+    b.jump(JMP32_JEQ_K, 2, 0, 0, Label::Redirect);
 }
 
 /// `bpf_redirect_map(tx, r9, 0)`: the frame leaves by output port r9 once the program returns
@@ -468,15 +473,7 @@ fn router_fast_path(b: &mut Builder, fast: &RouterFastProg, addresses: &[(Ipv4Ad
     b.push(Insn::new(ALU64_MOV_X, 8, 0, 0, 0));
     b.push(Insn::new(LDX_MEM_W, 9, 8, 0, 0));
     b.jump(JMP32_JEQ_K, 9, 0, -1, Label::Redirect);
-    // Both ports open.
-    b.push(Insn::new(STX_MEM_W, 10, 9, -12, 0));
-    b.lookup(fast.open_fd, -12, Label::Redirect);
-    b.push(Insn::new(LDX_MEM_W, 2, 0, 0, 0));
-    b.jump(JMP32_JEQ_K, 2, 0, 0, Label::Redirect);
-    b.push(Insn::new(ST_MEM_W, 10, 0, -12, port));
-    b.lookup(fast.open_fd, -12, Label::Redirect);
-    b.push(Insn::new(LDX_MEM_W, 2, 0, 0, 0));
-    b.jump(JMP32_JEQ_K, 2, 0, 0, Label::Redirect);
+    both_open(b, fast.open_fd, port);
     // Out by the device map (a port missing from it falls back to the socket, the frame
     // untouched), and only then rewritten.
     redirect_out(b, fast.tx_fd);
