@@ -197,17 +197,9 @@ impl Daemon {
             addresses.push(address);
         }
         // The fast path's maps come first: every AF_XDP port's program is built with them.
-        let maps = if config.fast_path && config.data_plane != crate::xdp::DataPlane::AfPacket {
-            match RouterFastPath::new(config.ports.len() as u32) {
-                Ok(maps) => Some(maps),
-                Err(e) => {
-                    tracing::warn!("fast path off: its maps could not be created: {e}");
-                    None
-                }
-            }
-        } else {
-            None
-        };
+        let maps = crate::xdp::fastpath::maps_for(config.fast_path, config.data_plane, || {
+            RouterFastPath::new(config.ports.len() as u32)
+        });
         let mut opened = Vec::with_capacity(config.ports.len());
         for (i, spec) in config.ports.iter().enumerate() {
             let fast = match &maps {

@@ -66,8 +66,10 @@ impl Mirror {
             self.version = Some(version);
             self.write_table(router.fast_table());
         }
+        // `Gates::set` keeps off and held ports closed; the reasons as text are for `stats`.
         for i in 0..self.gates.len() {
-            let want = self.closed(router, i).is_none();
+            let want =
+                self.table_problem.is_none() && router.fast_path_closed(PortId(i as u16)).is_none();
             self.gates.set(self.maps.ports(), i, want);
         }
     }

@@ -184,17 +184,9 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         qdisc_bypass: config.qdisc_bypass,
     };
     // The fast path's maps come first: every AF_XDP port's program is built with them.
-    let maps = if config.fast_path && config.data_plane != crate::xdp::DataPlane::AfPacket {
-        match crate::xdp::FastPath::new(config.ports.len() as u32) {
-            Ok(maps) => Some(maps),
-            Err(e) => {
-                tracing::warn!("fast path off: its maps could not be created: {e}");
-                None
-            }
-        }
-    } else {
-        None
-    };
+    let maps = crate::xdp::fastpath::maps_for(config.fast_path, config.data_plane, || {
+        crate::xdp::FastPath::new(config.ports.len() as u32)
+    });
     let mut ports = Vec::with_capacity(config.ports.len());
     for (i, spec) in config.ports.iter().enumerate() {
         let steering = match &maps {

@@ -100,6 +100,22 @@ impl PortMaps {
     }
 }
 
+/// A node's fast-path maps, made by `make` when `fast_path` is on and `plane` can have XDP
+/// programs; `None` otherwise, or (logged) when they cannot be made — the node then forwards
+/// everything through its core.
+pub fn maps_for<T>(
+    fast_path: bool,
+    plane: super::DataPlane,
+    make: impl FnOnce() -> io::Result<T>,
+) -> Option<T> {
+    if !fast_path || plane == super::DataPlane::AfPacket {
+        return None;
+    }
+    make()
+        .map_err(|e| tracing::warn!("fast path off: its maps could not be created: {e}"))
+        .ok()
+}
+
 /// Per port: whether the node's control frames wait on the driver, so that the port stays
 /// closed to the fast path (docs/fastpath.md "The protected control channel"). Sampled after
 /// each transmit: a port is held while control frames wait in the core's control queue, and
