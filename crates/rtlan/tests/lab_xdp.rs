@@ -449,16 +449,31 @@ fn routers_forward_on_the_fast_path_and_keep_rsvp_ahead_of_it() {
     if !root_or_skip("routers_forward_on_the_fast_path_and_keep_rsvp_ahead_of_it") {
         return;
     }
+    routers_fast_path_case(DataPlane::AfXdp, "rfp");
+}
+
+/// The same with AF_PACKET ports, where the fast path is the routers' TC program
+/// (docs/fastpath.md "The router on AF_PACKET"), and RSVP reaches the core through the
+/// ports' control sockets.
+#[test]
+fn routers_forward_on_the_tc_fast_path_and_keep_rsvp_ahead_of_it() {
+    if !root_or_skip("routers_forward_on_the_tc_fast_path_and_keep_rsvp_ahead_of_it") {
+        return;
+    }
+    routers_fast_path_case(DataPlane::AfPacket, "rtc");
+}
+
+fn routers_fast_path_case(plane: DataPlane, prefix: &str) {
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
     let text = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
                 [[router]]\nname = \"r1\"\n[[router]]\nname = \"r2\"\n\
                 [[link]]\nends = [\"a\", \"r1\"]\n[[link]]\nends = [\"r1\", \"r2\"]\n\
                 [[link]]\nends = [\"r2\", \"b\"]\n";
     let topology = Topology::from_str(text, "inline").expect("topology");
-    let name = lab_name("rfp");
+    let name = lab_name(prefix);
     let _ = rtlan_lab::down(&name);
     let mut options = LabOptions::new(env!("CARGO_BIN_EXE_rtlan"));
-    options.data_plane = DataPlane::AfXdp;
+    options.data_plane = plane;
     let lab = Lab::up(&topology, &name, &options).expect("lab up");
     for r in ["r1", "r2"] {
         lab.router_wait_routes(r, Duration::from_secs(5))

@@ -173,6 +173,11 @@ impl<N: Node, P: Port> Driver<N, P> {
             epoll
                 .add(port.as_raw_fd(), port_events(false), i as u64)
                 .map_err(DriverError::Epoll)?;
+            for fd in port.extra_fds() {
+                epoll
+                    .add(fd, libc::EPOLLIN as u32, i as u64)
+                    .map_err(DriverError::Epoll)?;
+            }
         }
         epoll
             .add(timer.as_raw_fd(), libc::EPOLLIN as u32, TIMER_TOKEN)

@@ -45,6 +45,11 @@ pub trait Port: AsRawFd {
     fn read_kernel_drops(&mut self);
     /// Whether the interface is up with its carrier (`None` if that cannot be read).
     fn carrier(&self) -> Option<bool>;
+    /// Further descriptors the driver waits on for this port's received frames (besides
+    /// [`AsRawFd::as_raw_fd`], which also signals transmit room).
+    fn extra_fds(&self) -> Vec<std::os::fd::RawFd> {
+        Vec::new()
+    }
     /// The socket kind, for the statistics: `af_packet` or `af_xdp`.
     fn kind(&self) -> &'static str {
         "af_packet"

@@ -206,8 +206,20 @@ pub fn iface_mac(ifname: &str) -> Result<Address, PacketError> {
 impl PacketPort {
     /// Opens interface `ifname` (in the calling thread's network namespace) as a switch port.
     pub fn open(ifname: &str, options: &PortOptions) -> Result<Self, PacketError> {
+        Self::open_bound(ifname, options, libc::ETH_P_ALL as u16, &[])
+    }
+
+    /// Opens `ifname` as [`PacketPort::open`] does, but bound to EtherType `protocol` (a
+    /// protocol handler, served after the interface's TC ingress hook, unlike `ETH_P_ALL`'s
+    /// taps) and, unless `filter` is empty, with that classic BPF socket filter.
+    pub fn open_bound(
+        ifname: &str,
+        options: &PortOptions,
+        protocol: u16,
+        filter: &[libc::sock_filter],
+    ) -> Result<Self, PacketError> {
         let ifindex = iface::ifindex(ifname)?;
-        // Protocol 0: receive nothing until bound to the one interface with ETH_P_ALL below.
+        // Protocol 0: receive nothing until bound to the one interface with `protocol` below.
         // SAFETY: plain system call; the result is checked.
         let raw = unsafe {
             libc::socket(
@@ -262,13 +274,38 @@ impl PacketPort {
             &geometry.request(),
         )?;
         let mapping = Mapping::new(raw, 2 * geometry.bytes()).map_err(PacketError::Mmap)?;
+        if !filter.is_empty() {
+            let program = libc::sock_fprog {
+                len: u16::try_from(filter.len()).map_err(|_| PacketError::SetOption {
+                    option: "SO_ATTACH_FILTER",
+                    source: io::Error::from(io::ErrorKind::InvalidInput),
+                })?,
+                filter: filter.as_ptr().cast_mut(),
+            };
+            // SAFETY: `program` points to `filter`, live for the call; the kernel copies it.
+            let rc = unsafe {
+                libc::setsockopt(
+                    raw,
+                    libc::SOL_SOCKET,
+                    libc::SO_ATTACH_FILTER,
+                    (&program as *const libc::sock_fprog).cast(),
+                    std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+                )
+            };
+            if rc < 0 {
+                return Err(PacketError::SetOption {
+                    option: "SO_ATTACH_FILTER",
+                    source: io::Error::last_os_error(),
+                });
+            }
+        }
         let rx = mapping.ring(0, geometry);
         let tx = mapping.ring(geometry.bytes(), geometry);
 
         // SAFETY: all-zero is a valid sockaddr_ll; the fields that matter are set below.
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         addr.sll_family = libc::AF_PACKET as libc::c_ushort;
-        addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        addr.sll_protocol = protocol.to_be();
         // Interface indices are positive ints in the kernel.
         addr.sll_ifindex = ifindex as libc::c_int;
         // SAFETY: `addr` is a valid sockaddr_ll and the length passed is its size.

@@ -197,9 +197,10 @@ impl Daemon {
             addresses.push(address);
         }
         // The fast path's maps come first: every AF_XDP port's program is built with them.
-        let maps = crate::xdp::fastpath::maps_for(config.fast_path, config.data_plane, || {
-            RouterFastPath::new(config.ports.len() as u32)
-        });
+        let maps =
+            crate::xdp::fastpath::maps_for(config.fast_path, config.data_plane, true, || {
+                RouterFastPath::new(config.ports.len() as u32)
+            });
         let mut opened = Vec::with_capacity(config.ports.len());
         for (i, spec) in config.ports.iter().enumerate() {
             let fast = match &maps {

@@ -184,7 +184,7 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         qdisc_bypass: config.qdisc_bypass,
     };
     // The fast path's maps come first: every AF_XDP port's program is built with them.
-    let maps = crate::xdp::fastpath::maps_for(config.fast_path, config.data_plane, || {
+    let maps = crate::xdp::fastpath::maps_for(config.fast_path, config.data_plane, false, || {
         crate::xdp::FastPath::new(config.ports.len() as u32)
     });
     let mut ports = Vec::with_capacity(config.ports.len());

@@ -68,18 +68,24 @@ impl PortMaps {
 
     /// Enters each of `ports` that can take part in the device map, logging which can and
     /// which cannot: per port, why it can never open (`None`: it can). A port takes part only
-    /// if it is an AF_XDP port (it has the program) and its driver takes redirected frames.
+    /// if it has the program: an AF_XDP port whose driver takes redirected frames, or a
+    /// router's AF_PACKET port with its TC program (whose redirects are plain transmits).
     pub fn attach(&self, ports: &[AnyPort]) -> Vec<Option<String>> {
         let off: Vec<Option<String>> = ports
             .iter()
             .enumerate()
             .map(|(i, port)| {
-                let AnyPort::Xdp(_) = port else {
-                    return Some("not an AF_XDP port".to_string());
-                };
                 let ifindex = crate::driver::Port::ifindex(port);
-                if let Some(problem) = redirect_target_problem(ifindex) {
-                    return Some(problem);
+                match port {
+                    AnyPort::Xdp(_) => {
+                        if let Some(problem) = redirect_target_problem(ifindex) {
+                            return Some(problem);
+                        }
+                    }
+                    AnyPort::Tc(_) => {}
+                    AnyPort::Packet(_) => {
+                        return Some("an AF_PACKET port without the TC program".to_string())
+                    }
                 }
                 match self.set_tx(i as u32, ifindex) {
                     Ok(()) => None,
@@ -100,15 +106,17 @@ impl PortMaps {
     }
 }
 
-/// A node's fast-path maps, made by `make` when `fast_path` is on and `plane` can have XDP
-/// programs; `None` otherwise, or (logged) when they cannot be made — the node then forwards
-/// everything through its core.
+/// A node's fast-path maps, made by `make` when `fast_path` is on and `plane` can have its
+/// programs (XDP on AF_XDP ports; with `tc`, the router's TC program on AF_PACKET ports too);
+/// `None` otherwise, or (logged) when they cannot be made — the node then forwards everything
+/// through its core.
 pub fn maps_for<T>(
     fast_path: bool,
     plane: super::DataPlane,
+    tc: bool,
     make: impl FnOnce() -> io::Result<T>,
 ) -> Option<T> {
-    if !fast_path || plane == super::DataPlane::AfPacket {
+    if !fast_path || (plane == super::DataPlane::AfPacket && !tc) {
         return None;
     }
     make()

@@ -7,6 +7,7 @@
 pub mod fastpath;
 pub mod port;
 pub mod prog;
+pub mod tcport;
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -17,6 +18,7 @@ pub use prog::{
     program, FastPathProg, Insn, RouterFastProg, Steering, XDP_ABORTED, XDP_DROP, XDP_PASS,
     XDP_REDIRECT,
 };
+pub use tcport::{TcPort, TcPortError};
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
@@ -29,6 +31,11 @@ const BPF_LINK_CREATE: libc::c_long = 28;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
+/// `BPF_PROG_TYPE_SCHED_CLS`: a TC program.
+const BPF_PROG_TYPE_SCHED_CLS: u32 = 3;
+/// `BPF_TCX_INGRESS` (Linux 6.6): a TC program on an interface's ingress through a link, no
+/// qdisc needed.
+const BPF_TCX_INGRESS: u32 = 46;
 
 /// `union bpf_attr` as bytes: every command reads its own prefix of it.
 #[repr(C, align(8))]
@@ -240,18 +247,33 @@ pub struct XdpProgram {
 impl XdpProgram {
     /// Loads `insns`; a refusal carries the verifier's log.
     pub fn load(insns: &[Insn], name: &str) -> io::Result<XdpProgram> {
+        Self::load_typed(insns, name, BPF_PROG_TYPE_XDP, BPF_XDP)
+    }
+
+    /// Loads `insns` as a TC program (for [`XdpProgram::attach_tc_ingress`]); a refusal
+    /// carries the verifier's log.
+    pub fn load_tc(insns: &[Insn], name: &str) -> io::Result<XdpProgram> {
+        Self::load_typed(insns, name, BPF_PROG_TYPE_SCHED_CLS, 0)
+    }
+
+    fn load_typed(
+        insns: &[Insn],
+        name: &str,
+        prog_type: u32,
+        attach_type: u32,
+    ) -> io::Result<XdpProgram> {
         let bytes: Vec<u8> = insns.iter().flat_map(|i| i.to_bytes()).collect();
         let license = c"GPL";
         let mut log = vec![0u8; 64 * 1024];
         let mut attr = Attr::new();
-        attr.u32(0, BPF_PROG_TYPE_XDP)
+        attr.u32(0, prog_type)
             .u32(4, insns.len() as u32)
             .u64(8, bytes.as_ptr() as u64)
             .u64(16, license.as_ptr() as u64)
             .u32(24, 1)
             .u32(28, log.len() as u32)
             .u64(32, log.as_mut_ptr() as u64)
-            .u32(68, BPF_XDP);
+            .u32(68, attach_type);
         let n = name.as_bytes();
         let n = &n[..n.len().min(15)];
         attr.0[48..48 + n.len()].copy_from_slice(n);
@@ -262,7 +284,7 @@ impl XdpProgram {
                 let text = String::from_utf8_lossy(&log[..end]);
                 Err(io::Error::new(
                     e.kind(),
-                    format!("loading the XDP program: {e}; verifier: {}", text.trim()),
+                    format!("loading the BPF program: {e}; verifier: {}", text.trim()),
                 ))
             }
         }
@@ -292,6 +314,17 @@ impl XdpProgram {
                     )
                 }),
         }
+    }
+
+    /// Attaches a TC program ([`XdpProgram::load_tc`]) to the ingress of interface `ifindex`
+    /// (tcx) until the returned link is dropped: it runs on every frame received, after the
+    /// packet taps and before the protocol handlers.
+    pub fn attach_tc_ingress(&self, ifindex: u32) -> io::Result<OwnedFd> {
+        let mut attr = Attr::new();
+        attr.u32(0, self.fd.as_raw_fd() as u32)
+            .u32(4, ifindex)
+            .u32(8, BPF_TCX_INGRESS);
+        bpf(BPF_LINK_CREATE, &mut attr).map(owned)
     }
 
     /// Runs the program once on `frame` (`BPF_PROG_TEST_RUN`) and returns its verdict.
@@ -555,11 +588,23 @@ mod tests {
     /// checksum), and every packet the core must see goes to the socket untouched.
     #[test]
     fn the_kernel_runs_the_router_fast_path_as_documented() {
+        router_fast_path_cases(false);
+    }
+
+    /// The same fast path as the TC program of an AF_PACKET port (docs/fastpath.md "The router
+    /// on AF_PACKET"): the same frames forwarded, byte for byte, and the same ones left alone.
+    #[test]
+    fn the_kernel_runs_the_router_fast_path_at_tc_as_documented() {
+        router_fast_path_cases(true);
+    }
+
+    /// The router fast path's cases, in the XDP program or (`tc`) the TC program.
+    fn router_fast_path_cases(tc: bool) {
         if !root() {
             eprintln!("skipping: loading BPF needs root");
             return;
         }
-        std::thread::spawn(|| {
+        std::thread::spawn(move || {
             // A private namespace: its loopback is a device the device map can hold.
             // SAFETY: unshare(2) with a constant flag; it changes only this thread.
             assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0);
@@ -600,9 +645,30 @@ mod tests {
                 addresses: vec![(own, 24)],
                 fast: Some(fast.program_for(0, me, 1514)),
             };
-            let prog = XdpProgram::load(&program(&steering, xsk.fd(), XDP_DROP), "rtlan_rfast")
-                .expect("the verifier accepts the router's fast path");
-            let socket = XDP_DROP;
+            let Steering::Router {
+                addresses,
+                fast: Some(fast_prog),
+            } = &steering
+            else {
+                unreachable!("built above")
+            };
+            let (prog, socket, redirected, kernel) = if tc {
+                let prog = XdpProgram::load_tc(
+                    &prog::tc_router_program(fast_prog, addresses),
+                    "rtlan_rtc",
+                )
+                .expect("the verifier accepts the router's TC fast path");
+                (
+                    prog,
+                    prog::TC_ACT_OK,
+                    prog::TC_ACT_REDIRECT,
+                    prog::TC_ACT_OK,
+                )
+            } else {
+                let prog = XdpProgram::load(&program(&steering, xsk.fd(), XDP_DROP), "rtlan_rfast")
+                    .expect("the verifier accepts the router's fast path");
+                (prog, XDP_DROP, XDP_REDIRECT, XDP_PASS)
+            };
             // A UDP packet from 198.18.1.10 to `dst`, `len` bytes of frame, to `mac`.
             let packet = |mac: Address, dst: Ipv4Addr, ttl: u8, len: usize| {
                 let mut f = vec![0u8; len];
@@ -630,7 +696,7 @@ mod tests {
                 for len in [60usize, 61, 98, 1514] {
                     let f = packet(me, far, ttl, len);
                     let (verdict, out) = run(&f);
-                    assert_eq!(verdict, XDP_REDIRECT, "ttl {ttl} len {len}");
+                    assert_eq!(verdict, redirected, "ttl {ttl} len {len}");
                     let mut want = f.clone();
                     want[0..6].copy_from_slice(&hop_mac.0);
                     want[6..12].copy_from_slice(&out_mac.0);
@@ -663,7 +729,7 @@ mod tests {
             }
             assert!(bumped);
             let (verdict, out) = run(&f);
-            assert_eq!(verdict, XDP_REDIRECT);
+            assert_eq!(verdict, redirected);
             assert_eq!(out[24..26], [0, 0]);
             forwarded += 1;
             bytes += 98;
@@ -718,7 +784,7 @@ mod tests {
             }
             assert_eq!(
                 run(&options).0,
-                XDP_PASS,
+                kernel,
                 "IP options: to the kernel and the tap"
             );
             fast.ports().set_open(1, false).unwrap();
@@ -813,6 +879,8 @@ pub enum AnyPort {
     Packet(crate::packet::PacketPort),
     /// AF_XDP.
     Xdp(XdpPort),
+    /// AF_PACKET with the router's fast path at the TC hook.
+    Tc(TcPort),
 }
 
 impl AnyPort {
@@ -824,6 +892,16 @@ impl AnyPort {
         options: &crate::packet::PortOptions,
     ) -> Result<AnyPort, AnyPortError> {
         let packet = || {
+            if let Steering::Router {
+                addresses,
+                fast: Some(fast),
+            } = steering
+            {
+                match TcPort::open(ifname, options, fast, addresses) {
+                    Ok(p) => return Ok(AnyPort::Tc(p)),
+                    Err(e) => tracing::warn!(ifname, "fast path off: {e}"),
+                }
+            }
             crate::packet::PacketPort::open(ifname, options)
                 .map(AnyPort::Packet)
                 .map_err(AnyPortError::Packet)
@@ -846,7 +924,7 @@ impl AnyPort {
     /// `"af_xdp"` or `"af_packet"`.
     pub fn kind(&self) -> &'static str {
         match self {
-            AnyPort::Packet(_) => "af_packet",
+            AnyPort::Packet(_) | AnyPort::Tc(_) => "af_packet",
             AnyPort::Xdp(_) => "af_xdp",
         }
     }
@@ -887,6 +965,7 @@ impl AsRawFd for AnyPort {
         match self {
             AnyPort::Packet(p) => p.as_raw_fd(),
             AnyPort::Xdp(p) => p.as_raw_fd(),
+            AnyPort::Tc(p) => p.as_raw_fd(),
         }
     }
 }
@@ -896,6 +975,7 @@ macro_rules! both {
         match $self {
             AnyPort::Packet($p) => $e,
             AnyPort::Xdp($p) => $e,
+            AnyPort::Tc($p) => $e,
         }
     };
 }
@@ -950,6 +1030,10 @@ impl crate::driver::Port for AnyPort {
 
     fn read_kernel_drops(&mut self) {
         both!(self, p => crate::driver::Port::read_kernel_drops(p))
+    }
+
+    fn extra_fds(&self) -> Vec<RawFd> {
+        both!(self, p => crate::driver::Port::extra_fds(p))
     }
 
     fn carrier(&self) -> Option<bool> {

@@ -33,6 +33,15 @@ pub const XDP_PASS: u32 = 2;
 /// Redirected (to a socket).
 pub const XDP_REDIRECT: u32 = 4;
 
+/// TC verdicts (`<linux/pkt_cls.h>`): carry on (the kernel's stack and the protocol sockets).
+pub const TC_ACT_OK: u32 = 0;
+/// TC verdict: the frame leaves where `bpf_redirect` pointed.
+pub const TC_ACT_REDIRECT: u32 = 7;
+
+/// `bpf_redirect`: out of an interface, by index (the TC hook's redirect; XDP's is by map).
+const HELPER_REDIRECT: i32 = 23;
+/// `bpf_skb_pull_data`: makes the first bytes of an skb linear (directly readable).
+const HELPER_SKB_PULL_DATA: i32 = 39;
 /// `bpf_redirect_map` (include/uapi/linux/bpf.h, `__BPF_FUNC_MAPPER`).
 const HELPER_REDIRECT_MAP: i32 = 51;
 /// `bpf_map_lookup_elem`.
@@ -112,6 +121,7 @@ const JMP_JGT_K: u8 = 0x25;
 const JMP_JGE_K: u8 = 0x35;
 const JMP_JLT_K: u8 = 0xa5;
 const JMP_JLE_K: u8 = 0xb5;
+const JMP_JLE_X: u8 = 0xbd;
 const JMP_JNE_K: u8 = 0x55;
 
 /// Which frames a port keeps for itself.
@@ -180,6 +190,36 @@ enum Label {
     Ip,
     /// The fast path: redirected to the output port.
     Done,
+    /// The TC program: the headers are linear.
+    Linear,
+}
+
+/// The hook a router's fast path runs in: where its context keeps the frame, how it measures
+/// and redirects it, and what "forwarded" returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hook {
+    /// XDP (`struct xdp_md`): on an AF_XDP port.
+    Xdp,
+    /// TC ingress (`struct __sk_buff`, attached by tcx): on an AF_PACKET port.
+    Tc,
+}
+
+impl Hook {
+    /// Offsets of `data` and `data_end` in the context.
+    fn data(self) -> (i16, i16) {
+        match self {
+            Hook::Xdp => (0, 4),
+            Hook::Tc => (76, 80),
+        }
+    }
+
+    /// The verdict of a forwarded frame.
+    fn forwarded(self) -> u32 {
+        match self {
+            Hook::Xdp => XDP_REDIRECT,
+            Hook::Tc => TC_ACT_REDIRECT,
+        }
+    }
 }
 
 /// The program, built with symbolic jumps.
@@ -248,38 +288,9 @@ pub fn program(steering: &Steering, map_fd: i32, fallback: u32) -> Vec<Insn> {
     let mut b = Builder::default();
     b.push(Insn::new(ALU64_MOV_X, 6, 1, 0, 0));
     if let Steering::Router { addresses, fast } = steering {
-        b.push(Insn::new(LDX_MEM_W, 2, 6, 0, 0)); // data
-        b.push(Insn::new(LDX_MEM_W, 3, 6, 4, 0)); // data_end
-        b.push(Insn::new(ALU64_MOV_X, 4, 2, 0, 0));
-        b.push(Insn::new(ALU64_ADD_K, 4, 0, 0, 14));
-        b.jump(JMP_JGT_X, 4, 3, 0, Label::Pass); // shorter than Ethernet
-        b.push(Insn::new(LDX_MEM_H, 5, 2, 12, 0)); // EtherType, bytes swapped
-        b.jump(JMP32_JEQ_K, 5, 0, 0x0608, Label::Pass); // ARP
-        b.jump(JMP32_JEQ_K, 5, 0, 0x4788, Label::Redirect); // MPLS unicast
-        b.jump(JMP32_JNE_K, 5, 0, 0x0008, Label::Pass); // not IPv4
-        b.push(Insn::new(ALU64_MOV_X, 4, 2, 0, 0));
-        b.push(Insn::new(ALU64_ADD_K, 4, 0, 0, 34));
-        b.jump(JMP_JGT_X, 4, 3, 0, Label::Pass); // shorter than an IPv4 header
-        b.push(Insn::new(LDX_MEM_B, 5, 2, 14, 0)); // version and IHL
-        b.push(Insn::new(ALU64_AND_K, 5, 0, 0, 0x0f));
-        b.jump(JMP32_JNE_K, 5, 0, 5, Label::Pass); // options: Router Alert and others
-        b.push(Insn::new(LDX_MEM_B, 5, 2, 23, 0)); // protocol
-        b.jump(JMP32_JEQ_K, 5, 0, 46, Label::Pass); // RSVP
-        b.push(Insn::new(LDX_MEM_W, 5, 2, 30, 0)); // destination
-        b.push(Insn::new(ALU64_MOV_X, 4, 5, 0, 0));
-        b.push(Insn::new(ALU64_AND_K, 4, 0, 0, 0xf0)); // first octet's high nibble
-        b.jump(JMP32_JEQ_K, 4, 0, 0xe0, Label::Pass); // multicast
-        b.jump(JMP32_JEQ_K, 5, 0, -1, Label::Pass); // 255.255.255.255
-        for (addr, len) in addresses {
-            b.jump(JMP32_JEQ_K, 5, 0, word(*addr), Label::Pass);
-            if *len < 31 {
-                let host = u32::MAX >> len;
-                let broadcast = Ipv4Addr::from(u32::from(*addr) | host);
-                b.jump(JMP32_JEQ_K, 5, 0, word(broadcast), Label::Pass);
-            }
-        }
+        router_steering(&mut b, addresses, Hook::Xdp);
         match fast {
-            Some(fast) => router_fast_path(&mut b, fast, addresses),
+            Some(fast) => router_fast_path(&mut b, fast, addresses, Hook::Xdp),
             None => b.jump(JMP_JA, 0, 0, 0, Label::Redirect),
         }
         b.label(Label::Pass);
@@ -300,6 +311,71 @@ pub fn program(steering: &Steering, map_fd: i32, fallback: u32) -> Vec<Insn> {
         // No Pass label is used; place it for the assembler all the same.
         b.label(Label::Pass);
     }
+    b.finish()
+}
+
+/// The router's steering (module doc, 1–6): the kernel's and the control plane's frames to
+/// `Label::Pass`, MPLS to `Label::Redirect`; plain IPv4 for others falls through. Registers:
+/// r6 = ctx, r2 = data, r3 = data_end, r4 scratch pointer, r5 scratch value.
+fn router_steering(b: &mut Builder, addresses: &[(Ipv4Addr, u8)], hook: Hook) {
+    let (data, data_end) = hook.data();
+    b.push(Insn::new(LDX_MEM_W, 2, 6, data, 0));
+    b.push(Insn::new(LDX_MEM_W, 3, 6, data_end, 0));
+    b.push(Insn::new(ALU64_MOV_X, 4, 2, 0, 0));
+    b.push(Insn::new(ALU64_ADD_K, 4, 0, 0, 14));
+    b.jump(JMP_JGT_X, 4, 3, 0, Label::Pass); // shorter than Ethernet
+    b.push(Insn::new(LDX_MEM_H, 5, 2, 12, 0)); // EtherType, bytes swapped
+    b.jump(JMP32_JEQ_K, 5, 0, 0x0608, Label::Pass); // ARP
+    b.jump(JMP32_JEQ_K, 5, 0, 0x4788, Label::Redirect); // MPLS unicast
+    b.jump(JMP32_JNE_K, 5, 0, 0x0008, Label::Pass); // not IPv4
+    b.push(Insn::new(ALU64_MOV_X, 4, 2, 0, 0));
+    b.push(Insn::new(ALU64_ADD_K, 4, 0, 0, 34));
+    b.jump(JMP_JGT_X, 4, 3, 0, Label::Pass); // shorter than an IPv4 header
+    b.push(Insn::new(LDX_MEM_B, 5, 2, 14, 0)); // version and IHL
+    b.push(Insn::new(ALU64_AND_K, 5, 0, 0, 0x0f));
+    b.jump(JMP32_JNE_K, 5, 0, 5, Label::Pass); // options: Router Alert and others
+    b.push(Insn::new(LDX_MEM_B, 5, 2, 23, 0)); // protocol
+    b.jump(JMP32_JEQ_K, 5, 0, 46, Label::Pass); // RSVP
+    b.push(Insn::new(LDX_MEM_W, 5, 2, 30, 0)); // destination
+    b.push(Insn::new(ALU64_MOV_X, 4, 5, 0, 0));
+    b.push(Insn::new(ALU64_AND_K, 4, 0, 0, 0xf0)); // first octet's high nibble
+    b.jump(JMP32_JEQ_K, 4, 0, 0xe0, Label::Pass); // multicast
+    b.jump(JMP32_JEQ_K, 5, 0, -1, Label::Pass); // 255.255.255.255
+    for (addr, len) in addresses {
+        b.jump(JMP32_JEQ_K, 5, 0, word(*addr), Label::Pass);
+        if *len < 31 {
+            let host = u32::MAX >> len;
+            let broadcast = Ipv4Addr::from(u32::from(*addr) | host);
+            b.jump(JMP32_JEQ_K, 5, 0, word(broadcast), Label::Pass);
+        }
+    }
+}
+
+/// The router's TC program for an AF_PACKET port (docs/fastpath.md "The router on AF_PACKET"):
+/// the steering's checks and the fast path of [`program`], at the TC ingress hook instead of
+/// XDP, where the kernel hands the program its own skb — on a veth, XDP must first copy every
+/// frame from a sender without XDP into a page of its own, TC does not. Every frame the fast
+/// path does not take gets `TC_ACT_OK`: on to the kernel and to the port's protocol sockets,
+/// which the kernel serves after this hook ([`crate::xdp::TcPort`]).
+pub fn tc_router_program(fast: &RouterFastProg, addresses: &[(Ipv4Addr, u8)]) -> Vec<Insn> {
+    let mut b = Builder::default();
+    b.push(Insn::new(ALU64_MOV_X, 6, 1, 0, 0));
+    // The Ethernet and IPv4 headers linear (a sender's skb may hold them in pages).
+    let (data, data_end) = Hook::Tc.data();
+    b.push(Insn::new(LDX_MEM_W, 2, 6, data, 0));
+    b.push(Insn::new(LDX_MEM_W, 3, 6, data_end, 0));
+    b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 34));
+    b.jump(JMP_JLE_X, 2, 3, 0, Label::Linear);
+    b.push(Insn::new(ALU64_MOV_X, 1, 6, 0, 0));
+    b.push(Insn::new(ALU64_MOV_K, 2, 0, 0, 34));
+    b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_SKB_PULL_DATA));
+    b.label(Label::Linear);
+    router_steering(&mut b, addresses, Hook::Tc);
+    router_fast_path(&mut b, fast, addresses, Hook::Tc);
+    b.label(Label::Pass);
+    b.label(Label::Redirect);
+    b.push(Insn::new(ALU64_MOV_K, 0, 0, 0, TC_ACT_OK as i32));
+    b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
     b.finish()
 }
 
@@ -348,7 +424,7 @@ fn fast_path(b: &mut Builder, fast: &FastPathProg) {
     b.push(Insn::new(STX_MEM_DW, 10, 0, -16, 0));
     // Out by the device map; a port missing from it falls back to the socket.
     redirect_out(b, fast.tx_fd);
-    count_and_redirect(b, fast.stats_fd, port, -16);
+    count_and_redirect(b, fast.stats_fd, port, -16, XDP_REDIRECT);
 }
 
 /// Falls through only if output port r9 and input port `port` are both open in the `open`
@@ -374,9 +450,20 @@ fn redirect_out(b: &mut Builder, tx_fd: i32) {
     b.jump(JMP32_JNE_K, 0, 0, XDP_REDIRECT as i32, Label::Redirect);
 }
 
+/// `bpf_redirect(tx[r9], 0)`, the TC hook's [`redirect_out`]: the device map is read for the
+/// output's interface index; a port missing from it falls back to the socket.
+fn tc_redirect_out(b: &mut Builder, tx_fd: i32) {
+    b.push(Insn::new(STX_MEM_W, 10, 9, -12, 0));
+    b.lookup(tx_fd, -12, Label::Redirect);
+    b.push(Insn::new(LDX_MEM_W, 1, 0, 0, 0));
+    b.push(Insn::new(ALU64_MOV_K, 2, 0, 0, 0));
+    b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_REDIRECT));
+    b.jump(JMP32_JNE_K, 0, 0, TC_ACT_REDIRECT as i32, Label::Redirect);
+}
+
 /// Counts the frame on input port `port` in the `fast` array (frames, and the byte count saved
-/// at `r10 + len_at`) and returns `XDP_REDIRECT`.
-fn count_and_redirect(b: &mut Builder, stats_fd: i32, port: i32, len_at: i16) {
+/// at `r10 + len_at`) and returns `verdict` (the hook's "redirected").
+fn count_and_redirect(b: &mut Builder, stats_fd: i32, port: i32, len_at: i16, verdict: u32) {
     b.push(Insn::new(ST_MEM_W, 10, 0, -12, port));
     b.lookup(stats_fd, -12, Label::Done);
     b.push(Insn::new(ALU64_MOV_K, 1, 0, 0, 1));
@@ -384,7 +471,7 @@ fn count_and_redirect(b: &mut Builder, stats_fd: i32, port: i32, len_at: i16) {
     b.push(Insn::new(LDX_MEM_DW, 1, 10, len_at, 0));
     b.push(Insn::new(ATOMIC_ADD_DW, 0, 1, 8, 0));
     b.label(Label::Done);
-    b.push(Insn::new(ALU64_MOV_K, 0, 0, 0, XDP_REDIRECT as i32));
+    b.push(Insn::new(ALU64_MOV_K, 0, 0, 0, verdict as i32));
     b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
 }
 
@@ -398,10 +485,16 @@ fn count_and_redirect(b: &mut Builder, stats_fd: i32, port: i32, len_at: i16) {
 /// (`Label::Redirect`), where the core does exactly what it did before. Registers: r6 = ctx,
 /// r7 = data, r8 = data_end then the `fib` value, r9 = output port; stack: r10-8 the `fib` key,
 /// r10-12 a port key, r10-24 the frame's length.
-fn router_fast_path(b: &mut Builder, fast: &RouterFastProg, addresses: &[(Ipv4Addr, u8)]) {
+fn router_fast_path(
+    b: &mut Builder,
+    fast: &RouterFastProg,
+    addresses: &[(Ipv4Addr, u8)],
+    hook: Hook,
+) {
     let port = fast.port as i32;
-    b.push(Insn::new(LDX_MEM_W, 7, 6, 0, 0)); // data
-    b.push(Insn::new(LDX_MEM_W, 8, 6, 4, 0)); // data_end
+    let (data, data_end) = hook.data();
+    b.push(Insn::new(LDX_MEM_W, 7, 6, data, 0));
+    b.push(Insn::new(LDX_MEM_W, 8, 6, data_end, 0));
     b.push(Insn::new(ALU64_MOV_X, 2, 7, 0, 0));
     b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 34));
     b.jump(JMP_JGT_X, 2, 8, 0, Label::Redirect); // shorter than Ethernet + IPv4
@@ -457,8 +550,13 @@ fn router_fast_path(b: &mut Builder, fast: &RouterFastProg, addresses: &[(Ipv4Ad
     }
     b.jump(JMP_JNE_K, 2, 0, 0xffff, Label::Redirect);
     // The frame's length: at most max_frame, and holding the whole packet (total length).
-    b.push(Insn::new(ALU64_MOV_X, 1, 6, 0, 0));
-    b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_XDP_BUFF_LEN));
+    match hook {
+        Hook::Xdp => {
+            b.push(Insn::new(ALU64_MOV_X, 1, 6, 0, 0));
+            b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_XDP_BUFF_LEN));
+        }
+        Hook::Tc => b.push(Insn::new(LDX_MEM_W, 0, 6, 0, 0)), // skb->len
+    }
     b.push(Insn::new(STX_MEM_DW, 10, 0, -24, 0));
     b.jump(JMP_JGT_K, 0, 0, fast.max_frame as i32, Label::Redirect);
     b.push(Insn::new(LDX_MEM_H, 2, 7, 16, 0));
@@ -476,7 +574,10 @@ fn router_fast_path(b: &mut Builder, fast: &RouterFastProg, addresses: &[(Ipv4Ad
     both_open(b, fast.open_fd, port);
     // Out by the device map (a port missing from it falls back to the socket, the frame
     // untouched), and only then rewritten.
-    redirect_out(b, fast.tx_fd);
+    match hook {
+        Hook::Xdp => redirect_out(b, fast.tx_fd),
+        Hook::Tc => tc_redirect_out(b, fast.tx_fd),
+    }
     for (from, to, code) in [
         (4, 0, LDX_MEM_W), // next hop's MAC
         (8, 4, LDX_MEM_H),
@@ -500,7 +601,7 @@ fn router_fast_path(b: &mut Builder, fast: &RouterFastProg, addresses: &[(Ipv4Ad
     b.push(Insn::new(JMP_JLT_K, 2, 0, 1, 0xffff));
     b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 1));
     b.push(Insn::new(STX_MEM_H, 7, 2, 24, 0));
-    count_and_redirect(b, fast.stats_fd, port, -24);
+    count_and_redirect(b, fast.stats_fd, port, -24, hook.forwarded());
 }
 
 #[cfg(test)]

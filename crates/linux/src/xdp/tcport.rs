@@ -1,0 +1,337 @@
+//! A router's AF_PACKET port with the fast path at the TC hook (docs/fastpath.md "The router
+//! on AF_PACKET", QSR §4.1 and §6.2).
+//!
+//! On a veth, an XDP program costs a copy of every frame that arrives from a sender without
+//! XDP (the kernel moves it into a page with XDP's headroom before the program runs), which
+//! the kernel's own forwarding never pays. A TC program runs on the skb the kernel already
+//! has, so the router's fast path ([`super::prog::tc_router_program`], the same decision as
+//! the XDP one) runs there when the ports are AF_PACKET. Attached by tcx: no qdisc needed.
+//!
+//! The catch is where a packet socket sees frames. One bound to `ETH_P_ALL` is a tap that the
+//! kernel serves before the TC hook, so it would see (and at least filter) every frame the
+//! fast path forwards. So the port is four sockets bound to protocols — protocol handlers,
+//! which the kernel serves after the hook, only with what the program passed:
+//!
+//! - **control**, `ETH_P_IP` with a classic BPF filter taking only RSVP (protocol 46) and IPv4
+//!   with options (Router Alert): QSR §6.2's network-control channel at the ingress — a ring
+//!   no data enters, read first;
+//! - **arp**, `ETH_P_ARP`: the neighbours (QSR §4.1);
+//! - **mpls**, `ETH_P_MPLS_UC`: switched paths (QSR §4.2);
+//! - **data**, `ETH_P_IP` with the complementary filter: the rest of IPv4, for the core. It
+//!   also sends everything the core sends.
+//!
+//! The kernel's own handlers (ARP, pings to the router, OSPF) see what the program passes, as
+//! with XDP's `XDP_PASS`. The driver waits on the data socket (its descriptor) and on the two
+//! others ([`crate::driver::Port::extra_fds`]).
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use rtlan_wire::ethernet::Address;
+
+use super::prog::tc_router_program;
+use super::{RouterFastProg, XdpProgram};
+use crate::packet::{PacketError, PacketPort, PortCounters, PortOptions, TxOutcome};
+
+/// `ETH_P_IP`, `ETH_P_ARP` and `ETH_P_MPLS_UC` of `<linux/if_ether.h>`.
+const ETH_P_IP: u16 = 0x0800;
+const ETH_P_ARP: u16 = 0x0806;
+const ETH_P_MPLS_UC: u16 = 0x8847;
+
+/// Slots of the control, ARP and MPLS sockets' rings (the data socket has the port's own).
+const SIDE_RING_FRAMES: usize = 256;
+
+/// Why a TC port did not open.
+#[derive(Debug, thiserror::Error)]
+pub enum TcPortError {
+    /// One of its packet sockets.
+    #[error("TC port `{ifname}`, its {which} socket: {source}")]
+    Socket {
+        /// The interface.
+        ifname: String,
+        /// `control`, `arp`, `mpls` or `data`.
+        which: &'static str,
+        /// Why.
+        #[source]
+        source: PacketError,
+    },
+    /// The program or its link.
+    #[error("TC port `{ifname}`: {what}: {source}")]
+    Program {
+        /// The interface.
+        ifname: String,
+        /// Loading or attaching.
+        what: &'static str,
+        /// The kernel's refusal (with the verifier's log when loading).
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// A classic BPF instruction (`struct sock_filter`).
+const fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+/// `BPF_LD|BPF_B|BPF_ABS`, `BPF_ALU|BPF_AND|BPF_K`, `BPF_JMP|BPF_JEQ|BPF_K` and
+/// `BPF_RET|BPF_K` of `<linux/filter.h>`.
+const LDB: u16 = 0x30;
+const AND: u16 = 0x54;
+const JEQ: u16 = 0x15;
+const RET: u16 = 0x06;
+/// Accept the whole frame.
+const ALL: u32 = 0x4_0000;
+
+/// The control socket's filter (IPv4 only, by its binding): RSVP, and IPv4 with options.
+fn control_filter() -> Vec<libc::sock_filter> {
+    vec![
+        op(LDB, 0, 0, 23), // protocol
+        op(JEQ, 3, 0, 46), // RSVP → accept
+        op(LDB, 0, 0, 14), // version and IHL
+        op(AND, 0, 0, 0x0f),
+        op(JEQ, 1, 0, 5), // no options → reject
+        op(RET, 0, 0, ALL),
+        op(RET, 0, 0, 0),
+    ]
+}
+
+/// The data socket's filter (IPv4 only, by its binding): all but RSVP and options.
+fn data_filter() -> Vec<libc::sock_filter> {
+    vec![
+        op(LDB, 0, 0, 23), // protocol
+        op(JEQ, 4, 0, 46), // RSVP → reject
+        op(LDB, 0, 0, 14), // version and IHL
+        op(AND, 0, 0, 0x0f),
+        op(JEQ, 0, 1, 5), // options → reject
+        op(RET, 0, 0, ALL),
+        op(RET, 0, 0, 0),
+    ]
+}
+
+/// An AF_PACKET router port whose fast path runs at the TC hook (module doc).
+#[derive(Debug)]
+pub struct TcPort {
+    data: PacketPort,
+    control: PacketPort,
+    arp: PacketPort,
+    mpls: PacketPort,
+    // The link first: detached before the program and the sockets go.
+    _link: OwnedFd,
+    _program: XdpProgram,
+    /// The three sockets' counters together.
+    counters: PortCounters,
+}
+
+impl TcPort {
+    /// Opens `ifname` (in the calling thread's namespace) with the router's TC program for
+    /// `fast`; `addresses` are the router's (the program leaves packets to them to the kernel).
+    pub fn open(
+        ifname: &str,
+        options: &PortOptions,
+        fast: &RouterFastProg,
+        addresses: &[(std::net::Ipv4Addr, u8)],
+    ) -> Result<TcPort, TcPortError> {
+        let socket = |which, options: &PortOptions, protocol, filter: &[libc::sock_filter]| {
+            PacketPort::open_bound(ifname, options, protocol, filter).map_err(|source| {
+                TcPortError::Socket {
+                    ifname: ifname.to_string(),
+                    which,
+                    source,
+                }
+            })
+        };
+        let side = PortOptions {
+            ring_frames: SIDE_RING_FRAMES,
+            ..*options
+        };
+        let control = socket("control", &side, ETH_P_IP, &control_filter())?;
+        let arp = socket("arp", &side, ETH_P_ARP, &[])?;
+        let mpls = socket("mpls", &side, ETH_P_MPLS_UC, &[])?;
+        let data = socket("data", options, ETH_P_IP, &data_filter())?;
+        let program_error = |what| {
+            move |source| TcPortError::Program {
+                ifname: ifname.to_string(),
+                what,
+                source,
+            }
+        };
+        let program = XdpProgram::load_tc(&tc_router_program(fast, addresses), "rtlan_rtc")
+            .map_err(program_error("loading the TC program"))?;
+        let link = program
+            .attach_tc_ingress(data.ifindex())
+            .map_err(program_error("attaching the TC program (tcx ingress)"))?;
+        tracing::info!(
+            ifname,
+            "AF_PACKET port open with the fast path at TC ingress"
+        );
+        let mut port = TcPort {
+            data,
+            control,
+            arp,
+            mpls,
+            _link: link,
+            _program: program,
+            counters: PortCounters::default(),
+        };
+        port.merge();
+        Ok(port)
+    }
+
+    /// The counters of the data socket, with what the other three received added.
+    fn merge(&mut self) {
+        let mut c = self.data.counters().clone();
+        for side in [
+            self.control.counters(),
+            self.arp.counters(),
+            self.mpls.counters(),
+        ] {
+            c.rx_frames += side.rx_frames;
+            c.rx_bytes += side.rx_bytes;
+            c.rx_truncated += side.rx_truncated;
+            c.rx_csum_not_ready += side.rx_csum_not_ready;
+            c.rx_vlan_reinserted += side.rx_vlan_reinserted;
+            c.rx_bad_descriptor += side.rx_bad_descriptor;
+            c.rx_kernel_drops += side.rx_kernel_drops;
+            c.socket_errors += side.socket_errors;
+        }
+        self.counters = c;
+    }
+}
+
+impl AsRawFd for TcPort {
+    fn as_raw_fd(&self) -> RawFd {
+        self.data.as_raw_fd()
+    }
+}
+
+impl crate::driver::Port for TcPort {
+    fn ifname(&self) -> &str {
+        self.data.ifname()
+    }
+
+    fn ifindex(&self) -> u32 {
+        self.data.ifindex()
+    }
+
+    fn mac(&self) -> Address {
+        self.data.mac()
+    }
+
+    fn counters(&self) -> &PortCounters {
+        &self.counters
+    }
+
+    /// The control socket's frames first (QSR §6.2), then ARP, switched paths and the rest.
+    fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, mut deliver: F) -> usize {
+        let mut n = self.control.receive(budget, &mut deliver);
+        n += self.arp.receive(budget - n, &mut deliver);
+        n += self.mpls.receive(budget - n, &mut deliver);
+        n += self.data.receive(budget - n, &mut deliver);
+        if n > 0 {
+            self.merge();
+        }
+        n
+    }
+
+    fn transmit_with<F: FnOnce(&mut [u8]) -> Option<usize>>(&mut self, produce: F) -> TxOutcome {
+        let out = self.data.transmit_with(produce);
+        if out == TxOutcome::Queued {
+            self.counters.tx_frames = self.data.counters().tx_frames;
+            self.counters.tx_bytes = self.data.counters().tx_bytes;
+        }
+        out
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let out = self.data.flush();
+        self.merge();
+        out
+    }
+
+    fn flush_pending(&self) -> bool {
+        self.data.flush_pending()
+    }
+
+    fn tx_blocked(&self) -> bool {
+        self.data.tx_blocked()
+    }
+
+    fn take_error(&mut self) -> Option<io::Error> {
+        let e = self
+            .data
+            .take_error()
+            .or_else(|| self.control.take_error())
+            .or_else(|| self.arp.take_error())
+            .or_else(|| self.mpls.take_error());
+        self.merge();
+        e
+    }
+
+    fn read_kernel_drops(&mut self) {
+        self.data.read_kernel_drops();
+        self.control.read_kernel_drops();
+        self.arp.read_kernel_drops();
+        self.mpls.read_kernel_drops();
+        self.merge();
+    }
+
+    fn carrier(&self) -> Option<bool> {
+        self.data.carrier()
+    }
+
+    fn extra_fds(&self) -> Vec<RawFd> {
+        vec![
+            self.control.as_raw_fd(),
+            self.arp.as_raw_fd(),
+            self.mpls.as_raw_fd(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a classic filter the way the kernel does, on `frame`.
+    fn run(filter: &[libc::sock_filter], frame: &[u8]) -> u32 {
+        let mut a = 0u32;
+        let mut pc = 0usize;
+        loop {
+            let f = filter[pc];
+            pc += 1;
+            match f.code {
+                LDB => a = u32::from(frame[f.k as usize]),
+                AND => a &= f.k,
+                JEQ => pc += usize::from(if a == f.k { f.jt } else { f.jf }),
+                RET => return f.k,
+                other => panic!("opcode {other:#x}"),
+            }
+        }
+    }
+
+    fn frame(ethertype: u16, ver_ihl: u8, protocol: u8) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+        f[14] = ver_ihl;
+        f[23] = protocol;
+        f
+    }
+
+    #[test]
+    fn the_control_socket_takes_rsvp_and_options_and_the_data_socket_the_rest() {
+        // Both are bound to IPv4: the kernel offers them nothing else.
+        let (control, data) = (control_filter(), data_filter());
+        for (what, f, to_control) in [
+            ("UDP", frame(0x0800, 0x45, 17), false),
+            ("TCP", frame(0x0800, 0x45, 6), false),
+            ("ICMP", frame(0x0800, 0x45, 1), false),
+            ("RSVP", frame(0x0800, 0x45, 46), true),
+            ("Router Alert", frame(0x0800, 0x46, 17), true),
+            ("RSVP with Router Alert", frame(0x0800, 0x46, 46), true),
+            ("longest header", frame(0x0800, 0x4f, 17), true),
+        ] {
+            assert_eq!(run(&control, &f) == ALL, to_control, "control: {what}");
+            assert_eq!(run(&data, &f) == ALL, !to_control, "data: {what}");
+        }
+    }
+}
