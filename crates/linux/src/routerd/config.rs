@@ -7,7 +7,7 @@
 //! answer_local = false                    # the kernel answers ARP and pings for the router
 //! kernel_routes = true                    # mirror the main routing table (a routing daemon's)
 //! data_plane = "auto"                     # or "af_xdp", or "af_packet" (docs/afxdp.md)
-//! fast_path = true                        # best-effort forwarding in XDP (docs/fastpath.md)
+//! fast_path = true                        # best-effort forwarding in XDP or TC (docs/fastpath.md)
 //!
 //! [[port]]
 //! ifname = "eth1"                         # its IPv4 address is read from the interface
@@ -91,8 +91,8 @@ pub struct RouterDaemonConfig {
     pub kernel_routes: bool,
     /// The ports' sockets.
     pub data_plane: crate::xdp::DataPlane,
-    /// Whether AF_XDP ports forward plain IPv4 themselves where the core allows
-    /// (docs/fastpath.md "The router").
+    /// Whether the ports forward plain IPv4 themselves where the core allows, in XDP (AF_XDP)
+    /// or at TC ingress (AF_PACKET) (docs/fastpath.md "The router").
     pub fast_path: bool,
     /// The ports, in order.
     pub ports: Vec<RouterPortSpec>,

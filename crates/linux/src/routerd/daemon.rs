@@ -411,6 +411,7 @@ impl Daemon {
             };
             let shell = ShellStats {
                 ports: driver.port_stats(),
+                loop_iterations: driver.loop_iterations(),
                 route_syncs: mirror.syncs,
                 fast_path: fast.borrow().as_ref().map(|m| FastPathStats {
                     ports: m.stats(driver.node()),
@@ -466,6 +467,8 @@ impl Daemon {
 #[derive(serde::Serialize)]
 struct ShellStats {
     ports: Vec<crate::driver::PortStats>,
+    /// Data-plane loop iterations since the start (wake-ups, for the benchmarks).
+    loop_iterations: u64,
     route_syncs: u64,
     /// The best-effort fast path (docs/fastpath.md "The router"); `null` when off.
     fast_path: Option<FastPathStats>,
