@@ -566,6 +566,27 @@ fn routers_fast_path_case(plane: DataPlane, prefix: &str) {
         flooded > 100_000,
         "the flood took the fast path: {flooded} frames"
     );
+
+    // A hostile host floods the router's own address: the program leaves those packets to
+    // the kernel, and they must not crowd RSVP out of the core's control ring.
+    let route = exec_ok(&lab, "a", &["ip", "-4", "route", "show", "default"]);
+    let r1_addr: std::net::Ipv4Addr = route
+        .split_whitespace()
+        .skip_while(|w| *w != "via")
+        .nth(1)
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("a's gateway: {route}"));
+    let received = |lab: &Lab| -> u64 {
+        let path = format!("/sys/class/net/{r1_a_ifname}/statistics/rx_packets");
+        exec_ok(lab, "r1", &["cat", &path]).trim().parse().expect("count")
+    };
+    let mut at_router = flood.clone();
+    at_router.dst_ip = r1_addr;
+    let before = received(&lab);
+    let took = opens_under_a_flood(&mut client, &ns_a, &at_router, b);
+    let hit = received(&lab) - before;
+    eprintln!("RSVP opens under a flood at r1's own address ({hit} frames) took {took:?}");
+    assert!(hit > 100_000, "the flood reached r1: {hit} frames");
     drop((client, rtcd_a));
     down_clean(lab);
 }

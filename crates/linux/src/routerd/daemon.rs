@@ -20,7 +20,7 @@ use crate::mgmt::MgmtError;
 use crate::netlink::{KernelRoute, Netlink};
 use crate::packet::PortOptions;
 use crate::switchd::control::ControlServer;
-use crate::xdp::{AnyPort, AnyPortError, RouterFastPath, Steering};
+use crate::xdp::{AnyPort, RouterFastPath, Steering};
 
 /// Token of the route notifications (above the control server's span).
 const ROUTE_TOKEN: u64 = USER_TOKEN_BASE + (1 << 41);
@@ -219,12 +219,12 @@ impl Daemon {
                 fast,
             };
             let port = AnyPort::open(&spec.ifname, config.data_plane, &steering, &options)
-                .map_err(|e| match e {
-                    AnyPortError::Packet(source) => Error::Port {
+                .map_err(|e| match e.split() {
+                    Ok(source) => Error::Port {
                         ifname: spec.ifname.clone(),
                         source,
                     },
-                    AnyPortError::Xdp(source) => Error::Xdp(source),
+                    Err(source) => Error::Xdp(source),
                 })?;
             tracing::info!(ifname = %spec.ifname, kind = port.kind(), "port open");
             opened.push(port);

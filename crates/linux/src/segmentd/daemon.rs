@@ -12,7 +12,7 @@ use crate::mgmt::MgmtError;
 use crate::packet::PortOptions;
 use crate::switchd::control::ControlServer;
 use crate::timer::LatenessStats;
-use crate::xdp::{AnyPort, AnyPortError, Steering};
+use crate::xdp::{AnyPort, Steering};
 
 /// A control request (`docs/segment.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
@@ -54,9 +54,9 @@ impl Daemon {
             &Steering::Everything,
             &options,
         )
-        .map_err(|(ifname, e)| match e {
-            AnyPortError::Packet(source) => Error::Port { ifname, source },
-            AnyPortError::Xdp(source) => Error::Xdp(source),
+        .map_err(|(ifname, e)| match e.split() {
+            Ok(source) => Error::Port { ifname, source },
+            Err(source) => Error::Xdp(source),
         })?;
         let bus = Bus::new(config.bus_config());
         let driver = Driver::new(bus, ports, DriverOptions::default())?;

@@ -37,7 +37,7 @@ pub use stp_config::StpSpec;
 use crate::driver::DriverError;
 use crate::packet::PacketError;
 use crate::timer::{LatenessStats, TimerError};
-use crate::xdp::{AnyPort, AnyPortError, Steering};
+use crate::xdp::{AnyPort, Steering};
 
 pub use crate::driver::{PortStats as ShellPortStats, RX_BATCH, RX_QUANTUM};
 
@@ -196,12 +196,12 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
             None => Steering::Everything,
         };
         let port = AnyPort::open(&spec.ifname, config.data_plane, &steering, &options).map_err(
-            |e| match e {
-                AnyPortError::Packet(source) => Error::Port {
+            |e| match e.split() {
+                Ok(source) => Error::Port {
                     ifname: spec.ifname.clone(),
                     source,
                 },
-                AnyPortError::Xdp(source) => Error::Xdp(source),
+                Err(source) => Error::Xdp(source),
             },
         )?;
         tracing::info!(ifname = %spec.ifname, kind = port.kind(), "port open");

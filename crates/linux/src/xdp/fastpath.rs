@@ -82,7 +82,10 @@ impl PortMaps {
                             return Some(problem);
                         }
                     }
-                    AnyPort::Tc(_) => {}
+                    AnyPort::RouterPacket(p) if p.has_program() => {}
+                    AnyPort::RouterPacket(_) => {
+                        return Some("its TC program could not be attached".to_string())
+                    }
                     AnyPort::Packet(_) => {
                         return Some("an AF_PACKET port without the TC program".to_string())
                     }

@@ -7,7 +7,7 @@
 pub mod fastpath;
 pub mod port;
 pub mod prog;
-pub mod tcport;
+pub mod routerport;
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -18,7 +18,7 @@ pub use prog::{
     program, FastPathProg, Insn, RouterFastProg, Steering, XDP_ABORTED, XDP_DROP, XDP_PASS,
     XDP_REDIRECT,
 };
-pub use tcport::{TcPort, TcPortError};
+pub use routerport::{RouterPacketPort, RouterPacketPortError};
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
@@ -879,8 +879,8 @@ pub enum AnyPort {
     Packet(crate::packet::PacketPort),
     /// AF_XDP.
     Xdp(XdpPort),
-    /// AF_PACKET with the router's fast path at the TC hook.
-    Tc(TcPort),
+    /// A router's AF_PACKET port (four sockets; the TC program with the fast path).
+    RouterPacket(RouterPacketPort),
 }
 
 impl AnyPort {
@@ -892,15 +892,10 @@ impl AnyPort {
         options: &crate::packet::PortOptions,
     ) -> Result<AnyPort, AnyPortError> {
         let packet = || {
-            if let Steering::Router {
-                addresses,
-                fast: Some(fast),
-            } = steering
-            {
-                match TcPort::open(ifname, options, fast, addresses) {
-                    Ok(p) => return Ok(AnyPort::Tc(p)),
-                    Err(e) => tracing::warn!(ifname, "fast path off: {e}"),
-                }
+            if let Steering::Router { addresses, fast } = steering {
+                return RouterPacketPort::open(ifname, options, fast.as_ref(), addresses)
+                    .map(AnyPort::RouterPacket)
+                    .map_err(AnyPortError::RouterPacket);
             }
             crate::packet::PacketPort::open(ifname, options)
                 .map(AnyPort::Packet)
@@ -924,7 +919,7 @@ impl AnyPort {
     /// `"af_xdp"` or `"af_packet"`.
     pub fn kind(&self) -> &'static str {
         match self {
-            AnyPort::Packet(_) | AnyPort::Tc(_) => "af_packet",
+            AnyPort::Packet(_) | AnyPort::RouterPacket(_) => "af_packet",
             AnyPort::Xdp(_) => "af_xdp",
         }
     }
@@ -958,6 +953,20 @@ pub enum AnyPortError {
     /// AF_XDP.
     #[error(transparent)]
     Xdp(#[from] XdpError),
+    /// A router's AF_PACKET port.
+    #[error(transparent)]
+    RouterPacket(#[from] RouterPacketPortError),
+}
+
+impl AnyPortError {
+    /// The packet socket's error (`Ok`), or AF_XDP's (`Err`): what a daemon reports.
+    pub fn split(self) -> Result<crate::packet::PacketError, XdpError> {
+        match self {
+            AnyPortError::Packet(e)
+            | AnyPortError::RouterPacket(RouterPacketPortError::Socket { source: e, .. }) => Ok(e),
+            AnyPortError::Xdp(e) => Err(e),
+        }
+    }
 }
 
 impl AsRawFd for AnyPort {
@@ -965,7 +974,7 @@ impl AsRawFd for AnyPort {
         match self {
             AnyPort::Packet(p) => p.as_raw_fd(),
             AnyPort::Xdp(p) => p.as_raw_fd(),
-            AnyPort::Tc(p) => p.as_raw_fd(),
+            AnyPort::RouterPacket(p) => p.as_raw_fd(),
         }
     }
 }
@@ -975,7 +984,7 @@ macro_rules! both {
         match $self {
             AnyPort::Packet($p) => $e,
             AnyPort::Xdp($p) => $e,
-            AnyPort::Tc($p) => $e,
+            AnyPort::RouterPacket($p) => $e,
         }
     };
 }

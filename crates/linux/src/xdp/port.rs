@@ -92,6 +92,8 @@ pub struct XdpPort {
     _socket: Socket,
     umem: Umem,
     tap: PacketPort,
+    /// A router's: RSVP and IP options (QSR §6.2), read first.
+    control: Option<PacketPort>,
     epoll: OwnedFd,
     /// Send frames not in the kernel's hands.
     free_tx: Vec<u64>,
@@ -159,8 +161,31 @@ impl XdpPort {
             ifname: ifname.to_string(),
             source,
         };
-        // The tap first: it checks the name and reads the MAC address as any port does.
-        let tap = PacketPort::open(ifname, &PortOptions::default()).map_err(tap_error)?;
+        // The tap first: it checks the name and reads the MAC address as any port does. A
+        // router's is two sockets bound to protocols (`routerport`'s control and ARP): RSVP gets
+        // a ring of its own (QSR §6.2), and neither sees what the kernel keeps for itself.
+        let (tap, control) = match steering {
+            Steering::Router { .. } => {
+                let side = PortOptions {
+                    ring_frames: 256,
+                    ..PortOptions::default()
+                };
+                let arp = PacketPort::open_bound(ifname, &side, libc::ETH_P_ARP as u16, &[])
+                    .map_err(tap_error)?;
+                let control = PacketPort::open_bound(
+                    ifname,
+                    &side,
+                    libc::ETH_P_IP as u16,
+                    &super::routerport::control_filter(),
+                )
+                .map_err(tap_error)?;
+                (arp, Some(control))
+            }
+            _ => (
+                PacketPort::open(ifname, &PortOptions::default()).map_err(tap_error)?,
+                None,
+            ),
+        };
         let (ifindex, mac) = (tap.ifindex(), tap.mac());
         let len = (FRAMES * FRAME_SIZE) as usize;
         // SAFETY: an anonymous private mapping of `len` bytes; the result is checked.
@@ -243,7 +268,11 @@ impl XdpPort {
         }
         // SAFETY: a fresh descriptor nothing else owns.
         let epoll = unsafe { OwnedFd::from_raw_fd(epfd) };
-        for fd in [user.as_raw_fd(), tap.as_raw_fd()] {
+        let fds = [user.as_raw_fd(), tap.as_raw_fd()];
+        for fd in fds
+            .into_iter()
+            .chain(control.as_ref().map(AsRawFd::as_raw_fd))
+        {
             let mut ev = libc::epoll_event {
                 events: libc::EPOLLIN as u32,
                 u64: fd as u64,
@@ -282,6 +311,7 @@ impl XdpPort {
             _socket: socket,
             umem,
             tap,
+            control,
             epoll,
             free_tx,
             unflushed: 0,
@@ -320,10 +350,14 @@ impl XdpPort {
         &self.counters
     }
 
-    /// Hands up to `budget` received frames to `deliver`: the tap's first, then the socket's.
+    /// Hands up to `budget` received frames to `deliver`: the control socket's first, then the
+    /// tap's, then the AF_XDP socket's.
     pub fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, mut deliver: F) -> usize {
         let mut n = 0;
-        n += self.tap.receive(budget, &mut deliver);
+        if let Some(control) = self.control.as_mut() {
+            n += control.receive(budget, &mut deliver);
+        }
+        n += self.tap.receive(budget - n, &mut deliver);
         let want = u32::try_from(budget.saturating_sub(n)).unwrap_or(u32::MAX);
         if want > 0 {
             // Frames are handed up straight from the ring (no copy, no allocation) and go back
@@ -474,7 +508,8 @@ impl crate::driver::Port for XdpPort {
     }
 
     fn take_error(&mut self) -> Option<io::Error> {
-        self.tap.take_error()
+        let control = self.control.as_mut().and_then(PacketPort::take_error);
+        self.tap.take_error().or(control)
     }
 
     fn read_kernel_drops(&mut self) {
@@ -636,7 +671,28 @@ mod tests {
                 send(&mut peer, &ipv4_frame(mac, Ipv4Addr::new(198, 18, 9, 9), i));
             }
             send(&mut peer, &arp_frame());
-            let got = collect(|f| node.receive(64, |x| f(x)), 11);
+            // RSVP through the control socket; a packet to the router's own address reaches
+            // only the kernel.
+            let mut rsvp = ipv4_frame(mac, Ipv4Addr::new(198, 18, 9, 9), 77);
+            rsvp[23] = 46;
+            send(&mut peer, &rsvp);
+            send(
+                &mut peer,
+                &ipv4_frame(mac, Ipv4Addr::new(198, 18, 1, 1), 78),
+            );
+            let got = collect(|f| node.receive(64, |x| f(x)), 12);
+            assert_eq!(
+                got.iter()
+                    .filter(|f| f[12..14] == [8, 0] && f[23] == 46)
+                    .count(),
+                1,
+                "RSVP via the control socket"
+            );
+            assert!(
+                !got.iter().any(|f| f[12..14] == [8, 0] && f[42] == 78),
+                "the router's own packet stays with the kernel"
+            );
+            let got: Vec<_> = got.into_iter().filter(|f| f[23] != 46).collect();
             let transit: Vec<_> = got.iter().filter(|f| f[12..14] == [8, 0]).collect();
             assert_eq!(transit.len(), 10, "transit IPv4 through the socket");
             for (i, f) in transit.iter().enumerate() {

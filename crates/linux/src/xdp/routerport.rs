@@ -1,27 +1,32 @@
-//! A router's AF_PACKET port with the fast path at the TC hook (docs/fastpath.md "The router
-//! on AF_PACKET", QSR §4.1 and §6.2).
+//! A router's AF_PACKET port (docs/fastpath.md "The router on AF_PACKET", QSR §4.1 and §6.2):
+//! four packet sockets, one per kind of traffic, and with the fast path on, the router's TC
+//! program on the interface's ingress.
 //!
-//! On a veth, an XDP program costs a copy of every frame that arrives from a sender without
-//! XDP (the kernel moves it into a page with XDP's headroom before the program runs), which
-//! the kernel's own forwarding never pays. A TC program runs on the skb the kernel already
-//! has, so the router's fast path ([`super::prog::tc_router_program`], the same decision as
-//! the XDP one) runs there when the ports are AF_PACKET. Attached by tcx: no qdisc needed.
-//!
-//! The catch is where a packet socket sees frames. One bound to `ETH_P_ALL` is a tap that the
-//! kernel serves before the TC hook, so it would see (and at least filter) every frame the
-//! fast path forwards. So the port is four sockets bound to protocols — protocol handlers,
-//! which the kernel serves after the hook, only with what the program passed:
+//! **Four sockets.** QSR §6.2's network-control channel needs, at the ingress, a ring that no
+//! data enters; one socket per port would put RSVP behind every transit packet. So the port is
+//! four sockets bound to EtherTypes, read in this order:
 //!
 //! - **control**, `ETH_P_IP` with a classic BPF filter taking only RSVP (protocol 46) and IPv4
-//!   with options (Router Alert): QSR §6.2's network-control channel at the ingress — a ring
-//!   no data enters, read first;
+//!   with options (Router Alert);
 //! - **arp**, `ETH_P_ARP`: the neighbours (QSR §4.1);
 //! - **mpls**, `ETH_P_MPLS_UC`: switched paths (QSR §4.2);
-//! - **data**, `ETH_P_IP` with the complementary filter: the rest of IPv4, for the core. It
-//!   also sends everything the core sends.
+//! - **data**, `ETH_P_IP` with the complementary filter: the rest of IPv4. It also sends
+//!   everything the core sends.
+//!
+//! Other EtherTypes (IPv6, LLDP) reach only the kernel: the router does not route them.
+//!
+//! **The TC program.** On a veth, an XDP program costs a copy of every frame that arrives from
+//! a sender without XDP (the kernel moves it into a page with XDP's headroom before the program
+//! runs), which the kernel's own forwarding never pays. A TC program runs on the skb the kernel
+//! already has, so with AF_PACKET ports the router's fast path
+//! ([`super::prog::tc_router_program`], the same decision as the XDP one) runs there, attached
+//! by tcx (no qdisc needed). Sockets bound to an EtherType are protocol handlers, which the
+//! kernel serves after the TC hook, with only what the program passed; an `ETH_P_ALL` socket
+//! would be a tap, served before the hook, and see every forwarded frame — the other reason
+//! for binding each socket to its protocol.
 //!
 //! The kernel's own handlers (ARP, pings to the router, OSPF) see what the program passes, as
-//! with XDP's `XDP_PASS`. The driver waits on the data socket (its descriptor) and on the two
+//! with XDP's `XDP_PASS`. The driver waits on the data socket (its descriptor) and on the three
 //! others ([`crate::driver::Port::extra_fds`]).
 
 use std::io;
@@ -41,11 +46,11 @@ const ETH_P_MPLS_UC: u16 = 0x8847;
 /// Slots of the control, ARP and MPLS sockets' rings (the data socket has the port's own).
 const SIDE_RING_FRAMES: usize = 256;
 
-/// Why a TC port did not open.
+/// Why a router's AF_PACKET port did not open.
 #[derive(Debug, thiserror::Error)]
-pub enum TcPortError {
+pub enum RouterPacketPortError {
     /// One of its packet sockets.
-    #[error("TC port `{ifname}`, its {which} socket: {source}")]
+    #[error("port `{ifname}`, its {which} socket: {source}")]
     Socket {
         /// The interface.
         ifname: String,
@@ -54,17 +59,6 @@ pub enum TcPortError {
         /// Why.
         #[source]
         source: PacketError,
-    },
-    /// The program or its link.
-    #[error("TC port `{ifname}`: {what}: {source}")]
-    Program {
-        /// The interface.
-        ifname: String,
-        /// Loading or attaching.
-        what: &'static str,
-        /// The kernel's refusal (with the verifier's log when loading).
-        #[source]
-        source: io::Error,
     },
 }
 
@@ -83,7 +77,7 @@ const RET: u16 = 0x06;
 const ALL: u32 = 0x4_0000;
 
 /// The control socket's filter (IPv4 only, by its binding): RSVP, and IPv4 with options.
-fn control_filter() -> Vec<libc::sock_filter> {
+pub(crate) fn control_filter() -> Vec<libc::sock_filter> {
     vec![
         op(LDB, 0, 0, 23), // protocol
         op(JEQ, 3, 0, 46), // RSVP → accept
@@ -108,32 +102,33 @@ fn data_filter() -> Vec<libc::sock_filter> {
     ]
 }
 
-/// An AF_PACKET router port whose fast path runs at the TC hook (module doc).
+/// A router's AF_PACKET port: four sockets, and the TC program with the fast path (module doc).
 #[derive(Debug)]
-pub struct TcPort {
+pub struct RouterPacketPort {
     data: PacketPort,
     control: PacketPort,
     arp: PacketPort,
     mpls: PacketPort,
     // The link first: detached before the program and the sockets go.
-    _link: OwnedFd,
-    _program: XdpProgram,
+    _tc: Option<(OwnedFd, XdpProgram)>,
     /// The three sockets' counters together.
     counters: PortCounters,
 }
 
-impl TcPort {
-    /// Opens `ifname` (in the calling thread's namespace) with the router's TC program for
-    /// `fast`; `addresses` are the router's (the program leaves packets to them to the kernel).
+impl RouterPacketPort {
+    /// Opens `ifname` (in the calling thread's namespace), with the router's TC program for
+    /// `fast` if given; `addresses` are the router's (the program leaves packets to them to
+    /// the kernel). A program that cannot be loaded or attached (a kernel before 6.6) is
+    /// logged, and the port opens without it.
     pub fn open(
         ifname: &str,
         options: &PortOptions,
-        fast: &RouterFastProg,
+        fast: Option<&RouterFastProg>,
         addresses: &[(std::net::Ipv4Addr, u8)],
-    ) -> Result<TcPort, TcPortError> {
+    ) -> Result<RouterPacketPort, RouterPacketPortError> {
         let socket = |which, options: &PortOptions, protocol, filter: &[libc::sock_filter]| {
             PacketPort::open_bound(ifname, options, protocol, filter).map_err(|source| {
-                TcPortError::Socket {
+                RouterPacketPortError::Socket {
                     ifname: ifname.to_string(),
                     which,
                     source,
@@ -148,33 +143,41 @@ impl TcPort {
         let arp = socket("arp", &side, ETH_P_ARP, &[])?;
         let mpls = socket("mpls", &side, ETH_P_MPLS_UC, &[])?;
         let data = socket("data", options, ETH_P_IP, &data_filter())?;
-        let program_error = |what| {
-            move |source| TcPortError::Program {
-                ifname: ifname.to_string(),
-                what,
-                source,
+        let tc = fast.and_then(|fast| {
+            let attached = XdpProgram::load_tc(&tc_router_program(fast, addresses), "rtlan_rtc")
+                .map_err(|e| format!("loading the TC program: {e}"))
+                .and_then(|program| {
+                    program
+                        .attach_tc_ingress(data.ifindex())
+                        .map(|link| (link, program))
+                        .map_err(|e| format!("attaching the TC program (tcx ingress): {e}"))
+                });
+            match attached {
+                Ok(tc) => {
+                    tracing::info!(ifname, "AF_PACKET port open, fast path at TC ingress");
+                    Some(tc)
+                }
+                Err(e) => {
+                    tracing::warn!(ifname, "AF_PACKET port open without the fast path: {e}");
+                    None
+                }
             }
-        };
-        let program = XdpProgram::load_tc(&tc_router_program(fast, addresses), "rtlan_rtc")
-            .map_err(program_error("loading the TC program"))?;
-        let link = program
-            .attach_tc_ingress(data.ifindex())
-            .map_err(program_error("attaching the TC program (tcx ingress)"))?;
-        tracing::info!(
-            ifname,
-            "AF_PACKET port open with the fast path at TC ingress"
-        );
-        let mut port = TcPort {
+        });
+        let mut port = RouterPacketPort {
             data,
             control,
             arp,
             mpls,
-            _link: link,
-            _program: program,
+            _tc: tc,
             counters: PortCounters::default(),
         };
         port.merge();
         Ok(port)
+    }
+
+    /// Whether the TC program is attached (the fast path can open on this port).
+    pub fn has_program(&self) -> bool {
+        self._tc.is_some()
     }
 
     /// The counters of the data socket, with what the other three received added.
@@ -198,13 +201,13 @@ impl TcPort {
     }
 }
 
-impl AsRawFd for TcPort {
+impl AsRawFd for RouterPacketPort {
     fn as_raw_fd(&self) -> RawFd {
         self.data.as_raw_fd()
     }
 }
 
-impl crate::driver::Port for TcPort {
+impl crate::driver::Port for RouterPacketPort {
     fn ifname(&self) -> &str {
         self.data.ifname()
     }
