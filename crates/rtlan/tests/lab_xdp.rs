@@ -578,7 +578,10 @@ fn routers_fast_path_case(plane: DataPlane, prefix: &str) {
         .unwrap_or_else(|| panic!("a's gateway: {route}"));
     let received = |lab: &Lab| -> u64 {
         let path = format!("/sys/class/net/{r1_a_ifname}/statistics/rx_packets");
-        exec_ok(lab, "r1", &["cat", &path]).trim().parse().expect("count")
+        exec_ok(lab, "r1", &["cat", &path])
+            .trim()
+            .parse()
+            .expect("count")
     };
     let mut at_router = flood.clone();
     at_router.dst_ip = r1_addr;

@@ -66,7 +66,9 @@
 //! A resolved neighbour is asked again (one ARP request) when a look-up finds it past its
 //! lifetime; packets on the fast path never look it up. After [`Router::track_fast_path`] the
 //! core asks itself, on its timer: every resolved neighbour past its lifetime is sent a
-//! request and its expiry moved on by one retry interval, as `Neighbours::lookup` does.
+//! request and its expiry moved on by one retry interval, as `Neighbours::lookup` does; one
+//! still silent after `attempts` requests is forgotten (Linux's FAILED), which sends its
+//! prefixes to the core, where the next packet resolves it afresh.
 
 use std::collections::BTreeMap;
 

@@ -76,6 +76,8 @@ struct Resolved {
     port: PortId,
     mac: Address,
     expires: Instant,
+    /// ARP requests sent since the neighbour was last heard from.
+    asked: u8,
 }
 
 #[derive(Debug)]
@@ -197,7 +199,10 @@ impl Neighbours {
     /// The resolved neighbours past their lifetime at `now`, in expiry order, with their ports:
     /// the caller sends each an ARP request. Each one's expiry moves on by one retry interval,
     /// exactly as a [`Neighbours::lookup`] that returns `refresh` does, so a neighbour is asked
-    /// once per retry interval until it answers. Empty without tracking.
+    /// once per retry interval until it answers — `attempts` times: one still silent a retry
+    /// interval after the last is forgotten (as Linux marks it FAILED), so the next packet to
+    /// it is held and resolved afresh, and given up with an ICMP error if it never answers.
+    /// Empty without tracking.
     pub fn poll_stale(&mut self, now: Instant) -> Vec<(Ipv4Addr, PortId)> {
         let Some(index) = self.expiries.as_mut() else {
             return Vec::new();
@@ -209,7 +214,12 @@ impl Neighbours {
             }
             index.pop_first();
             match self.resolved.get_mut(&ip) {
+                Some(entry) if entry.expires == t && entry.asked >= self.config.attempts => {
+                    self.resolved.remove(&ip);
+                    self.version += 1;
+                }
                 Some(entry) if entry.expires == t => {
+                    entry.asked = entry.asked.saturating_add(1);
                     entry.expires = now + self.config.retry;
                     index.insert((entry.expires, ip));
                     due.push((ip, entry.port));
@@ -230,6 +240,7 @@ impl Neighbours {
                 if refresh {
                     // Ask once per lifetime: push the expiry on by one retry interval.
                     let old = entry.expires;
+                    entry.asked = entry.asked.saturating_add(1);
                     entry.expires = now + self.config.retry;
                     let new = entry.expires;
                     self.reindex(ip, Some(old), Some(new));
@@ -279,7 +290,15 @@ impl Neighbours {
         let waiting = self.incomplete.remove(&ip);
         let known = self.resolved.contains_key(&ip);
         if known || self.resolved.len() < self.config.max_resolved {
-            let old = self.resolved.insert(ip, Resolved { port, mac, expires });
+            let old = self.resolved.insert(
+                ip,
+                Resolved {
+                    port,
+                    mac,
+                    expires,
+                    asked: 0,
+                },
+            );
             self.changed(ip, old, port, mac, expires);
         }
         match waiting {
@@ -300,7 +319,15 @@ impl Neighbours {
         match self.resolved.get_mut(&ip) {
             Some(entry) => {
                 let expires = now + self.config.lifetime;
-                let old = std::mem::replace(entry, Resolved { port, mac, expires });
+                let old = std::mem::replace(
+                    entry,
+                    Resolved {
+                        port,
+                        mac,
+                        expires,
+                        asked: 0,
+                    },
+                );
                 self.changed(ip, Some(old), port, mac, expires);
                 true
             }
@@ -584,6 +611,39 @@ mod tests {
         assert_eq!(n.next_stale(), Some(now + config.lifetime));
         n.flush_port(PortId(1));
         assert_eq!(n.next_stale(), None);
+    }
+
+    #[test]
+    fn a_tracked_neighbour_silent_after_its_attempts_is_forgotten() {
+        let config = NeighbourConfig::default();
+        let mut n = Neighbours::new(config);
+        n.track_expiry();
+        n.learn(IP, MAC, PortId(1), ms(0));
+        let mut t = ms(0) + config.lifetime;
+        for _ in 0..config.attempts {
+            assert_eq!(n.poll_stale(t), vec![(IP, PortId(1))]);
+            t += config.retry;
+        }
+        let v = n.version();
+        assert!(n.poll_stale(t).is_empty(), "no fourth request");
+        assert_eq!(n.get(IP), None, "forgotten");
+        assert_ne!(n.version(), v, "the fast path's table changes");
+        assert_eq!(n.next_stale(), None);
+        assert_eq!(n.lookup(IP, PortId(1), t), Lookup::Unresolved);
+        // One that answers in time is asked again a full lifetime later.
+        n.learn(IP, MAC, PortId(1), t);
+        let late = t + config.lifetime;
+        assert_eq!(n.poll_stale(late), vec![(IP, PortId(1))]);
+        let heard = late + Duration::from_millis(5);
+        n.refresh(IP, MAC, PortId(1), heard);
+        for i in 0..=config.attempts {
+            assert_eq!(
+                n.poll_stale(heard + config.lifetime + config.retry * u32::from(i))
+                    .len(),
+                usize::from(i < config.attempts),
+                "the count starts again after an answer"
+            );
+        }
     }
 
     #[test]

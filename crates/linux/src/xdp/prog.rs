@@ -7,11 +7,11 @@
 //!
 //! 1. a frame shorter than an Ethernet header → the kernel;
 //! 2. ARP → the kernel (which answers for the node's addresses; the node reads ARP from its
-//!    AF_PACKET tap, which sees what XDP passes);
+//!    ARP socket, which sees what XDP passes);
 //! 3. MPLS unicast → the socket (switched paths, QSR §4.2);
 //! 4. anything but IPv4 → the kernel;
-//! 5. IPv4 with options (Router Alert) or protocol 46 (RSVP) → the kernel, whose packet tap
-//!    hands them to the node (its RSVP engine, QSR §3.2) through a ring of their own: QSR §6.2's
+//! 5. IPv4 with options (Router Alert) or protocol 46 (RSVP) → the kernel, where the port's
+//!    control socket (bound to IPv4, filtered to these) hands them to the node (its RSVP engine, QSR §3.2) through a ring of their own: QSR §6.2's
 //!    network-control channel at the ingress — data never fills it, and the node reads it first
 //!    (the kernel, forwarding off, drops transit copies silently; with RSVP on, the router's
 //!    daemon holds a sink socket for the copies addressed to it);

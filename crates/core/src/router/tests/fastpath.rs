@@ -433,7 +433,7 @@ fn with_tracking_a_stale_neighbour_is_asked_again_without_any_packet() {
 }
 
 #[test]
-fn a_silent_stale_neighbour_is_asked_once_per_retry_interval() {
+fn a_silent_stale_neighbour_is_asked_once_per_retry_interval_then_forgotten() {
     let config = crate::router::neighbours::NeighbourConfig::default();
     let mut net = resolved();
     net.r(R1).track_fast_path();
@@ -450,6 +450,23 @@ fn a_silent_stale_neighbour_is_asked_once_per_retry_interval() {
         entry(&table, "198.18.2.0/24"),
         Some(TO_R2),
         "still used while it is re-resolved, as the core does"
+    );
+    // Still silent a retry interval after its last request: forgotten, so the route goes to
+    // the core, which resolves it afresh when a packet needs it (and gives up with an ICMP
+    // error) — not asked again every second for ever.
+    let version = net.r(R1).fast_version();
+    net.run_for(config.retry * 2);
+    assert_eq!(
+        net.r(R1).stats().arp_requests_sent - before,
+        1 + 3,
+        "no request without a packet"
+    );
+    assert_ne!(net.r(R1).fast_version(), version);
+    let table = net.r(R1).fast_table();
+    assert_eq!(
+        entry(&table, "198.18.2.0/24"),
+        Some(FastRoute::ToCore),
+        "to the core now"
     );
 }
 
