@@ -443,7 +443,12 @@ fn wait_router_open(lab: &Lab, router: &str) {
 ///   rtcd opens and closes 20 RSVP reservations a → b; every one must succeed (a lost Path or
 ///   Resv is not resent before the 30-s refresh, so the open would fail), and the flood must have
 ///   taken the fast path. The flood restarts in one-second pieces when push-back ends trafgen,
-///   as in `setups_cross_a_trunk_flooded_through_the_fast_path`.
+///   as in `setups_cross_a_trunk_flooded_through_the_fast_path`;
+/// - a hostile host: the same 20 opens while a flood aims at r1's own address (which the
+///   program leaves to the kernel, and which must not share RSVP's ring);
+/// - a link down closes its port ("link down") and, back up, the port reopens and a reaches b;
+/// - a restart of r1: the new process's program forwards (its fresh counters see the pings),
+///   nothing of the old one is left in the way.
 #[test]
 fn routers_forward_on_the_fast_path_and_keep_rsvp_ahead_of_it() {
     if !root_or_skip("routers_forward_on_the_fast_path_and_keep_rsvp_ahead_of_it") {
@@ -591,5 +596,62 @@ fn routers_fast_path_case(plane: DataPlane, prefix: &str) {
     eprintln!("RSVP opens under a flood at r1's own address ({hit} frames) took {took:?}");
     assert!(hit > 100_000, "the flood reached r1: {hit} frames");
     drop((client, rtcd_a));
+
+    // A link going down closes its port and sends its routes to the core; back up, the
+    // port reopens once its neighbour answers again.
+    let (r1_r2, r1_r2_ifname) = router_port(&lab, "r1", "r2");
+    exec_ok(&lab, "r1", &["ip", "link", "set", &r1_r2_ifname, "down"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while router_fast_states(&lab, "r1")[r1_r2] != "link down" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "r1's port to r2 did not close: {:?}",
+            router_fast_states(&lab, "r1")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    exec_ok(&lab, "r1", &["ip", "link", "set", &r1_r2_ifname, "up"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while lab
+        .exec("a", &["ping", "-n", "-c1", "-W1", &b.to_string()])
+        .unwrap()
+        .output()
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a reaches b again after the link came back"
+        );
+    }
+    wait_router_open(&lab, "r1");
+
+    // A restart: the old process's programs and maps go with its descriptors (as on a crash),
+    // and the new process's program carries the traffic, counted in its fresh maps.
+    let restarted = rtlan_experiments::kit::routed::restart_router(
+        std::path::Path::new(env!("CARGO_BIN_EXE_rtlan")),
+        &lab,
+        "r1",
+        "restart",
+        |text| Ok(text.to_string()),
+    )
+    .expect("r1 restarted");
+    lab.router_wait_routes("r1", Duration::from_secs(5))
+        .expect("r1's routes after the restart");
+    ping_ok(&lab, "a", "b");
+    wait_router_open(&lab, "r1");
+    let before = fast("r1", r1_a);
+    let pings = exec_ok(
+        &lab,
+        "a",
+        &["ping", "-n", "-q", "-c20", "-i0.01", "-W1", &b.to_string()],
+    );
+    assert!(pings.contains(" 0% packet loss"), "{pings}");
+    let after = fast("r1", r1_a) - before;
+    assert!(
+        after >= 20,
+        "the new r1's fast path took the echo requests: {after}"
+    );
+    drop(restarted);
     down_clean(lab);
 }

@@ -110,7 +110,7 @@ pub struct RouterPacketPort {
     arp: PacketPort,
     mpls: PacketPort,
     // The link first: detached before the program and the sockets go.
-    _tc: Option<(OwnedFd, XdpProgram)>,
+    tc: Option<(OwnedFd, XdpProgram)>,
     /// The three sockets' counters together.
     counters: PortCounters,
 }
@@ -168,7 +168,7 @@ impl RouterPacketPort {
             control,
             arp,
             mpls,
-            _tc: tc,
+            tc,
             counters: PortCounters::default(),
         };
         port.merge();
@@ -177,7 +177,7 @@ impl RouterPacketPort {
 
     /// Whether the TC program is attached (the fast path can open on this port).
     pub fn has_program(&self) -> bool {
-        self._tc.is_some()
+        self.tc.is_some()
     }
 
     /// The counters of the data socket, with what the other three received added.
