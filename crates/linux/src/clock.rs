@@ -18,6 +18,19 @@ pub fn now() -> Instant {
     from_timespec(&ts)
 }
 
+/// The current `CLOCK_REALTIME` time in nanoseconds since the epoch (the clock of packet
+/// sockets' receive stamps).
+pub fn realtime_nanos() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: as in `now`.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    debug_assert_eq!(rc, 0, "clock_gettime(CLOCK_REALTIME) cannot fail");
+    from_timespec(&ts).as_nanos()
+}
+
 /// Converts a `CLOCK_MONOTONIC` timespec to an [`Instant`]; negative fields count as zero.
 pub fn from_timespec(ts: &libc::timespec) -> Instant {
     let secs = u64::try_from(ts.tv_sec).unwrap_or(0);

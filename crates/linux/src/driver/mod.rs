@@ -135,6 +135,9 @@ pub struct Driver<N: Node, P: Port> {
     /// Carrier changes seen since the start.
     link_changes: u64,
     loop_iterations: u64,
+    /// The latest time handed to the node: frames are handed their arrival times, never one
+    /// before this (the node's clock never runs backwards).
+    node_time: Instant,
     /// Frames taken from each port in the current [`Driver::receive`] (preallocated).
     rx_taken: Vec<usize>,
     /// State of the xorshift generator that picks the first port of each receive (non-zero).
@@ -145,6 +148,15 @@ pub struct Driver<N: Node, P: Port> {
     tap: Option<Tap>,
     started: Instant,
     stopped: Option<Instant>,
+}
+
+/// When a frame stamped `stamp` (`CLOCK_REALTIME` ns; `None`: unknown) arrived, on the
+/// monotonic clock that reads `now` while the real-time clock reads `real_now`.
+fn arrival(stamp: Option<u64>, real_now: u64, now: Instant) -> Instant {
+    match stamp {
+        Some(stamp) => now - std::time::Duration::from_nanos(real_now.saturating_sub(stamp)),
+        None => now,
+    }
 }
 
 fn port_events(want_out: bool) -> u32 {
@@ -221,6 +233,7 @@ impl<N: Node, P: Port> Driver<N, P> {
             epoll,
             options,
             loop_iterations: 0,
+            node_time: started,
             rx_seed: 0x9e37_79b9_7f4a_7c15,
             stale_deadlines: 0,
             tap: None,
@@ -337,21 +350,28 @@ impl<N: Node, P: Port> Driver<N, P> {
                 .wait(&mut events, timeout_ms)
                 .map_err(DriverError::Epoll)?;
             self.loop_iterations += 1;
+            let mut user_events = false;
             for ev in &events[..n] {
                 let (token, flags) = (ev.u64, ev.events);
                 if token >= USER_TOKEN_BASE {
                     on_user_event(self, token, flags);
+                    user_events = true;
                 } else {
                     self.on_event(token, flags);
                 }
             }
             let now = clock::now();
+            if user_events {
+                // The callbacks may have handed the node any time up to this one.
+                self.node_time = self.node_time.max(now);
+            }
             self.timer.check_expired(now);
             if now >= self.next_link_check {
                 self.check_links(now);
             }
             more_rx = self.receive(now);
             let now = clock::now();
+            self.node_time = self.node_time.max(now);
             if self.node.poll_timeout().is_some_and(|t| t <= now) {
                 self.node.handle_timeout(now);
             }
@@ -431,6 +451,7 @@ impl<N: Node, P: Port> Driver<N, P> {
                         );
                     }
                     // Port indices fit u16 (checked in `new`).
+                    self.node_time = self.node_time.max(now);
                     self.node.handle_link(now, PortId(i as u16), up);
                 }
                 None => tracing::warn!(
@@ -448,13 +469,22 @@ impl<N: Node, P: Port> Driver<N, P> {
     /// rotating) order, one port's batch would take all the room the last transmit freed in a full
     /// non-real-time queue, and another port flooding the same output would lose far more than
     /// its share.
+    ///
+    /// Each frame is handed to the node at its arrival time where the port records one (the
+    /// kernel's receive time; AF_PACKET rings do), not at `now`: a data plane that wakes late
+    /// would otherwise see frames that arrived spread out as one burst, and police a stream
+    /// that kept its T-SPEC as if it had not (EtheReal §3.2's policing, QSR §3.1's demotion).
+    /// The time is kept between the latest time already handed to the node and `now`, so the
+    /// node's clock never runs backwards.
     fn receive(&mut self, now: Instant) -> bool {
+        let real_now = clock::realtime_nanos();
         let Driver {
             node,
             ports,
             rx_taken,
             rx_seed,
             tap,
+            node_time,
             ..
         } = self;
         let count = ports.len();
@@ -481,13 +511,15 @@ impl<N: Node, P: Port> Driver<N, P> {
                 }
                 // Port indices fit u16 (checked in `new`).
                 let id = PortId(i as u16);
-                let consumed = match tap.as_mut().filter(|t| t.port() == i) {
-                    None => ports[i].receive(quantum, |frame| node.handle_frame(now, id, frame)),
-                    Some(tap) => ports[i].receive(quantum, |frame| {
-                        tap.record(now, false, frame);
-                        node.handle_frame(now, id, frame);
-                    }),
-                };
+                let mut tap = tap.as_mut().filter(|t| t.port() == i);
+                let consumed = ports[i].receive_stamped(quantum, |frame, stamp| {
+                    let t = arrival(stamp, real_now, now).clamp(*node_time, now.max(*node_time));
+                    *node_time = t;
+                    if let Some(tap) = tap.as_mut() {
+                        tap.record(t, false, frame);
+                    }
+                    node.handle_frame(t, id, frame);
+                });
                 rx_taken[i] += consumed;
                 any_full |= consumed == quantum;
             }
@@ -629,6 +661,9 @@ mod tests {
         counters: PortCounters,
         /// 0 = unknown, 1 = down, 2 = up.
         carrier: Arc<AtomicU8>,
+        /// Arrival stamps (`CLOCK_REALTIME` ns) for the frames received, in order; none left:
+        /// unstamped.
+        stamps: std::collections::VecDeque<u64>,
     }
 
     impl AsRawFd for FakePort {
@@ -651,12 +686,19 @@ mod tests {
             &self.counters
         }
         fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, mut deliver: F) -> usize {
+            self.receive_stamped(budget, |frame, _| deliver(frame))
+        }
+        fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(
+            &mut self,
+            budget: usize,
+            mut deliver: F,
+        ) -> usize {
             let mut buf = [0u8; 2048];
             let mut n = 0;
             while n < budget {
                 match self.sock.recv(&mut buf) {
                     Ok(len) => {
-                        deliver(&buf[..len]);
+                        deliver(&buf[..len], self.stamps.pop_front());
                         n += 1;
                     }
                     Err(_) => break,
@@ -707,6 +749,8 @@ mod tests {
         links: Vec<bool>,
         timeouts: u64,
         deadline: Option<Instant>,
+        /// When each frame was handed over.
+        seen: Vec<Instant>,
     }
 
     impl Node for Echo {
@@ -718,6 +762,7 @@ mod tests {
         }
         fn handle_frame(&mut self, now: Instant, port: PortId, frame: &[u8]) {
             assert_eq!(port, PortId(0));
+            self.seen.push(now);
             self.out.push(frame.iter().rev().copied().collect());
             self.deadline = Some(now + Duration::from_millis(1));
         }
@@ -749,6 +794,7 @@ mod tests {
             sent: Vec::new(),
             counters: PortCounters::default(),
             carrier: Arc::new(AtomicU8::new(2)),
+            stamps: Default::default(),
         };
         let mut driver =
             Driver::new(Echo::default(), vec![port], DriverOptions::default()).expect("driver");
@@ -791,6 +837,59 @@ mod tests {
         let _ = std::fs::remove_file(&path);
     }
 
+    /// Frames reach the node at their arrival stamps, not when a late loop reads them, and
+    /// never earlier than a time the node has already seen.
+    #[test]
+    fn frames_reach_the_node_at_their_arrival_times_never_going_back() {
+        let (sock, peer) = UnixDatagram::pair().expect("socket pair");
+        sock.set_nonblocking(true).expect("nonblocking");
+        let real0 = clock::realtime_nanos();
+        let mono0 = clock::now();
+        let ms = |n: u64| n * 1_000_000;
+        let port = FakePort {
+            sock,
+            sent: Vec::new(),
+            counters: PortCounters::default(),
+            carrier: Arc::new(AtomicU8::new(2)),
+            // 40 ms, 35 ms (older: not before 40), 60 ms.
+            stamps: [ms(40), ms(35), ms(60)].map(|t| real0 + t).into(),
+        };
+        let mut driver =
+            Driver::new(Echo::default(), vec![port], DriverOptions::default()).expect("driver");
+        std::thread::sleep(Duration::from_millis(100));
+        for frame in [b"a", b"b", b"c"] {
+            peer.send(frame).expect("send");
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            flag.store(true, Ordering::Relaxed);
+        });
+        driver.run(&stop, |_, _, _| {}).expect("runs");
+        stopper.join().expect("stopper");
+        let seen: Vec<u64> = driver
+            .node()
+            .seen
+            .iter()
+            .map(|t| t.saturating_duration_since(mono0).as_micros() as u64)
+            .collect();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        // The two clocks are read a few µs apart: 1 ms of slack.
+        let near = |got: u64, want_ms: u64| got.abs_diff(want_ms * 1000) < 1000;
+        assert!(
+            near(seen[0], 40),
+            "at its arrival, not at ~100 ms: {seen:?}"
+        );
+        assert_eq!(
+            seen[1], seen[0],
+            "an older stamp does not go back: {seen:?}"
+        );
+        assert!(near(seen[2], 60), "{seen:?}");
+        // The late loop itself: after the 100 ms sleep.
+        assert!(driver.node_time.saturating_duration_since(mono0) >= Duration::from_millis(100));
+    }
+
     #[test]
     fn frames_timers_and_carrier_changes_reach_the_node() {
         let (sock, peer) = UnixDatagram::pair().expect("socket pair");
@@ -801,6 +900,7 @@ mod tests {
             sent: Vec::new(),
             counters: PortCounters::default(),
             carrier: Arc::clone(&carrier),
+            stamps: Default::default(),
         };
         let mut driver =
             Driver::new(Echo::default(), vec![port], DriverOptions::default()).expect("driver");

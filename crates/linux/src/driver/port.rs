@@ -25,6 +25,15 @@ pub trait Port: AsRawFd {
     fn counters(&self) -> &PortCounters;
     /// Hands up to `budget` received frames to `deliver`, in arrival order; returns how many.
     fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, deliver: F) -> usize;
+    /// [`Port::receive`] with each frame's arrival time where the socket records one
+    /// (`CLOCK_REALTIME` nanoseconds; `None`: when it was read is all there is).
+    fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(
+        &mut self,
+        budget: usize,
+        mut deliver: F,
+    ) -> usize {
+        self.receive(budget, |frame| deliver(frame, None))
+    }
     /// If a transmit slot is free, lets `produce` write one frame into it (returning its length,
     /// or `None` when it has nothing to send) and queues it; `produce` is not called when the
     /// ring is full.
@@ -75,6 +84,14 @@ impl Port for PacketPort {
 
     fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, deliver: F) -> usize {
         PacketPort::receive(self, budget, deliver)
+    }
+
+    fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(
+        &mut self,
+        budget: usize,
+        mut deliver: F,
+    ) -> usize {
+        PacketPort::receive_stamped(self, budget, |frame, t| deliver(frame, Some(t)))
     }
 
     fn transmit_with<F: FnOnce(&mut [u8]) -> Option<usize>>(&mut self, produce: F) -> TxOutcome {

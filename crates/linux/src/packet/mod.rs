@@ -378,6 +378,16 @@ impl PacketPort {
     /// afterwards. Returns the number of slots consumed (delivered or dropped); if that equals
     /// `budget`, more may be waiting.
     pub fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, mut deliver: F) -> usize {
+        self.receive_stamped(budget, |frame, _| deliver(frame))
+    }
+
+    /// [`PacketPort::receive`], with each frame's arrival time: when the kernel put it in the
+    /// ring, in the receive softirq (`tp_sec`/`tp_nsec`, `CLOCK_REALTIME` nanoseconds).
+    pub fn receive_stamped<F: FnMut(&[u8], u64)>(
+        &mut self,
+        budget: usize,
+        mut deliver: F,
+    ) -> usize {
         let mut consumed = 0;
         let mut losing = false;
         while consumed < budget {
@@ -388,8 +398,10 @@ impl PacketPort {
             // Under overload every slot carries the flag: read the drop count (a system call)
             // once per batch, not once per frame.
             losing |= status & libc::TP_STATUS_LOSING != 0;
+            let hdr = self.rx.head_header();
+            let stamp = u64::from(hdr.tp_sec) * 1_000_000_000 + u64::from(hdr.tp_nsec);
             if let Some(frame) = self.head_frame(status) {
-                deliver(frame);
+                deliver(frame, stamp);
             }
             self.rx.release_head(libc::TP_STATUS_KERNEL);
             consumed += 1;

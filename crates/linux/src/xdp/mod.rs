@@ -1010,6 +1010,14 @@ impl crate::driver::Port for AnyPort {
         both!(self, p => crate::driver::Port::receive(p, budget, deliver))
     }
 
+    fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(
+        &mut self,
+        budget: usize,
+        deliver: F,
+    ) -> usize {
+        both!(self, p => crate::driver::Port::receive_stamped(p, budget, deliver))
+    }
+
     fn transmit_with<F: FnOnce(&mut [u8]) -> Option<usize>>(
         &mut self,
         produce: F,

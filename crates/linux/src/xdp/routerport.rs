@@ -224,12 +224,21 @@ impl crate::driver::Port for RouterPacketPort {
         &self.counters
     }
 
-    /// The control socket's frames first (QSR §6.2), then ARP, switched paths and the rest.
     fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, mut deliver: F) -> usize {
-        let mut n = self.control.receive(budget, &mut deliver);
-        n += self.arp.receive(budget - n, &mut deliver);
-        n += self.mpls.receive(budget - n, &mut deliver);
-        n += self.data.receive(budget - n, &mut deliver);
+        self.receive_stamped(budget, |frame, _| deliver(frame))
+    }
+
+    /// The control socket's frames first (QSR §6.2), then ARP, switched paths and the rest.
+    fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(
+        &mut self,
+        budget: usize,
+        mut deliver: F,
+    ) -> usize {
+        let mut stamped = |frame: &[u8], t: u64| deliver(frame, Some(t));
+        let mut n = self.control.receive_stamped(budget, &mut stamped);
+        n += self.arp.receive_stamped(budget - n, &mut stamped);
+        n += self.mpls.receive_stamped(budget - n, &mut stamped);
+        n += self.data.receive_stamped(budget - n, &mut stamped);
         if n > 0 {
             self.merge();
         }
