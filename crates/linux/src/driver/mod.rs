@@ -475,7 +475,9 @@ impl<N: Node, P: Port> Driver<N, P> {
     /// would otherwise see frames that arrived spread out as one burst, and police a stream
     /// that kept its T-SPEC as if it had not (EtheReal §3.2's policing, QSR §3.1's demotion).
     /// The time is kept between the latest time already handed to the node and `now`, so the
-    /// node's clock never runs backwards.
+    /// node's clock never runs backwards — and a stamp that is no receive time at all (a
+    /// sender's TCP departure time, on the monotonic clock, can survive a veth into another
+    /// namespace and be read as real time) lands on that floor instead of anywhere.
     fn receive(&mut self, now: Instant) -> bool {
         let real_now = clock::realtime_nanos();
         let Driver {
