@@ -687,9 +687,6 @@ mod tests {
         fn counters(&self) -> &PortCounters {
             &self.counters
         }
-        fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, mut deliver: F) -> usize {
-            self.receive_stamped(budget, |frame, _| deliver(frame))
-        }
         fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(
             &mut self,
             budget: usize,

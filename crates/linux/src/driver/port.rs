@@ -23,16 +23,14 @@ pub trait Port: AsRawFd {
     fn mac(&self) -> Address;
     /// The port's ring and socket counters.
     fn counters(&self) -> &PortCounters;
-    /// Hands up to `budget` received frames to `deliver`, in arrival order; returns how many.
-    fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, deliver: F) -> usize;
-    /// [`Port::receive`] with each frame's arrival time where the socket records one
-    /// (`CLOCK_REALTIME` nanoseconds; `None`: when it was read is all there is).
-    fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(
-        &mut self,
-        budget: usize,
-        mut deliver: F,
-    ) -> usize {
-        self.receive(budget, |frame| deliver(frame, None))
+    /// Hands up to `budget` received frames to `deliver`, in arrival order, each with its
+    /// arrival time where the socket records one (`CLOCK_REALTIME` nanoseconds; `None`: when
+    /// it was read is all there is); returns how many.
+    fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(&mut self, budget: usize, deliver: F)
+        -> usize;
+    /// [`Port::receive_stamped`] without the times.
+    fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, mut deliver: F) -> usize {
+        self.receive_stamped(budget, |frame, _| deliver(frame))
     }
     /// If a transmit slot is free, lets `produce` write one frame into it (returning its length,
     /// or `None` when it has nothing to send) and queues it; `produce` is not called when the
@@ -80,10 +78,6 @@ impl Port for PacketPort {
 
     fn counters(&self) -> &PortCounters {
         PacketPort::counters(self)
-    }
-
-    fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, deliver: F) -> usize {
-        PacketPort::receive(self, budget, deliver)
     }
 
     fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(

@@ -134,6 +134,21 @@ pub struct PortCounters {
     pub socket_errors: u64,
 }
 
+impl PortCounters {
+    /// Adds what `other` received (its `rx_*` counters and socket errors) to these: a port of
+    /// several sockets that sends through one.
+    pub fn add_received(&mut self, other: &PortCounters) {
+        self.rx_frames += other.rx_frames;
+        self.rx_bytes += other.rx_bytes;
+        self.rx_truncated += other.rx_truncated;
+        self.rx_csum_not_ready += other.rx_csum_not_ready;
+        self.rx_vlan_reinserted += other.rx_vlan_reinserted;
+        self.rx_bad_descriptor += other.rx_bad_descriptor;
+        self.rx_kernel_drops += other.rx_kernel_drops;
+        self.socket_errors += other.socket_errors;
+    }
+}
+
 /// What [`PacketPort::transmit_with`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxOutcome {
@@ -398,9 +413,7 @@ impl PacketPort {
             // Under overload every slot carries the flag: read the drop count (a system call)
             // once per batch, not once per frame.
             losing |= status & libc::TP_STATUS_LOSING != 0;
-            let hdr = self.rx.head_header();
-            let stamp = u64::from(hdr.tp_sec) * 1_000_000_000 + u64::from(hdr.tp_nsec);
-            if let Some(frame) = self.head_frame(status) {
+            if let Some((frame, stamp)) = self.head_frame(status) {
                 deliver(frame, stamp);
             }
             self.rx.release_head(libc::TP_STATUS_KERNEL);
@@ -413,9 +426,10 @@ impl PacketPort {
     }
 
     /// Validates the RX head slot, restores a stripped VLAN tag, updates counters and returns the
-    /// frame to deliver, or `None` if it is dropped.
-    fn head_frame(&mut self, status: u32) -> Option<&[u8]> {
+    /// frame to deliver with its arrival time (`tp_sec`/`tp_nsec`), or `None` if it is dropped.
+    fn head_frame(&mut self, status: u32) -> Option<(&[u8], u64)> {
         let hdr = self.rx.head_header();
+        let stamp = u64::from(hdr.tp_sec) * 1_000_000_000 + u64::from(hdr.tp_nsec);
         let mac_off = usize::from(hdr.tp_mac);
         let snap = hdr.tp_snaplen as usize;
         if hdr.tp_snaplen < hdr.tp_len {
@@ -452,7 +466,7 @@ impl PacketPort {
         };
         self.counters.rx_frames += 1;
         self.counters.rx_bytes += len as u64;
-        self.rx.head_bytes(start, len).map(|b| &*b)
+        self.rx.head_bytes(start, len).map(|b| (&*b, stamp))
     }
 
     /// Whether the last attempt to send found the TX ring full and no slot has been freed since

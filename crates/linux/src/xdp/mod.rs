@@ -1006,10 +1006,6 @@ impl crate::driver::Port for AnyPort {
         both!(self, p => crate::driver::Port::counters(p))
     }
 
-    fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, deliver: F) -> usize {
-        both!(self, p => crate::driver::Port::receive(p, budget, deliver))
-    }
-
     fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(
         &mut self,
         budget: usize,

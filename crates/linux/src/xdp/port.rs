@@ -166,19 +166,10 @@ impl XdpPort {
         // a ring of its own (QSR §6.2), and neither sees what the kernel keeps for itself.
         let (tap, control) = match steering {
             Steering::Router { .. } => {
-                let side = PortOptions {
-                    ring_frames: 256,
-                    ..PortOptions::default()
-                };
-                let arp = PacketPort::open_bound(ifname, &side, libc::ETH_P_ARP as u16, &[])
-                    .map_err(tap_error)?;
-                let control = PacketPort::open_bound(
-                    ifname,
-                    &side,
-                    libc::ETH_P_IP as u16,
-                    &super::routerport::control_filter(),
-                )
-                .map_err(tap_error)?;
+                use super::routerport::{control_filter, side_socket, ETH_P_ARP, ETH_P_IP};
+                let arp = side_socket(ifname, ETH_P_ARP, &[]).map_err(tap_error)?;
+                let control =
+                    side_socket(ifname, ETH_P_IP, &control_filter()).map_err(tap_error)?;
                 (arp, Some(control))
             }
             _ => (
@@ -482,8 +473,13 @@ impl crate::driver::Port for XdpPort {
         XdpPort::counters(self)
     }
 
-    fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, deliver: F) -> usize {
-        XdpPort::receive(self, budget, deliver)
+    /// AF_XDP descriptors carry no receive time: the loop's time is all there is.
+    fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(
+        &mut self,
+        budget: usize,
+        mut deliver: F,
+    ) -> usize {
+        XdpPort::receive(self, budget, |frame| deliver(frame, None))
     }
 
     fn transmit_with<F: FnOnce(&mut [u8]) -> Option<usize>>(&mut self, produce: F) -> TxOutcome {

@@ -11,7 +11,8 @@
 //! 3. MPLS unicast → the socket (switched paths, QSR §4.2);
 //! 4. anything but IPv4 → the kernel;
 //! 5. IPv4 with options (Router Alert) or protocol 46 (RSVP) → the kernel, where the port's
-//!    control socket (bound to IPv4, filtered to these) hands them to the node (its RSVP engine, QSR §3.2) through a ring of their own: QSR §6.2's
+//!    control socket (bound to IPv4, filtered to these) hands them to the node (its RSVP
+//!    engine, QSR §3.2) through a ring of their own: QSR §6.2's
 //!    network-control channel at the ingress — data never fills it, and the node reads it first
 //!    (the kernel, forwarding off, drops transit copies silently; with RSVP on, the router's
 //!    daemon holds a sink socket for the copies addressed to it);
@@ -21,6 +22,10 @@
 //!
 //! "The socket" is `bpf_redirect_map(xskmap, rx_queue_index, fallback)`: a queue without a
 //! socket gets `fallback` (the kernel, in service; a distinct code in tests).
+//!
+//! The router's steering (1–6) and fast path are also assembled as a TC program for AF_PACKET
+//! ports ([`tc_router_program`], docs/fastpath.md "The router on AF_PACKET"), where everything
+//! the fast path does not take goes on to the kernel and the port's protocol sockets.
 
 use std::net::Ipv4Addr;
 

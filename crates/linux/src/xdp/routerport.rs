@@ -39,8 +39,8 @@ use super::{RouterFastProg, XdpProgram};
 use crate::packet::{PacketError, PacketPort, PortCounters, PortOptions, TxOutcome};
 
 /// `ETH_P_IP`, `ETH_P_ARP` and `ETH_P_MPLS_UC` of `<linux/if_ether.h>`.
-const ETH_P_IP: u16 = 0x0800;
-const ETH_P_ARP: u16 = 0x0806;
+pub(crate) const ETH_P_IP: u16 = 0x0800;
+pub(crate) const ETH_P_ARP: u16 = 0x0806;
 const ETH_P_MPLS_UC: u16 = 0x8847;
 
 /// Slots of the control, ARP and MPLS sockets' rings (the data socket has the port's own).
@@ -102,6 +102,20 @@ fn data_filter() -> Vec<libc::sock_filter> {
     ]
 }
 
+/// A receive-only side socket of a router port (control, ARP, MPLS): bound to `protocol` on
+/// `ifname`, with `filter` if not empty, and a small ring.
+pub(crate) fn side_socket(
+    ifname: &str,
+    protocol: u16,
+    filter: &[libc::sock_filter],
+) -> Result<PacketPort, PacketError> {
+    let options = PortOptions {
+        ring_frames: SIDE_RING_FRAMES,
+        ..PortOptions::default()
+    };
+    PacketPort::open_bound(ifname, &options, protocol, filter)
+}
+
 /// A router's AF_PACKET port: four sockets, and the TC program with the fast path (module doc).
 #[derive(Debug)]
 pub struct RouterPacketPort {
@@ -111,7 +125,7 @@ pub struct RouterPacketPort {
     mpls: PacketPort,
     // The link first: detached before the program and the sockets go.
     tc: Option<(OwnedFd, XdpProgram)>,
-    /// The three sockets' counters together.
+    /// The four sockets' counters together.
     counters: PortCounters,
 }
 
@@ -126,23 +140,18 @@ impl RouterPacketPort {
         fast: Option<&RouterFastProg>,
         addresses: &[(std::net::Ipv4Addr, u8)],
     ) -> Result<RouterPacketPort, RouterPacketPortError> {
-        let socket = |which, options: &PortOptions, protocol, filter: &[libc::sock_filter]| {
-            PacketPort::open_bound(ifname, options, protocol, filter).map_err(|source| {
-                RouterPacketPortError::Socket {
-                    ifname: ifname.to_string(),
-                    which,
-                    source,
-                }
-            })
+        let error = |which| {
+            move |source| RouterPacketPortError::Socket {
+                ifname: ifname.to_string(),
+                which,
+                source,
+            }
         };
-        let side = PortOptions {
-            ring_frames: SIDE_RING_FRAMES,
-            ..*options
-        };
-        let control = socket("control", &side, ETH_P_IP, &control_filter())?;
-        let arp = socket("arp", &side, ETH_P_ARP, &[])?;
-        let mpls = socket("mpls", &side, ETH_P_MPLS_UC, &[])?;
-        let data = socket("data", options, ETH_P_IP, &data_filter())?;
+        let control = side_socket(ifname, ETH_P_IP, &control_filter()).map_err(error("control"))?;
+        let arp = side_socket(ifname, ETH_P_ARP, &[]).map_err(error("arp"))?;
+        let mpls = side_socket(ifname, ETH_P_MPLS_UC, &[]).map_err(error("mpls"))?;
+        let data = PacketPort::open_bound(ifname, options, ETH_P_IP, &data_filter())
+            .map_err(error("data"))?;
         let tc = fast.and_then(|fast| {
             let attached = XdpProgram::load_tc(&tc_router_program(fast, addresses), "rtlan_rtc")
                 .map_err(|e| format!("loading the TC program: {e}"))
@@ -188,14 +197,7 @@ impl RouterPacketPort {
             self.arp.counters(),
             self.mpls.counters(),
         ] {
-            c.rx_frames += side.rx_frames;
-            c.rx_bytes += side.rx_bytes;
-            c.rx_truncated += side.rx_truncated;
-            c.rx_csum_not_ready += side.rx_csum_not_ready;
-            c.rx_vlan_reinserted += side.rx_vlan_reinserted;
-            c.rx_bad_descriptor += side.rx_bad_descriptor;
-            c.rx_kernel_drops += side.rx_kernel_drops;
-            c.socket_errors += side.socket_errors;
+            c.add_received(side);
         }
         self.counters = c;
     }
@@ -222,10 +224,6 @@ impl crate::driver::Port for RouterPacketPort {
 
     fn counters(&self) -> &PortCounters {
         &self.counters
-    }
-
-    fn receive<F: FnMut(&[u8])>(&mut self, budget: usize, mut deliver: F) -> usize {
-        self.receive_stamped(budget, |frame, _| deliver(frame))
     }
 
     /// The control socket's frames first (QSR §6.2), then ARP, switched paths and the rest.
