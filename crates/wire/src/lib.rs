@@ -19,6 +19,7 @@ pub mod checksum;
 pub mod control;
 pub mod cost;
 pub mod ethernet;
+pub mod gso;
 pub mod icmp;
 pub mod ipv4;
 pub mod mpls;
