@@ -1,6 +1,9 @@
 //! Root-only test of the PACKET_MMAP port over a veth pair in a private namespace: frames cross
 //! intact and in order through ring wrap-around, 802.1Q tags survive, our own sends are not
-//! received back, and frames too long for a slot are dropped and counted.
+//! received back, and frames too long for a slot reach the super-frame socket (or, without
+//! one, are dropped and counted). A second test sends through a `PACKET_VNET_HDR` socket, as a
+//! host with offloads on would: a TCP super-frame arrives cut into wire frames, and a frame
+//! whose checksum was left to offload arrives with it filled in (docs/offload.md).
 
 mod common;
 
@@ -92,7 +95,7 @@ fn frames_cross_a_veth_pair_through_the_rings() {
             // Small rings (64 slots) so that 200 frames wrap around both several times.
             let options = PortOptions {
                 ring_frames: 64,
-                qdisc_bypass: false,
+                ..PortOptions::default()
             };
             let mut p0 = PacketPort::open("x0", &options).expect("open x0");
             let mut p1 = PacketPort::open("x1", &options).expect("open x1");
@@ -125,13 +128,30 @@ fn frames_cross_a_veth_pair_through_the_rings() {
             let got = receive_test_frames(&mut p1, 1);
             assert_eq!(got, vec![tagged], "VLAN tag survives");
 
-            // Longer than an RX slot holds: dropped and counted, not delivered.
+            // Longer than an RX slot holds: the super-frame socket takes it whole; a port
+            // without one drops it, truncated, and counts it.
+            let mut narrow = PacketPort::open(
+                "x1",
+                &PortOptions {
+                    ring_frames: 64,
+                    superframes: false,
+                    ..PortOptions::default()
+                },
+            )
+            .expect("open x1 without a super-frame socket");
             let long = frame(dst, src, 1000, RX_MAX_FRAME + 10);
             send(&mut p0, &long);
             p0.flush().expect("flush");
-            let got = receive_none(&mut p1);
-            assert!(got.is_empty(), "truncated frame delivered");
-            assert_eq!(p1.counters().rx_truncated, 1);
+            let got = receive_test_frames(&mut p1, 1);
+            assert_eq!(got, vec![long], "the long frame, whole");
+            assert_eq!(p1.counters().rx_truncated, 0);
+            assert_eq!(p1.counters().rx_superframes, 1);
+            assert!(
+                receive_none(&mut narrow).is_empty(),
+                "truncated frame delivered"
+            );
+            assert_eq!(narrow.counters().rx_truncated, 1);
+            drop(narrow);
 
             // PACKET_IGNORE_OUTGOING: the sender does not see its own frames.
             assert!(receive_none(&mut p0).is_empty(), "own sends looped back");
@@ -163,6 +183,201 @@ fn frames_cross_a_veth_pair_through_the_rings() {
             assert_eq!(receive_test_frames(&mut p1, 64).len(), 64);
             assert_eq!(p0.transmit_with(|_| None), TxOutcome::Empty, "slots freed");
             assert!(!p0.tx_blocked());
+        })
+        .join();
+    drop(ns);
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// A TCP/IPv4 frame a → b with `payload` bytes after a 20-byte TCP header, its IPv4 checksum
+/// filled and its TCP checksum field holding the pseudo-header sum only (a partial checksum,
+/// as a sender with checksum offload leaves it).
+fn partial_tcp(dst: [u8; 6], src: [u8; 6], seq: u32, payload: usize, flags: u8) -> Vec<u8> {
+    use rtlan_wire::checksum;
+    use std::net::Ipv4Addr;
+    let (a, b) = (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2));
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[0x08, 0x00]);
+    let total = (20 + 20 + payload) as u16;
+    f.extend_from_slice(&[
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0x12,
+        0x34,
+        0x40,
+        0,
+        64,
+        6,
+        0,
+        0,
+    ]);
+    f.extend_from_slice(&a.octets());
+    f.extend_from_slice(&b.octets());
+    let ip_sum = !checksum::data(&f[14..34]);
+    f[24..26].copy_from_slice(&ip_sum.to_be_bytes());
+    f.extend_from_slice(&40000u16.to_be_bytes());
+    f.extend_from_slice(&5201u16.to_be_bytes());
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.extend_from_slice(&7u32.to_be_bytes()); // ack
+    f.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    f.extend((0..payload).map(|i| (i % 253) as u8));
+    let pseudo =
+        checksum::pseudo_header_v4(a, b, rtlan_wire::ipv4::Protocol::Tcp, (20 + payload) as u16);
+    f[50..52].copy_from_slice(&pseudo.to_be_bytes());
+    f
+}
+
+/// Sends `frame` on `ifname` through a `PACKET_VNET_HDR` socket with `vnet` in front.
+fn send_vnet(ifindex: u32, vnet: &rtlan_wire::gso::Repr, frame: &[u8]) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: plain system calls on a descriptor owned below; buffers outlive each call.
+    unsafe {
+        let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket");
+        let fd = OwnedFd::from_raw_fd(fd);
+        let one: libc::c_int = 1;
+        let rc = libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            15, // PACKET_VNET_HDR
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        assert_eq!(
+            rc,
+            0,
+            "PACKET_VNET_HDR: {}",
+            std::io::Error::last_os_error()
+        );
+        let mut buf = vec![0u8; rtlan_wire::gso::HEADER_LEN];
+        vnet.emit(&mut rtlan_wire::gso::VirtioNetHdr::new_unchecked(
+            &mut buf[..],
+        ));
+        buf.extend_from_slice(frame);
+        let mut addr: libc::sockaddr_ll = std::mem::zeroed();
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_ifindex = ifindex as i32;
+        addr.sll_halen = 6;
+        addr.sll_addr[..6].copy_from_slice(&frame[..6]);
+        let n = libc::sendto(
+            fd.as_raw_fd(),
+            buf.as_ptr().cast(),
+            buf.len(),
+            0,
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        );
+        assert_eq!(
+            n,
+            buf.len() as isize,
+            "sendto: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// Receives IPv4 frames on `port` until `want` arrived or 2 s passed.
+fn receive_ipv4(port: &mut PacketPort, want: usize) -> Vec<Vec<u8>> {
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while got.len() < want && Instant::now() < deadline {
+        let n = port.receive(64, |f| {
+            if f.len() >= 14 && f[12..14] == [0x08, 0x00] {
+                got.push(f.to_vec());
+            }
+        });
+        if n == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    got
+}
+
+#[test]
+fn super_frames_arrive_cut_into_wire_frames_and_partial_checksums_filled() {
+    use rtlan_wire::gso::{GsoKind, GsoType, Repr, FLAG_NEEDS_CSUM};
+    use rtlan_wire::{ipv4, tcp};
+    if !can_run_lab("super_frames_arrive_cut_into_wire_frames_and_partial_checksums_filled") {
+        return;
+    }
+    let ns = Netns::new(&format!("rtl-lnx{}-g", std::process::id()));
+    no_ipv6(&ns);
+    veth(&ns, "x0", &ns, "x1");
+    // Offloads back on at the sending end (`veth` turns them off): with them a partial checksum
+    // and a GSO skb cross the veth as they are, as from a host with offloads on.
+    ns.exec(&["ethtool", "-K", "x0", "tx", "on", "tso", "on", "gso", "on"]);
+    let result = ns
+        .spawn(move || {
+            let mut p1 = PacketPort::open("x1", &PortOptions::default()).expect("open x1");
+            let x0 = rtlan_linux::packet::iface_index("x0").expect("x0");
+            let (dst, src) = (p1.mac().0, [2, 0, 0, 0, 0, 1]);
+            let valid = |f: &[u8]| {
+                let ip = ipv4::Packet::new_checked(&f[14..]).expect("IPv4");
+                let seg = tcp::Packet::new_checked(ip.payload()).expect("TCP");
+                ip.verify_checksum() && seg.verify_checksum(ip.src_addr(), ip.dst_addr())
+            };
+            let partial = Repr {
+                flags: FLAG_NEEDS_CSUM,
+                gso_type: GsoType {
+                    kind: GsoKind::None,
+                    ecn: false,
+                },
+                hdr_len: 54,
+                gso_size: 0,
+                csum_start: 34,
+                csum_offset: 16,
+            };
+
+            // One frame with its checksum left to offload: filled in by the port.
+            let small = partial_tcp(dst, src, 1000, 100, 0x18);
+            send_vnet(x0, &partial, &small);
+            let got = receive_ipv4(&mut p1, 1);
+            assert_eq!(got.len(), 1, "the frame");
+            assert!(valid(&got[0]), "checksum filled in: {:02x?}", &got[0][..60]);
+            assert_eq!(&got[0][54..], &small[54..], "payload unchanged");
+            assert_eq!(p1.counters().rx_csum_not_ready, 1);
+
+            // A super-frame of 3,000 bytes of TCP payload, 1,000 per segment, PSH|ACK|FIN.
+            let big = partial_tcp(dst, src, 5000, 3000, 0x19);
+            let gso = Repr {
+                gso_type: GsoType {
+                    kind: GsoKind::TcpV4,
+                    ecn: false,
+                },
+                gso_size: 1000,
+                ..partial
+            };
+            send_vnet(x0, &gso, &big);
+            let got = receive_ipv4(&mut p1, 3);
+            assert_eq!(got.len(), 3, "three wire frames");
+            let mut payload = Vec::new();
+            for (i, f) in got.iter().enumerate() {
+                assert_eq!(f.len(), 14 + 20 + 20 + 1000, "segment {i}");
+                assert!(valid(f), "segment {i}'s checksums");
+                let ip = ipv4::Packet::new_checked(&f[14..]).expect("IPv4");
+                let seg = tcp::Packet::new_checked(ip.payload()).expect("TCP");
+                assert_eq!(
+                    seg.seq_number(),
+                    5000 + 1000 * i as u32,
+                    "segment {i}'s sequence"
+                );
+                assert_eq!(
+                    seg.flags().contains(tcp::Flags::FIN),
+                    i == 2,
+                    "FIN on the last only"
+                );
+                payload.extend_from_slice(seg.payload());
+            }
+            assert_eq!(payload, big[54..], "the payload, in order");
+            let c = p1.counters();
+            assert_eq!((c.rx_superframes, c.rx_superframe_segments), (1, 3));
+            assert_eq!((c.rx_truncated, c.rx_superframe_dropped), (0, 0));
         })
         .join();
     drop(ns);

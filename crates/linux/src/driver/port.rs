@@ -115,4 +115,8 @@ impl Port for PacketPort {
     fn carrier(&self) -> Option<bool> {
         PacketPort::carrier(self)
     }
+
+    fn extra_fds(&self) -> Vec<std::os::fd::RawFd> {
+        self.superframe_fd().into_iter().collect()
+    }
 }

@@ -93,6 +93,7 @@ pub fn render(
         let c = &p.counters;
         let reasons = [
             ("rx_truncated", c.rx_truncated),
+            ("rx_superframe", c.rx_superframe_dropped),
             ("rx_bad_descriptor", c.rx_bad_descriptor),
             ("rx_kernel", c.rx_kernel_drops),
             ("tx_wrong_format", c.tx_wrong_format),

@@ -13,6 +13,7 @@
 
 pub(crate) mod iface;
 mod ring;
+mod superframe;
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -21,6 +22,7 @@ use rtlan_wire::ethernet::Address;
 
 use ring::{Geometry, Mapping, Ring, RX_HEADER_END, TX_DATA_OFFSET};
 pub use ring::{FRAME_SIZE, RX_MAX_FRAME, TX_MAX_FRAME};
+use superframe::SuperFrameSocket;
 
 /// Opening or configuring a packet port failed.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +92,11 @@ pub struct PortOptions {
     /// Send with `PACKET_QDISC_BYPASS`: straight to the driver, skipping the interface's qdisc
     /// (and with it any `tc` shaping on the port and `tcpdump` of our own output).
     pub qdisc_bypass: bool,
+    /// Receive frames longer than a ring slot — GSO/GRO super-frames from hosts with offloads
+    /// on — on a second socket, cut into wire frames before the node sees them
+    /// (`superframe`, docs/offload.md). Without it such frames are truncated and dropped
+    /// (`rx_truncated`).
+    pub superframes: bool,
 }
 
 impl Default for PortOptions {
@@ -97,6 +104,7 @@ impl Default for PortOptions {
         PortOptions {
             ring_frames: 2048,
             qdisc_bypass: false,
+            superframes: true,
         }
     }
 }
@@ -110,8 +118,20 @@ pub struct PortCounters {
     pub rx_bytes: u64,
     /// Frames dropped because the slot held only part of them (`tp_snaplen < tp_len`).
     pub rx_truncated: u64,
-    /// Frames whose checksum the sender left to offload (`TP_STATUS_CSUMNOTREADY`); forwarded.
+    /// Frames whose checksum the sender left to offload (`TP_STATUS_CSUMNOTREADY`): the
+    /// shell fills in their TCP or UDP checksum before the node sees them.
     pub rx_csum_not_ready: u64,
+    /// Of those, frames whose checksum could not be filled in (not TCP or UDP over IPv4 or
+    /// IPv6 without extension headers); forwarded as they came.
+    pub rx_csum_unfilled: u64,
+    /// Super-frames (longer than a ring slot) received and cut into wire frames; each of
+    /// those frames also counts in `rx_frames` and `rx_bytes`.
+    pub rx_superframes: u64,
+    /// Wire frames cut from super-frames.
+    pub rx_superframe_segments: u64,
+    /// Super-frames dropped: longer than 64 KiB, or a GSO type or header that cannot be cut
+    /// (`rtlan_wire::gso`).
+    pub rx_superframe_dropped: u64,
     /// Frames whose 802.1Q tag the kernel had stripped and we put back.
     pub rx_vlan_reinserted: u64,
     /// Slots whose descriptor made no sense (offset/length outside the slot); dropped.
@@ -142,6 +162,10 @@ impl PortCounters {
         self.rx_bytes += other.rx_bytes;
         self.rx_truncated += other.rx_truncated;
         self.rx_csum_not_ready += other.rx_csum_not_ready;
+        self.rx_csum_unfilled += other.rx_csum_unfilled;
+        self.rx_superframes += other.rx_superframes;
+        self.rx_superframe_segments += other.rx_superframe_segments;
+        self.rx_superframe_dropped += other.rx_superframe_dropped;
         self.rx_vlan_reinserted += other.rx_vlan_reinserted;
         self.rx_bad_descriptor += other.rx_bad_descriptor;
         self.rx_kernel_drops += other.rx_kernel_drops;
@@ -174,6 +198,8 @@ pub struct PacketPort {
     unflushed: usize,
     tx_blocked: bool,
     counters: PortCounters,
+    /// Frames longer than a slot ([`PortOptions::superframes`]).
+    superframes: Option<SuperFrameSocket>,
 }
 
 fn set_option<T>(
@@ -195,6 +221,34 @@ fn set_option<T>(
     if rc < 0 {
         return Err(PacketError::SetOption {
             option,
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+/// Attaches the classic BPF socket filter `filter` to socket `fd`.
+pub(crate) fn attach_filter(fd: RawFd, filter: &[libc::sock_filter]) -> Result<(), PacketError> {
+    let program = libc::sock_fprog {
+        len: u16::try_from(filter.len()).map_err(|_| PacketError::SetOption {
+            option: "SO_ATTACH_FILTER",
+            source: io::Error::from(io::ErrorKind::InvalidInput),
+        })?,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: `program` points to `filter`, live for the call; the kernel copies it.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&program as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(PacketError::SetOption {
+            option: "SO_ATTACH_FILTER",
             source: io::Error::last_os_error(),
         });
     }
@@ -289,30 +343,10 @@ impl PacketPort {
             &geometry.request(),
         )?;
         let mapping = Mapping::new(raw, 2 * geometry.bytes()).map_err(PacketError::Mmap)?;
-        if !filter.is_empty() {
-            let program = libc::sock_fprog {
-                len: u16::try_from(filter.len()).map_err(|_| PacketError::SetOption {
-                    option: "SO_ATTACH_FILTER",
-                    source: io::Error::from(io::ErrorKind::InvalidInput),
-                })?,
-                filter: filter.as_ptr().cast_mut(),
-            };
-            // SAFETY: `program` points to `filter`, live for the call; the kernel copies it.
-            let rc = unsafe {
-                libc::setsockopt(
-                    raw,
-                    libc::SOL_SOCKET,
-                    libc::SO_ATTACH_FILTER,
-                    (&program as *const libc::sock_fprog).cast(),
-                    std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
-                )
-            };
-            if rc < 0 {
-                return Err(PacketError::SetOption {
-                    option: "SO_ATTACH_FILTER",
-                    source: io::Error::last_os_error(),
-                });
-            }
+        if options.superframes {
+            attach_filter(raw, &superframe::by_length(filter, false))?;
+        } else if !filter.is_empty() {
+            attach_filter(raw, filter)?;
         }
         let rx = mapping.ring(0, geometry);
         let tx = mapping.ring(geometry.bytes(), geometry);
@@ -350,7 +384,14 @@ impl PacketPort {
             &mreq,
         )?;
 
+        let superframes = if options.superframes {
+            Some(SuperFrameSocket::open(ifindex, protocol, filter)?)
+        } else {
+            None
+        };
+
         Ok(PacketPort {
+            superframes,
             ifname: ifname.to_string(),
             ifindex,
             mac,
@@ -384,6 +425,12 @@ impl PacketPort {
         &self.counters
     }
 
+    /// The super-frame socket's descriptor ([`PortOptions::superframes`]), which signals
+    /// received frames too.
+    pub fn superframe_fd(&self) -> Option<RawFd> {
+        self.superframes.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
     /// Whether a received frame is waiting in the RX ring.
     pub fn rx_pending(&self) -> bool {
         self.rx.head_status() & libc::TP_STATUS_USER != 0
@@ -405,9 +452,24 @@ impl PacketPort {
     ) -> usize {
         let mut consumed = 0;
         let mut losing = false;
+        // The next super-frame's arrival time: the two sockets are read merged by it (one
+        // `recvmsg` per call when none waits, one per super-frame otherwise).
+        let mut next_super = match self.superframes.as_mut() {
+            Some(s) => s.peek(&mut self.counters),
+            None => None,
+        };
         while consumed < budget {
             let status = self.rx.head_status();
-            if status & libc::TP_STATUS_USER == 0 {
+            let ring = status & libc::TP_STATUS_USER != 0;
+            if let (Some(t), Some(s)) = (next_super, self.superframes.as_mut()) {
+                if !ring || ring::stamp(self.rx.head_header()) > t {
+                    s.deliver(&mut self.counters, &mut deliver);
+                    consumed += 1;
+                    next_super = s.peek(&mut self.counters);
+                    continue;
+                }
+            }
+            if !ring {
                 break;
             }
             // Under overload every slot carries the flag: read the drop count (a system call)
@@ -429,7 +491,7 @@ impl PacketPort {
     /// frame to deliver with its arrival time (`tp_sec`/`tp_nsec`), or `None` if it is dropped.
     fn head_frame(&mut self, status: u32) -> Option<(&[u8], u64)> {
         let hdr = self.rx.head_header();
-        let stamp = u64::from(hdr.tp_sec) * 1_000_000_000 + u64::from(hdr.tp_nsec);
+        let stamp = ring::stamp(hdr);
         let mac_off = usize::from(hdr.tp_mac);
         let snap = hdr.tp_snaplen as usize;
         if hdr.tp_snaplen < hdr.tp_len {
@@ -439,9 +501,6 @@ impl PacketPort {
         if mac_off < RX_HEADER_END || mac_off.saturating_add(snap) > FRAME_SIZE {
             self.counters.rx_bad_descriptor += 1;
             return None;
-        }
-        if status & libc::TP_STATUS_CSUMNOTREADY != 0 {
-            self.counters.rx_csum_not_ready += 1;
         }
         let (start, len) = if status & libc::TP_STATUS_VLAN_VALID != 0 {
             // The kernel moved the 802.1Q tag into metadata; put it back between the source
@@ -464,9 +523,18 @@ impl PacketPort {
         } else {
             (mac_off, snap)
         };
+        let bytes = self.rx.head_bytes(start, len)?;
+        if status & libc::TP_STATUS_CSUMNOTREADY != 0 {
+            // The sender left its TCP or UDP checksum to an offload that no device on the way
+            // performs now: the node forwards what it reads, so fill it in here.
+            self.counters.rx_csum_not_ready += 1;
+            if rtlan_wire::gso::fill_l4_checksum(bytes).is_err() {
+                self.counters.rx_csum_unfilled += 1;
+            }
+        }
         self.counters.rx_frames += 1;
         self.counters.rx_bytes += len as u64;
-        self.rx.head_bytes(start, len).map(|b| (&*b, stamp))
+        Some((&*bytes, stamp))
     }
 
     /// Whether the last attempt to send found the TX ring full and no slot has been freed since

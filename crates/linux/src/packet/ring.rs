@@ -37,6 +37,11 @@ pub const TX_MAX_FRAME: usize = FRAME_SIZE - TX_DATA_OFFSET;
 /// `TPACKET_ALIGN(tp_hdrlen + 16) - 14`.
 pub const RX_MAX_FRAME: usize = FRAME_SIZE - ((RX_HEADER_END + 16).div_ceil(16) * 16 - 14);
 
+/// A received slot's arrival time, `CLOCK_REALTIME` nanoseconds (`tp_sec`/`tp_nsec`).
+pub(crate) fn stamp(hdr: libc::tpacket2_hdr) -> u64 {
+    u64::from(hdr.tp_sec) * 1_000_000_000 + u64::from(hdr.tp_nsec)
+}
+
 /// The size of one ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Geometry {

@@ -196,11 +196,10 @@ impl Daemon {
                 .ok_or_else(|| Error::NoAddress(spec.ifname.clone()))?;
             addresses.push(address);
         }
-        // The fast path's maps come first: every AF_XDP port's program is built with them.
-        let maps =
-            crate::xdp::fastpath::maps_for(config.fast_path, config.data_plane, true, || {
-                RouterFastPath::new(config.ports.len() as u32)
-            });
+        // The fast path's maps come first: every port's program (XDP or TC) is built with them.
+        let maps = crate::xdp::fastpath::maps_for(config.fast_path, || {
+            RouterFastPath::new(config.ports.len() as u32)
+        });
         let mut opened = Vec::with_capacity(config.ports.len());
         for (i, spec) in config.ports.iter().enumerate() {
             let fast = match &maps {

@@ -182,9 +182,10 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
     let options = crate::packet::PortOptions {
         ring_frames: config.ring_frames,
         qdisc_bypass: config.qdisc_bypass,
+        ..crate::packet::PortOptions::default()
     };
-    // The fast path's maps come first: every AF_XDP port's program is built with them.
-    let maps = crate::xdp::fastpath::maps_for(config.fast_path, config.data_plane, false, || {
+    // The fast path's maps come first: every port's program (XDP or TC) is built with them.
+    let maps = crate::xdp::fastpath::maps_for(config.fast_path, || {
         crate::xdp::FastPath::new(config.ports.len() as u32)
     });
     let mut ports = Vec::with_capacity(config.ports.len());

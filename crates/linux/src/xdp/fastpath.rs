@@ -68,8 +68,8 @@ impl PortMaps {
 
     /// Enters each of `ports` that can take part in the device map, logging which can and
     /// which cannot: per port, why it can never open (`None`: it can). A port takes part only
-    /// if it has the program: an AF_XDP port whose driver takes redirected frames, or a
-    /// router's AF_PACKET port with its TC program (whose redirects are plain transmits).
+    /// if it has the program: an AF_XDP port whose driver takes redirected frames, or an
+    /// AF_PACKET port with its TC program (whose redirects are plain transmits).
     pub fn attach(&self, ports: &[AnyPort]) -> Vec<Option<String>> {
         let off: Vec<Option<String>> = ports
             .iter()
@@ -82,8 +82,8 @@ impl PortMaps {
                             return Some(problem);
                         }
                     }
-                    AnyPort::RouterPacket(p) if p.has_program() => {}
-                    AnyPort::RouterPacket(_) => {
+                    AnyPort::TcPacket(p) if p.has_program() => {}
+                    AnyPort::TcPacket(_) => {
                         return Some("its TC program could not be attached".to_string())
                     }
                     AnyPort::Packet(_) => {
@@ -109,17 +109,11 @@ impl PortMaps {
     }
 }
 
-/// A node's fast-path maps, made by `make` when `fast_path` is on and `plane` can have its
-/// programs (XDP on AF_XDP ports; with `tc`, the router's TC program on AF_PACKET ports too);
-/// `None` otherwise, or (logged) when they cannot be made — the node then forwards everything
-/// through its core.
-pub fn maps_for<T>(
-    fast_path: bool,
-    plane: super::DataPlane,
-    tc: bool,
-    make: impl FnOnce() -> io::Result<T>,
-) -> Option<T> {
-    if !fast_path || (plane == super::DataPlane::AfPacket && !tc) {
+/// A node's fast-path maps, made by `make` when `fast_path` is on (every port kind has the
+/// programs: XDP on AF_XDP ports, the node's TC program on AF_PACKET ports); `None` otherwise,
+/// or (logged) when they cannot be made — the node then forwards everything through its core.
+pub fn maps_for<T>(fast_path: bool, make: impl FnOnce() -> io::Result<T>) -> Option<T> {
+    if !fast_path {
         return None;
     }
     make()

@@ -162,20 +162,25 @@ impl XdpPort {
             source,
         };
         // The tap first: it checks the name and reads the MAC address as any port does. A
-        // router's is two sockets bound to protocols (`routerport`'s control and ARP): RSVP gets
+        // router's is two sockets bound to protocols (`tcport`'s control and ARP): RSVP gets
         // a ring of its own (QSR §6.2), and neither sees what the kernel keeps for itself.
         let (tap, control) = match steering {
             Steering::Router { .. } => {
-                use super::routerport::{control_filter, side_socket, ETH_P_ARP, ETH_P_IP};
+                use super::tcport::{control_filter, side_socket, ETH_P_ARP, ETH_P_IP};
                 let arp = side_socket(ifname, ETH_P_ARP, &[]).map_err(tap_error)?;
                 let control =
                     side_socket(ifname, ETH_P_IP, &control_filter()).map_err(tap_error)?;
                 (arp, Some(control))
             }
-            _ => (
-                PacketPort::open(ifname, &PortOptions::default()).map_err(tap_error)?,
-                None,
-            ),
+            _ => {
+                // XDP takes every frame before the taps; a veth with XDP turns its peer's
+                // segmentation offloads off, so no super-frame arrives here either.
+                let options = PortOptions {
+                    superframes: false,
+                    ..PortOptions::default()
+                };
+                (PacketPort::open(ifname, &options).map_err(tap_error)?, None)
+            }
         };
         let (ifindex, mac) = (tap.ifindex(), tap.mac());
         let len = (FRAMES * FRAME_SIZE) as usize;

@@ -25,7 +25,9 @@
 //!
 //! The router's steering (1–6) and fast path are also assembled as a TC program for AF_PACKET
 //! ports ([`tc_router_program`], docs/fastpath.md "The router on AF_PACKET"), where everything
-//! the fast path does not take goes on to the kernel and the port's protocol sockets.
+//! the fast path does not take goes on to the kernel and the port's protocol sockets; so is the
+//! switch's fast path ([`tc_switch_program`], docs/fastpath.md "The switch at TC, and
+//! super-frames"). At TC both also forward TCP super-frames (GSO) whose segments fit.
 
 use std::net::Ipv4Addr;
 
@@ -45,6 +47,8 @@ pub const TC_ACT_REDIRECT: u32 = 7;
 
 /// `bpf_redirect`: out of an interface, by index (the TC hook's redirect; XDP's is by map).
 const HELPER_REDIRECT: i32 = 23;
+/// `bpf_skb_load_bytes`: copies bytes of an skb, linear or not, to the stack.
+const HELPER_SKB_LOAD_BYTES: i32 = 26;
 /// `bpf_skb_pull_data`: makes the first bytes of an skb linear (directly readable).
 const HELPER_SKB_PULL_DATA: i32 = 39;
 /// `bpf_redirect_map` (include/uapi/linux/bpf.h, `__BPF_FUNC_MAPPER`).
@@ -105,6 +109,7 @@ const STX_MEM_H: u8 = 0x6b;
 const STX_MEM_DW: u8 = 0x7b;
 const ST_MEM_H: u8 = 0x6a;
 const ST_MEM_W: u8 = 0x62;
+const ST_MEM_DW: u8 = 0x7a;
 /// `BPF_STX | BPF_ATOMIC | BPF_DW` with `imm = BPF_ADD`: `lock *(u64 *)(dst + off) += src`.
 const ATOMIC_ADD_DW: u8 = 0xdb;
 const JMP_JEQ_K: u8 = 0x15;
@@ -117,6 +122,11 @@ const JMP_EXIT: u8 = 0x95;
 const LD_IMM64: u8 = 0x18;
 const ALU64_ADD_X: u8 = 0x0f;
 const ALU64_RSH_K: u8 = 0x77;
+const ALU64_LSH_K: u8 = 0x67;
+const ALU64_SUB_K: u8 = 0x17;
+const ALU64_SUB_X: u8 = 0x1f;
+const ALU64_MUL_X: u8 = 0x2f;
+const ALU64_DIV_X: u8 = 0x3f;
 /// `BPF_ALU | BPF_MOV | BPF_X`: the low 32 bits, the upper ones cleared.
 const ALU32_MOV_X: u8 = 0xbc;
 /// `BPF_ALU | BPF_END | BPF_TO_BE`: to network order (a swap on this little-endian machine).
@@ -197,6 +207,17 @@ enum Label {
     Done,
     /// The TC program: the headers are linear.
     Linear,
+    /// The TC length check: not a super-frame whose segments fit; the frame's own length
+    /// decides.
+    Plain,
+    /// The TC length check: passed (a short frame, or a super-frame whose segments fit).
+    Fits,
+    /// The TC length check: the super-frame's segment count is known.
+    Segs,
+    /// The TC length check of the switch: an IPv4 super-frame.
+    GsoV4,
+    /// The TC length check: the IP header's length is known, the TCP header's next.
+    GsoTcp,
 }
 
 /// The hook a router's fast path runs in: where its context keeps the frame, how it measures
@@ -225,6 +246,27 @@ impl Hook {
             Hook::Tc => TC_ACT_REDIRECT,
         }
     }
+}
+
+// Offsets of the fields of `struct __sk_buff` (include/uapi/linux/bpf.h) the TC programs read.
+/// The frame's length, Ethernet header, pages and all.
+const SKB_LEN: i16 = 0;
+/// 1 when the kernel has moved an 802.1Q tag out of the frame into the skb's metadata.
+const SKB_VLAN_PRESENT: i16 = 20;
+/// `skb_shinfo(skb)->gso_segs`: how many segments a super-frame becomes.
+const SKB_GSO_SEGS: i16 = 164;
+/// `skb_shinfo(skb)->gso_size`: the payload of each segment (0: not a super-frame).
+const SKB_GSO_SIZE: i16 = 176;
+
+/// Which headers a TC program's super-frame check finds the TCP header behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GsoHeaders {
+    /// The router's: IPv4 without options (the steering has made sure), its first 34 bytes
+    /// linear.
+    Ipv4Plain,
+    /// The switch's: IPv4 with any header length, or IPv6 with TCP as its next header; only
+    /// the Ethernet header is known to be linear.
+    Ip,
 }
 
 /// The program, built with symbolic jumps.
@@ -303,7 +345,7 @@ pub fn program(steering: &Steering, map_fd: i32, fallback: u32) -> Vec<Insn> {
         b.push(Insn::new(JMP_EXIT, 0, 0, 0, 0));
     }
     if let Steering::Switch(fast) = steering {
-        fast_path(&mut b, fast);
+        fast_path(&mut b, fast, Hook::Xdp);
     }
     b.label(Label::Redirect);
     b.push(Insn::new(LDX_MEM_W, 2, 6, 16, 0)); // rx_queue_index
@@ -366,17 +408,45 @@ pub fn tc_router_program(fast: &RouterFastProg, addresses: &[(Ipv4Addr, u8)]) ->
     let mut b = Builder::default();
     b.push(Insn::new(ALU64_MOV_X, 6, 1, 0, 0));
     // The Ethernet and IPv4 headers linear (a sender's skb may hold them in pages).
+    tc_linear(&mut b, 34);
+    router_steering(&mut b, addresses, Hook::Tc);
+    router_fast_path(&mut b, fast, addresses, Hook::Tc);
+    tc_carry_on(b)
+}
+
+/// The switch's TC program for an AF_PACKET port (docs/fastpath.md "The switch at TC, and
+/// super-frames"): the fast path's rule of [`program`] ("The rule"), at the TC ingress hook on
+/// the kernel's own skb. A frame the rule forwards leaves by `bpf_redirect` to the output
+/// port's interface (read from the `tx` device map) and the program returns
+/// `TC_ACT_REDIRECT`; every other frame gets `TC_ACT_OK`: on to the kernel and to the port's
+/// packet sockets. Unlike XDP, it also forwards a TCP super-frame (GSO) longer than
+/// `max_frame` whose every segment fits in `max_frame`, whole: the output segments it.
+pub fn tc_switch_program(fast: &FastPathProg) -> Vec<Insn> {
+    let mut b = Builder::default();
+    b.push(Insn::new(ALU64_MOV_X, 6, 1, 0, 0));
+    // The Ethernet header linear (a sender's skb may hold it in pages).
+    tc_linear(&mut b, 14);
+    fast_path(&mut b, fast, Hook::Tc);
+    tc_carry_on(b)
+}
+
+/// A TC program's start: its first `bytes` bytes made linear with `bpf_skb_pull_data` when they
+/// are not (a pull that fails, on a shorter frame, leaves the checks after it to fail).
+/// Registers: r6 = ctx.
+fn tc_linear(b: &mut Builder, bytes: i32) {
     let (data, data_end) = Hook::Tc.data();
     b.push(Insn::new(LDX_MEM_W, 2, 6, data, 0));
     b.push(Insn::new(LDX_MEM_W, 3, 6, data_end, 0));
-    b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 34));
+    b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, bytes));
     b.jump(JMP_JLE_X, 2, 3, 0, Label::Linear);
     b.push(Insn::new(ALU64_MOV_X, 1, 6, 0, 0));
-    b.push(Insn::new(ALU64_MOV_K, 2, 0, 0, 34));
+    b.push(Insn::new(ALU64_MOV_K, 2, 0, 0, bytes));
     b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_SKB_PULL_DATA));
     b.label(Label::Linear);
-    router_steering(&mut b, addresses, Hook::Tc);
-    router_fast_path(&mut b, fast, addresses, Hook::Tc);
+}
+
+/// A TC program's end: every frame not forwarded goes on (`TC_ACT_OK`).
+fn tc_carry_on(mut b: Builder) -> Vec<Insn> {
     b.label(Label::Pass);
     b.label(Label::Redirect);
     b.push(Insn::new(ALU64_MOV_K, 0, 0, 0, TC_ACT_OK as i32));
@@ -384,20 +454,133 @@ pub fn tc_router_program(fast: &RouterFastProg, addresses: &[(Ipv4Addr, u8)]) ->
     b.finish()
 }
 
-/// The fast path's decision (docs/fastpath.md "The rule"), falling through to the socket
-/// (`Label::Redirect`) whenever a condition fails. Registers: r6 = ctx, r7 = data, r8 =
-/// data_end, r9 = output port; stack: r10-8 a MAC key (8 bytes), r10-12 a port key, r10-16
-/// the frame's length.
-fn fast_path(b: &mut Builder, fast: &FastPathProg) {
+/// The TC programs' length check, with super-frames (docs/fastpath.md "The switch at TC, and
+/// super-frames"): a frame of at most `max_frame` bytes passes, as at XDP; a longer one only
+/// if it is a TCP super-frame (`gso_size` set) whose every segment — Ethernet, IP and TCP
+/// headers and `gso_size` bytes — fits in `max_frame`; anything else to `Label::Redirect`. It
+/// leaves on the stack what the frame will be on the wire, for the counters: at r10-24 the
+/// bytes, at r10-32 the frames — for a super-frame whose segments fit (of any length), its
+/// segments (`gso_segs`, or counted from its length when the kernel has not: a frame from a
+/// guest) and its length plus the headers each further segment repeats; for any other frame,
+/// 1 and its length. The headers beyond the linear ones are read with `bpf_skb_load_bytes`
+/// into r10-48 (10 bytes). Registers: r6 = ctx, r7 = data and r8 = data_end kept; r0–r5 and r9
+/// (the IP, then all the headers' length) used.
+fn tc_length(b: &mut Builder, max_frame: u32, headers: GsoHeaders) {
+    let max = max_frame as i32;
+    b.push(Insn::new(LDX_MEM_W, 0, 6, SKB_LEN, 0));
+    b.push(Insn::new(STX_MEM_DW, 10, 0, -24, 0));
+    b.push(Insn::new(ST_MEM_DW, 10, 0, -32, 1));
+    b.push(Insn::new(LDX_MEM_W, 2, 6, SKB_GSO_SIZE, 0));
+    b.jump(JMP_JEQ_K, 2, 0, 0, Label::Plain); // not a super-frame
+    match headers {
+        GsoHeaders::Ipv4Plain => {
+            b.push(Insn::new(LDX_MEM_B, 2, 7, 23, 0)); // protocol
+            b.jump(JMP32_JNE_K, 2, 0, 6, Label::Plain); // not TCP
+            b.push(Insn::new(ALU64_MOV_K, 9, 0, 0, 20));
+        }
+        GsoHeaders::Ip => {
+            // The IP header's first 10 bytes: version and IHL, IPv6's next header (6),
+            // IPv4's protocol (9).
+            skb_load_bytes(b, None, 14, 10);
+            b.jump(JMP_JNE_K, 0, 0, 0, Label::Plain); // shorter
+            b.push(Insn::new(LDX_MEM_H, 2, 7, 12, 0)); // EtherType, bytes swapped
+            b.jump(JMP32_JEQ_K, 2, 0, 0x0008, Label::GsoV4);
+            b.jump(JMP32_JNE_K, 2, 0, 0xdd86u16 as i32, Label::Plain); // neither IPv4 nor IPv6
+            b.push(Insn::new(LDX_MEM_B, 2, 10, -48 + 6, 0)); // next header
+            b.jump(JMP32_JNE_K, 2, 0, 6, Label::Plain); // not TCP (or behind an extension)
+            b.push(Insn::new(ALU64_MOV_K, 9, 0, 0, 40));
+            b.jump(JMP_JA, 0, 0, 0, Label::GsoTcp);
+            b.label(Label::GsoV4);
+            b.push(Insn::new(LDX_MEM_B, 2, 10, -48 + 9, 0)); // protocol
+            b.jump(JMP32_JNE_K, 2, 0, 6, Label::Plain); // not TCP: UDP GSO and others
+            b.push(Insn::new(LDX_MEM_B, 9, 10, -48, 0));
+            b.push(Insn::new(ALU64_AND_K, 9, 0, 0, 0x0f));
+            b.push(Insn::new(ALU64_LSH_K, 9, 0, 0, 2)); // IHL × 4
+            b.label(Label::GsoTcp);
+        }
+    }
+    // The TCP header's length: its data offset (the high nibble of byte 12) × 4.
+    skb_load_bytes(b, Some(9), 14 + 12, 1);
+    b.jump(JMP_JNE_K, 0, 0, 0, Label::Plain);
+    b.push(Insn::new(LDX_MEM_B, 2, 10, -48, 0));
+    b.push(Insn::new(ALU64_RSH_K, 2, 0, 0, 4));
+    b.push(Insn::new(ALU64_LSH_K, 2, 0, 0, 2));
+    b.push(Insn::new(ALU64_ADD_X, 9, 2, 0, 0));
+    b.push(Insn::new(ALU64_ADD_K, 9, 0, 0, 14)); // r9: every segment's headers
+
+    // Each segment fits, and there is payload past the headers.
+    b.push(Insn::new(LDX_MEM_W, 2, 6, SKB_GSO_SIZE, 0));
+    b.push(Insn::new(ALU64_ADD_X, 2, 9, 0, 0));
+    b.jump(JMP_JGT_K, 2, 0, max, Label::Plain);
+    b.push(Insn::new(LDX_MEM_DW, 3, 10, -24, 0)); // length
+    b.jump(JMP_JLE_X, 3, 9, 0, Label::Plain);
+    // Frames: gso_segs, or ⌈payload / gso_size⌉ when the kernel has not counted them.
+    b.push(Insn::new(LDX_MEM_W, 2, 6, SKB_GSO_SEGS, 0));
+    b.jump(JMP_JNE_K, 2, 0, 0, Label::Segs);
+    b.push(Insn::new(LDX_MEM_W, 4, 6, SKB_GSO_SIZE, 0));
+    b.push(Insn::new(ALU64_MOV_X, 2, 3, 0, 0));
+    b.push(Insn::new(ALU64_SUB_X, 2, 9, 0, 0));
+    b.push(Insn::new(ALU64_ADD_X, 2, 4, 0, 0));
+    b.push(Insn::new(ALU64_SUB_K, 2, 0, 0, 1));
+    b.push(Insn::new(ALU64_DIV_X, 2, 4, 0, 0));
+    b.label(Label::Segs);
+    b.push(Insn::new(STX_MEM_DW, 10, 2, -32, 0));
+    // Bytes: the length, and the headers again for every segment after the first.
+    b.push(Insn::new(ALU64_SUB_K, 2, 0, 0, 1));
+    b.push(Insn::new(ALU64_MUL_X, 2, 9, 0, 0));
+    b.push(Insn::new(ALU64_ADD_X, 3, 2, 0, 0));
+    b.push(Insn::new(STX_MEM_DW, 10, 3, -24, 0));
+    b.jump(JMP_JA, 0, 0, 0, Label::Fits);
+    b.label(Label::Plain);
+    b.push(Insn::new(LDX_MEM_DW, 0, 10, -24, 0));
+    b.jump(JMP_JGT_K, 0, 0, max, Label::Redirect); // longer than max_frame
+    b.label(Label::Fits);
+}
+
+/// `r0 = bpf_skb_load_bytes(skb, offset, r10 - 48, len)`, with `offset` the constant `at`, or
+/// register `base` plus `at`. Registers: r6 = ctx.
+fn skb_load_bytes(b: &mut Builder, base: Option<u8>, at: i32, len: i32) {
+    b.push(Insn::new(ALU64_MOV_X, 1, 6, 0, 0));
+    match base {
+        Some(reg) => {
+            b.push(Insn::new(ALU64_MOV_X, 2, reg, 0, 0));
+            b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, at));
+        }
+        None => b.push(Insn::new(ALU64_MOV_K, 2, 0, 0, at)),
+    }
+    b.push(Insn::new(ALU64_MOV_X, 3, 10, 0, 0));
+    b.push(Insn::new(ALU64_ADD_K, 3, 0, 0, -48));
+    b.push(Insn::new(ALU64_MOV_K, 4, 0, 0, len));
+    b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_SKB_LOAD_BYTES));
+}
+
+/// The fast path's decision (docs/fastpath.md "The rule"), in XDP or at TC, falling through to
+/// the socket (`Label::Redirect`; at TC, on to the kernel) whenever a condition fails. At TC the
+/// frame must also be untagged in the skb's metadata (the kernel moves an 802.1Q tag there
+/// before the hook, so the EtherType alone does not show it), and a TCP super-frame longer than
+/// `max_frame` passes the length check if its segments fit ([`tc_length`]). Registers: r6 =
+/// ctx, r7 = data, r8 = data_end, r9 = output port; stack: r10-8 a MAC key (8 bytes), r10-12 a
+/// port key, r10-24 the bytes to count, r10-32 (TC) the frames to count.
+fn fast_path(b: &mut Builder, fast: &FastPathProg, hook: Hook) {
     let port = fast.port as i32;
-    b.push(Insn::new(LDX_MEM_W, 7, 6, 0, 0)); // data
-    b.push(Insn::new(LDX_MEM_W, 8, 6, 4, 0)); // data_end
+    let (data, data_end) = hook.data();
+    b.push(Insn::new(LDX_MEM_W, 7, 6, data, 0));
+    b.push(Insn::new(LDX_MEM_W, 8, 6, data_end, 0));
     b.push(Insn::new(ALU64_MOV_X, 2, 7, 0, 0));
     b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 14));
     b.jump(JMP_JGT_X, 2, 8, 0, Label::Redirect); // shorter than Ethernet
-    b.push(Insn::new(ALU64_MOV_X, 2, 7, 0, 0));
-    b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, fast.max_frame as i32));
-    b.jump(JMP_JGT_X, 8, 2, 0, Label::Redirect); // longer than max_frame
+    match hook {
+        Hook::Xdp => {
+            b.push(Insn::new(ALU64_MOV_X, 2, 7, 0, 0));
+            b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, fast.max_frame as i32));
+            b.jump(JMP_JGT_X, 8, 2, 0, Label::Redirect); // longer than max_frame
+        }
+        Hook::Tc => {
+            b.push(Insn::new(LDX_MEM_W, 2, 6, SKB_VLAN_PRESENT, 0));
+            b.jump(JMP32_JNE_K, 2, 0, 0, Label::Redirect); // tagged
+            tc_length(b, fast.max_frame, GsoHeaders::Ip);
+        }
+    }
     b.push(Insn::new(LDX_MEM_H, 2, 7, 12, 0)); // EtherType, bytes swapped
     b.jump(JMP32_JEQ_K, 2, 0, 0x0008, Label::Ip); // IPv4
     b.jump(JMP32_JNE_K, 2, 0, 0xdd86u16 as i32, Label::Redirect); // neither IPv4 nor IPv6
@@ -405,7 +588,8 @@ fn fast_path(b: &mut Builder, fast: &FastPathProg) {
     b.push(Insn::new(LDX_MEM_B, 2, 7, 0, 0));
     b.push(Insn::new(ALU64_AND_K, 2, 0, 0, 1));
     b.jump(JMP32_JNE_K, 2, 0, 0, Label::Redirect); // group destination
-                                                   // The source, learnt on this port.
+
+    // The source, learnt on this port.
     b.push(Insn::new(LDX_MEM_W, 2, 7, 6, 0));
     b.push(Insn::new(STX_MEM_W, 10, 2, -8, 0));
     b.push(Insn::new(LDX_MEM_H, 2, 7, 10, 0));
@@ -423,13 +607,22 @@ fn fast_path(b: &mut Builder, fast: &FastPathProg) {
     b.push(Insn::new(LDX_MEM_W, 9, 0, 0, 0));
     b.jump(JMP32_JEQ_K, 9, 0, port, Label::Redirect);
     both_open(b, fast.open_fd, port);
-    // The frame's length, for the counters.
-    b.push(Insn::new(ALU64_MOV_X, 1, 6, 0, 0));
-    b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_XDP_BUFF_LEN));
-    b.push(Insn::new(STX_MEM_DW, 10, 0, -16, 0));
     // Out by the device map; a port missing from it falls back to the socket.
-    redirect_out(b, fast.tx_fd);
-    count_and_redirect(b, fast.stats_fd, port, -16, XDP_REDIRECT);
+    let frames_at = match hook {
+        Hook::Xdp => {
+            // The frame's length, for the counters.
+            b.push(Insn::new(ALU64_MOV_X, 1, 6, 0, 0));
+            b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_XDP_BUFF_LEN));
+            b.push(Insn::new(STX_MEM_DW, 10, 0, -24, 0));
+            redirect_out(b, fast.tx_fd);
+            None
+        }
+        Hook::Tc => {
+            tc_redirect_out(b, fast.tx_fd);
+            Some(-32)
+        }
+    };
+    count_and_redirect(b, fast.stats_fd, port, -24, frames_at, hook.forwarded());
 }
 
 /// Falls through only if output port r9 and input port `port` are both open in the `open`
@@ -466,12 +659,23 @@ fn tc_redirect_out(b: &mut Builder, tx_fd: i32) {
     b.jump(JMP32_JNE_K, 0, 0, TC_ACT_REDIRECT as i32, Label::Redirect);
 }
 
-/// Counts the frame on input port `port` in the `fast` array (frames, and the byte count saved
-/// at `r10 + len_at`) and returns `verdict` (the hook's "redirected").
-fn count_and_redirect(b: &mut Builder, stats_fd: i32, port: i32, len_at: i16, verdict: u32) {
+/// Counts the frame on input port `port` in the `fast` array (frames: 1, or the count saved at
+/// `r10 + frames_at`; bytes: the count saved at `r10 + len_at`) and returns `verdict` (the
+/// hook's "redirected").
+fn count_and_redirect(
+    b: &mut Builder,
+    stats_fd: i32,
+    port: i32,
+    len_at: i16,
+    frames_at: Option<i16>,
+    verdict: u32,
+) {
     b.push(Insn::new(ST_MEM_W, 10, 0, -12, port));
     b.lookup(stats_fd, -12, Label::Done);
-    b.push(Insn::new(ALU64_MOV_K, 1, 0, 0, 1));
+    match frames_at {
+        Some(at) => b.push(Insn::new(LDX_MEM_DW, 1, 10, at, 0)),
+        None => b.push(Insn::new(ALU64_MOV_K, 1, 0, 0, 1)),
+    }
     b.push(Insn::new(ATOMIC_ADD_DW, 0, 1, 0, 0));
     b.push(Insn::new(LDX_MEM_DW, 1, 10, len_at, 0));
     b.push(Insn::new(ATOMIC_ADD_DW, 0, 1, 8, 0));
@@ -489,7 +693,7 @@ fn count_and_redirect(b: &mut Builder, stats_fd: i32, port: i32, len_at: i16, ve
 /// kernel's `ip_decrease_ttl`) — by the device map. Anything else falls through to the socket
 /// (`Label::Redirect`), where the core does exactly what it did before. Registers: r6 = ctx,
 /// r7 = data, r8 = data_end then the `fib` value, r9 = output port; stack: r10-8 the `fib` key,
-/// r10-12 a port key, r10-24 the frame's length.
+/// r10-12 a port key, r10-24 the bytes to count, r10-32 (TC) the frames to count.
 fn router_fast_path(
     b: &mut Builder,
     fast: &RouterFastProg,
@@ -554,16 +758,22 @@ fn router_fast_path(
         b.push(Insn::new(ALU64_ADD_X, 2, 3, 0, 0));
     }
     b.jump(JMP_JNE_K, 2, 0, 0xffff, Label::Redirect);
-    // The frame's length: at most max_frame, and holding the whole packet (total length).
-    match hook {
+    // The frame's length: at most max_frame (at TC, or a TCP super-frame whose segments fit),
+    // and holding the whole packet (total length).
+    let frames_at = match hook {
         Hook::Xdp => {
             b.push(Insn::new(ALU64_MOV_X, 1, 6, 0, 0));
             b.push(Insn::new(JMP_CALL, 0, 0, 0, HELPER_XDP_BUFF_LEN));
+            b.push(Insn::new(STX_MEM_DW, 10, 0, -24, 0));
+            b.jump(JMP_JGT_K, 0, 0, fast.max_frame as i32, Label::Redirect);
+            None
         }
-        Hook::Tc => b.push(Insn::new(LDX_MEM_W, 0, 6, 0, 0)), // skb->len
-    }
-    b.push(Insn::new(STX_MEM_DW, 10, 0, -24, 0));
-    b.jump(JMP_JGT_K, 0, 0, fast.max_frame as i32, Label::Redirect);
+        Hook::Tc => {
+            tc_length(b, fast.max_frame, GsoHeaders::Ipv4Plain);
+            b.push(Insn::new(LDX_MEM_W, 0, 6, SKB_LEN, 0));
+            Some(-32)
+        }
+    };
     b.push(Insn::new(LDX_MEM_H, 2, 7, 16, 0));
     b.push(Insn::new(ALU_TO_BE, 2, 0, 0, 16));
     b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 14));
@@ -606,7 +816,7 @@ fn router_fast_path(
     b.push(Insn::new(JMP_JLT_K, 2, 0, 1, 0xffff));
     b.push(Insn::new(ALU64_ADD_K, 2, 0, 0, 1));
     b.push(Insn::new(STX_MEM_H, 7, 2, 24, 0));
-    count_and_redirect(b, fast.stats_fd, port, -24, hook.forwarded());
+    count_and_redirect(b, fast.stats_fd, port, -24, frames_at, hook.forwarded());
 }
 
 #[cfg(test)]

@@ -1,10 +1,17 @@
-//! A router's AF_PACKET port (docs/fastpath.md "The router on AF_PACKET", QSR §4.1 and §6.2):
-//! four packet sockets, one per kind of traffic, and with the fast path on, the router's TC
-//! program on the interface's ingress.
+//! AF_PACKET ports with the node's TC program (docs/fastpath.md "The router on AF_PACKET" and
+//! "The switch at TC", QSR §4.1 and §6.2, EtheReal §3.3): several packet sockets bound to
+//! EtherTypes, one per kind of traffic, and with the fast path on, the node's TC program on the
+//! interface's ingress.
 //!
-//! **Four sockets.** QSR §6.2's network-control channel needs, at the ingress, a ring that no
-//! data enters; one socket per port would put RSVP behind every transit packet. So the port is
-//! four sockets bound to EtherTypes, read in this order:
+//! **Why bound sockets.** A TC program runs on the skb the kernel already has (on a veth, XDP
+//! must first copy every frame from a sender without XDP into a page of its own, which the
+//! kernel's own forwarding never pays), and a GSO super-frame stays one skb there. Sockets bound
+//! to an EtherType are protocol handlers, which the kernel serves after the TC hook, with only
+//! what the program passed; an `ETH_P_ALL` socket is a tap, served before the hook, and would
+//! see every forwarded frame.
+//!
+//! **A router's port** is four sockets, read in this order — QSR §6.2's network-control channel
+//! needs, at the ingress, a ring that no data enters:
 //!
 //! - **control**, `ETH_P_IP` with a classic BPF filter taking only RSVP (protocol 46) and IPv4
 //!   with options (Router Alert);
@@ -13,21 +20,18 @@
 //! - **data**, `ETH_P_IP` with the complementary filter: the rest of IPv4. It also sends
 //!   everything the core sends.
 //!
-//! Other EtherTypes (IPv6, LLDP) reach only the kernel: the router does not route them.
+//! Other EtherTypes (IPv6, LLDP) reach only the kernel: the router does not route them. The
+//! kernel's own handlers (ARP, pings to the router, OSPF) see what the program passes, as with
+//! XDP's `XDP_PASS`.
 //!
-//! **The TC program.** On a veth, an XDP program costs a copy of every frame that arrives from
-//! a sender without XDP (the kernel moves it into a page with XDP's headroom before the program
-//! runs), which the kernel's own forwarding never pays. A TC program runs on the skb the kernel
-//! already has, so with AF_PACKET ports the router's fast path
-//! ([`super::prog::tc_router_program`], the same decision as the XDP one) runs there, attached
-//! by tcx (no qdisc needed). Sockets bound to an EtherType are protocol handlers, which the
-//! kernel serves after the TC hook, with only what the program passed; an `ETH_P_ALL` socket
-//! would be a tap, served before the hook, and see every forwarded frame — the other reason
-//! for binding each socket to its protocol.
+//! **A switch's port** forwards every EtherType, so it keeps a tap for the frames its program
+//! never forwards (tagged frames, and all but IPv4 and IPv6, selected by the tap's filter) and
+//! binds IPv4 and IPv6 ([`TcPacketPort::open_switch`]).
 //!
-//! The kernel's own handlers (ARP, pings to the router, OSPF) see what the program passes, as
-//! with XDP's `XDP_PASS`. The driver waits on the data socket (its descriptor) and on the three
-//! others ([`crate::driver::Port::extra_fds`]).
+//! Every data socket has its super-frame companion (`crate::packet`'s `superframe`), so
+//! super-frames the program does not forward reach the core cut into wire frames. The driver
+//! waits on the sending socket (its descriptor) and on all the others
+//! ([`crate::driver::Port::extra_fds`]).
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -42,13 +46,15 @@ use crate::packet::{PacketError, PacketPort, PortCounters, PortOptions, TxOutcom
 pub(crate) const ETH_P_IP: u16 = 0x0800;
 pub(crate) const ETH_P_ARP: u16 = 0x0806;
 const ETH_P_MPLS_UC: u16 = 0x8847;
+/// `ETH_P_IPV6`.
+const ETH_P_IPV6: u16 = 0x86dd;
 
 /// Slots of the control, ARP and MPLS sockets' rings (the data socket has the port's own).
 const SIDE_RING_FRAMES: usize = 256;
 
 /// Why a router's AF_PACKET port did not open.
 #[derive(Debug, thiserror::Error)]
-pub enum RouterPacketPortError {
+pub enum TcPacketPortError {
     /// One of its packet sockets.
     #[error("port `{ifname}`, its {which} socket: {source}")]
     Socket {
@@ -102,6 +108,39 @@ fn data_filter() -> Vec<libc::sock_filter> {
     ]
 }
 
+/// `BPF_LD|BPF_W|BPF_ABS` (with `SKF_AD_OFF`, an ancillary load) and the ancillary fields
+/// `SKF_AD_PROTOCOL` (the skb's EtherType, host order) and `SKF_AD_VLAN_TAG_PRESENT` of
+/// `<linux/filter.h>`.
+const LDW: u16 = 0x20;
+const SKF_AD_PROTOCOL: u32 = 0xffff_f000;
+const SKF_AD_VLAN_TAG_PRESENT: u32 = 0xffff_f000 + 48;
+
+/// A switch port's tap (ETH_P_ALL): what the switch's TC program never forwards — tagged
+/// frames and every EtherType but IPv4 and IPv6.
+fn other_filter() -> Vec<libc::sock_filter> {
+    vec![
+        op(LDW, 0, 0, SKF_AD_VLAN_TAG_PRESENT),
+        op(JEQ, 1, 0, 0), // untagged → on
+        op(RET, 0, 0, ALL),
+        op(LDW, 0, 0, SKF_AD_PROTOCOL),
+        op(JEQ, 2, 0, u32::from(ETH_P_IP)),
+        op(JEQ, 1, 0, u32::from(ETH_P_IPV6)),
+        op(RET, 0, 0, ALL),
+        op(RET, 0, 0, 0),
+    ]
+}
+
+/// A switch port's IPv4 and IPv6 sockets (bound to their EtherType): untagged frames (the
+/// tagged ones are the tap's).
+fn untagged_filter() -> Vec<libc::sock_filter> {
+    vec![
+        op(LDW, 0, 0, SKF_AD_VLAN_TAG_PRESENT),
+        op(JEQ, 1, 0, 0),
+        op(RET, 0, 0, 0),
+        op(RET, 0, 0, ALL),
+    ]
+}
+
 /// A receive-only side socket of a router port (control, ARP, MPLS): bound to `protocol` on
 /// `ifname`, with `filter` if not empty, and a small ring.
 pub(crate) fn side_socket(
@@ -111,77 +150,131 @@ pub(crate) fn side_socket(
 ) -> Result<PacketPort, PacketError> {
     let options = PortOptions {
         ring_frames: SIDE_RING_FRAMES,
+        // RSVP, ARP and MPLS frames are never super-frames.
+        superframes: false,
         ..PortOptions::default()
     };
     PacketPort::open_bound(ifname, &options, protocol, filter)
 }
 
-/// A router's AF_PACKET port: four sockets, and the TC program with the fast path (module doc).
+/// An AF_PACKET port of several sockets bound to protocols, each with its selection, read in
+/// a fixed order, with the node's TC program on the interface's ingress (module doc): a
+/// router's four, or a switch's three ([`TcPacketPort::open_switch`]).
 #[derive(Debug)]
-pub struct RouterPacketPort {
-    data: PacketPort,
-    control: PacketPort,
-    arp: PacketPort,
-    mpls: PacketPort,
+pub struct TcPacketPort {
+    /// The sockets in the order they are read.
+    sockets: Vec<PacketPort>,
+    /// The one that sends (and whose descriptor signals transmit room).
+    send: usize,
     // The link first: detached before the program and the sockets go.
     tc: Option<(OwnedFd, XdpProgram)>,
-    /// The four sockets' counters together.
+    /// The sockets' counters together.
     counters: PortCounters,
 }
 
-impl RouterPacketPort {
-    /// Opens `ifname` (in the calling thread's namespace), with the router's TC program for
-    /// `fast` if given; `addresses` are the router's (the program leaves packets to them to
-    /// the kernel). A program that cannot be loaded or attached (a kernel before 6.6) is
-    /// logged, and the port opens without it.
-    pub fn open(
+/// Loads `insns` as a TC program and attaches it to `ifindex`'s ingress; on failure, logged,
+/// and `None`: the port opens without it and never opens to the fast path.
+fn attach_tc(
+    ifname: &str,
+    ifindex: u32,
+    insns: &[super::Insn],
+    name: &str,
+) -> Option<(OwnedFd, XdpProgram)> {
+    let attached = XdpProgram::load_tc(insns, name)
+        .map_err(|e| format!("loading the TC program: {e}"))
+        .and_then(|program| {
+            program
+                .attach_tc_ingress(ifindex)
+                .map(|link| (link, program))
+                .map_err(|e| format!("attaching the TC program (tcx ingress): {e}"))
+        });
+    match attached {
+        Ok(tc) => {
+            tracing::info!(ifname, "AF_PACKET port open, fast path at TC ingress");
+            Some(tc)
+        }
+        Err(e) => {
+            tracing::warn!(ifname, "AF_PACKET port open without the fast path: {e}");
+            None
+        }
+    }
+}
+
+impl TcPacketPort {
+    /// Opens `ifname` (in the calling thread's namespace) as a router's port, with the
+    /// router's TC program for `fast` if given; `addresses` are the router's (the program
+    /// leaves packets to them to the kernel). A program that cannot be loaded or attached (a
+    /// kernel before 6.6) is logged, and the port opens without it.
+    pub fn open_router(
         ifname: &str,
         options: &PortOptions,
         fast: Option<&RouterFastProg>,
         addresses: &[(std::net::Ipv4Addr, u8)],
-    ) -> Result<RouterPacketPort, RouterPacketPortError> {
-        let error = |which| {
-            move |source| RouterPacketPortError::Socket {
-                ifname: ifname.to_string(),
-                which,
-                source,
-            }
-        };
-        let control = side_socket(ifname, ETH_P_IP, &control_filter()).map_err(error("control"))?;
-        let arp = side_socket(ifname, ETH_P_ARP, &[]).map_err(error("arp"))?;
-        let mpls = side_socket(ifname, ETH_P_MPLS_UC, &[]).map_err(error("mpls"))?;
+    ) -> Result<TcPacketPort, TcPacketPortError> {
+        let control = side_socket(ifname, ETH_P_IP, &control_filter())
+            .map_err(socket_error(ifname, "control"))?;
+        let arp = side_socket(ifname, ETH_P_ARP, &[]).map_err(socket_error(ifname, "arp"))?;
+        let mpls = side_socket(ifname, ETH_P_MPLS_UC, &[]).map_err(socket_error(ifname, "mpls"))?;
         let data = PacketPort::open_bound(ifname, options, ETH_P_IP, &data_filter())
-            .map_err(error("data"))?;
+            .map_err(socket_error(ifname, "data"))?;
         let tc = fast.and_then(|fast| {
-            let attached = XdpProgram::load_tc(&tc_router_program(fast, addresses), "rtlan_rtc")
-                .map_err(|e| format!("loading the TC program: {e}"))
-                .and_then(|program| {
-                    program
-                        .attach_tc_ingress(data.ifindex())
-                        .map(|link| (link, program))
-                        .map_err(|e| format!("attaching the TC program (tcx ingress): {e}"))
-                });
-            match attached {
-                Ok(tc) => {
-                    tracing::info!(ifname, "AF_PACKET port open, fast path at TC ingress");
-                    Some(tc)
-                }
-                Err(e) => {
-                    tracing::warn!(ifname, "AF_PACKET port open without the fast path: {e}");
-                    None
-                }
-            }
+            attach_tc(
+                ifname,
+                data.ifindex(),
+                &tc_router_program(fast, addresses),
+                "rtlan_rtc",
+            )
         });
-        let mut port = RouterPacketPort {
-            data,
-            control,
-            arp,
-            mpls,
+        Ok(TcPacketPort::new(vec![control, arp, mpls, data], 3, tc))
+    }
+
+    /// Opens `ifname` as a switch's port with the switch's TC program for `fast`
+    /// (docs/fastpath.md "The switch at TC"): three sockets, read in this order —
+    ///
+    /// - **other**, an `ETH_P_ALL` tap taking what the program never forwards: tagged frames
+    ///   and every EtherType but IPv4 and IPv6 (ARP, the control protocol, STP); it sends;
+    /// - **ipv4** and **ipv6**, bound to their EtherTypes, untagged: served after the program,
+    ///   with only what it passed.
+    ///
+    /// Each also takes its super-frames ([`PortOptions::superframes`]).
+    pub fn open_switch(
+        ifname: &str,
+        options: &PortOptions,
+        fast: &super::FastPathProg,
+    ) -> Result<TcPacketPort, TcPacketPortError> {
+        let other =
+            PacketPort::open_bound(ifname, options, libc::ETH_P_ALL as u16, &other_filter())
+                .map_err(socket_error(ifname, "other"))?;
+        let ipv4 = PacketPort::open_bound(ifname, options, ETH_P_IP, &untagged_filter())
+            .map_err(socket_error(ifname, "ipv4"))?;
+        let side = PortOptions {
+            ring_frames: SIDE_RING_FRAMES,
+            ..*options
+        };
+        let ipv6 = PacketPort::open_bound(ifname, &side, ETH_P_IPV6, &untagged_filter())
+            .map_err(socket_error(ifname, "ipv6"))?;
+        let tc = attach_tc(
+            ifname,
+            other.ifindex(),
+            &super::prog::tc_switch_program(fast),
+            "rtlan_stc",
+        );
+        Ok(TcPacketPort::new(vec![other, ipv4, ipv6], 0, tc))
+    }
+
+    fn new(
+        sockets: Vec<PacketPort>,
+        send: usize,
+        tc: Option<(OwnedFd, XdpProgram)>,
+    ) -> TcPacketPort {
+        let mut port = TcPacketPort {
+            sockets,
+            send,
             tc,
             counters: PortCounters::default(),
         };
         port.merge();
-        Ok(port)
+        port
     }
 
     /// Whether the TC program is attached (the fast path can open on this port).
@@ -189,54 +282,69 @@ impl RouterPacketPort {
         self.tc.is_some()
     }
 
-    /// The counters of the data socket, with what the other three received added.
+    fn sender(&self) -> &PacketPort {
+        &self.sockets[self.send]
+    }
+
+    /// The sending socket's counters, with what the others received added.
     fn merge(&mut self) {
-        let mut c = self.data.counters().clone();
-        for side in [
-            self.control.counters(),
-            self.arp.counters(),
-            self.mpls.counters(),
-        ] {
-            c.add_received(side);
+        let mut c = self.sender().counters().clone();
+        for (i, side) in self.sockets.iter().enumerate() {
+            if i != self.send {
+                c.add_received(side.counters());
+            }
         }
         self.counters = c;
     }
 }
 
-impl AsRawFd for RouterPacketPort {
-    fn as_raw_fd(&self) -> RawFd {
-        self.data.as_raw_fd()
+/// Maps socket `which`'s error to the port's.
+fn socket_error<'a>(
+    ifname: &'a str,
+    which: &'static str,
+) -> impl FnOnce(PacketError) -> TcPacketPortError + 'a {
+    move |source| TcPacketPortError::Socket {
+        ifname: ifname.to_string(),
+        which,
+        source,
     }
 }
 
-impl crate::driver::Port for RouterPacketPort {
+impl AsRawFd for TcPacketPort {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sender().as_raw_fd()
+    }
+}
+
+impl crate::driver::Port for TcPacketPort {
     fn ifname(&self) -> &str {
-        self.data.ifname()
+        self.sender().ifname()
     }
 
     fn ifindex(&self) -> u32 {
-        self.data.ifindex()
+        self.sender().ifindex()
     }
 
     fn mac(&self) -> Address {
-        self.data.mac()
+        self.sender().mac()
     }
 
     fn counters(&self) -> &PortCounters {
         &self.counters
     }
 
-    /// The control socket's frames first (QSR §6.2), then ARP, switched paths and the rest.
+    /// The sockets in their order: a router's control socket first (QSR §6.2), then ARP,
+    /// switched paths and the rest.
     fn receive_stamped<F: FnMut(&[u8], Option<u64>)>(
         &mut self,
         budget: usize,
         mut deliver: F,
     ) -> usize {
         let mut stamped = |frame: &[u8], t: u64| deliver(frame, Some(t));
-        let mut n = self.control.receive_stamped(budget, &mut stamped);
-        n += self.arp.receive_stamped(budget - n, &mut stamped);
-        n += self.mpls.receive_stamped(budget - n, &mut stamped);
-        n += self.data.receive_stamped(budget - n, &mut stamped);
+        let mut n = 0;
+        for socket in &mut self.sockets {
+            n += socket.receive_stamped(budget - n, &mut stamped);
+        }
         if n > 0 {
             self.merge();
         }
@@ -244,57 +352,63 @@ impl crate::driver::Port for RouterPacketPort {
     }
 
     fn transmit_with<F: FnOnce(&mut [u8]) -> Option<usize>>(&mut self, produce: F) -> TxOutcome {
-        let out = self.data.transmit_with(produce);
+        let send = self.send;
+        let out = self.sockets[send].transmit_with(produce);
         if out == TxOutcome::Queued {
-            self.counters.tx_frames = self.data.counters().tx_frames;
-            self.counters.tx_bytes = self.data.counters().tx_bytes;
+            self.counters.tx_frames = self.sockets[send].counters().tx_frames;
+            self.counters.tx_bytes = self.sockets[send].counters().tx_bytes;
         }
         out
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        let out = self.data.flush();
+        let send = self.send;
+        let out = self.sockets[send].flush();
         self.merge();
         out
     }
 
     fn flush_pending(&self) -> bool {
-        self.data.flush_pending()
+        self.sender().flush_pending()
     }
 
     fn tx_blocked(&self) -> bool {
-        self.data.tx_blocked()
+        self.sender().tx_blocked()
     }
 
     fn take_error(&mut self) -> Option<io::Error> {
-        let e = self
-            .data
-            .take_error()
-            .or_else(|| self.control.take_error())
-            .or_else(|| self.arp.take_error())
-            .or_else(|| self.mpls.take_error());
+        let send = self.send;
+        let mut e = self.sockets[send].take_error();
+        for socket in &mut self.sockets {
+            if e.is_some() {
+                break;
+            }
+            e = socket.take_error();
+        }
         self.merge();
         e
     }
 
     fn read_kernel_drops(&mut self) {
-        self.data.read_kernel_drops();
-        self.control.read_kernel_drops();
-        self.arp.read_kernel_drops();
-        self.mpls.read_kernel_drops();
+        for socket in &mut self.sockets {
+            socket.read_kernel_drops();
+        }
         self.merge();
     }
 
     fn carrier(&self) -> Option<bool> {
-        self.data.carrier()
+        self.sender().carrier()
     }
 
     fn extra_fds(&self) -> Vec<RawFd> {
-        vec![
-            self.control.as_raw_fd(),
-            self.arp.as_raw_fd(),
-            self.mpls.as_raw_fd(),
-        ]
+        let mut fds = Vec::new();
+        for (i, socket) in self.sockets.iter().enumerate() {
+            if i != self.send {
+                fds.push(socket.as_raw_fd());
+            }
+            fds.extend(socket.superframe_fd());
+        }
+        fds
     }
 }
 
@@ -304,12 +418,22 @@ mod tests {
 
     /// Runs a classic filter the way the kernel does, on `frame`.
     fn run(filter: &[libc::sock_filter], frame: &[u8]) -> u32 {
+        run_skb(filter, frame, false)
+    }
+
+    /// [`run`], with the skb's metadata: the EtherType is the frame's (after a tag the kernel
+    /// moved into metadata, `tagged`).
+    fn run_skb(filter: &[libc::sock_filter], frame: &[u8], tagged: bool) -> u32 {
         let mut a = 0u32;
         let mut pc = 0usize;
         loop {
             let f = filter[pc];
             pc += 1;
             match f.code {
+                LDW if f.k == SKF_AD_PROTOCOL => {
+                    a = u32::from(u16::from_be_bytes([frame[12], frame[13]]))
+                }
+                LDW if f.k == SKF_AD_VLAN_TAG_PRESENT => a = u32::from(tagged),
                 LDB => a = u32::from(frame[f.k as usize]),
                 AND => a &= f.k,
                 JEQ => pc += usize::from(if a == f.k { f.jt } else { f.jf }),
@@ -342,6 +466,31 @@ mod tests {
         ] {
             assert_eq!(run(&control, &f) == ALL, to_control, "control: {what}");
             assert_eq!(run(&data, &f) == ALL, !to_control, "data: {what}");
+        }
+    }
+
+    #[test]
+    fn a_switch_port_taps_what_its_program_never_forwards_and_binds_the_rest() {
+        let (other, untagged) = (other_filter(), untagged_filter());
+        // `bound`: the bound socket of its EtherType takes it, else the tap.
+        for (what, ethertype, tagged, bound) in [
+            ("IPv4", 0x0800, false, true),
+            ("IPv6", 0x86dd, false, true),
+            ("ARP", 0x0806, false, false),
+            ("STP/LLC", 0x0026, false, false),
+            ("tagged IPv4", 0x0800, true, false),
+            ("tagged IPv6", 0x86dd, true, false),
+            ("tagged ARP", 0x0806, true, false),
+        ] {
+            let f = frame(ethertype, 0x45, 6);
+            assert_eq!(run_skb(&other, &f, tagged) == ALL, !bound, "tap: {what}");
+            if [0x0800, 0x86dd].contains(&ethertype) {
+                assert_eq!(
+                    run_skb(&untagged, &f, tagged) == ALL,
+                    bound,
+                    "bound: {what}"
+                );
+            }
         }
     }
 }
