@@ -3,10 +3,13 @@
 //! ratios"; EtheReal §4.3, "Prototype Implementation Efficiency").
 //!
 //! `bench forward` builds the same two-host, one-switch topology with unlimited veth links once
-//! with an rtlan switch and once with a Linux bridge (and, unless told not to, once more with a
-//! bridge and veth offloads on), then measures on each, interleaved run by run: the forwarding
+//! with an rtlan switch and once with a Linux bridge, both with veth offloads off (and, unless
+//! told not to, twice more with veth offloads on: a bridge, and an rtlan switch whose fast path
+//! passes TCP super-frames whole), then measures on each, interleaved run by run: the forwarding
 //! rate of minimum-size frames (trafgen pinned to one CPU, the rtlan data plane to the other),
 //! TCP throughput (iperf3) and UDP round-trip latency (sockperf ping-pong at a fixed rate).
+//! Ratios are rtlan / bridge with offloads off, and rtlan+offl / bridge+offl with offloads on.
+//! `--router` does the same with routers: the rtlan router against the kernel's forwarding.
 //! docs/benchmarks.md has the method and the figures measured on the development machine.
 
 use std::path::{Path, PathBuf};
@@ -32,7 +35,8 @@ pub struct ForwardSettings {
     pub mps: u32,
     /// sockperf message (UDP payload) size, bytes.
     pub msg_size: u32,
-    /// Also measure the Linux bridge (or, routed, the kernel's router) with veth offloads on.
+    /// Also measure, with veth offloads on, the Linux bridge (or, routed, the kernel's router)
+    /// and the rtlan switch (or router).
     pub offloads_baseline: bool,
     /// Measure routers instead of switches: the rtlan router against the kernel's forwarding
     /// (`ip_forward = 1`) between two subnets.
@@ -87,11 +91,12 @@ impl ForwardReport {
 /// r1), unlimited links.
 pub(crate) fn topology_text(variant: Variant, switch_cpu: Option<usize>) -> String {
     if variant.routed() {
-        let (kind, offloads) = match variant {
-            Variant::RtlanRouter => ("rtlan", false),
-            Variant::KernelRouterOffloads => ("linux-router", true),
-            _ => ("linux-router", false),
+        let kind = if variant.is_ours() {
+            "rtlan"
+        } else {
+            "linux-router"
         };
+        let offloads = variant.offloads();
         return format!(
             "[lab]\noffloads = {offloads}\n\n\
              [[host]]\nname = \"{HOST_A}\"\n\n[[host]]\nname = \"{HOST_B}\"\n\n\
@@ -100,13 +105,14 @@ pub(crate) fn topology_text(variant: Variant, switch_cpu: Option<usize>) -> Stri
             r = measure::ROUTER,
         );
     }
-    let (kind, offloads) = match variant {
-        Variant::Rtlan => ("rtlan", false),
-        Variant::BridgeOffloads => ("linux-bridge", true),
-        _ => ("linux-bridge", false),
+    let kind = if variant.is_ours() {
+        "rtlan"
+    } else {
+        "linux-bridge"
     };
-    let cpu = match (variant, switch_cpu) {
-        (Variant::Rtlan, Some(cpu)) => format!("cpu = {cpu}\n"),
+    let offloads = variant.offloads();
+    let cpu = match switch_cpu {
+        Some(cpu) if variant.is_ours() => format!("cpu = {cpu}\n"),
         _ => String::new(),
     };
     format!(
@@ -118,7 +124,8 @@ pub(crate) fn topology_text(variant: Variant, switch_cpu: Option<usize>) -> Stri
     )
 }
 
-/// `bfr<pid>` / `bfb<pid>` / `bfo<pid>`: unique per process, at most 10 characters.
+/// `bfr<pid>` / `bfb<pid>` / `bfo<pid>` / `bfx<pid>` (routed: `brr`, `brk`, `bro`, `brx`):
+/// unique per process, at most 10 characters.
 fn lab_name(variant: Variant) -> String {
     let tag = match variant {
         Variant::Rtlan => "bfr",
@@ -127,6 +134,8 @@ fn lab_name(variant: Variant) -> String {
         Variant::RtlanRouter => "brr",
         Variant::KernelRouter => "brk",
         Variant::KernelRouterOffloads => "bro",
+        Variant::RtlanOffloads => "bfx",
+        Variant::RtlanRouterOffloads => "brx",
     };
     format!("{tag}{}", std::process::id() % 10_000_000)
 }
@@ -184,10 +193,10 @@ pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<For
         vec![Variant::Rtlan, Variant::Bridge]
     };
     if args.offloads_baseline {
-        variants.push(if args.router {
-            Variant::KernelRouterOffloads
+        variants.extend(if args.router {
+            [Variant::KernelRouterOffloads, Variant::RtlanRouterOffloads]
         } else {
-            Variant::BridgeOffloads
+            [Variant::BridgeOffloads, Variant::RtlanOffloads]
         });
     }
 
@@ -201,11 +210,7 @@ pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<For
     for &v in &variants {
         progress(Step::Message(format!("building {} lab", v.heading())));
         let lab = build(&args.exe, v, switch_cpu, args.data_plane, args.fast_path)?;
-        results.push(VariantRuns::new(
-            v,
-            lab.name().to_string(),
-            matches!(v, Variant::BridgeOffloads | Variant::KernelRouterOffloads),
-        ));
+        results.push(VariantRuns::new(v, lab.name().to_string(), v.offloads()));
         labs.push(lab);
         progress(Step::Advance(1));
     }
@@ -243,7 +248,7 @@ pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<For
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtlan_topology::RouterKind;
+    use rtlan_topology::{RouterKind, SwitchKind};
 
     #[test]
     fn topologies_parse_and_differ_where_they_should() {
@@ -258,11 +263,41 @@ mod tests {
         assert!(!text.contains("cpu ="), "a bridge takes no cpu option");
         assert!(text.contains("offloads = true"));
         assert!(!topology_text(Variant::Rtlan, None).contains("cpu ="));
+        // rtlan with offloads: the rtlan topology with only `offloads` flipped.
+        let text = topology_text(Variant::RtlanOffloads, Some(1));
+        assert_eq!(
+            text,
+            topology_text(Variant::Rtlan, Some(1)).replace("offloads = false", "offloads = true")
+        );
+        assert_eq!(
+            topology_text(Variant::RtlanOffloads, None),
+            topology_text(Variant::Rtlan, None).replace("offloads = false", "offloads = true")
+        );
+        for (v, rtlan_kind, offloads) in [
+            (Variant::Rtlan, true, false),
+            (Variant::Bridge, false, false),
+            (Variant::BridgeOffloads, false, true),
+            (Variant::RtlanOffloads, true, true),
+        ] {
+            let t = Topology::from_str(&topology_text(v, Some(1)), "t").expect("parses");
+            assert_eq!(t.switches.len(), 1, "{v:?}");
+            assert_eq!(
+                matches!(t.switches[0].kind, SwitchKind::Rtlan(_)),
+                rtlan_kind,
+                "{v:?}"
+            );
+            if !rtlan_kind {
+                assert_eq!(t.switches[0].kind, SwitchKind::LinuxBridge, "{v:?}");
+            }
+            assert_eq!(t.offloads, offloads, "{v:?}");
+            assert_eq!(t.switch_ports("s1"), rtlan.switch_ports("s1"), "{v:?}");
+        }
         // Routed: a and b on two subnets with r1 between them, the kind as asked.
         for (v, kind, offloads) in [
             (Variant::RtlanRouter, RouterKind::Rtlan, false),
             (Variant::KernelRouter, RouterKind::LinuxRouter, false),
             (Variant::KernelRouterOffloads, RouterKind::LinuxRouter, true),
+            (Variant::RtlanRouterOffloads, RouterKind::Rtlan, true),
         ] {
             let t = Topology::from_str(&topology_text(v, Some(1)), "t").expect("parses");
             assert_eq!(t.routers.len(), 1);
@@ -274,6 +309,11 @@ mod tests {
                 Some(t.routers[0].ports[0].ip)
             );
         }
+        assert_eq!(
+            topology_text(Variant::RtlanRouterOffloads, Some(1)),
+            topology_text(Variant::RtlanRouter, Some(1))
+                .replace("offloads = false", "offloads = true")
+        );
     }
 
     #[test]
@@ -285,6 +325,8 @@ mod tests {
             Variant::RtlanRouter,
             Variant::KernelRouter,
             Variant::KernelRouterOffloads,
+            Variant::RtlanOffloads,
+            Variant::RtlanRouterOffloads,
         ]
         .into_iter()
         .map(lab_name)
@@ -294,5 +336,7 @@ mod tests {
         }
         let distinct: std::collections::BTreeSet<_> = names.iter().collect();
         assert_eq!(distinct.len(), names.len());
+        assert!(lab_name(Variant::RtlanOffloads).starts_with("bfx"));
+        assert!(lab_name(Variant::RtlanRouterOffloads).starts_with("brx"));
     }
 }

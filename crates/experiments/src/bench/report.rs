@@ -1,5 +1,6 @@
-//! Aggregating benchmark runs: medians per switch kind, ratios rtlan/bridge, the issue's target,
-//! and the two ways of showing them (a table for people, a JSON document for programs).
+//! Aggregating benchmark runs: medians per switch kind, ratios rtlan/bridge (and, offloads on,
+//! rtlan+offl/bridge+offl), the issues' targets, and the two ways of showing them (a table for
+//! people, a JSON document for programs).
 
 use serde::Serialize;
 
@@ -12,6 +13,9 @@ pub(super) const TARGET_P99_RATIO: f64 = 2.0;
 /// The rtlan router must forward at least as many packets per busy CPU as the kernel's router
 /// (issue 13's target).
 pub(super) const TARGET_ROUTER_PER_CPU_RATIO: f64 = 1.0;
+/// With veth offloads on, the rtlan switch's TCP throughput must be at least this fraction of the
+/// offloads-on bridge's (issue 16: super-frames pass through the fast path whole).
+pub(super) const TARGET_OFFLOADS_TCP_RATIO: f64 = 0.7;
 
 /// The switch a lab is built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -29,6 +33,11 @@ pub(crate) enum Variant {
     KernelRouter,
     /// The kernel's forwarding with veth offloads on.
     KernelRouterOffloads,
+    /// The rtlan switch with veth offloads on (TCP super-frames cross the fast path whole; those
+    /// that reach the user-space core are cut into wire frames).
+    RtlanOffloads,
+    /// The rtlan router with veth offloads on.
+    RtlanRouterOffloads,
 }
 
 impl Variant {
@@ -41,20 +50,57 @@ impl Variant {
             Variant::RtlanRouter => "rtlan-rtr",
             Variant::KernelRouter => "kernel",
             Variant::KernelRouterOffloads => "kernel+offl",
+            Variant::RtlanOffloads => "rtlan+offl",
+            Variant::RtlanRouterOffloads => "rtlan-rtr+offl",
         }
     }
 
     /// Whether this is rtlan's own node (the numerator of every ratio).
     pub(super) fn is_ours(self) -> bool {
-        matches!(self, Variant::Rtlan | Variant::RtlanRouter)
+        matches!(
+            self,
+            Variant::Rtlan
+                | Variant::RtlanRouter
+                | Variant::RtlanOffloads
+                | Variant::RtlanRouterOffloads
+        )
+    }
+
+    /// Whether the lab's veth offloads are on (`[lab] offloads = true`).
+    pub(super) fn offloads(self) -> bool {
+        matches!(
+            self,
+            Variant::BridgeOffloads
+                | Variant::KernelRouterOffloads
+                | Variant::RtlanOffloads
+                | Variant::RtlanRouterOffloads
+        )
     }
 
     /// Whether the lab is routed (a router between a and b) rather than switched.
     pub(super) fn routed(self) -> bool {
         matches!(
             self,
-            Variant::RtlanRouter | Variant::KernelRouter | Variant::KernelRouterOffloads
+            Variant::RtlanRouter
+                | Variant::KernelRouter
+                | Variant::KernelRouterOffloads
+                | Variant::RtlanRouterOffloads
         )
+    }
+
+    /// The pairs compared, as (rtlan, baseline): offloads off, then offloads on.
+    fn pairs(routed: bool) -> [(Variant, Variant); 2] {
+        if routed {
+            [
+                (Variant::RtlanRouter, Variant::KernelRouter),
+                (Variant::RtlanRouterOffloads, Variant::KernelRouterOffloads),
+            ]
+        } else {
+            [
+                (Variant::Rtlan, Variant::Bridge),
+                (Variant::RtlanOffloads, Variant::BridgeOffloads),
+            ]
+        }
     }
 }
 
@@ -175,6 +221,37 @@ impl Target {
     }
 }
 
+/// Issue 16's target, rtlan with offloads against the bridge with offloads.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(super) struct OffloadsTarget {
+    /// Least acceptable rtlan+offl / bridge+offl TCP throughput ratio.
+    pub(super) tcp_ratio_min: f64,
+    /// Whether it is met (`None`: not measured).
+    pub(super) tcp_met: Option<bool>,
+}
+
+impl OffloadsTarget {
+    /// Judges `ratios` (rtlan+offl / bridge+offl).
+    pub(super) fn judge(ratios: &Ratios) -> OffloadsTarget {
+        OffloadsTarget {
+            tcp_ratio_min: TARGET_OFFLOADS_TCP_RATIO,
+            tcp_met: ratios.tcp_bps.map(|r| r >= TARGET_OFFLOADS_TCP_RATIO),
+        }
+    }
+}
+
+/// Ratios that name what they divide.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(super) struct NamedRatios {
+    /// The numerator (an rtlan variant).
+    pub(super) ours: Variant,
+    /// The denominator.
+    pub(super) baseline: Variant,
+    /// `ours / baseline`, figure by figure.
+    #[serde(flatten)]
+    pub(super) ratios: Ratios,
+}
+
 /// The machine the benchmark ran on.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Machine {
@@ -231,19 +308,26 @@ pub(super) struct Document<'a> {
     variants: Vec<VariantReport<'a>>,
     /// rtlan / offloads-off bridge.
     ratios_vs_bridge: Option<Ratios>,
-    /// rtlan / offloads-on bridge.
+    /// rtlan (offloads off) / offloads-on bridge.
     ratios_vs_bridge_offloads: Option<Ratios>,
     /// The target, against the offloads-off bridge.
     target: Option<Target>,
     /// rtlan router / the kernel's router (`--router`).
     #[serde(skip_serializing_if = "Option::is_none")]
     ratios_vs_kernel_router: Option<Ratios>,
-    /// rtlan router / the kernel's router with offloads on.
+    /// rtlan router (offloads off) / the kernel's router with offloads on.
     #[serde(skip_serializing_if = "Option::is_none")]
     ratios_vs_kernel_router_offloads: Option<Ratios>,
     /// The router target: packets per busy CPU ≥ the kernel's.
     #[serde(skip_serializing_if = "Option::is_none")]
     router_target: Option<RouterTarget>,
+    /// Both sides with offloads on: rtlan+offl / bridge+offl, or (`--router`) rtlan-rtr+offl /
+    /// kernel+offl; `ours` and `baseline` name them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ratios_offloads: Option<NamedRatios>,
+    /// Issue 16's target, rtlan+offl / bridge+offl (switches only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offloads_target: Option<OffloadsTarget>,
 }
 
 /// Issue 13's target for the router, against the kernel with offloads off.
@@ -270,11 +354,22 @@ fn find(all: &[VariantRuns], v: Variant) -> Option<&VariantRuns> {
     all.iter().find(|r| r.variant == v)
 }
 
-/// rtlan / `baseline` ratios, if both were run (rtlan: the switch or the router, whichever ran).
-pub(super) fn ratios(all: &[VariantRuns], baseline: Variant) -> Option<Ratios> {
-    let ours = all.iter().find(|r| r.variant.is_ours())?.medians();
+/// `ours` / `baseline` ratios, if both were run.
+pub(super) fn ratios(all: &[VariantRuns], ours: Variant, baseline: Variant) -> Option<Ratios> {
+    debug_assert!(ours.is_ours() && !baseline.is_ours());
+    let ours = find(all, ours)?.medians();
     let base = find(all, baseline)?.medians();
     Some(Ratios::of(&ours, &base))
+}
+
+/// rtlan+offl / baseline+offl (the switches' or, `routed`, the routers'), named, if both ran.
+fn ratios_offloads(all: &[VariantRuns], routed: bool) -> Option<NamedRatios> {
+    let [_, (ours, baseline)] = Variant::pairs(routed);
+    ratios(all, ours, baseline).map(|ratios| NamedRatios {
+        ours,
+        baseline,
+        ratios,
+    })
 }
 
 impl<'a> Document<'a> {
@@ -287,8 +382,10 @@ impl<'a> Document<'a> {
         switch_cpu: Option<usize>,
         all: &'a [VariantRuns],
     ) -> Self {
-        let vs_bridge = ratios(all, Variant::Bridge);
-        let vs_kernel = ratios(all, Variant::KernelRouter);
+        let vs_bridge = ratios(all, Variant::Rtlan, Variant::Bridge);
+        let vs_kernel = ratios(all, Variant::RtlanRouter, Variant::KernelRouter);
+        let routed = all.iter().any(|r| r.variant.routed());
+        let offloads = ratios_offloads(all, routed);
         Document {
             command,
             date_utc,
@@ -303,11 +400,19 @@ impl<'a> Document<'a> {
                 })
                 .collect(),
             ratios_vs_bridge: vs_bridge,
-            ratios_vs_bridge_offloads: ratios(all, Variant::BridgeOffloads),
+            ratios_vs_bridge_offloads: ratios(all, Variant::Rtlan, Variant::BridgeOffloads),
             target: vs_bridge.as_ref().map(Target::judge),
             ratios_vs_kernel_router: vs_kernel,
-            ratios_vs_kernel_router_offloads: ratios(all, Variant::KernelRouterOffloads),
+            ratios_vs_kernel_router_offloads: ratios(
+                all,
+                Variant::RtlanRouter,
+                Variant::KernelRouterOffloads,
+            ),
             router_target: vs_kernel.as_ref().map(RouterTarget::judge),
+            ratios_offloads: offloads,
+            offloads_target: offloads
+                .filter(|_| !routed)
+                .map(|n| OffloadsTarget::judge(&n.ratios)),
         }
     }
 }
@@ -335,6 +440,9 @@ fn cell(value: Option<f64>, scale: f64, decimals: usize) -> String {
     )
 }
 
+/// Heading of the table's second ratio column: rtlan+offl / baseline+offl.
+const OFFLOADS_COLUMN: &str = "+offl/+offl";
+
 /// The human-readable table.
 pub(super) fn table(
     all: &[VariantRuns],
@@ -346,20 +454,20 @@ pub(super) fn table(
     let mut out = String::new();
     let medians: Vec<Medians> = all.iter().map(VariantRuns::medians).collect();
     let routed = all.iter().any(|r| r.variant.routed());
-    let (baseline, what, column) = if routed {
-        (
-            Variant::KernelRouter,
-            "hosts a, b on either side of router r1",
-            "rtlan/kernel",
-        )
+    let (what, column) = if routed {
+        ("hosts a, b on either side of router r1", "rtlan/kernel")
     } else {
-        (
-            Variant::Bridge,
-            "hosts a, b on one switch s1",
-            "rtlan/bridge",
-        )
+        ("hosts a, b on one switch s1", "rtlan/bridge")
     };
-    let vs = ratios(all, baseline);
+    let [(ours, baseline), (ours_offl, baseline_offl)] = Variant::pairs(routed);
+    let vs = ratios(all, ours, baseline);
+    // Both sides with offloads on: a second ratio column, only when both ran.
+    let vs_offl = ratios(all, ours_offl, baseline_offl);
+    // Wide enough for every heading ("rtlan-rtr+offl"), never narrower than before.
+    let width = all
+        .iter()
+        .map(|r| r.variant.heading().len() + 1)
+        .fold(12, usize::max);
     // Writing to a String cannot fail.
     let _ = writeln!(
         out,
@@ -369,9 +477,13 @@ pub(super) fn table(
     );
     let _ = write!(out, "{:<34}", "");
     for r in all {
-        let _ = write!(out, "{:>12}", r.variant.heading());
+        let _ = write!(out, "{:>width$}", r.variant.heading());
     }
-    let _ = writeln!(out, "{:>14}", column);
+    let _ = write!(out, "{:>14}", column);
+    if vs_offl.is_some() {
+        let _ = write!(out, "{:>14}", OFFLOADS_COLUMN);
+    }
+    let _ = writeln!(out);
     type Row = (
         &'static str,
         fn(&Medians) -> Option<f64>,
@@ -428,9 +540,13 @@ pub(super) fn table(
         let pad = 34usize.saturating_sub(label.chars().count());
         let _ = write!(out, "{label}{:pad$}", "");
         for m in &medians {
-            let _ = write!(out, "{:>12}", cell(get(m), scale, decimals));
+            let _ = write!(out, "{:>width$}", cell(get(m), scale, decimals));
         }
-        let _ = writeln!(out, "{:>14}", cell(vs.as_ref().and_then(ratio), 1.0, 2));
+        let _ = write!(out, "{:>14}", cell(vs.as_ref().and_then(ratio), 1.0, 2));
+        if let Some(r) = &vs_offl {
+            let _ = write!(out, "{:>14}", cell(ratio(r), 1.0, 2));
+        }
+        let _ = writeln!(out);
     }
     let frame = settings.frame_len;
     let trafgen_cpu = settings
@@ -442,6 +558,17 @@ pub(super) fn table(
          socket); latency: sockperf ping-pong --full-rtt, {} B messages at {} msg/s",
         settings.msg_size, settings.mps
     );
+    if vs_offl.is_some() {
+        let _ = writeln!(
+            out,
+            "ratios: {column} = {} / {} (veth offloads off); {OFFLOADS_COLUMN} = {} / {} \
+             (offloads on)",
+            ours.heading(),
+            baseline.heading(),
+            ours_offl.heading(),
+            baseline_offl.heading()
+        );
+    }
     let verdict = |m: Option<bool>| match m {
         Some(true) => "met",
         Some(false) => "NOT met",
@@ -465,6 +592,16 @@ pub(super) fn table(
             t.p99_ratio_max,
             verdict(t.p99_met)
         );
+    }
+    if !routed {
+        if let Some(t) = vs_offl.as_ref().map(OffloadsTarget::judge) {
+            let _ = writeln!(
+                out,
+                "target (rtlan with offloads vs bridge, offloads on): TCP throughput ≥ {:.1}× {}",
+                t.tcp_ratio_min,
+                verdict(t.tcp_met)
+            );
+        }
     }
     out
 }
@@ -539,6 +676,220 @@ mod tests {
         assert_eq!(none.forwarded_pps, None, "no division by zero");
         assert_eq!(none.tcp_bps, None);
         assert_eq!(Target::judge(&none).pps_met, None);
+    }
+
+    /// One run of `variant` with these figures (Mpps, Mpps per busy CPU, Gbit/s, µs, µs).
+    fn fake(
+        variant: Variant,
+        mpps: f64,
+        per_cpu: f64,
+        gbps: f64,
+        p50: f64,
+        p99: f64,
+    ) -> VariantRuns {
+        let mut runs = VariantRuns::new(
+            variant,
+            format!("lab-{}", variant.heading()),
+            variant.offloads(),
+        );
+        runs.pps.push(PpsRun {
+            window_secs: 2.0,
+            forwarded_pps: mpps * 1e6,
+            offered_pps: 2e6,
+            offered_dropped: 0,
+            trafgen_packets: None,
+            cpus: Vec::new(),
+            busy_cpus: mpps / per_cpu,
+            forwarded_per_busy_cpu: per_cpu * 1e6,
+            switch: None,
+        });
+        runs.tcp.push(TcpRun {
+            receiver_bps: gbps * 1e9,
+            sender_bps: gbps * 1e9,
+            retransmits: Some(0),
+        });
+        runs.latency.push(LatencyRun {
+            observations: 20_000,
+            p50_us: p50,
+            p99_us: p99,
+            p999_us: p99,
+            avg_us: p50,
+            max_us: p99,
+            dropped: 0,
+        });
+        runs
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            seconds: 2,
+            frame_len: 64,
+            trafgen_cpu: Some(0),
+            mps: 10_000,
+            msg_size: 64,
+        }
+    }
+
+    fn machine() -> Machine {
+        Machine {
+            nproc: 2,
+            kernel: "6.18".to_string(),
+            cpu_model: None,
+        }
+    }
+
+    fn json(all: &[VariantRuns]) -> serde_json::Value {
+        let doc = Document::new(
+            vec!["rtlan".to_string()],
+            rfc3339_utc(0),
+            machine(),
+            settings(),
+            Some(1),
+            all,
+        );
+        serde_json::to_value(&doc).expect("serializes")
+    }
+
+    /// The four switch labs of a default run: rtlan, bridge, bridge+offl, rtlan+offl.
+    fn four_switches(rtlan_offl_gbps: f64) -> Vec<VariantRuns> {
+        vec![
+            fake(Variant::Rtlan, 0.4, 0.2, 2.0, 40.0, 80.0),
+            fake(Variant::Bridge, 0.5, 0.5, 5.0, 20.0, 50.0),
+            fake(Variant::BridgeOffloads, 0.5, 0.5, 20.0, 20.0, 40.0),
+            fake(
+                Variant::RtlanOffloads,
+                0.25,
+                0.125,
+                rtlan_offl_gbps,
+                30.0,
+                60.0,
+            ),
+        ]
+    }
+
+    #[test]
+    fn offloads_ratios_and_target() {
+        // TCP 14 / 20 Gbit/s: exactly 0.7×, met.
+        let all = four_switches(14.0);
+        let text = table(&all, &settings(), &machine(), 1);
+        println!("{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[1].ends_with("  rtlan/bridge   +offl/+offl"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[1].contains("rtlan+offl"));
+        let row = |label: &str| {
+            let line = lines.iter().find(|l| l.starts_with(label)).expect(label);
+            line.split_whitespace().rev().take(2).collect::<Vec<_>>()
+        };
+        // [+offl/+offl, rtlan/bridge]: the offloads-off ratio is still rtlan / bridge.
+        assert_eq!(row("forwarded, Mpps"), ["0.50", "0.80"]);
+        assert_eq!(row("offered, Mpps"), ["-", "-"]);
+        assert_eq!(row("forwarded per busy CPU"), ["0.25", "0.40"]);
+        assert_eq!(row("TCP throughput"), ["0.70", "0.40"]);
+        assert_eq!(row("UDP RTT median"), ["1.50", "2.00"]);
+        assert_eq!(row("UDP RTT p99"), ["1.50", "1.60"]);
+        assert!(text.contains(
+            "ratios: rtlan/bridge = rtlan / bridge (veth offloads off); \
+             +offl/+offl = rtlan+offl / bridge+offl (offloads on)"
+        ));
+        assert!(text.contains(
+            "target (vs bridge, offloads off): packet rate ≥ 0.5× met; p99 RTT ≤ 2.0× met"
+        ));
+        assert!(text.contains(
+            "target (rtlan with offloads vs bridge, offloads on): TCP throughput ≥ 0.7× met"
+        ));
+
+        let doc = json(&all);
+        // The existing keys keep their meaning: rtlan (offloads off) over each bridge.
+        assert_eq!(doc["ratios_vs_bridge"]["tcp_bps"], 0.4);
+        assert_eq!(doc["ratios_vs_bridge_offloads"]["tcp_bps"], 0.1);
+        assert_eq!(doc["target"]["pps_met"], true);
+        let offl = &doc["ratios_offloads"];
+        assert_eq!(offl["ours"], "rtlan_offloads");
+        assert_eq!(offl["baseline"], "bridge_offloads");
+        assert_eq!(offl["forwarded_pps"], 0.5);
+        assert_eq!(offl["forwarded_per_busy_cpu"], 0.25);
+        assert_eq!(offl["tcp_bps"], 0.7);
+        assert_eq!(offl["rtt_p50_us"], 1.5);
+        assert_eq!(offl["rtt_p99_us"], 1.5);
+        assert_eq!(doc["offloads_target"]["tcp_ratio_min"], 0.7);
+        assert_eq!(doc["offloads_target"]["tcp_met"], true);
+        assert!(doc.get("ratios_vs_kernel_router").is_none());
+        let variants: Vec<_> = doc["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| (v["variant"].clone(), v["offloads"].clone()))
+            .collect();
+        assert_eq!(variants[3], ("rtlan_offloads".into(), true.into()));
+
+        // TCP 10 / 20 Gbit/s: 0.5×, not met.
+        let all = four_switches(10.0);
+        let text = table(&all, &settings(), &machine(), 1);
+        assert!(text.contains(
+            "target (rtlan with offloads vs bridge, offloads on): TCP throughput ≥ 0.7× NOT met"
+        ));
+        let doc = json(&all);
+        assert_eq!(doc["ratios_offloads"]["tcp_bps"], 0.5);
+        assert_eq!(doc["offloads_target"]["tcp_met"], false);
+
+        // No TCP figure for rtlan+offl: not measured.
+        let mut all = four_switches(14.0);
+        all[3].tcp.clear();
+        let text = table(&all, &settings(), &machine(), 1);
+        assert!(text.contains("TCP throughput ≥ 0.7× not measured"));
+        assert_eq!(
+            json(&all)["offloads_target"]["tcp_met"],
+            serde_json::Value::Null
+        );
+    }
+
+    #[test]
+    fn without_offloads_the_table_and_document_are_as_before() {
+        let all = four_switches(14.0)[..2].to_vec();
+        let text = table(&all, &settings(), &machine(), 1);
+        assert!(text.lines().nth(1).unwrap().ends_with("  rtlan/bridge"));
+        assert!(!text.contains("+offl"));
+        assert!(!text.contains("TCP throughput ≥"));
+        let doc = json(&all);
+        assert_eq!(doc["ratios_vs_bridge"]["forwarded_pps"], 0.8);
+        assert!(doc["ratios_vs_bridge_offloads"].is_null());
+        assert!(doc.get("ratios_offloads").is_none());
+        assert!(doc.get("offloads_target").is_none());
+    }
+
+    #[test]
+    fn routers_with_offloads() {
+        let all = vec![
+            fake(Variant::RtlanRouter, 0.4, 0.2, 2.0, 60.0, 100.0),
+            fake(Variant::KernelRouter, 0.4, 0.4, 5.0, 50.0, 80.0),
+            fake(Variant::KernelRouterOffloads, 0.4, 0.4, 20.0, 50.0, 80.0),
+            fake(Variant::RtlanRouterOffloads, 0.4, 0.2, 10.0, 50.0, 100.0),
+        ];
+        let text = table(&all, &settings(), &machine(), 1);
+        println!("{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        // Every heading fits its column, with a space before it.
+        assert!(lines[1].contains(" rtlan-rtr+offl  "), "{}", lines[1]);
+        assert!(lines[1].ends_with("  rtlan/kernel   +offl/+offl"));
+        let tcp = lines.iter().find(|l| l.starts_with("TCP")).unwrap();
+        assert!(tcp.ends_with("0.40          0.50"), "{tcp}");
+        assert!(text.contains("+offl/+offl = rtlan-rtr+offl / kernel+offl"));
+        assert!(text.contains("target (vs the kernel's router, offloads off)"));
+        assert!(
+            !text.contains("TCP throughput ≥"),
+            "issue 16's target is the switch's"
+        );
+        let doc = json(&all);
+        assert_eq!(doc["ratios_vs_kernel_router"]["tcp_bps"], 0.4);
+        assert_eq!(doc["ratios_vs_kernel_router_offloads"]["tcp_bps"], 0.1);
+        assert_eq!(doc["ratios_offloads"]["ours"], "rtlan_router_offloads");
+        assert_eq!(doc["ratios_offloads"]["baseline"], "kernel_router_offloads");
+        assert_eq!(doc["ratios_offloads"]["tcp_bps"], 0.5);
+        assert!(doc.get("offloads_target").is_none());
     }
 
     #[test]

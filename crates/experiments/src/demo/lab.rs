@@ -49,7 +49,8 @@ pub fn run_one(
     kind: SwitchKind,
     progress: Progress<'_>,
 ) -> anyhow::Result<Vec<Flow>> {
-    let topology = Topology::from_str(&scenario.topology_text(kind)?, "guarantee topology")?;
+    let mut topology = Topology::from_str(&scenario.topology_text(kind)?, "guarantee topology")?;
+    topology.offloads |= scenario.offloads;
     let suffix = if kind == SwitchKind::Rtlan { 'r' } else { 'b' };
     let name = format!("gd{}{suffix}", std::process::id() % 100_000);
     // A crashed earlier run with the same pid may have left it behind.

@@ -133,6 +133,9 @@ pub struct Guarantee {
     pub criterion: Criterion,
     /// The rtlan switch's port sockets in the lab (docs/afxdp.md); the simulator has none.
     pub data_plane: rtlan_linux::xdp::DataPlane,
+    /// Veth offloads on at every end in the lab (`[lab] offloads`, docs/offload.md): hosts
+    /// send TCP super-frames and leave checksums partial, for both switch kinds.
+    pub offloads: bool,
 }
 
 /// The reserved (on the bridge: offered) rate of the a → d stream, bits per second of whole
@@ -210,6 +213,7 @@ impl Guarantee {
                 max_loss_pct: 0.0,
             },
             data_plane: rtlan_linux::xdp::DataPlane::AfPacket,
+            offloads: false,
         }
     }
 

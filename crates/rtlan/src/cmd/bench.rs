@@ -20,10 +20,12 @@ use super::runner::{bar, draw};
 pub(crate) enum BenchCommand {
     /// Packet rate, TCP throughput and UDP latency: rtlan vs the Linux bridge.
     #[command(after_help = "\
-Builds hosts a and b on one switch (unlimited veth links) as an rtlan lab `bfr<pid>`, a Linux
-bridge lab `bfb<pid>` (veth offloads off, like rtlan: the fair comparison) and a Linux bridge lab
-`bfo<pid>` with offloads on; all are removed on exit, also on error or Ctrl-C. Each run measures,
-on each lab in turn:
+Builds hosts a and b on one switch (unlimited veth links) as an rtlan lab `bfr<pid>` and a Linux
+bridge lab `bfb<pid>` (both veth offloads off: the fair comparison), and, unless
+--no-offloads-baseline, a Linux bridge lab `bfo<pid>` and an rtlan lab `bfx<pid>` with offloads on
+(TCP super-frames cross rtlan's fast path whole); --router builds routers instead (`brr`, `brk`,
+`bro`, `brx`). All are removed on exit, also on error or Ctrl-C. Each run measures, on each lab in
+turn:
 
   forwarding rate  trafgen floods FRAME_LEN-byte frames from a (pinned to CPU 0; the rtlan data
                    plane is pinned to CPU 1); frames received per second at b's interface over
@@ -33,7 +35,8 @@ on each lab in turn:
   TCP throughput   iperf3 a -> b, one stream
   UDP latency      sockperf ping-pong a -> b with --full-rtt at MPS messages/s: median and p99
 
-Each figure is the median of RUNS runs; ratios are rtlan/bridge. Needs root and trafgen
+Each figure is the median of RUNS runs; ratios are rtlan/bridge with offloads off and
+rtlan+offl/bridge+offl with offloads on. Needs root and trafgen
 (netsniff-ng), iperf3, sockperf, taskset. docs/benchmarks.md explains the figures.")]
     Forward(ForwardArgs),
     /// Connection-setup time, end to end and per hop, ARP-cache hit and miss (EtheReal §4.3).
@@ -85,7 +88,7 @@ pub(crate) struct ForwardArgs {
     /// sockperf message (UDP payload) size, bytes.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(14..=1472))]
     msg_size: u32,
-    /// Skip the Linux-bridge (or kernel-router) lab with veth offloads on.
+    /// Skip the two labs with veth offloads on: the Linux bridge (or kernel router) and rtlan's.
     #[arg(long)]
     no_offloads_baseline: bool,
     /// Measure the rtlan router against the kernel's own forwarding (a and b on two subnets,

@@ -49,12 +49,18 @@ pub(crate) struct DemoArgs {
     /// The rtlan switch's port sockets in the lab (docs/afxdp.md).
     #[arg(long, value_enum, default_value = "af_packet")]
     data_plane: DataPlaneArg,
+    /// Veth offloads on at every end of the lab (TSO/GSO/GRO, partial checksums), for both
+    /// switches: hosts send 64 KB TCP super-frames, which the rtlan switch passes whole on its
+    /// fast path or cuts into wire frames for its scheduler (docs/offload.md).
+    #[arg(long)]
+    offloads: bool,
 }
 
 pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().context("locating the rtlan executable")?;
     let mut scenario = Guarantee::new(args.seconds);
     scenario.data_plane = args.data_plane.into();
+    scenario.offloads = args.offloads;
     let progress = bar("{spinner} [{bar:30}] {msg}")?;
     progress.enable_steady_tick(Duration::from_millis(120));
     let runs = demo::run(args.backend.into(), &scenario, &exe, &|s| {
@@ -69,6 +75,7 @@ pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             "data_plane".to_string(),
             serde_json::to_value(scenario.data_plane)?,
         );
+        obj.insert("offloads".to_string(), scenario.offloads.into());
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
