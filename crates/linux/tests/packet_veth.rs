@@ -378,6 +378,18 @@ fn super_frames_arrive_cut_into_wire_frames_and_partial_checksums_filled() {
             let c = p1.counters();
             assert_eq!((c.rx_superframes, c.rx_superframe_segments), (1, 3));
             assert_eq!((c.rx_truncated, c.rx_superframe_dropped), (0, 0));
+
+            // Driven (the driver reports the socket's readiness): after a read finds it empty,
+            // the port looks again only when told, and then finds the frame.
+            p1.superframes_hinted();
+            assert!(receive_ipv4(&mut p1, 1).is_empty(), "nothing else came");
+            send_vnet(x0, &gso, &big);
+            std::thread::sleep(Duration::from_millis(50));
+            let mut early = 0;
+            p1.receive(64, |_| early += 1);
+            assert_eq!(early, 0, "read without being told");
+            p1.superframes_ready();
+            assert_eq!(receive_ipv4(&mut p1, 3).len(), 3, "read once told");
         })
         .join();
     drop(ns);

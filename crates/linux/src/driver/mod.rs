@@ -65,6 +65,8 @@ pub const USER_TOKEN_BASE: u64 = 1 << 62;
 const TIMER_TOKEN: u64 = 1 << 61;
 /// Token of the link-notification socket.
 const LINKWATCH_TOKEN: u64 = (1 << 61) + 1;
+/// Added to a port's index for its further descriptors ([`Port::extra_fds`]).
+const EXTRA_TOKEN: u64 = 1 << 60;
 /// Longest sleep, so that the shutdown flag is seen promptly.
 const MAX_SLEEP_MS: i32 = 100;
 /// Sleep while a flush failed and must be retried.
@@ -171,7 +173,11 @@ impl<N: Node, P: Port> Driver<N, P> {
     /// Takes `node` and its `ports` (port `i` of the node is `ports[i]`), registers them with a
     /// fresh epoll instance and reads their carriers; a port without carrier is reported to the
     /// node with `handle_link(false)` at once.
-    pub fn new(mut node: N, ports: Vec<P>, options: DriverOptions) -> Result<Self, DriverError> {
+    pub fn new(
+        mut node: N,
+        mut ports: Vec<P>,
+        options: DriverOptions,
+    ) -> Result<Self, DriverError> {
         if node.port_count() != ports.len() || ports.len() > usize::from(u16::MAX) {
             return Err(DriverError::PortCount {
                 node: node.port_count(),
@@ -181,13 +187,14 @@ impl<N: Node, P: Port> Driver<N, P> {
         let started = clock::now();
         let timer = Timer::new()?;
         let epoll = Epoll::new().map_err(DriverError::Epoll)?;
-        for (i, port) in ports.iter().enumerate() {
+        for (i, port) in ports.iter_mut().enumerate() {
             epoll
                 .add(port.as_raw_fd(), port_events(false), i as u64)
                 .map_err(DriverError::Epoll)?;
+            port.extra_hints();
             for fd in port.extra_fds() {
                 epoll
-                    .add(fd, libc::EPOLLIN as u32, i as u64)
+                    .add(fd, libc::EPOLLIN as u32, EXTRA_TOKEN + i as u64)
                     .map_err(DriverError::Epoll)?;
             }
         }
@@ -397,6 +404,13 @@ impl<N: Node, P: Port> Driver<N, P> {
                     // Some interface changed: read the carriers in this iteration.
                     self.next_link_check = self.started;
                 }
+            }
+        } else if token >= EXTRA_TOKEN {
+            if let Some(port) = usize::try_from(token - EXTRA_TOKEN)
+                .ok()
+                .and_then(|i| self.ports.get_mut(i))
+            {
+                port.extra_ready();
             }
         } else if let Some(port) = usize::try_from(token)
             .ok()

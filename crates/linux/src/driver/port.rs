@@ -57,6 +57,13 @@ pub trait Port: AsRawFd {
     fn extra_fds(&self) -> Vec<std::os::fd::RawFd> {
         Vec::new()
     }
+    /// From now on, [`Port::extra_ready`] is called whenever one of [`Port::extra_fds`] is
+    /// readable: the port may skip a socket not reported since it last found it empty, which
+    /// saves a system call per receive. (Without it, a port looks at every socket every time.)
+    fn extra_hints(&mut self) {}
+    /// One of [`Port::extra_fds`] was reported readable: the port looks at it in its next
+    /// receive.
+    fn extra_ready(&mut self) {}
     /// The socket kind, for the statistics: `af_packet` or `af_xdp`.
     fn kind(&self) -> &'static str {
         "af_packet"
@@ -118,5 +125,13 @@ impl Port for PacketPort {
 
     fn extra_fds(&self) -> Vec<std::os::fd::RawFd> {
         self.superframe_fd().into_iter().collect()
+    }
+
+    fn extra_hints(&mut self) {
+        PacketPort::superframes_hinted(self);
+    }
+
+    fn extra_ready(&mut self) {
+        PacketPort::superframes_ready(self);
     }
 }

@@ -200,6 +200,13 @@ pub struct PacketPort {
     counters: PortCounters,
     /// Frames longer than a slot ([`PortOptions::superframes`]).
     superframes: Option<SuperFrameSocket>,
+    /// Whether the super-frame socket may hold frames: set at start and when its descriptor is
+    /// reported readable ([`PacketPort::superframes_ready`]), cleared when a read finds it
+    /// empty — but only once readiness is reported at all ([`PacketPort::superframes_hinted`],
+    /// the driver): this saves a `recvmsg` per receive while no super-frame arrives.
+    superframes_ready: bool,
+    /// Whether readiness of the super-frame socket is reported.
+    superframes_hinted: bool,
 }
 
 fn set_option<T>(
@@ -392,6 +399,8 @@ impl PacketPort {
 
         Ok(PacketPort {
             superframes,
+            superframes_ready: true,
+            superframes_hinted: false,
             ifname: ifname.to_string(),
             ifindex,
             mac,
@@ -431,6 +440,19 @@ impl PacketPort {
         self.superframes.as_ref().map(AsRawFd::as_raw_fd)
     }
 
+    /// From now on the caller reports whenever the super-frame socket
+    /// ([`PacketPort::superframe_fd`]) is readable, with [`PacketPort::superframes_ready`]:
+    /// after a read finds it empty, the port does not look again until told. Without it, every
+    /// receive looks.
+    pub fn superframes_hinted(&mut self) {
+        self.superframes_hinted = true;
+    }
+
+    /// The super-frame socket's descriptor was reported readable: the next receive reads it.
+    pub fn superframes_ready(&mut self) {
+        self.superframes_ready = self.superframes.is_some();
+    }
+
     /// Whether a received frame is waiting in the RX ring.
     pub fn rx_pending(&self) -> bool {
         self.rx.head_status() & libc::TP_STATUS_USER != 0
@@ -455,9 +477,10 @@ impl PacketPort {
         // The next super-frame's arrival time: the two sockets are read merged by it (one
         // `recvmsg` per call when none waits, one per super-frame otherwise).
         let mut next_super = match self.superframes.as_mut() {
-            Some(s) => s.peek(&mut self.counters),
-            None => None,
+            Some(s) if self.superframes_ready => s.peek(&mut self.counters),
+            _ => None,
         };
+        self.superframes_ready = next_super.is_some() || !self.superframes_hinted;
         while consumed < budget {
             let status = self.rx.head_status();
             let ring = status & libc::TP_STATUS_USER != 0;
@@ -466,6 +489,7 @@ impl PacketPort {
                     s.deliver(&mut self.counters, &mut deliver);
                     consumed += 1;
                     next_super = s.peek(&mut self.counters);
+                    self.superframes_ready = next_super.is_some() || !self.superframes_hinted;
                     continue;
                 }
             }

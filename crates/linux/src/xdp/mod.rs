@@ -1497,6 +1497,14 @@ impl crate::driver::Port for AnyPort {
         both!(self, p => crate::driver::Port::extra_fds(p))
     }
 
+    fn extra_hints(&mut self) {
+        both!(self, p => crate::driver::Port::extra_hints(p))
+    }
+
+    fn extra_ready(&mut self) {
+        both!(self, p => crate::driver::Port::extra_ready(p))
+    }
+
     fn carrier(&self) -> Option<bool> {
         both!(self, p => crate::driver::Port::carrier(p))
     }

@@ -400,6 +400,18 @@ impl crate::driver::Port for TcPacketPort {
         self.sender().carrier()
     }
 
+    fn extra_hints(&mut self) {
+        for socket in &mut self.sockets {
+            socket.superframes_hinted();
+        }
+    }
+
+    fn extra_ready(&mut self) {
+        for socket in &mut self.sockets {
+            socket.superframes_ready();
+        }
+    }
+
     fn extra_fds(&self) -> Vec<RawFd> {
         let mut fds = Vec::new();
         for (i, socket) in self.sockets.iter().enumerate() {
