@@ -5,28 +5,14 @@
 
 mod common;
 
-use common::{demo_reserved_flow as reserved_flow, root_or_skip};
-use serde_json::Value;
+use common::{assert_demo_guarantee, demo_reserved_flow as reserved_flow, root_or_skip, run_demo};
 
 #[test]
 fn a_reservation_keeps_its_rate_under_a_flood_and_the_bridge_does_not() {
     if !root_or_skip("a_reservation_keeps_its_rate_under_a_flood_and_the_bridge_does_not") {
         return;
     }
-    // The demo takes the lab serial lock itself (the whole run); it removes its labs on every
-    // path, also when it fails.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rtlan"))
-        .args(["demo", "--json", "--no-plot", "--seconds", "4"])
-        .output()
-        .expect("run rtlan demo");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!(
-            "demo printed no JSON ({e}): {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    eprintln!("{doc:#}");
+    let (doc, code) = run_demo(&[]);
 
     // rtlan: within 3 % of 50 Mbit/s on the wire and not one datagram lost (counted as sent by
     // a minus received at d, so a loss at the end of the stream counts too). This is what tells
@@ -37,23 +23,8 @@ fn a_reservation_keeps_its_rate_under_a_flood_and_the_bridge_does_not() {
     // which is exactly what the bridge below does — and fail both checks by far. A scheduler
     // that served the connection but not paced to its share, or lost frames from a queue sized
     // too small for the shaper's burst, would lose datagrams and fail the zero-loss check.
-    let rt = reserved_flow(&doc, "rtlan");
-    let delivered = rt["delivered_bps"].as_f64().expect("delivered_bps");
-    assert_eq!(rt["reserved_bps"].as_f64(), Some(50e6), "{rt}");
-    assert!(
-        (delivered - 50e6).abs() <= 0.03 * 50e6,
-        "rtlan: reserved flow delivered {delivered} bit/s, not within 3 % of 50 Mbit/s: {rt}"
-    );
-    assert_eq!(
-        rt["loss_pct"].as_f64(),
-        Some(0.0),
-        "rtlan: reserved flow lost datagrams: {rt}"
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "demo exit status with the guarantee held"
-    );
+    assert_demo_guarantee(&doc, "rtlan");
+    assert_eq!(code, Some(0), "demo exit status with the guarantee held");
 
     // Linux bridge: the same stream misses clearly. Measured on this 2-core machine (4 runs,
     // 10 s and 4 s): loss 48–54 %, delivered 23–26 Mbit/s — about its share of d's tail-dropping

@@ -153,33 +153,8 @@ fn the_guarantee_demo_holds_with_offloads_on() {
     if !root_or_skip("the_guarantee_demo_holds_with_offloads_on") {
         return;
     }
-    // The demo takes the lab serial lock itself and removes its labs on every path.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rtlan"))
-        .args([
-            "demo",
-            "--json",
-            "--no-plot",
-            "--seconds",
-            "4",
-            "--offloads",
-        ])
-        .output()
-        .expect("run rtlan demo");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!(
-            "demo printed no JSON ({e}): {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    eprintln!("{doc:#}");
+    let (doc, code) = run_demo(&["--offloads"]);
     assert_eq!(doc["offloads"], true, "{doc}");
-    let rt = demo_reserved_flow(&doc, "rtlan");
-    let delivered = rt["delivered_bps"].as_f64().expect("delivered_bps");
-    assert!(
-        (delivered - 50e6).abs() <= 0.03 * 50e6,
-        "rtlan with offloads on: reserved flow delivered {delivered} bit/s, not within 3 %: {rt}"
-    );
-    assert_eq!(rt["loss_pct"].as_f64(), Some(0.0), "lost datagrams: {rt}");
-    assert_eq!(out.status.code(), Some(0), "demo exit status");
+    assert_demo_guarantee(&doc, "rtlan with offloads on");
+    assert_eq!(code, Some(0), "demo exit status");
 }

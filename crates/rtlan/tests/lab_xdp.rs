@@ -139,32 +139,13 @@ fn the_guarantee_demo_holds_on_af_xdp_switch_ports() {
     if !root_or_skip("the_guarantee_demo_holds_on_af_xdp_switch_ports") {
         return;
     }
-    // The demo takes the lab serial lock itself and removes its labs on every path.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rtlan"))
-        .args(["demo", "--json", "--no-plot", "--seconds", "4"])
-        .args(["--data-plane", "af_xdp"])
-        .output()
-        .expect("run rtlan demo");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!(
-            "demo printed no JSON ({e}): {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    eprintln!("{doc:#}");
+    let (doc, code) = run_demo(&["--data-plane", "af_xdp"]);
     assert_eq!(doc["data_plane"], "af_xdp", "{doc}");
     // lab_guarantee.rs's criterion and reasoning: d's port is offered about 250 Mbit/s for 100;
     // a switch that did not serve the connection first would deliver about 20 Mbit/s with
     // about 60 % loss.
-    let rt = demo_reserved_flow(&doc, "rtlan");
-    let delivered = rt["delivered_bps"].as_f64().expect("delivered_bps");
-    assert!(
-        (delivered - 50e6).abs() <= 0.03 * 50e6,
-        "rtlan on AF_XDP: reserved flow delivered {delivered} bit/s, not within 3 %: {rt}"
-    );
-    assert_eq!(rt["loss_pct"].as_f64(), Some(0.0), "lost datagrams: {rt}");
-    assert_eq!(out.status.code(), Some(0), "demo exit status");
+    assert_demo_guarantee(&doc, "rtlan on AF_XDP");
+    assert_eq!(code, Some(0), "demo exit status");
 }
 
 /// The best-effort fast path (docs/fastpath.md) in the lab: a, b and c on one rtlan switch over

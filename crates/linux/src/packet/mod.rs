@@ -234,6 +234,54 @@ fn set_option<T>(
     Ok(())
 }
 
+/// A non-blocking `AF_PACKET`/`SOCK_RAW` socket for protocol 0: it receives nothing until
+/// [`bind`] binds it to one interface and protocol.
+pub(crate) fn packet_socket() -> Result<OwnedFd, PacketError> {
+    // SAFETY: plain system call; the result is checked.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if raw < 0 {
+        return Err(PacketError::Socket(io::Error::last_os_error()));
+    }
+    // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// Binds packet socket `fd` to interface `ifindex` (`ifname`) and EtherType `protocol`.
+pub(crate) fn bind(
+    fd: RawFd,
+    ifname: &str,
+    ifindex: u32,
+    protocol: u16,
+) -> Result<(), PacketError> {
+    // SAFETY: all-zero is a valid sockaddr_ll; the fields that matter are set below.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as libc::c_ushort;
+    addr.sll_protocol = protocol.to_be();
+    // Interface indices are positive ints in the kernel.
+    addr.sll_ifindex = ifindex as libc::c_int;
+    // SAFETY: `addr` is a valid sockaddr_ll and the length passed is its size.
+    let rc = unsafe {
+        libc::bind(
+            fd,
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(PacketError::Bind {
+            ifname: ifname.to_string(),
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
 /// Attaches the classic BPF socket filter `filter` to socket `fd`.
 pub(crate) fn attach_filter(fd: RawFd, filter: &[libc::sock_filter]) -> Result<(), PacketError> {
     let program = libc::sock_fprog {
@@ -295,20 +343,7 @@ impl PacketPort {
         filter: &[libc::sock_filter],
     ) -> Result<Self, PacketError> {
         let ifindex = iface::ifindex(ifname)?;
-        // Protocol 0: receive nothing until bound to the one interface with `protocol` below.
-        // SAFETY: plain system call; the result is checked.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                0,
-            )
-        };
-        if raw < 0 {
-            return Err(PacketError::Socket(io::Error::last_os_error()));
-        }
-        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = packet_socket()?;
         let raw = fd.as_raw_fd();
         let mac = iface::hardware_address(raw, ifname)?;
         if !iface::is_up(raw, ifname)? {
@@ -358,26 +393,7 @@ impl PacketPort {
         let rx = mapping.ring(0, geometry);
         let tx = mapping.ring(geometry.bytes(), geometry);
 
-        // SAFETY: all-zero is a valid sockaddr_ll; the fields that matter are set below.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as libc::c_ushort;
-        addr.sll_protocol = protocol.to_be();
-        // Interface indices are positive ints in the kernel.
-        addr.sll_ifindex = ifindex as libc::c_int;
-        // SAFETY: `addr` is a valid sockaddr_ll and the length passed is its size.
-        let rc = unsafe {
-            libc::bind(
-                raw,
-                (&addr as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(PacketError::Bind {
-                ifname: ifname.to_string(),
-                source: io::Error::last_os_error(),
-            });
-        }
+        bind(raw, ifname, ifindex, protocol)?;
         let mreq = libc::packet_mreq {
             mr_ifindex: ifindex as libc::c_int,
             mr_type: libc::PACKET_MR_PROMISC as libc::c_ushort,
@@ -392,7 +408,7 @@ impl PacketPort {
         )?;
 
         let superframes = if options.superframes {
-            Some(SuperFrameSocket::open(ifindex, protocol, filter)?)
+            Some(SuperFrameSocket::open(ifname, ifindex, protocol, filter)?)
         } else {
             None
         };

@@ -21,7 +21,7 @@
 //! Written against `libc`: no crate exposes `PACKET_VNET_HDR` on packet sockets.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use rtlan_wire::gso;
 
@@ -115,26 +115,16 @@ fn set(fd: RawFd, level: libc::c_int, name: libc::c_int, what: &'static str) -> 
 }
 
 impl SuperFrameSocket {
-    /// Opens the socket on interface `ifindex` for EtherType `protocol` with `filter` (the ring
-    /// socket's selection, before [`by_length`]).
+    /// Opens the socket on interface `ifname` (index `ifindex`) for EtherType `protocol` with
+    /// `filter` (the ring socket's selection, before [`by_length`]).
     pub(crate) fn open(
+        ifname: &str,
         ifindex: u32,
         protocol: u16,
         filter: &[libc::sock_filter],
     ) -> Result<SuperFrameSocket, PacketError> {
-        // SAFETY: plain system call; the result is checked.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                0,
-            )
-        };
-        if raw < 0 {
-            return Err(PacketError::Socket(io::Error::last_os_error()));
-        }
-        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = super::packet_socket()?;
+        let raw = fd.as_raw_fd();
         let option = |option: &'static str| {
             move |source: io::Error| PacketError::SetOption { option, source }
         };
@@ -157,25 +147,7 @@ impl SuperFrameSocket {
         )
         .map_err(option("SO_TIMESTAMPNS"))?;
         super::attach_filter(raw, &by_length(filter, true))?;
-        // SAFETY: all-zero is a valid sockaddr_ll; the fields that matter are set below.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as libc::c_ushort;
-        addr.sll_protocol = protocol.to_be();
-        addr.sll_ifindex = ifindex as libc::c_int;
-        // SAFETY: `addr` is a valid sockaddr_ll and the length passed is its size.
-        let rc = unsafe {
-            libc::bind(
-                raw,
-                (&addr as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(PacketError::Bind {
-                ifname: format!("ifindex {ifindex}"),
-                source: io::Error::last_os_error(),
-            });
-        }
+        super::bind(raw, ifname, ifindex, protocol)?;
         Ok(SuperFrameSocket {
             fd,
             buf: vec![0; TAG_ROOM + MAX_SUPER_FRAME],

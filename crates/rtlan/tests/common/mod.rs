@@ -452,6 +452,45 @@ pub fn star4(kind: &str) -> String {
     text
 }
 
+/// Runs `rtlan demo --json --no-plot --seconds 4` with `extra` arguments (the demo takes the lab
+/// serial lock itself and removes its labs on every path) and returns its JSON document and
+/// exit code.
+pub fn run_demo(extra: &[&str]) -> (serde_json::Value, Option<i32>) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rtlan"))
+        .args(["demo", "--json", "--no-plot", "--seconds", "4"])
+        .args(extra)
+        .output()
+        .expect("run rtlan demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "demo printed no JSON ({e}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    eprintln!("{doc:#}");
+    (doc, out.status.code())
+}
+
+/// The `rtlan demo --json` document's a → d flow of the run on `switch` (`rtlan` or
+/// The demo's guarantee criterion on the rtlan run of `doc` (`lab_guarantee.rs` has the
+/// reasoning): the reserved a → d stream within 3 % of 50 Mbit/s and not one datagram lost;
+/// `what` names the variant in messages.
+pub fn assert_demo_guarantee(doc: &serde_json::Value, what: &str) {
+    let rt = demo_reserved_flow(doc, "rtlan");
+    let delivered = rt["delivered_bps"].as_f64().expect("delivered_bps");
+    assert_eq!(rt["reserved_bps"].as_f64(), Some(50e6), "{rt}");
+    assert!(
+        (delivered - 50e6).abs() <= 0.03 * 50e6,
+        "{what}: reserved flow delivered {delivered} bit/s, not within 3 % of 50 Mbit/s: {rt}"
+    );
+    assert_eq!(
+        rt["loss_pct"].as_f64(),
+        Some(0.0),
+        "{what}: reserved flow lost datagrams: {rt}"
+    );
+}
+
 /// The `rtlan demo --json` document's a → d flow of the run on `switch` (`rtlan` or
 /// `linux-bridge`).
 pub fn demo_reserved_flow<'a>(doc: &'a serde_json::Value, switch: &str) -> &'a serde_json::Value {
