@@ -403,7 +403,7 @@ fn router_steering(b: &mut Builder, addresses: &[(Ipv4Addr, u8)], hook: Hook) {
 /// XDP, where the kernel hands the program its own skb — on a veth, XDP must first copy every
 /// frame from a sender without XDP into a page of its own, TC does not. Every frame the fast
 /// path does not take gets `TC_ACT_OK`: on to the kernel and to the port's protocol sockets,
-/// which the kernel serves after this hook ([`crate::xdp::RouterPacketPort`]).
+/// which the kernel serves after this hook ([`crate::xdp::TcPacketPort`]).
 pub fn tc_router_program(fast: &RouterFastProg, addresses: &[(Ipv4Addr, u8)]) -> Vec<Insn> {
     let mut b = Builder::default();
     b.push(Insn::new(ALU64_MOV_X, 6, 1, 0, 0));
