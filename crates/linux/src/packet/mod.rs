@@ -11,6 +11,7 @@
 //!
 //! Written against `libc` directly because no maintained crate exposes TPACKET_V2 TX rings.
 
+pub(crate) mod cbpf;
 pub(crate) mod iface;
 mod ring;
 mod superframe;
@@ -215,11 +216,22 @@ fn set_option<T>(
     option: &'static str,
     value: &T,
 ) -> Result<(), PacketError> {
+    set_level_option(fd, libc::SOL_PACKET, name, option, value)
+}
+
+/// [`set_option`] at any `level` (`SOL_SOCKET`, ...).
+pub(crate) fn set_level_option<T>(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    option: &'static str,
+    value: &T,
+) -> Result<(), PacketError> {
     // SAFETY: `value` points to a live `T` of the size passed; the kernel only reads it.
     let rc = unsafe {
         libc::setsockopt(
             fd,
-            libc::SOL_PACKET,
+            level,
             name,
             (value as *const T).cast(),
             std::mem::size_of::<T>() as libc::socklen_t,

@@ -20,11 +20,11 @@
 //!
 //! Written against `libc`: no crate exposes `PACKET_VNET_HDR` on packet sockets.
 
-use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use rtlan_wire::gso;
 
+use super::cbpf::{op, ALL, JGT, LD_LEN, RET};
 use super::{PacketError, PortCounters, RX_MAX_FRAME};
 
 /// `PACKET_VNET_HDR` and `PACKET_AUXDATA` of `<linux/if_packet.h>`.
@@ -40,17 +40,6 @@ const MAX_SUPER_FRAME: usize = 65_536 + 14 + 4;
 
 /// Room in front of the frame in the buffer, for a tag put back.
 const TAG_ROOM: usize = 4;
-
-/// `BPF_LD|BPF_W|BPF_LEN`, `BPF_JMP|BPF_JGT|BPF_K` and `BPF_RET|BPF_K` of `<linux/filter.h>`.
-const LD_LEN: u16 = 0x80;
-const JGT: u16 = 0x25;
-const RET: u16 = 0x06;
-/// A filter's "accept the whole frame".
-const ALL: u32 = 0x4_0000;
-
-const fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
-    libc::sock_filter { code, jt, jf, k }
-}
 
 /// `filter` (or, empty, "everything") restricted to frames a ring slot holds (`long = false`)
 /// or to the longer ones (`long = true`): one length test in front, so that the ring socket and
@@ -95,25 +84,6 @@ struct Pending {
     stamp: u64,
 }
 
-fn set(fd: RawFd, level: libc::c_int, name: libc::c_int, what: &'static str) -> io::Result<()> {
-    let one: libc::c_int = 1;
-    // SAFETY: `one` is a live c_int of the size passed; the kernel only reads it.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
-    }
-    Ok(())
-}
-
 impl SuperFrameSocket {
     /// Opens the socket on interface `ifname` (index `ifindex`) for EtherType `protocol` with
     /// `filter` (the ring socket's selection, before [`by_length`]).
@@ -125,27 +95,18 @@ impl SuperFrameSocket {
     ) -> Result<SuperFrameSocket, PacketError> {
         let fd = super::packet_socket()?;
         let raw = fd.as_raw_fd();
-        let option = |option: &'static str| {
-            move |source: io::Error| PacketError::SetOption { option, source }
-        };
-        set(raw, libc::SOL_PACKET, PACKET_VNET_HDR, "PACKET_VNET_HDR")
-            .map_err(option("PACKET_VNET_HDR"))?;
-        set(raw, libc::SOL_PACKET, PACKET_AUXDATA, "PACKET_AUXDATA")
-            .map_err(option("PACKET_AUXDATA"))?;
-        set(
-            raw,
-            libc::SOL_PACKET,
-            libc::PACKET_IGNORE_OUTGOING,
-            "PACKET_IGNORE_OUTGOING",
-        )
-        .map_err(option("PACKET_IGNORE_OUTGOING"))?;
-        set(
-            raw,
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            "SO_TIMESTAMPNS",
-        )
-        .map_err(option("SO_TIMESTAMPNS"))?;
+        for (level, name, option) in [
+            (libc::SOL_PACKET, PACKET_VNET_HDR, "PACKET_VNET_HDR"),
+            (libc::SOL_PACKET, PACKET_AUXDATA, "PACKET_AUXDATA"),
+            (
+                libc::SOL_PACKET,
+                libc::PACKET_IGNORE_OUTGOING,
+                "PACKET_IGNORE_OUTGOING",
+            ),
+            (libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, "SO_TIMESTAMPNS"),
+        ] {
+            super::set_level_option(raw, level, name, option, &1 as &libc::c_int)?;
+        }
         super::attach_filter(raw, &by_length(filter, true))?;
         super::bind(raw, ifname, ifindex, protocol)?;
         Ok(SuperFrameSocket {
@@ -295,20 +256,9 @@ impl AsRawFd for SuperFrameSocket {
 mod tests {
     use super::*;
 
-    /// Runs a classic filter of the opcodes used here the way the kernel does.
-    fn run(filter: &[libc::sock_filter], frame_len: u32) -> u32 {
-        let mut a = 0u32;
-        let mut pc = 0usize;
-        loop {
-            let f = filter[pc];
-            pc += 1;
-            match f.code {
-                LD_LEN => a = frame_len,
-                JGT => pc += usize::from(if a > f.k { f.jt } else { f.jf }),
-                RET => return f.k,
-                other => panic!("opcode {other:#x}"),
-            }
-        }
+    /// Runs `filter` on a frame of `len` bytes.
+    fn run(filter: &[libc::sock_filter], len: u32) -> u32 {
+        super::super::cbpf::run(filter, &[0; 14], len, false)
     }
 
     #[test]

@@ -40,6 +40,9 @@ use rtlan_wire::ethernet::Address;
 
 use super::prog::tc_router_program;
 use super::{RouterFastProg, XdpProgram};
+use crate::packet::cbpf::{
+    op, ALL, AND, JEQ, LDB, LDW, RET, SKF_AD_PROTOCOL, SKF_AD_VLAN_TAG_PRESENT,
+};
 use crate::packet::{PacketError, PacketPort, PortCounters, PortOptions, TxOutcome};
 
 /// `ETH_P_IP`, `ETH_P_ARP` and `ETH_P_MPLS_UC` of `<linux/if_ether.h>`.
@@ -68,20 +71,6 @@ pub enum TcPacketPortError {
     },
 }
 
-/// A classic BPF instruction (`struct sock_filter`).
-const fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
-    libc::sock_filter { code, jt, jf, k }
-}
-
-/// `BPF_LD|BPF_B|BPF_ABS`, `BPF_ALU|BPF_AND|BPF_K`, `BPF_JMP|BPF_JEQ|BPF_K` and
-/// `BPF_RET|BPF_K` of `<linux/filter.h>`.
-const LDB: u16 = 0x30;
-const AND: u16 = 0x54;
-const JEQ: u16 = 0x15;
-const RET: u16 = 0x06;
-/// Accept the whole frame.
-const ALL: u32 = 0x4_0000;
-
 /// The control socket's filter (IPv4 only, by its binding): RSVP, and IPv4 with options.
 pub(crate) fn control_filter() -> Vec<libc::sock_filter> {
     vec![
@@ -107,13 +96,6 @@ fn data_filter() -> Vec<libc::sock_filter> {
         op(RET, 0, 0, 0),
     ]
 }
-
-/// `BPF_LD|BPF_W|BPF_ABS` (with `SKF_AD_OFF`, an ancillary load) and the ancillary fields
-/// `SKF_AD_PROTOCOL` (the skb's EtherType, host order) and `SKF_AD_VLAN_TAG_PRESENT` of
-/// `<linux/filter.h>`.
-const LDW: u16 = 0x20;
-const SKF_AD_PROTOCOL: u32 = 0xffff_f000;
-const SKF_AD_VLAN_TAG_PRESENT: u32 = 0xffff_f000 + 48;
 
 /// A switch port's tap (ETH_P_ALL): what the switch's TC program never forwards — tagged
 /// frames and every EtherType but IPv4 and IPv6.
@@ -377,14 +359,7 @@ impl crate::driver::Port for TcPacketPort {
     }
 
     fn take_error(&mut self) -> Option<io::Error> {
-        let send = self.send;
-        let mut e = self.sockets[send].take_error();
-        for socket in &mut self.sockets {
-            if e.is_some() {
-                break;
-            }
-            e = socket.take_error();
-        }
+        let e = self.sockets.iter_mut().find_map(PacketPort::take_error);
         self.merge();
         e
     }
@@ -428,31 +403,16 @@ impl crate::driver::Port for TcPacketPort {
 mod tests {
     use super::*;
 
-    /// Runs a classic filter the way the kernel does, on `frame`.
+    use crate::packet::cbpf;
+
+    /// Runs `filter` on `frame` (untagged).
     fn run(filter: &[libc::sock_filter], frame: &[u8]) -> u32 {
         run_skb(filter, frame, false)
     }
 
-    /// [`run`], with the skb's metadata: the EtherType is the frame's (after a tag the kernel
-    /// moved into metadata, `tagged`).
+    /// Runs `filter` on `frame`, `tagged`: a tag the kernel moved into metadata.
     fn run_skb(filter: &[libc::sock_filter], frame: &[u8], tagged: bool) -> u32 {
-        let mut a = 0u32;
-        let mut pc = 0usize;
-        loop {
-            let f = filter[pc];
-            pc += 1;
-            match f.code {
-                LDW if f.k == SKF_AD_PROTOCOL => {
-                    a = u32::from(u16::from_be_bytes([frame[12], frame[13]]))
-                }
-                LDW if f.k == SKF_AD_VLAN_TAG_PRESENT => a = u32::from(tagged),
-                LDB => a = u32::from(frame[f.k as usize]),
-                AND => a &= f.k,
-                JEQ => pc += usize::from(if a == f.k { f.jt } else { f.jf }),
-                RET => return f.k,
-                other => panic!("opcode {other:#x}"),
-            }
-        }
+        cbpf::run(filter, frame, frame.len() as u32, tagged)
     }
 
     fn frame(ethertype: u16, ver_ihl: u8, protocol: u8) -> Vec<u8> {
