@@ -390,6 +390,14 @@ fn super_frames_arrive_cut_into_wire_frames_and_partial_checksums_filled() {
             assert_eq!(early, 0, "read without being told");
             p1.superframes_ready();
             assert_eq!(receive_ipv4(&mut p1, 3).len(), 3, "read once told");
+
+            // A hostile sender: 3,000 bytes in segments of 2 would be 1,500 frames from one
+            // super-frame. The port refuses it whole (more than 1,024 segments) and counts it.
+            let tiny = Repr { gso_size: 2, ..gso };
+            send_vnet(x0, &tiny, &big);
+            p1.superframes_ready();
+            assert!(receive_ipv4(&mut p1, 1).is_empty(), "segments delivered");
+            assert_eq!(p1.counters().rx_superframe_dropped, 1);
         })
         .join();
     drop(ns);
