@@ -3,7 +3,8 @@
 //! f1 and f2 flood c at their full 100 Mbit/s and f1 sends TCP to c — every output port on the
 //! path is offered two to three times its line rate. Real `rtlan rtcd`, `rtlan send` (token-
 //! bucket shaping, reserving through the daemon), `rtlan recv` and iperf3. Needs root; skips
-//! without it.
+//! without it. A second test runs the same with every veth's offloads on (docs/offload.md): f1's
+//! TCP then reaches s1 as super-frames, which s1's core must cut before its scheduler.
 //!
 //! Tolerances and why:
 //! - **zero loss** of the reserved stream (sent − received): every hop's queue is the
@@ -36,8 +37,37 @@ fn a_reserved_stream_keeps_rate_loss_and_bound_across_three_flooded_hops() {
     if !root_or_skip("a_reserved_stream_keeps_rate_loss_and_bound_across_three_flooded_hops") {
         return;
     }
+    three_flooded_hops(false);
+}
+
+/// The same with every veth's offloads on (docs/offload.md): f1's TCP leaves f1 as super-frames
+/// (up to the 12.5 KB burst of its link's tbf, which cuts larger ones) and crosses s1's core,
+/// since the trunk it leaves by carries the reservation; s1 cuts them before its scheduler, so
+/// the same criterion holds.
+#[test]
+fn the_three_hop_guarantee_holds_with_offloads_on() {
+    if !root_or_skip("the_three_hop_guarantee_holds_with_offloads_on") {
+        return;
+    }
+    three_flooded_hops(true);
+}
+
+fn three_flooded_hops(offloads: bool) {
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
-    let lab = up_file("chain3-flood.toml", "mh3");
+    let lab = if offloads {
+        let path = format!(
+            "{}/../../topologies/chain3-flood.toml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(path).expect("topology file");
+        up_str(&format!("[lab]\noffloads = true\n\n{text}"), "mh3o")
+    } else {
+        up_file("chain3-flood.toml", "mh3")
+    };
+    let f1_port = port_towards(&lab, "s1", "f1") as usize;
+    let f1_counters =
+        |lab: &rtlan_lab::Lab| ctl(lab, "s1", "stats")["shell"]["ports"][f1_port].clone();
+    let f1_before = f1_counters(&lab);
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_rtlan"));
     let ip_c = ip(&lab, "c");
     // The switches learn where c is before anything floods.
@@ -84,6 +114,26 @@ fn a_reserved_stream_keeps_rate_loss_and_bound_across_three_flooded_hops() {
     let _ = f2.finish(Duration::from_secs(10));
     let _ = tcp.finish(Duration::from_secs(10));
     drop(iperf_server);
+    let f1_after = f1_counters(&lab);
+    let f1_count = |name: &str| {
+        f1_after[name].as_u64().expect("a counter") - f1_before[name].as_u64().expect("a counter")
+    };
+    let (supers, segments) = (
+        f1_count("rx_superframes"),
+        f1_count("rx_superframe_segments"),
+    );
+    eprintln!("s1, f1's port: {supers} super-frames cut into {segments} frames");
+    if offloads {
+        assert!(supers > 0, "no super-frame reached s1's core: {f1_after}");
+        assert!(
+            segments >= 2 * supers,
+            "{supers} super-frames, {segments} frames"
+        );
+        assert_eq!(f1_count("rx_superframe_dropped"), 0, "{f1_after}");
+        assert_eq!(f1_count("rx_csum_unfilled"), 0, "{f1_after}");
+    } else {
+        assert_eq!(supers, 0, "super-frames with offloads off: {f1_after}");
+    }
     let stats: Vec<_> = ["s1", "s2", "s3"]
         .iter()
         .map(|s| (s.to_string(), ctl(&lab, s, "stats")["switch"].clone()))
