@@ -8,8 +8,7 @@
 mod common;
 
 use std::mem::ManuallyDrop;
-use std::os::unix::net::UnixStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -42,50 +41,6 @@ const SWITCHES: [&str; 2] = ["s1", "s2"];
 
 /// The rtcd refresh period in force (the default, docs/protocol.md).
 const REFRESH: Duration = Duration::from_secs(10);
-
-/// Starts switch `name` again with the command line the lab started it with
-/// (`ip netns exec NS rtlan switch --config STATE/NAME.toml`, output appended to its log) and
-/// waits until its control socket answers. Returns the child so the test can end it by PID.
-fn restart_switch(lab: &Lab, name: &str) -> Child {
-    let config = lab.state_dir().join(format!("{name}.toml"));
-    let log = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(lab.switch_log(name).expect("switch log"))
-        .expect("open switch log");
-    let child = Command::new("ip")
-        .args(["netns", "exec", lab.netns(name).expect("ns")])
-        .arg(env!("CARGO_BIN_EXE_rtlan"))
-        .arg("switch")
-        .arg("--config")
-        .arg(&config)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().expect("dup log"))
-        .stderr(log)
-        .spawn()
-        .expect("switch starts again");
-    let socket = lab.switch_socket(name).expect("socket");
-    let (up, took) = poll_until(Duration::from_secs(10), || {
-        UnixStream::connect(&socket).is_ok()
-    });
-    assert!(up, "restarted {name} did not answer within {took:?}");
-    child
-}
-
-/// Polls `done` every 2 ms (finer than `wait_until`'s 50 ms, so the printed times mean
-/// something) until it holds or `timeout` passes; returns whether it held and how long it took.
-fn poll_until(timeout: Duration, mut done: impl FnMut() -> bool) -> (bool, Duration) {
-    let start = Instant::now();
-    loop {
-        if done() {
-            return (true, start.elapsed());
-        }
-        if start.elapsed() > timeout {
-            return (false, start.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
 
 /// Ends a process this test started (by its PID) and reaps it.
 fn end(mut child: Child) {
@@ -194,15 +149,7 @@ fn a_restarted_switch_gets_its_connection_back_with_the_stream_running() {
     eprintln!("received before the restart: {before:.0} bit/s (reserved {rate})");
 
     // SIGKILL s2 by its PID and start it again with the same command line.
-    let old_pid = lab.switch_pid("s2").expect("s2 pid");
-    signal(old_pid, libc::SIGKILL);
-    let (gone, _) = wait_until(Duration::from_secs(5), || {
-        // The lab's own child: a zombie until `down` reaps it; /proc/PID/stat says `Z`.
-        std::fs::read_to_string(format!("/proc/{old_pid}/stat"))
-            .map(|s| s.contains(") Z "))
-            .unwrap_or(true)
-    });
-    assert!(gone, "s2 ({old_pid}) did not die");
+    crash_switch(&lab, "s2");
     let killed_at = Instant::now();
     let restarted = restart_switch(&lab, "s2");
     let restarted_after = killed_at.elapsed();

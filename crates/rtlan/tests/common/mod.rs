@@ -558,3 +558,60 @@ pub fn assert_serves_default_topology(lab: &Lab) {
     let stats = ctl(lab, "s1", "stats");
     assert_eq!(stats["switch"]["drop_malformed"], 0, "{stats}");
 }
+
+/// Starts switch `name` again with the command line the lab started it with
+/// (`ip netns exec NS rtlan switch --config STATE/NAME.toml`, output appended to its log) and
+/// waits until its control socket answers. Returns the child so the test can end it by PID.
+pub fn restart_switch(lab: &Lab, name: &str) -> std::process::Child {
+    let config = lab.state_dir().join(format!("{name}.toml"));
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(lab.switch_log(name).expect("switch log"))
+        .expect("open switch log");
+    let child = std::process::Command::new("ip")
+        .args(["netns", "exec", lab.netns(name).expect("ns")])
+        .arg(env!("CARGO_BIN_EXE_rtlan"))
+        .arg("switch")
+        .arg("--config")
+        .arg(&config)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().expect("dup log"))
+        .stderr(log)
+        .spawn()
+        .expect("switch starts again");
+    let socket = lab.switch_socket(name).expect("socket");
+    let (up, took) = poll_until(Duration::from_secs(10), || {
+        std::os::unix::net::UnixStream::connect(&socket).is_ok()
+    });
+    assert!(up, "restarted {name} did not answer within {took:?}");
+    child
+}
+
+/// Kills switch `name` with SIGKILL, as a crash would, and waits until it is dead (a zombie of
+/// the lab's until `down` reaps it).
+pub fn crash_switch(lab: &Lab, name: &str) {
+    let pid = lab.switch_pid(name).expect("switch pid");
+    signal(pid, libc::SIGKILL);
+    let (gone, _) = wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true)
+    });
+    assert!(gone, "{name} ({pid}) did not die");
+}
+
+/// Polls `done` every 2 ms (finer than `wait_until`'s 50 ms, so the printed times mean
+/// something) until it holds or `timeout` passes; returns whether it held and how long it took.
+pub fn poll_until(timeout: Duration, mut done: impl FnMut() -> bool) -> (bool, Duration) {
+    let start = std::time::Instant::now();
+    loop {
+        if done() {
+            return (true, start.elapsed());
+        }
+        if start.elapsed() > timeout {
+            return (false, start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
