@@ -14,17 +14,17 @@ use crate::units::{parse_duration, parse_rate, parse_size};
 use crate::{Bucket, Flow, Link, Switch, TopologyError};
 
 /// A `[[flow]]` table as written.
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFlow {
-    name: Spanned<String>,
-    path: Spanned<Vec<Spanned<String>>>,
-    rate: Spanned<String>,
-    max_packet: Spanned<i64>,
-    shaping_interval: Option<Spanned<String>>,
-    burst: Option<Spanned<String>>,
-    host_delay: Option<Spanned<String>>,
-    deadline: Option<Spanned<String>>,
+    pub(crate) name: Spanned<String>,
+    pub(crate) path: Spanned<Vec<Spanned<String>>>,
+    pub(crate) rate: Spanned<String>,
+    pub(crate) max_packet: Spanned<i64>,
+    pub(crate) shaping_interval: Option<Spanned<String>>,
+    pub(crate) burst: Option<Spanned<String>>,
+    pub(crate) host_delay: Option<Spanned<String>>,
+    pub(crate) deadline: Option<Spanned<String>>,
 }
 
 /// Largest `max_packet`, bytes.

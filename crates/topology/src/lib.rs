@@ -11,12 +11,15 @@
 //! network calculus's input. Two [`Profile`]s say which file rules apply: the lab's (namespace
 //! names, one link per host, no loops) or a network file's (any names, hosts implied by links).
 
+mod events;
 mod flows;
 mod network;
 mod parse;
 mod routed;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_events;
 #[cfg(test)]
 mod tests_rether_bridge;
 #[cfg(test)]

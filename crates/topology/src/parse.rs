@@ -1,11 +1,14 @@
-//! From TOML text to a validated [`Topology`]: serde reads the raw tables with their spans
-//! (`toml::Spanned`), then the checks below turn spans into `line:column` for every error. The
-//! [`Profile`] decides the rules that differ between a lab topology and a network file.
+//! From TOML text to a validated [`Topology`]: the raw tables are read with their spans
+//! (`toml::Spanned`) — straight from the parser's events ([`events`]) for the plain files we
+//! write, else by serde over toml's document tree — then the checks below turn spans into
+//! `line:column` for every error. The [`Profile`] decides the rules that differ between a lab
+//! topology and a network file.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::ops::Range;
 
+use crate::events;
 use crate::flows::{self, RawFlow};
 use crate::routed;
 use crate::units::{parse_duration, parse_rate, parse_size};
@@ -20,9 +23,9 @@ use crate::{
 
 /// The top-level tables of a topology file; any other top-level key is refused by
 /// [`unknown_tables`] unless the caller reads it itself (see [`parse`]'s `extras`).
-#[derive(Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub(crate) struct RawFile {
-    lab: Option<RawLab>,
+    pub(crate) lab: Option<RawLab>,
     #[serde(default)]
     pub(crate) host: Vec<RawHost>,
     #[serde(default)]
@@ -32,25 +35,25 @@ pub(crate) struct RawFile {
     #[serde(default)]
     pub(crate) link: Vec<RawLink>,
     #[serde(default)]
-    flow: Vec<RawFlow>,
+    pub(crate) flow: Vec<RawFlow>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawLab {
-    offloads: Option<bool>,
-    ipv6: Option<bool>,
+pub(crate) struct RawLab {
+    pub(crate) offloads: Option<bool>,
+    pub(crate) ipv6: Option<bool>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawHost {
     pub(crate) name: Spanned<String>,
     pub(crate) ip: Option<Spanned<String>>,
-    host_delay: Option<Spanned<String>>,
+    pub(crate) host_delay: Option<Spanned<String>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRouter {
     pub(crate) name: Spanned<String>,
@@ -59,35 +62,35 @@ pub(crate) struct RawRouter {
     pub(crate) ospf: Option<Spanned<String>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawSwitch {
     pub(crate) name: Spanned<String>,
-    kind: Option<Spanned<String>>,
-    unknown_unicast: Option<Spanned<String>>,
+    pub(crate) kind: Option<Spanned<String>>,
+    pub(crate) unknown_unicast: Option<Spanned<String>>,
     pub(crate) mgmt_ip: Option<Spanned<String>>,
-    cycle_time: Option<Spanned<String>>,
-    nrt_queue_bytes: Option<Spanned<u64>>,
-    cpu: Option<Spanned<u32>>,
-    scheduler: Option<Spanned<String>>,
-    lateness_budget: Option<Spanned<String>>,
-    t_mux: Option<Spanned<String>>,
-    buffer: Option<Spanned<String>>,
-    stp: Option<Spanned<bool>>,
-    auth: Option<Spanned<bool>>,
-    rate: Option<Spanned<String>>,
-    propagation: Option<Spanned<String>>,
-    seed: Option<Spanned<u64>>,
-    trt: Option<Spanned<String>>,
+    pub(crate) cycle_time: Option<Spanned<String>>,
+    pub(crate) nrt_queue_bytes: Option<Spanned<u64>>,
+    pub(crate) cpu: Option<Spanned<u32>>,
+    pub(crate) scheduler: Option<Spanned<String>>,
+    pub(crate) lateness_budget: Option<Spanned<String>>,
+    pub(crate) t_mux: Option<Spanned<String>>,
+    pub(crate) buffer: Option<Spanned<String>>,
+    pub(crate) stp: Option<Spanned<bool>>,
+    pub(crate) auth: Option<Spanned<bool>>,
+    pub(crate) rate: Option<Spanned<String>>,
+    pub(crate) propagation: Option<Spanned<String>>,
+    pub(crate) seed: Option<Spanned<u64>>,
+    pub(crate) trt: Option<Spanned<String>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawLink {
     pub(crate) ends: Spanned<Vec<Spanned<String>>>,
-    rate: Option<Spanned<String>>,
-    effective_rate: Option<Spanned<String>>,
-    delay: Option<Spanned<String>>,
+    pub(crate) rate: Option<Spanned<String>>,
+    pub(crate) effective_rate: Option<Spanned<String>>,
+    pub(crate) delay: Option<Spanned<String>>,
 }
 
 /// Turns byte spans into [`Location`]s.
@@ -96,7 +99,12 @@ pub(crate) struct Locator<'a> {
     origin: &'a str,
 }
 
-impl Locator<'_> {
+impl<'a> Locator<'a> {
+    /// Locates spans of `text`, named `origin` in the locations.
+    pub(crate) fn new(text: &'a str, origin: &'a str) -> Self {
+        Locator { text, origin }
+    }
+
     pub(crate) fn at(&self, span: &Range<usize>) -> Location {
         let offset = span.start.min(self.text.len());
         // Spans from the TOML parser fall on character boundaries; if one did not, walk back.
@@ -260,12 +268,35 @@ impl IpPlan {
 /// The top-level tables this reader knows.
 const TABLES: [&str; 6] = ["lab", "host", "switch", "router", "link", "flow"];
 
-/// Reads `text` into [`RawFile`] with one TOML parse. A syntax error is reported at the first
-/// problem in the file (the parser recovers and collects every error; the earliest is the one a
-/// reader fixes first). A top-level key that is neither one of [`TABLES`] nor one of `extras`
-/// (tables another reader of the same file takes, such as the simulator's) is refused at the
-/// first line that opens or assigns it.
+/// Reads `text` into [`RawFile`]: straight from the parser's events when the file has the
+/// plain shape [`events`] takes, else with [`read_general`] (which also reports every error).
 fn read_raw(text: &str, loc: &Locator<'_>, extras: &[&str]) -> Result<RawFile, TopologyError> {
+    let Some(raw) = events::read(text) else {
+        return read_general(text, loc, extras);
+    };
+    // Both readers give the same tables, spans included; debug builds (tests, fuzzing) check.
+    #[cfg(debug_assertions)]
+    {
+        let general = read_general(text, loc, extras).map(|g| format!("{g:?}"));
+        debug_assert_eq!(
+            general.as_deref().ok(),
+            Some(format!("{raw:?}").as_str()),
+            "the event reader and the general reader disagree on {text:?}"
+        );
+    }
+    Ok(raw)
+}
+
+/// Reads `text` into [`RawFile`] with one TOML parse into toml's document tree, then serde. A
+/// syntax error is reported at the first problem in the file (the parser recovers and collects
+/// every error; the earliest is the one a reader fixes first). A top-level key that is neither
+/// one of [`TABLES`] nor one of `extras` (tables another reader of the same file takes, such as
+/// the simulator's) is refused at the first line that opens or assigns it.
+pub(crate) fn read_general(
+    text: &str,
+    loc: &Locator<'_>,
+    extras: &[&str],
+) -> Result<RawFile, TopologyError> {
     let syntax = |e: &toml::de::Error| TopologyError::Syntax {
         at: loc.at(&e.span().unwrap_or(0..0)),
         message: e.message().trim().to_string(),
@@ -310,7 +341,7 @@ fn read_raw(text: &str, loc: &Locator<'_>, extras: &[&str]) -> Result<RawFile, T
 
 /// The location of byte `offset` of `text`, for readers of other tables of a topology file.
 pub(crate) fn locate(text: &str, origin: &str, offset: usize) -> Location {
-    Locator { text, origin }.at(&(offset..offset))
+    Locator::new(text, origin).at(&(offset..offset))
 }
 
 /// Parses and validates a topology; top-level tables named in `extras` are left to the caller.
@@ -320,7 +351,7 @@ pub(super) fn parse(
     extras: &[&str],
     profile: Profile,
 ) -> Result<Topology, TopologyError> {
-    let loc = Locator { text, origin };
+    let loc = Locator::new(text, origin);
     let raw = read_raw(text, &loc, extras)?;
     if raw.host.is_empty() && raw.switch.is_empty() && raw.router.is_empty() {
         return Err(TopologyError::Empty {
