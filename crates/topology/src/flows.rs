@@ -2,7 +2,7 @@
 //! communication over switched Ethernet", §3: token rate `r`, bucket `b = r·Ts + M` or given,
 //! maximum packet `M`), each along a path host → switch(es) → host over existing links.
 
-use std::collections::HashSet;
+use foldhash::{HashSet, HashSetExt as _};
 use std::time::Duration;
 
 use rtlan_calculus::Q;
@@ -37,17 +37,23 @@ pub(crate) fn resolve<'a>(
     switches: &'a [Switch],
     links: &'a [Link],
 ) -> Result<Vec<Flow>, TopologyError> {
-    // Indexes, not scans: every hop of every flow looks up its link and its node's kind.
+    // Indexes, not scans: every hop of every flow looks up its link and its node's kind
+    // (foldhash: short keys, many lookups, and no set here is iterated).
     let ordered = |a: &'a str, b: &'a str| if a < b { (a, b) } else { (b, a) };
-    let pairs: HashSet<(&str, &str)> = links
-        .iter()
-        .map(|l| ordered(&l.ends[0].node, &l.ends[1].node))
-        .collect();
+    let mut pairs: HashSet<(&str, &str)> = HashSet::with_capacity(links.len());
+    pairs.extend(
+        links
+            .iter()
+            .map(|l| ordered(&l.ends[0].node, &l.ends[1].node)),
+    );
     let linked = |a: &'a str, b: &'a str| pairs.contains(&ordered(a, b));
-    let switch_names: HashSet<&str> = switches.iter().map(|s| s.name.as_str()).collect();
+    let mut switch_names: HashSet<&str> = HashSet::with_capacity(switches.len());
+    switch_names.extend(switches.iter().map(|s| s.name.as_str()));
     let is_switch = |n: &str| switch_names.contains(n);
     let mut names: HashSet<&str> = HashSet::with_capacity(raw.len());
     let mut out = Vec::with_capacity(raw.len());
+    // The nodes of the path being checked, kept across flows to allocate once.
+    let mut seen: HashSet<&str> = HashSet::new();
     for f in raw {
         let name = f.name.get_ref();
         let err = |span: std::ops::Range<usize>, reason: String| TopologyError::BadFlow {
@@ -94,8 +100,8 @@ pub(crate) fn resolve<'a>(
                 ));
             }
         }
-        let mut seen = HashSet::new();
-        if !path.iter().all(|n| seen.insert(n)) {
+        seen.clear();
+        if !f.path.get_ref().iter().all(|n| seen.insert(n.get_ref())) {
             return Err(err(f.path.span(), "a path visits a node twice".to_string()));
         }
         let rate_bps =

@@ -4,7 +4,9 @@
 //! `line:column` for every error. The [`Profile`] decides the rules that differ between a lab
 //! topology and a network file.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
+
+use foldhash::{HashMap as FastMap, HashMapExt as _, HashSet as FastSet};
 use std::net::Ipv4Addr;
 use std::ops::Range;
 
@@ -896,13 +898,14 @@ fn resolve_links<'a>(
     defined: &BTreeMap<String, Range<usize>>,
     profile: Profile,
 ) -> Result<Vec<Link>, TopologyError> {
-    // Indexes, not scans: every link looks its ends up here.
-    let switch_by_name: HashMap<&str, &RawSwitch> = raw
+    // Indexes, not scans: every link looks its ends up here (a dozen lookups of short names per
+    // link, hence foldhash rather than SipHash; these maps are never iterated).
+    let switch_by_name: FastMap<&str, &RawSwitch> = raw
         .switch
         .iter()
         .map(|s| (s.name.get_ref().as_str(), s))
         .collect();
-    let routers: HashSet<&str> = raw
+    let routers: FastSet<&str> = raw
         .router
         .iter()
         .map(|r| r.name.get_ref().as_str())
@@ -934,11 +937,12 @@ fn resolve_links<'a>(
                 && s.stp.as_ref().is_some_and(|v| *v.get_ref())
         });
     // Keyed by names borrowed from the file: no string copies per link.
-    let mut host_link: HashMap<&str, Range<usize>> = HashMap::new();
-    let mut next_port: HashMap<&str, usize> = HashMap::new();
-    let mut pairs: HashMap<(&str, &str), Range<usize>> = HashMap::new();
+    let nodes = raw.host.len() + raw.switch.len() + raw.router.len();
+    let mut host_link: FastMap<&str, Range<usize>> = FastMap::with_capacity(nodes);
+    let mut next_port: FastMap<&str, usize> = FastMap::with_capacity(nodes);
+    let mut pairs: FastMap<(&str, &str), Range<usize>> = FastMap::with_capacity(raw.link.len());
     // (bridge, segment) → its link's span: one port per segment.
-    let mut bridge_ports: HashMap<(&str, &str), Range<usize>> = HashMap::new();
+    let mut bridge_ports: FastMap<(&str, &str), Range<usize>> = FastMap::new();
     let mut components = Components {
         parent: HashMap::new(),
     };
