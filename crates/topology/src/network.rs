@@ -64,12 +64,11 @@ impl Topology {
     /// given by `shaping_interval`, and the declared hosts' addresses.
     pub fn network(&self) -> Result<NetFile, NetworkError> {
         let origin = &self.origin;
-        let arith = |what: String| {
-            move |source| NetworkError::Arith {
-                origin: origin.clone(),
-                what,
-                source,
-            }
+        // The error's text is formatted only when a value does not fit, not for every value.
+        let arith = |what: String, source| NetworkError::Arith {
+            origin: origin.clone(),
+            what,
+            source,
         };
         let mut out = NetFile::default();
         for s in &self.switches {
@@ -82,10 +81,11 @@ impl Topology {
             let buffer = s.buffer_bytes.ok_or_else(|| missing("buffer"))?;
             out.switches.push(SwitchSpec {
                 name: s.name.clone(),
-                t_mux: seconds(t_mux).map_err(arith(format!("switch `{}` t_mux", s.name)))?,
+                t_mux: seconds(t_mux)
+                    .map_err(|e| arith(format!("switch `{}` t_mux", s.name), e))?,
                 buffer: int(buffer)
                     .mul(Q::int(8))
-                    .map_err(arith(format!("switch `{}` buffer", s.name)))?,
+                    .map_err(|e| arith(format!("switch `{}` buffer", s.name), e))?,
             });
         }
         for l in &self.links {
@@ -102,14 +102,14 @@ impl Topology {
             });
         }
         for f in &self.flows {
-            let what = |v: &str| format!("flow `{}` {v}", f.name);
+            let what = |v: &'static str| move |e| arith(format!("flow `{}` {v}", f.name), e);
             let max_packet = int(f.max_packet_bytes)
                 .mul(Q::int(8))
-                .map_err(arith(what("max_packet")))?;
+                .map_err(what("max_packet"))?;
             let burst = match f.bucket {
                 Bucket::ShapingInterval(ts) => burst_bits(f.rate_bps, f.max_packet_bytes, ts)
-                    .map_err(arith(what("shaping_interval")))?,
-                Bucket::Burst(bytes) => int(bytes).mul(Q::int(8)).map_err(arith(what("burst")))?,
+                    .map_err(what("shaping_interval"))?,
+                Bucket::Burst(bytes) => int(bytes).mul(Q::int(8)).map_err(what("burst"))?,
             };
             out.flows.push(FlowSpec {
                 name: f.name.clone(),
@@ -117,12 +117,12 @@ impl Topology {
                 rate: int(f.rate_bps),
                 max_packet,
                 burst,
-                host_delay: seconds(f.host_delay).map_err(arith(what("host_delay")))?,
+                host_delay: seconds(f.host_delay).map_err(what("host_delay"))?,
                 deadline: f
                     .deadline
                     .map(seconds)
                     .transpose()
-                    .map_err(arith(what("deadline")))?,
+                    .map_err(what("deadline"))?,
             });
         }
         out.hosts = self
