@@ -119,6 +119,15 @@ enum Command {
     Man(cmd::completions::ManArgs),
 }
 
+/// The process's allocator: mimalloc (Leijen, Zorn and de Moura, "Mimalloc: Free List Sharding
+/// in Action", APLAS 2019) instead of glibc's malloc. Reading a network file (`rtlan analyze`,
+/// `rtlan bwm`) allocates and frees tens of thousands of small strings; with glibc's malloc that
+/// was about a third of the read of a 1,000-flow file (docs/benchmarks.md, "Reading a network
+/// file"). It serves every subcommand; the switch's data path does not allocate per frame, so
+/// there it only changes start-up and control-plane work.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging(&cli.log_level);
