@@ -405,3 +405,100 @@ fn super_frames_arrive_cut_into_wire_frames_and_partial_checksums_filled() {
         std::panic::resume_unwind(panic);
     }
 }
+
+/// Names of this process's threads that are a port's transmit thread (`tx-IFNAME`).
+fn transmit_threads(ifname: &str) -> usize {
+    let want = format!("tx-{ifname}");
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim() == want)
+        .count()
+}
+
+/// A port whose TX ring a thread of its own kicks (docs/threads.md): frames leave intact and in
+/// order, the kicks and their waits are counted, a kick that fails on a downed interface hands
+/// its error to the next flush, and dropping the port joins the thread.
+#[test]
+fn frames_leave_through_a_transmit_thread() {
+    if !can_run_lab("frames_leave_through_a_transmit_thread") {
+        return;
+    }
+    let ns = Netns::new(&format!("rtl-lnx{}-t", std::process::id()));
+    no_ipv6(&ns);
+    veth(&ns, "x0", &ns, "x1");
+    let result = ns
+        .spawn(move || {
+            let options = PortOptions {
+                ring_frames: 64,
+                tx_thread: Some(rtlan_linux::packet::TxThreadCpu::Any),
+                ..PortOptions::default()
+            };
+            let mut p0 = PacketPort::open("x0", &options).expect("open x0");
+            let mut p1 = PacketPort::open("x1", &PortOptions::default()).expect("open x1");
+            assert_eq!(transmit_threads("x0"), 1, "x0's transmit thread runs");
+            assert_eq!(transmit_threads("x1"), 0, "x1 kicks its ring itself");
+
+            let (dst, src) = (p1.mac().0, p0.mac().0);
+            let sent: Vec<Vec<u8>> = (0..500u32)
+                .map(|i| frame(dst, src, i, 60 + (i as usize * 13) % 1400))
+                .collect();
+            let mut received = Vec::new();
+            for chunk in sent.chunks(16) {
+                for f in chunk {
+                    send(&mut p0, f);
+                }
+                p0.flush().expect("flush");
+                assert!(!p0.flush_pending(), "the doorbell took the batch");
+                received.extend(receive_test_frames(&mut p1, chunk.len()));
+            }
+            assert_eq!(received.len(), sent.len(), "all frames arrive");
+            assert!(received == sent, "frames arrive intact and in order");
+            p0.read_kernel_drops();
+            let c = p0.counters().clone();
+            assert!(c.tx_thread_kicks > 0, "{c:?}");
+            assert!(
+                c.tx_thread_kicks <= 500,
+                "at most a kick per doorbell: {c:?}"
+            );
+            assert_eq!(c.tx_thread_failed_kicks, 0, "{c:?}");
+            assert!(
+                c.tx_thread_wait_max_ns > 0 && c.tx_thread_wait_max_ns < 1_000_000_000,
+                "doorbell-to-kick wait measured: {c:?}"
+            );
+            assert!(c.tx_thread_wait_sum_ns >= c.tx_thread_wait_max_ns, "{c:?}");
+
+            // A downed interface: the thread's kick fails and the next flush reports it.
+            let down = std::process::Command::new("ip")
+                .args(["link", "set", "x0", "down"])
+                .status()
+                .expect("ip link");
+            assert!(down.success());
+            send(&mut p0, &sent[0]);
+            let deadline = Instant::now() + Duration::from_secs(2);
+            let err = loop {
+                if let Err(e) = p0.flush() {
+                    break e;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "no flush reported the failed kick"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            assert_eq!(err.raw_os_error(), Some(libc::ENETDOWN), "{err}");
+            p0.read_kernel_drops();
+            assert!(p0.counters().tx_thread_failed_kicks > 0);
+            assert!(p0.counters().tx_send_errors > 0);
+
+            drop(p0);
+            assert_eq!(
+                transmit_threads("x0"),
+                0,
+                "dropping the port joined its thread"
+            );
+        })
+        .join();
+    drop(ns);
+    result.expect("transmit-thread test passed");
+}

@@ -13,6 +13,7 @@
 
 pub(crate) mod cbpf;
 pub(crate) mod iface;
+mod kicker;
 mod ring;
 mod superframe;
 
@@ -21,6 +22,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use rtlan_wire::ethernet::Address;
 
+use kicker::Kicker;
+pub use kicker::TxThreadCpu;
 use ring::{Geometry, Mapping, Ring, RX_HEADER_END, TX_DATA_OFFSET};
 pub use ring::{FRAME_SIZE, RX_MAX_FRAME, TX_MAX_FRAME};
 use superframe::SuperFrameSocket;
@@ -40,6 +43,9 @@ pub enum PacketError {
         #[source]
         source: io::Error,
     },
+    /// The port's transmit thread could not be started.
+    #[error("starting the transmit thread: {0}")]
+    TxThread(#[source] io::Error),
     /// The interface is not an Ethernet interface.
     #[error("interface `{ifname}` is not Ethernet (ARPHRD type {hw_type})")]
     NotEthernet {
@@ -98,6 +104,9 @@ pub struct PortOptions {
     /// (`superframe`, docs/offload.md). Without it such frames are truncated and dropped
     /// (`rx_truncated`).
     pub superframes: bool,
+    /// Kick the TX ring from a thread of the port's own, placed as given, instead of from the
+    /// data-plane thread (`kicker`, docs/threads.md); `None`: the data-plane thread kicks.
+    pub tx_thread: Option<TxThreadCpu>,
 }
 
 impl Default for PortOptions {
@@ -106,6 +115,7 @@ impl Default for PortOptions {
             ring_frames: 2048,
             qdisc_bypass: false,
             superframes: true,
+            tx_thread: None,
         }
     }
 }
@@ -153,6 +163,14 @@ pub struct PortCounters {
     pub tx_bad_length: u64,
     /// Socket errors reported asynchronously (e.g. `ENETDOWN` when the interface went away).
     pub socket_errors: u64,
+    /// With a transmit thread (docs/threads.md): the ring kicks it made.
+    pub tx_thread_kicks: u64,
+    /// Of those, kicks that failed (retried by the thread; the error reaches the data plane).
+    pub tx_thread_failed_kicks: u64,
+    /// Largest time from the data-plane thread's doorbell to the kick, nanoseconds.
+    pub tx_thread_wait_max_ns: u64,
+    /// Sum of those times, nanoseconds (divide by `tx_thread_kicks` for the mean).
+    pub tx_thread_wait_sum_ns: u64,
 }
 
 impl PortCounters {
@@ -188,6 +206,8 @@ pub enum TxOutcome {
 /// One switch port: a packet socket with mapped RX and TX rings.
 #[derive(Debug)]
 pub struct PacketPort {
+    // Declared first: the transmit thread is joined before the socket it kicks is closed.
+    kicker: Option<Kicker>,
     ifname: String,
     ifindex: u32,
     mac: Address,
@@ -425,7 +445,13 @@ impl PacketPort {
             None
         };
 
+        let kicker = match options.tx_thread {
+            Some(cpu) => Some(Kicker::start(raw, ifname, cpu).map_err(PacketError::TxThread)?),
+            None => None,
+        };
+
         Ok(PacketPort {
+            kicker,
             superframes,
             superframes_ready: true,
             superframes_hinted: false,
@@ -647,8 +673,23 @@ impl PacketPort {
     }
 
     /// Asks the kernel to send every queued frame (one `sendto` for the batch). A failure is
-    /// counted and returned; the frames stay queued for the next flush.
+    /// counted and returned; the frames stay queued for the next flush. With a transmit thread
+    /// ([`PortOptions::tx_thread`]) it rings the thread's doorbell instead, and returns the
+    /// error of a kick of the thread's that failed since the last flush (the thread retries).
     pub fn flush(&mut self) -> io::Result<()> {
+        if let Some(kicker) = &self.kicker {
+            if self.unflushed > 0 {
+                kicker.ring();
+                self.unflushed = 0;
+            }
+            return match kicker.take_error() {
+                Some(err) => {
+                    self.counters.tx_send_errors += 1;
+                    Err(err)
+                }
+                None => Ok(()),
+            };
+        }
         if self.unflushed == 0 {
             return Ok(());
         }
@@ -719,6 +760,16 @@ impl PacketPort {
         };
         if rc == 0 {
             self.counters.rx_kernel_drops += u64::from(stats.tp_drops);
+        }
+        if let Some(kicker) = &self.kicker {
+            let k = kicker.stats();
+            self.counters.tx_thread_kicks = k.kicks;
+            self.counters.tx_thread_failed_kicks = k.failed_kicks;
+            self.counters.tx_thread_wait_max_ns = k.wait_max_ns;
+            self.counters.tx_thread_wait_sum_ns = k.wait_sum_ns;
+            if !kicker.running() {
+                tracing::error!(ifname = %self.ifname, "the port's transmit thread has ended");
+            }
         }
     }
 }

@@ -126,6 +126,11 @@ pub struct Config {
     pub fast_path: bool,
     /// Slots per RX and per TX ring of each port.
     pub ring_frames: usize,
+    /// Kick each AF_PACKET port's TX ring from a thread of the port's own (docs/threads.md);
+    /// default off.
+    pub tx_threads: bool,
+    /// CPUs for those threads, given to the ports in turn; empty = any CPU but `cpu`'s.
+    pub tx_cpus: Vec<usize>,
     /// A real-time connection with no REFRESH for this long is released; zero = never.
     pub refresh_timeout: Duration,
     /// Share of each output link real-time reservations may book, percent (paper: 60).
@@ -194,6 +199,8 @@ struct RawConfig {
     data_plane: Option<crate::xdp::DataPlane>,
     fast_path: Option<bool>,
     ring_frames: Option<Spanned<usize>>,
+    tx_threads: Option<bool>,
+    tx_cpus: Option<Vec<usize>>,
     refresh_timeout: Option<Spanned<String>>,
     realtime_cap_percent: Option<Spanned<u8>>,
     backplane: Option<Spanned<String>>,
@@ -525,6 +532,8 @@ impl Config {
             data_plane: raw.data_plane.unwrap_or(crate::xdp::DataPlane::Auto),
             fast_path: raw.fast_path.unwrap_or(true),
             ring_frames,
+            tx_threads: raw.tx_threads.unwrap_or(false),
+            tx_cpus: raw.tx_cpus.unwrap_or_default(),
             refresh_timeout,
             realtime_cap_percent,
             backplane_bps,
@@ -648,6 +657,9 @@ struct ConfigView<'a> {
     data_plane: crate::xdp::DataPlane,
     fast_path: bool,
     ring_frames: usize,
+    tx_threads: bool,
+    #[serde(skip_serializing_if = "<[usize]>::is_empty")]
+    tx_cpus: &'a [usize],
     refresh_timeout: String,
     realtime_cap_percent: u8,
     backplane: String,
@@ -687,6 +699,8 @@ impl serde::Serialize for Config {
             data_plane: self.data_plane,
             fast_path: self.fast_path,
             ring_frames: self.ring_frames,
+            tx_threads: self.tx_threads,
+            tx_cpus: &self.tx_cpus,
             refresh_timeout: format_duration(self.refresh_timeout),
             realtime_cap_percent: self.realtime_cap_percent,
             backplane: self

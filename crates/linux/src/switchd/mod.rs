@@ -175,6 +175,17 @@ pub fn check_port_rates(ports: &[PortSpec]) {
     }
 }
 
+/// Where port `port`'s transmit thread runs: the configured `tx_cpus` in turn, else any CPU but
+/// the data plane's (docs/threads.md).
+fn tx_thread_cpu(config: &Config, port: usize) -> crate::packet::TxThreadCpu {
+    use crate::packet::TxThreadCpu;
+    match (config.tx_cpus.is_empty(), config.cpu) {
+        (false, _) => TxThreadCpu::Cpu(config.tx_cpus[port % config.tx_cpus.len()]),
+        (true, Some(cpu)) => TxThreadCpu::AnyBut(cpu),
+        (true, None) => TxThreadCpu::Any,
+    }
+}
+
 /// Runs the switch on the calling thread until `shutdown` becomes true (checked at least every
 /// 100 ms), then closes everything (removing the control socket file) and reports.
 pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
@@ -195,6 +206,10 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
                 maps.program_for(i as u32, rtlan_core::switch::MAX_FRAME_LEN as u32),
             ),
             None => Steering::Everything,
+        };
+        let options = crate::packet::PortOptions {
+            tx_thread: config.tx_threads.then(|| tx_thread_cpu(&config, i)),
+            ..options
         };
         let port = AnyPort::open(&spec.ifname, config.data_plane, &steering, &options).map_err(
             |e| match e.split() {

@@ -227,11 +227,16 @@ impl TcPacketPort {
         let other =
             PacketPort::open_bound(ifname, options, libc::ETH_P_ALL as u16, &other_filter())
                 .map_err(socket_error(ifname, "other"))?;
-        let ipv4 = PacketPort::open_bound(ifname, options, ETH_P_IP, &untagged_filter())
+        // Only `other` sends: the others need no transmit thread.
+        let receive_only = PortOptions {
+            tx_thread: None,
+            ..*options
+        };
+        let ipv4 = PacketPort::open_bound(ifname, &receive_only, ETH_P_IP, &untagged_filter())
             .map_err(socket_error(ifname, "ipv4"))?;
         let side = PortOptions {
             ring_frames: SIDE_RING_FRAMES,
-            ..*options
+            ..receive_only
         };
         let ipv6 = PacketPort::open_bound(ifname, &side, ETH_P_IPV6, &untagged_filter())
             .map_err(socket_error(ifname, "ipv6"))?;
