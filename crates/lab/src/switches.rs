@@ -36,6 +36,9 @@ struct SwitchFile {
     /// Absent when on, the switch's default.
     #[serde(skip_serializing_if = "Option::is_none")]
     fast_path: Option<bool>,
+    /// Absent when off, the switch's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tx_threads: Option<bool>,
     port: Vec<PortFile>,
 }
 
@@ -98,6 +101,7 @@ pub(crate) fn render_config(
         stp: opts.stp.then_some(StpFile::LAB),
         data_plane: options.data_plane,
         fast_path: (!options.fast_path).then_some(false),
+        tx_threads: options.tx_threads.then_some(true),
         port: topology
             .interfaces(name)
             .into_iter()

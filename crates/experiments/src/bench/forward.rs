@@ -45,6 +45,9 @@ pub struct ForwardSettings {
     pub data_plane: rtlan_linux::xdp::DataPlane,
     /// On AF_XDP, the switch's best-effort fast path (docs/fastpath.md).
     pub fast_path: bool,
+    /// The rtlan switches kick their ports' TX rings from threads of their own
+    /// (docs/threads.md).
+    pub tx_threads: bool,
     /// Leave the labs running afterwards.
     pub keep: bool,
     /// The rtlan executable (the labs' switches).
@@ -147,6 +150,7 @@ fn build(
     switch_cpu: Option<usize>,
     data_plane: rtlan_linux::xdp::DataPlane,
     fast_path: bool,
+    tx_threads: bool,
 ) -> anyhow::Result<Lab> {
     let name = lab_name(variant);
     let topology = Topology::from_str(&topology_text(variant, switch_cpu), "bench forward")
@@ -154,6 +158,7 @@ fn build(
     let mut options = LabOptions::new(exe);
     options.data_plane = data_plane;
     options.fast_path = fast_path;
+    options.tx_threads = tx_threads;
     let lab =
         Lab::up(&topology, &name, &options).with_context(|| format!("building lab `{name}`"))?;
     let ping = rtlan_lab::tools::ping(
@@ -209,7 +214,14 @@ pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<For
     let mut results = Vec::new();
     for &v in &variants {
         progress(Step::Message(format!("building {} lab", v.heading())));
-        let lab = build(&args.exe, v, switch_cpu, args.data_plane, args.fast_path)?;
+        let lab = build(
+            &args.exe,
+            v,
+            switch_cpu,
+            args.data_plane,
+            args.fast_path,
+            args.tx_threads,
+        )?;
         results.push(VariantRuns::new(v, lab.name().to_string(), v.offloads()));
         labs.push(lab);
         progress(Step::Advance(1));

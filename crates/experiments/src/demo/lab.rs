@@ -58,6 +58,7 @@ pub fn run_one(
     progress(Step::Message(format!("{}: building the lab", kind.name())));
     let mut options = LabOptions::new(exe);
     options.data_plane = scenario.data_plane;
+    options.tx_threads = scenario.tx_threads;
     let lab = Lab::up(&topology, &name, &options)?;
     let flows = traffic(scenario, exe, &lab, kind, progress);
     lab.down()?;

@@ -136,6 +136,9 @@ pub struct Guarantee {
     /// Veth offloads on at every end in the lab (`[lab] offloads`, docs/offload.md): hosts
     /// send TCP super-frames and leave checksums partial, for both switch kinds.
     pub offloads: bool,
+    /// The rtlan switch kicks its ports' TX rings from threads of their own (`tx_threads`,
+    /// docs/threads.md).
+    pub tx_threads: bool,
 }
 
 /// The reserved (on the bridge: offered) rate of the a → d stream, bits per second of whole
@@ -214,6 +217,7 @@ impl Guarantee {
             },
             data_plane: rtlan_linux::xdp::DataPlane::AfPacket,
             offloads: false,
+            tx_threads: false,
         }
     }
 

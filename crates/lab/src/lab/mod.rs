@@ -189,6 +189,9 @@ pub struct LabOptions {
     /// ports no reservation crosses (docs/fastpath.md; their default). The other ends of links
     /// to them then receive with GRO, as physical NICs do by default.
     pub fast_path: bool,
+    /// The rtlan switches kick each AF_PACKET port's TX ring from a thread of the port's own
+    /// (`tx_threads`, docs/threads.md); off by default, as in the switch.
+    pub tx_threads: bool,
 }
 
 impl LabOptions {
@@ -199,6 +202,7 @@ impl LabOptions {
             switch_timeout: Duration::from_secs(10),
             data_plane: rtlan_linux::xdp::DataPlane::AfPacket,
             fast_path: true,
+            tx_threads: false,
         }
     }
 }

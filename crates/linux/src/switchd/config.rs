@@ -126,8 +126,8 @@ pub struct Config {
     pub fast_path: bool,
     /// Slots per RX and per TX ring of each port.
     pub ring_frames: usize,
-    /// Kick each AF_PACKET port's TX ring from a thread of the port's own (docs/threads.md);
-    /// default off.
+    /// Kick each unpaced AF_PACKET port's TX ring from a thread of the port's own
+    /// (docs/threads.md); paced ports always kick inline. Default off.
     pub tx_threads: bool,
     /// CPUs for those threads, given to the ports in turn; empty = any CPU but `cpu`'s.
     pub tx_cpus: Vec<usize>,

@@ -18,6 +18,8 @@ busy_poll = true
 qdisc_bypass = true
 data_plane = "af_xdp"
 ring_frames = 512
+tx_threads = true
+tx_cpus = [0, 3]
 refresh_timeout = "45s"
 
 [[port]]
@@ -96,7 +98,39 @@ fn minimal_config_takes_defaults() {
     assert_eq!(c.data_plane, crate::xdp::DataPlane::Auto);
     assert!(c.fast_path);
     assert_eq!(c.ring_frames, DEFAULT_RING_FRAMES);
+    assert!(!c.tx_threads);
+    assert!(c.tx_cpus.is_empty());
     assert_eq!(c.refresh_timeout, Duration::from_secs(30));
+}
+
+#[test]
+fn transmit_threads_take_the_configured_cpus_in_turn_or_avoid_the_data_plane() {
+    use crate::packet::TxThreadCpu;
+    let full = Config::from_toml_str(FULL).expect("valid");
+    assert!(full.tx_threads);
+    assert_eq!(full.tx_cpus, [0, 3]);
+    let placed: Vec<_> = (0..3)
+        .map(|i| super::super::tx_thread_cpu(&full, i))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            TxThreadCpu::Cpu(0),
+            TxThreadCpu::Cpu(3),
+            TxThreadCpu::Cpu(0)
+        ]
+    );
+    let pinned = Config::from_toml_str("cpu = 1\ntx_threads = true\n[[port]]\nifname = \"a\"\n")
+        .expect("valid");
+    assert_eq!(
+        super::super::tx_thread_cpu(&pinned, 0),
+        TxThreadCpu::AnyBut(1)
+    );
+    let free =
+        Config::from_toml_str("tx_threads = true\n[[port]]\nifname = \"a\"\n").expect("valid");
+    assert_eq!(super::super::tx_thread_cpu(&free, 0), TxThreadCpu::Any);
+    let (line, msg) = invalid_line("tx_cpus = \"all\"\n[[port]]\nifname = \"a\"\n");
+    assert_eq!(line, 1, "{msg}");
 }
 
 #[test]

@@ -177,7 +177,7 @@ pub fn check_port_rates(ports: &[PortSpec]) {
 
 /// Where port `port`'s transmit thread runs: the configured `tx_cpus` in turn, else any CPU but
 /// the data plane's (docs/threads.md).
-fn tx_thread_cpu(config: &Config, port: usize) -> crate::packet::TxThreadCpu {
+pub(crate) fn tx_thread_cpu(config: &Config, port: usize) -> crate::packet::TxThreadCpu {
     use crate::packet::TxThreadCpu;
     match (config.tx_cpus.is_empty(), config.cpu) {
         (false, _) => TxThreadCpu::Cpu(config.tx_cpus[port % config.tx_cpus.len()]),
@@ -208,7 +208,10 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
             None => Steering::Everything,
         };
         let options = crate::packet::PortOptions {
-            tx_thread: config.tx_threads.then(|| tx_thread_cpu(&config, i)),
+            // A paced port's departures are the pacer's (the link emulation or the wire behind
+            // it sees them): it kicks inline, so a late thread cannot bunch them up.
+            tx_thread: (config.tx_threads && spec.rate_bps.is_none())
+                .then(|| tx_thread_cpu(&config, i)),
             ..options
         };
         let port = AnyPort::open(&spec.ifname, config.data_plane, &steering, &options).map_err(

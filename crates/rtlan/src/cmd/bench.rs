@@ -102,6 +102,10 @@ pub(crate) struct ForwardArgs {
     /// best-effort frames, docs/fastpath.md).
     #[arg(long)]
     no_fast_path: bool,
+    /// The rtlan switches kick each port's TX ring from a thread of the port's own, on a CPU
+    /// other than the data plane's (docs/threads.md).
+    #[arg(long)]
+    tx_threads: bool,
     /// Leave the labs running afterwards (remove them with `rtlan lab down --name …`).
     #[arg(long)]
     keep: bool,
@@ -173,6 +177,7 @@ pub(crate) fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
                 router: args.router,
                 data_plane: args.data_plane.into(),
                 fast_path: !args.no_fast_path,
+                tx_threads: args.tx_threads,
                 keep: args.keep,
                 exe: exe()?,
             };

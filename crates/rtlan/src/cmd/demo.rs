@@ -54,6 +54,10 @@ pub(crate) struct DemoArgs {
     /// fast path or cuts into wire frames for its scheduler (docs/offload.md).
     #[arg(long)]
     offloads: bool,
+    /// The rtlan switch kicks each port's TX ring from a thread of the port's own
+    /// (docs/threads.md); the guarantee must hold as without.
+    #[arg(long)]
+    tx_threads: bool,
 }
 
 pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -61,6 +65,7 @@ pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let mut scenario = Guarantee::new(args.seconds);
     scenario.data_plane = args.data_plane.into();
     scenario.offloads = args.offloads;
+    scenario.tx_threads = args.tx_threads;
     let progress = bar("{spinner} [{bar:30}] {msg}")?;
     progress.enable_steady_tick(Duration::from_millis(120));
     let runs = demo::run(args.backend.into(), &scenario, &exe, &|s| {
@@ -76,6 +81,7 @@ pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_value(scenario.data_plane)?,
         );
         obj.insert("offloads".to_string(), scenario.offloads.into());
+        obj.insert("tx_threads".to_string(), scenario.tx_threads.into());
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
