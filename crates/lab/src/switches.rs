@@ -186,6 +186,7 @@ ends = ["s1", "b"]
             let mut options = crate::LabOptions::new("/bin/true");
             options.data_plane = data_plane;
             options.fast_path = fast_path;
+            options.tx_threads = !fast_path;
             let text = render_config(
                 &topo,
                 "s1",
@@ -200,8 +201,10 @@ ends = ["s1", "b"]
         let v = rendered(DataPlane::AfXdp, true);
         assert_eq!(v["data_plane"].as_str(), Some("af_xdp"));
         assert!(v.get("fast_path").is_none(), "on is the default");
+        assert!(v.get("tx_threads").is_none(), "off is the default");
         let v = rendered(DataPlane::AfXdp, false);
         assert_eq!(v["fast_path"].as_bool(), Some(false));
+        assert_eq!(v["tx_threads"].as_bool(), Some(true));
     }
 
     #[test]
