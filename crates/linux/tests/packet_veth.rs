@@ -66,6 +66,22 @@ fn receive_for(port: &mut PacketPort, want: usize, wait: Duration) -> Vec<Vec<u8
     got
 }
 
+/// Sends `sent` from `from` in batches of 16, one flush each, and checks that `to` receives them
+/// all, intact and in order (reading after each batch, so a 64-slot RX ring never overflows).
+fn cross(from: &mut PacketPort, to: &mut PacketPort, sent: &[Vec<u8>]) {
+    let mut received = Vec::new();
+    for chunk in sent.chunks(16) {
+        for f in chunk {
+            send(from, f);
+        }
+        from.flush().expect("flush");
+        assert!(!from.flush_pending(), "the flush took the batch");
+        received.extend(receive_test_frames(to, chunk.len()));
+    }
+    assert_eq!(received.len(), sent.len(), "all frames arrive");
+    assert!(received == sent, "frames arrive intact and in order");
+}
+
 /// Frames we expect: wait up to 2 s.
 fn receive_test_frames(port: &mut PacketPort, want: usize) -> Vec<Vec<u8>> {
     receive_for(port, want, Duration::from_secs(2))
@@ -106,17 +122,7 @@ fn frames_cross_a_veth_pair_through_the_rings() {
             let sent: Vec<Vec<u8>> = (0..200u32)
                 .map(|i| frame(dst, src, i, 60 + (i as usize * 7) % 1400))
                 .collect();
-            let mut received = Vec::new();
-            for chunk in sent.chunks(16) {
-                for f in chunk {
-                    send(&mut p0, f);
-                }
-                p0.flush().expect("flush");
-                // Keep up with the sender so the 64-slot RX ring never overflows.
-                received.extend(receive_test_frames(&mut p1, chunk.len()));
-            }
-            assert_eq!(received.len(), sent.len(), "all frames arrive");
-            assert!(received == sent, "frames arrive intact and in order");
+            cross(&mut p0, &mut p1, &sent);
             assert_eq!(p0.counters().tx_frames, 200);
             assert_eq!(p1.counters().rx_truncated, 0);
 
@@ -443,17 +449,7 @@ fn frames_leave_through_a_transmit_thread() {
             let sent: Vec<Vec<u8>> = (0..500u32)
                 .map(|i| frame(dst, src, i, 60 + (i as usize * 13) % 1400))
                 .collect();
-            let mut received = Vec::new();
-            for chunk in sent.chunks(16) {
-                for f in chunk {
-                    send(&mut p0, f);
-                }
-                p0.flush().expect("flush");
-                assert!(!p0.flush_pending(), "the doorbell took the batch");
-                received.extend(receive_test_frames(&mut p1, chunk.len()));
-            }
-            assert_eq!(received.len(), sent.len(), "all frames arrive");
-            assert!(received == sent, "frames arrive intact and in order");
+            cross(&mut p0, &mut p1, &sent);
             p0.read_kernel_drops();
             let c = p0.counters().clone();
             assert!(c.tx_thread_kicks > 0, "{c:?}");

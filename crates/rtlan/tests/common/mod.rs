@@ -269,7 +269,17 @@ pub fn has_proxy_route(lab: &Lab, host: &str) -> bool {
 
 /// Polls `done` every 50 ms until it holds or `timeout` passes; returns whether it held and
 /// how long it took.
-pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> (bool, Duration) {
+pub fn wait_until(timeout: Duration, done: impl FnMut() -> bool) -> (bool, Duration) {
+    poll_every(Duration::from_millis(50), timeout, done)
+}
+
+/// Polls `done` every `interval` until it holds or `timeout` passes; returns whether it held
+/// and how long it took.
+pub fn poll_every(
+    interval: Duration,
+    timeout: Duration,
+    mut done: impl FnMut() -> bool,
+) -> (bool, Duration) {
     let start = std::time::Instant::now();
     loop {
         if done() {
@@ -278,7 +288,7 @@ pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> (bool, D
         if start.elapsed() > timeout {
             return (false, start.elapsed());
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(interval);
     }
 }
 
@@ -603,15 +613,6 @@ pub fn crash_switch(lab: &Lab, name: &str) {
 
 /// Polls `done` every 2 ms (finer than `wait_until`'s 50 ms, so the printed times mean
 /// something) until it holds or `timeout` passes; returns whether it held and how long it took.
-pub fn poll_until(timeout: Duration, mut done: impl FnMut() -> bool) -> (bool, Duration) {
-    let start = std::time::Instant::now();
-    loop {
-        if done() {
-            return (true, start.elapsed());
-        }
-        if start.elapsed() > timeout {
-            return (false, start.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+pub fn poll_until(timeout: Duration, done: impl FnMut() -> bool) -> (bool, Duration) {
+    poll_every(Duration::from_millis(2), timeout, done)
 }
