@@ -107,6 +107,27 @@ pub fn render(
                 n,
             );
         }
+        // Transmit threads (docs/threads.md), on ports that have one.
+        if c.tx_thread_kicks > 0 {
+            page.counter(
+                "rtlan_port_tx_thread_kicks",
+                "TX-ring kicks made by the port's transmit thread.",
+                labels(&[("port", &port)]),
+                c.tx_thread_kicks,
+            );
+            page.counter(
+                "rtlan_port_tx_thread_failed_kicks",
+                "Of those, kicks that failed (retried; the error reaches the data plane).",
+                labels(&[("port", &port)]),
+                c.tx_thread_failed_kicks,
+            );
+            page.counter(
+                "rtlan_port_tx_thread_wait_microseconds",
+                "Sum over kicks of the time from the data plane's doorbell to the kick.",
+                labels(&[("port", &port)]),
+                c.tx_thread_wait_sum_ns / 1000,
+            );
+        }
     }
     // The best-effort fast path (docs/fastpath.md): frames its XDP programs forwarded from each
     // port, which the core's counters above never see, and whether the port is open.
@@ -271,4 +292,60 @@ pub fn render(
         );
     }
     page.encode()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::PortStats;
+    use crate::packet::PortCounters;
+
+    /// A port with a transmit thread exports its kicks, failures and wait; one without exports
+    /// none of the three.
+    #[test]
+    fn transmit_thread_counters_appear_for_ports_that_have_one() {
+        let text = "[[port]]\nifname = \"p0\"\n[[port]]\nifname = \"p1\"\n";
+        let config = crate::switchd::Config::from_toml_str(text).expect("config");
+        let macs = [
+            rtlan_wire::ethernet::Address([2, 0, 0, 0, 0, 1]),
+            rtlan_wire::ethernet::Address([2, 0, 0, 0, 0, 2]),
+        ];
+        let now = rtlan_core::time::Instant::ZERO;
+        let switch = Switch::new(config.switch_config(&macs), now).expect("switch");
+        let port = |ifname: &str, counters: PortCounters| PortStats {
+            ifname: ifname.to_string(),
+            ifindex: 1,
+            mac: "02:00:00:00:00:01".to_string(),
+            kind: "af_packet",
+            counters,
+        };
+        let shell = ShellStats {
+            ports: vec![
+                port(
+                    "p0",
+                    PortCounters {
+                        tx_thread_kicks: 7,
+                        tx_thread_failed_kicks: 2,
+                        tx_thread_wait_sum_ns: 3_500_000,
+                        ..PortCounters::default()
+                    },
+                ),
+                port("p1", PortCounters::default()),
+            ],
+            ..ShellStats::default()
+        };
+        let names = ["p0".to_string(), "p1".to_string()];
+        let page = render(&switch, &shell, &LatenessStats::default(), &names, now);
+        for line in [
+            "rtlan_port_tx_thread_kicks_total{port=\"p0\"} 7",
+            "rtlan_port_tx_thread_failed_kicks_total{port=\"p0\"} 2",
+            "rtlan_port_tx_thread_wait_microseconds_total{port=\"p0\"} 3500",
+        ] {
+            assert!(page.contains(line), "{line} missing:\n{page}");
+        }
+        assert!(
+            !page.contains("tx_thread_kicks_total{port=\"p1\"}"),
+            "{page}"
+        );
+    }
 }
