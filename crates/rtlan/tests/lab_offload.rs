@@ -28,6 +28,18 @@ use common::*;
 use rtlan_lab::tools::{Iperf3Opts, Iperf3Server};
 use rtlan_lab::Lab;
 
+/// `hosts` on one rtlan switch s1 over unlimited links, every veth's offloads on.
+fn offloaded_star(hosts: &[&str]) -> String {
+    let mut text = String::from("[lab]\noffloads = true\n\n");
+    for h in hosts {
+        text.push_str(&format!(
+            "[[host]]\nname = \"{h}\"\n[[link]]\nends = [\"{h}\", \"s1\"]\n"
+        ));
+    }
+    text.push_str("[[switch]]\nname = \"s1\"\nkind = \"rtlan\"\n");
+    text
+}
+
 /// b's `eth0` receive counters: (packets, bytes).
 fn rx_counters(lab: &Lab, host: &str) -> (u64, u64) {
     let read = |what: &str| -> u64 {
@@ -94,14 +106,7 @@ fn tcp_super_frames_cross_the_fast_path_whole_and_the_core_cut() {
         return;
     }
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
-    let mut text = String::from("[lab]\noffloads = true\n\n");
-    for h in ["a", "b", "c"] {
-        text.push_str(&format!(
-            "[[host]]\nname = \"{h}\"\n[[link]]\nends = [\"{h}\", \"s1\"]\n"
-        ));
-    }
-    text.push_str("[[switch]]\nname = \"s1\"\nkind = \"rtlan\"\n");
-    let lab = up_str(&text, "offl");
+    let lab = up_str(&offloaded_star(&["a", "b", "c"]), "offl");
     let (pa, pb) = (port_towards(&lab, "s1", "a"), port_towards(&lab, "s1", "b"));
     ping_ok(&lab, "a", "b");
     ping_ok(&lab, "a", "c");
@@ -176,14 +181,7 @@ fn super_frames_survive_a_switch_crash_and_a_link_going_down() {
         return;
     }
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
-    let mut text = String::from("[lab]\noffloads = true\n\n");
-    for h in ["a", "b"] {
-        text.push_str(&format!(
-            "[[host]]\nname = \"{h}\"\n[[link]]\nends = [\"{h}\", \"s1\"]\n"
-        ));
-    }
-    text.push_str("[[switch]]\nname = \"s1\"\nkind = \"rtlan\"\n");
-    let lab = up_str(&text, "offr");
+    let lab = up_str(&offloaded_star(&["a", "b"]), "offr");
     let (pa, pb) = (port_towards(&lab, "s1", "a"), port_towards(&lab, "s1", "b"));
     let pb_ifname = lab.switch_ports("s1").expect("ports")[pb as usize]
         .0

@@ -14,7 +14,6 @@
 mod common;
 
 use common::*;
-use rtlan_lab::{Lab, LabOptions, Topology};
 
 const PAIR: &str = r#"
 [[host]]
@@ -45,14 +44,11 @@ fn a_switch_with_transmit_threads_forwards_and_counts_their_kicks() {
         return;
     }
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
-    let topology = Topology::from_str(PAIR, "inline").expect("topology");
-    let name = lab_name("txt");
-    let _ = rtlan_lab::down(&name);
-    let mut options = LabOptions::new(env!("CARGO_BIN_EXE_rtlan"));
-    options.tx_threads = true;
-    // Every frame through the core, so the pings are the core's to send.
-    options.fast_path = false;
-    let lab = Lab::up(&topology, &name, &options).expect("lab up");
+    let lab = up_str_with(PAIR, "txt", |options| {
+        options.tx_threads = true;
+        // Every frame through the core, so the pings are the core's to send.
+        options.fast_path = false;
+    });
     assert_eq!(ctl(&lab, "s1", "config")["tx_threads"], true);
     let ports = lab.switch_ports("s1").expect("ports");
     // The switch process itself: the lab records the PID `ip netns exec` became.

@@ -64,25 +64,46 @@ fn set_realtime_priority(priority: u8) {
 
 /// Pins the calling thread to `cpu`.
 fn pin_to_cpu(cpu: usize) -> Result<(), AffinityError> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(AffinityError {
-            cpu,
-            source: io::Error::from_raw_os_error(libc::EINVAL),
-        });
-    }
+    pin_to_cpus(&[cpu]).map_err(|source| AffinityError { cpu, source })
+}
+
+/// Lets the calling thread run on `cpus` only (`EINVAL` for a CPU at or past `CPU_SETSIZE`).
+pub(crate) fn pin_to_cpus(cpus: &[usize]) -> io::Result<()> {
     // SAFETY: `cpu_set_t` is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu < CPU_SETSIZE` (checked above), so the bit lies inside the set.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    for &cpu in cpus {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: `cpu < CPU_SETSIZE` (checked above), so the bit lies inside the set.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
     // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 = the calling thread.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc < 0 {
-        return Err(AffinityError {
-            cpu,
-            source: io::Error::last_os_error(),
-        });
+        return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Puts the calling thread under normal scheduling (`SCHED_OTHER`): a helper thread spawned
+/// by the data-plane thread would otherwise inherit its `SCHED_FIFO`.
+pub(crate) fn normal_scheduling() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is valid for the call; pid 0 = the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// CPUs the kernel may run threads on (at least 1, at most `CPU_SETSIZE`).
+pub(crate) fn online_cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n)
+        .unwrap_or(1)
+        .clamp(1, libc::CPU_SETSIZE as usize)
 }
 
 #[cfg(test)]

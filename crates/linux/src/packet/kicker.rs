@@ -81,17 +81,6 @@ pub(crate) struct Kicker {
     thread: Option<JoinHandle<()>>,
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for the kernel to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    // Monotonic time is non-negative.
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 impl Kicker {
     /// Starts the transmit thread of the TX ring on `fd` (named `tx-IFNAME`), placed as `cpu`
     /// says, under normal scheduling (not the data plane's `SCHED_FIFO`, which a thread would
@@ -116,7 +105,7 @@ impl Kicker {
     pub(crate) fn ring(&self) {
         let _ = self.shared.rung_at_ns.compare_exchange(
             0,
-            monotonic_ns(),
+            crate::clock::now().as_nanos(),
             Ordering::AcqRel,
             Ordering::Relaxed,
         );
@@ -176,7 +165,7 @@ fn serve(fd: RawFd, shared: &Shared) {
         served = rung;
         let rung_at = shared.rung_at_ns.swap(0, Ordering::AcqRel);
         if rung_at != 0 {
-            let waited = monotonic_ns().saturating_sub(rung_at);
+            let waited = crate::clock::now().as_nanos().saturating_sub(rung_at);
             shared.wait_max_ns.fetch_max(waited, Ordering::Relaxed);
             shared.wait_sum_ns.fetch_add(waited, Ordering::Relaxed);
         }
@@ -211,59 +200,26 @@ fn serve(fd: RawFd, shared: &Shared) {
 /// Pins the calling thread as `cpu` says and puts it under normal scheduling; what fails is
 /// logged (the thread still sends, only not where asked).
 fn place(cpu: TxThreadCpu) {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `param` is valid for the call; pid 0 = the calling thread.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
-        tracing::warn!(
-            "transmit thread: normal scheduling refused: {}",
-            io::Error::last_os_error()
-        );
+    use crate::driver::thread;
+    if let Err(e) = thread::normal_scheduling() {
+        tracing::warn!("transmit thread: normal scheduling refused: {e}");
     }
-    // SAFETY: `cpu_set_t` is a plain bit array; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let cpus = online_cpus();
-    match cpu {
-        TxThreadCpu::Any => {
-            for c in 0..cpus {
-                // SAFETY: `c < cpus <= CPU_SETSIZE`, inside the set.
-                unsafe { libc::CPU_SET(c, &mut set) };
-            }
-        }
-        TxThreadCpu::Cpu(c) if c < cpus => {
-            // SAFETY: `c < cpus <= CPU_SETSIZE`, inside the set.
-            unsafe { libc::CPU_SET(c, &mut set) };
-        }
-        TxThreadCpu::AnyBut(not) if cpus > 1 => {
-            for c in (0..cpus).filter(|&c| c != not) {
-                // SAFETY: `c < cpus <= CPU_SETSIZE`, inside the set.
-                unsafe { libc::CPU_SET(c, &mut set) };
-            }
-        }
-        TxThreadCpu::AnyBut(_) => {
-            // SAFETY: one CPU: CPU 0 is inside the set.
-            unsafe { libc::CPU_SET(0, &mut set) };
-        }
+    let online = thread::online_cpus();
+    let cpus: Vec<usize> = match cpu {
+        TxThreadCpu::Any => (0..online).collect(),
+        TxThreadCpu::Cpu(c) if c < online => vec![c],
         TxThreadCpu::Cpu(c) => {
-            tracing::warn!(cpu = c, cpus, "transmit thread: no such CPU; left unpinned");
+            tracing::warn!(
+                cpu = c,
+                online,
+                "transmit thread: no such CPU; left unpinned"
+            );
             return;
         }
+        TxThreadCpu::AnyBut(not) if online > 1 => (0..online).filter(|&c| c != not).collect(),
+        TxThreadCpu::AnyBut(_) => vec![0],
+    };
+    if let Err(e) = thread::pin_to_cpus(&cpus) {
+        tracing::warn!(?cpu, "transmit thread: CPU placement refused: {e}");
     }
-    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 = the calling thread.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
-        tracing::warn!(
-            ?cpu,
-            "transmit thread: CPU placement refused: {}",
-            io::Error::last_os_error()
-        );
-    }
-}
-
-/// CPUs the kernel may run threads on (at most `CPU_SETSIZE`).
-fn online_cpus() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    usize::try_from(n)
-        .unwrap_or(1)
-        .clamp(1, libc::CPU_SETSIZE as usize)
 }

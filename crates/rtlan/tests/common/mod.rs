@@ -34,20 +34,26 @@ pub fn up_file(file: &str, tag: &str) -> Lab {
 
 /// Builds an inline topology as a lab.
 pub fn up_str(text: &str, tag: &str) -> Lab {
+    up_str_with(text, tag, |_| {})
+}
+
+/// [`up_str`] with the lab's options as `edit` changes them.
+pub fn up_str_with(text: &str, tag: &str, edit: impl FnOnce(&mut LabOptions)) -> Lab {
     let topology = Topology::from_str(text, "inline").expect("inline topology parses");
-    up(&topology, tag)
+    up_with(&topology, tag, edit)
 }
 
 fn up(topology: &Topology, tag: &str) -> Lab {
+    up_with(topology, tag, |_| {})
+}
+
+fn up_with(topology: &Topology, tag: &str, edit: impl FnOnce(&mut LabOptions)) -> Lab {
     let name = lab_name(tag);
     // A crashed earlier run of this very test may have left the lab behind.
     let _ = rtlan_lab::down(&name);
-    Lab::up(
-        topology,
-        &name,
-        &LabOptions::new(env!("CARGO_BIN_EXE_rtlan")),
-    )
-    .expect("lab up")
+    let mut options = LabOptions::new(env!("CARGO_BIN_EXE_rtlan"));
+    edit(&mut options);
+    Lab::up(topology, &name, &options).expect("lab up")
 }
 
 /// Asks an rtlan router's control socket.
