@@ -28,6 +28,9 @@ pub enum LabkitError {
         /// The cause.
         source: std::io::Error,
     },
+    /// A receiver did not bind its port in time.
+    #[error(transparent)]
+    NotListening(#[from] rtlan_lab::tools::ToolError),
     /// The daemon did not create its socket in time.
     #[error("rtcd on {host} did not create {} within {timeout:?}; its log: {log}", socket.display())]
     DaemonStart {
@@ -52,6 +55,8 @@ pub enum LabkitError {
 
 /// How long a stopped process gets between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(3);
+/// How long a receiver may take to bind its port.
+const RECEIVER_START: Duration = Duration::from_secs(5);
 /// How long the daemon may take to create its socket.
 const DAEMON_START: Duration = Duration::from_secs(5);
 
@@ -278,7 +283,9 @@ pub struct Receiver {
 
 impl Receiver {
     /// Starts `rtlan recv --port PORT --duration D --json` on `host`, plus `extra` arguments
-    /// (e.g. `--series 80ms`). Give the socket ~200 ms to bind before sending.
+    /// (e.g. `--series 80ms`), and returns once its socket is bound: a datagram sent before
+    /// that draws an ICMP port unreachable, and the sender's connected socket then fails a
+    /// later send, which the receiver counts as a lost sequence number.
     pub fn start(
         exe: &Path,
         lab: &Lab,
@@ -298,6 +305,13 @@ impl Receiver {
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
         let process = spawn(lab, host, &args, format!("rtlan recv on {host}:{port}"))?;
+        rtlan_lab::tools::wait_listening(
+            lab.netns(host)?,
+            "rtlan recv",
+            rtlan_lab::tools::Proto::Udp,
+            port,
+            RECEIVER_START,
+        )?;
         Ok(Receiver { process, duration })
     }
 

@@ -124,23 +124,26 @@ fn setup(request_id: u32, id: u16, rate: u64, src_ip: Ipv4Addr, dst_ip: Ipv4Addr
 /// `rtlan recv --port 7000 --json` on `host` for `seconds`.
 fn receiver(lab: &Lab, host: &str, seconds: u64) -> Child {
     let duration = format!("{seconds}s");
-    lab.exec(
-        host,
-        &[
-            env!("CARGO_BIN_EXE_rtlan"),
-            "recv",
-            "--port",
-            "7000",
-            "--json",
-            "--duration",
-            duration.as_str(),
-        ],
-    )
-    .expect("host")
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("rtlan recv starts")
+    let child = lab
+        .exec(
+            host,
+            &[
+                env!("CARGO_BIN_EXE_rtlan"),
+                "recv",
+                "--port",
+                "7000",
+                "--json",
+                "--duration",
+                duration.as_str(),
+            ],
+        )
+        .expect("host")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rtlan recv starts");
+    wait_bound(lab, host, 7000);
+    child
 }
 
 /// `rtlan send --reserve --json` from `host` to `to`:7000 at `rate`, 1000-byte payloads.
@@ -330,7 +333,6 @@ fn a_gratuitous_arp_from_an_attacker_does_not_steal_a_reservation() {
 
     let daemon = Daemon::start(&lab, "a");
     let recv_b = receiver(&lab, "b", 7);
-    std::thread::sleep(Duration::from_millis(200));
     let c_rx_before = rtlan_lab::tools::iface_counters(lab.netns("c").expect("c"), "eth0")
         .expect("counters")
         .rx_bytes;
@@ -390,7 +392,6 @@ fn a_setup_flood_leaves_a_reserved_stream_whole() {
 
     let daemon = Daemon::start(&lab, "a");
     let recv_b = receiver(&lab, "b", 7);
-    std::thread::sleep(Duration::from_millis(200));
     let flood = inject(&lab, "c", per_ms, u64::MAX, Duration::from_secs(6), make);
     std::thread::sleep(Duration::from_millis(500));
     let send = reserved_sender(&lab, "a", &daemon, ip_b, "10mbit");
@@ -472,7 +473,6 @@ fn with_link_keys_only_signed_fresh_control_messages_book_anything() {
     // hops.
     let daemon = Daemon::start_with_config(&lab, "a", "");
     let recv_b = receiver(&lab, "b", 6);
-    std::thread::sleep(Duration::from_millis(200));
     let sent = json_of(reserved_sender(&lab, "a", &daemon, ip_b, "5mbit"));
     let received = json_of(recv_b);
     assert_eq!(sent["reservation"]["hops"].as_u64(), Some(2), "{sent}");

@@ -86,6 +86,22 @@ fn floods(lab: &rtlan_lab::Lab, secs: u32) -> Vec<std::thread::JoinHandle<()>> {
         .collect()
 }
 
+/// Every named agent's counters and status, and the segment's counters: what a failed
+/// assertion prints, so a lost frame can be placed (host queue, session queue, the bus).
+fn counters(lab: &rtlan_lab::Lab, hosts: &[&str]) -> serde_json::Value {
+    let mut all = serde_json::Map::new();
+    for h in hosts {
+        all.insert(format!("{h}.stats"), agent(lab, h, json!({"op": "stats"})));
+        all.insert(
+            format!("{h}.status"),
+            agent(lab, h, json!({"op": "status"})),
+        );
+    }
+    let seg = lab.segment_socket("seg").expect("segment socket");
+    all.insert("seg".into(), request(&seg, json!({"op": "stats"})));
+    serde_json::Value::Object(all)
+}
+
 #[test]
 fn a_reserved_stream_keeps_its_deadline_under_floods_and_survives_a_dead_station() {
     if !root_or_skip("rether_lab") {
@@ -230,8 +246,10 @@ fn a_reserved_stream_keeps_its_deadline_under_floods_and_survives_a_dead_station
         recovery_bound()
     );
     assert_eq!(
-        during["lost"], 0,
-        "a's stream lost frames across c's death: {during}"
+        during["lost"],
+        0,
+        "a's stream lost frames across c's death: {during}; {}",
+        counters(&lab, &["a", "b", "d", "e"])
     );
     let a_status = agent(&lab, "a", json!({"op": "sessions"}));
     assert_eq!(

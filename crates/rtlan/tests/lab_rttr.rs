@@ -19,7 +19,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_rtlan");
 
 /// Starts `rtlan recv --json` on `host`:`port`; it stops 1 s after the stream went idle.
 fn start_recv(lab: &Lab, host: &str, port: u16) -> Child {
-    let port = port.to_string();
+    let port_arg = port.to_string();
     let child = lab
         .exec(
             host,
@@ -27,7 +27,7 @@ fn start_recv(lab: &Lab, host: &str, port: u16) -> Child {
                 BIN,
                 "recv",
                 "--port",
-                &port,
+                &port_arg,
                 "--idle",
                 "1s",
                 "--duration",
@@ -39,7 +39,7 @@ fn start_recv(lab: &Lab, host: &str, port: u16) -> Child {
         .stdout(Stdio::piped())
         .spawn()
         .expect("rtlan recv starts");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_bound(lab, host, port);
     child
 }
 

@@ -29,6 +29,8 @@ struct Segment {
     events: Vec<Vec<AgentEvent>>,
     /// Frames the medium delivers are dropped while this returns true.
     drop: Option<fn(&[u8]) -> bool>,
+    /// Agents killed (SIGKILL in the lab): they neither hear nor send nor wake up again.
+    dead: Vec<bool>,
 }
 
 impl Segment {
@@ -45,6 +47,7 @@ impl Segment {
             bus: Bus::new(BusConfig::new(agents.len(), RATE)),
             to_hosts: vec![Vec::new(); agents.len()],
             events: vec![Vec::new(); agents.len()],
+            dead: vec![false; agents.len()],
             agents,
             now: Instant::ZERO,
             drop: None,
@@ -63,6 +66,9 @@ impl Segment {
             each(self);
             let now = self.now;
             for (i, agent) in self.agents.iter_mut().enumerate() {
+                if self.dead[i] {
+                    continue;
+                }
                 if agent.poll_timeout().is_some_and(|t| t <= now) {
                     agent.handle_timeout(now);
                 }
@@ -82,14 +88,14 @@ impl Segment {
             self.bus.handle_timeout(now);
             for (j, agent) in self.agents.iter_mut().enumerate() {
                 while let Some(len) = self.bus.poll_transmit(now, PortId(j as u16), &mut buf) {
-                    if self.drop.is_some_and(|d| d(&buf[..len])) {
+                    if self.dead[j] || self.drop.is_some_and(|d| d(&buf[..len])) {
                         continue;
                     }
                     agent.handle_frame(now, SEGMENT, &buf[..len]);
                 }
             }
             let mut next = end;
-            for a in &self.agents {
+            for (a, _) in self.agents.iter().zip(&self.dead).filter(|(_, d)| !**d) {
                 if let Some(t) = a.poll_timeout() {
                     next = next.min(t);
                 }
@@ -456,4 +462,79 @@ fn open_refuses_what_it_cannot_carry() {
     // 1.6 Mbit/s at a 10 ms TRT is 2,000 bytes per rotation.
     assert_eq!(a.bytes_per_trt(1_600_000), 2_000);
     assert_eq!(a.bytes_per_trt(1), 1);
+}
+
+/// Host 1 streams to host 4 on its reservation while station 3, which holds a reservation of
+/// its own (never used), dies — at every millisecond of a rotation in turn. RETHER §2.4: the
+/// survivors declare it dead, release its session, and host 1's stream loses nothing: its
+/// frames wait on their session's queue while the token is stalled and leave, in order, once it
+/// comes round again.
+#[test]
+fn a_stream_loses_nothing_when_a_station_with_a_reservation_dies_at_any_moment() {
+    let flow = FlowKey {
+        src: host_ip(1),
+        dst: host_ip(4),
+        protocol: 17,
+        src_port: 0,
+        dst_port: 9000,
+    };
+    let c_flow = FlowKey {
+        src: host_ip(3),
+        dst: host_ip(5),
+        protocol: 17,
+        src_port: 0,
+        dst_port: 6000,
+    };
+    let spec = |flow, bytes_per_trt| SendSpec {
+        bytes_per_trt,
+        max_frame: 1100,
+        receiver: None,
+        flow: Some(flow),
+        buffers: 4,
+    };
+    for offset_ms in 0..10u64 {
+        for offset_us in [0u64, 250, 500, 750] {
+            let mut seg = Segment::new(5);
+            let a = seg.agents[0].open(spec(flow, 2_500)).expect("open a");
+            let c = seg.agents[2].open(spec(c_flow, 700)).expect("open c");
+            seg.agents[0].admit(ms(1), a).expect("admit a");
+            seg.agents[2].admit(ms(1), c).expect("admit c");
+            seg.run_until(ms(100), |_| {});
+            assert!(seg.admitted(0, a) && seg.admitted(2, c));
+
+            let kill_at = ms(300 + offset_ms) + Duration::from_micros(offset_us);
+            let mut next = ms(100);
+            let mut n = 0u32;
+            seg.run_until(ms(700), |seg| {
+                while next <= seg.now && next < ms(600) {
+                    let f = udp(1, 4, 9000, 1000, 0x51, n);
+                    seg.host_send(0, &f);
+                    n += 1;
+                    next += Duration::from_micros(5_320);
+                }
+                if seg.now >= kill_at && !seg.dead[2] {
+                    seg.dead[2] = true;
+                }
+            });
+            let got: Vec<u32> = seg.to_hosts[3]
+                .iter()
+                .filter(|(_, f)| f.len() == 1000 && f[42] == 0x51)
+                .map(|(_, f)| u32::from_be_bytes(f[43..47].try_into().unwrap()))
+                .collect();
+            let deaths: u64 = [0usize, 1, 3, 4]
+                .iter()
+                .map(|&i| seg.agents[i].station().stats().deaths)
+                .sum();
+            let ctx = format!(
+                "killed at {kill_at:?}: {} of {n} arrived, deaths {deaths}, agent 1 {:?} \
+                 station 1 {:?}, bus {:?}",
+                got.len(),
+                seg.agents[0].stats(),
+                seg.agents[0].station().stats(),
+                seg.bus.stats()
+            );
+            assert_eq!(deaths, 1, "{ctx}");
+            assert_eq!(got, (0..n).collect::<Vec<_>>(), "{ctx}");
+        }
+    }
 }

@@ -555,11 +555,11 @@ where
 }
 
 /// Waits until something in `ns` listens on `proto` port `port` (checked with `ss` every 20 ms),
-/// or fails with [`ToolError::NotListening`] after `timeout`. `tool` names the server for the
-/// error message.
+/// or fails with [`ToolError::NotListening`] after `timeout`. `server` names the server for the
+/// error message (a tool's [`Tool::binary`], or e.g. `"rtlan recv"`).
 pub fn wait_listening(
     ns: &str,
-    tool: Tool,
+    server: &'static str,
     proto: Proto,
     port: u16,
     timeout: Duration,
@@ -578,7 +578,7 @@ pub fn wait_listening(
         }
         if Instant::now() >= deadline {
             return Err(ToolError::NotListening {
-                tool: tool.binary(),
+                tool: server,
                 ns: ns.to_string(),
                 proto,
                 port,
@@ -598,7 +598,7 @@ pub(crate) fn start_server(
     port: u16,
 ) -> Result<ProcessGuard> {
     let guard = ProcessGuard::spawn(tool, cmd, false)?;
-    match wait_listening(ns, tool, proto, port, Duration::from_secs(3)) {
+    match wait_listening(ns, tool.binary(), proto, port, Duration::from_secs(3)) {
         Ok(()) => Ok(guard),
         Err(err) if guard.has_exited() => {
             let output = guard.wait_timeout(Duration::ZERO)?;

@@ -56,6 +56,21 @@ fn up_with(topology: &Topology, tag: &str, edit: impl FnOnce(&mut LabOptions)) -
     Lab::up(topology, &name, &options).expect("lab up")
 }
 
+/// Waits until a UDP socket on `host` is bound to `port` (an `rtlan recv` just spawned). A
+/// datagram sent before that draws an ICMP port unreachable; the sender's connected socket then
+/// fails a later send, and the receiver counts that sequence number as lost.
+#[allow(dead_code)] // not every lab test file starts receivers
+pub fn wait_bound(lab: &Lab, host: &str, port: u16) {
+    rtlan_lab::tools::wait_listening(
+        lab.netns(host).expect("host"),
+        "rtlan recv",
+        rtlan_lab::tools::Proto::Udp,
+        port,
+        Duration::from_secs(5),
+    )
+    .expect("the receiver binds its port");
+}
+
 /// Asks an rtlan router's control socket.
 pub fn ctl_router(lab: &Lab, router: &str, cmd: &str) -> serde_json::Value {
     let socket = lab.router_socket(router).expect("an rtlan router");
