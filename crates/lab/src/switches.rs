@@ -39,6 +39,9 @@ struct SwitchFile {
     /// Absent when off, the switch's default.
     #[serde(skip_serializing_if = "Option::is_none")]
     tx_threads: Option<bool>,
+    /// Absent when off, the switch's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    napi_threads: Option<bool>,
     port: Vec<PortFile>,
 }
 
@@ -102,6 +105,7 @@ pub(crate) fn render_config(
         data_plane: options.data_plane,
         fast_path: (!options.fast_path).then_some(false),
         tx_threads: options.tx_threads.then_some(true),
+        napi_threads: options.napi_threads.then_some(true),
         port: topology
             .interfaces(name)
             .into_iter()
@@ -187,6 +191,7 @@ ends = ["s1", "b"]
             options.data_plane = data_plane;
             options.fast_path = fast_path;
             options.tx_threads = !fast_path;
+            options.napi_threads = !fast_path;
             let text = render_config(
                 &topo,
                 "s1",
@@ -202,9 +207,11 @@ ends = ["s1", "b"]
         assert_eq!(v["data_plane"].as_str(), Some("af_xdp"));
         assert!(v.get("fast_path").is_none(), "on is the default");
         assert!(v.get("tx_threads").is_none(), "off is the default");
+        assert!(v.get("napi_threads").is_none(), "off is the default");
         let v = rendered(DataPlane::AfXdp, false);
         assert_eq!(v["fast_path"].as_bool(), Some(false));
         assert_eq!(v["tx_threads"].as_bool(), Some(true));
+        assert_eq!(v["napi_threads"].as_bool(), Some(true));
     }
 
     #[test]

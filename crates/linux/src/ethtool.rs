@@ -1,7 +1,9 @@
-//! The one `ethtool` question rtlan asks a NIC: its link speed (`ETHTOOL_GSET` over the
-//! `SIOCETHTOOL` ioctl). Hand-written: a single ioctl with a fixed C struct; the ethtool
-//! crates on crates.io speak the newer netlink interface with a dependency tree larger than
-//! this file (docs/physical-nics.md says what else to set with the `ethtool` tool itself).
+//! The `ethtool` questions rtlan asks a NIC: its link speed (`ETHTOOL_GSET` over the
+//! `SIOCETHTOOL` ioctl), and whether it runs GRO (`ETHTOOL_GGRO`/`ETHTOOL_SGRO`: a veth has NAPI,
+//! and so threaded receive, only with GRO on). Hand-written: single ioctls with fixed C structs;
+//! the ethtool crates on crates.io speak the newer netlink interface with a dependency tree
+//! larger than this file (docs/physical-nics.md says what else to set with the `ethtool` tool
+//! itself).
 
 use std::io;
 
@@ -69,4 +71,51 @@ pub fn link_speed(fd: i32, ifname: &str) -> Result<u64, String> {
         return Err("speed unknown: is the link up?".to_string());
     }
     Ok(u64::from(speed) * 1_000_000)
+}
+
+/// `ETHTOOL_GGRO`: get generic receive offload.
+const ETHTOOL_GGRO: u32 = 0x0000_002b;
+/// `ETHTOOL_SGRO`: set generic receive offload.
+const ETHTOOL_SGRO: u32 = 0x0000_002c;
+
+/// `struct ethtool_value` of `<linux/ethtool.h>`.
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
+
+/// One `SIOCETHTOOL` request carrying a `struct ethtool_value`; returns its `data`.
+fn value_request(fd: i32, ifname: &str, cmd: u32, data: u32) -> io::Result<u32> {
+    let bytes = ifname.as_bytes();
+    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not an interface name",
+        ));
+    }
+    let mut value = EthtoolValue { cmd, data };
+    // SAFETY: `ifreq` is plain C data for which all-zero bytes are valid.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, &src) in req.ifr_name.iter_mut().zip(bytes) {
+        *dst = src as libc::c_char;
+    }
+    req.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
+    // SAFETY: `fd` is an open socket, `req` names the interface and points at `value`, a live
+    // `struct ethtool_value`, the only thing the kernel reads or writes for these commands.
+    let rc = unsafe { libc::ioctl(fd, libc::SIOCETHTOOL, &mut req) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(value.data)
+}
+
+/// Whether `ifname` runs GRO (`ethtool -k IFNAME`'s "generic-receive-offload").
+pub fn gro(fd: i32, ifname: &str) -> io::Result<bool> {
+    value_request(fd, ifname, ETHTOOL_GGRO, 0).map(|d| d != 0)
+}
+
+/// Turns GRO on `ifname` on or off (`ethtool -K IFNAME gro on|off`; needs `CAP_NET_ADMIN`).
+pub fn set_gro(fd: i32, ifname: &str, on: bool) -> io::Result<()> {
+    value_request(fd, ifname, ETHTOOL_SGRO, u32::from(on)).map(|_| ())
 }

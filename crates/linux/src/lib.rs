@@ -24,6 +24,7 @@ pub mod keys;
 pub mod linkwatch;
 pub mod metrics;
 pub mod mgmt;
+pub mod napi;
 pub mod netlink;
 pub mod packet;
 pub mod retherd;

@@ -85,6 +85,9 @@ enum Command {
     Send(cmd::send::SendArgs),
     /// Receive a probe stream and report rate, loss, delay and jitter.
     Recv(cmd::recv::RecvArgs),
+    /// Flood an interface with identical UDP frames as fast as it takes them (waits, never
+    /// fails, when the kernel pushes back).
+    Flood(cmd::flood::FloodArgs),
     /// Print the tc commands (TBF or HTB) that make a plain Linux host conform to a T-SPEC.
     TcConfig(cmd::tc_config::TcConfigArgs),
     /// Build, enter and remove namespace testbeds from topology files.
@@ -141,6 +144,7 @@ fn main() -> std::process::ExitCode {
         Command::Reserve(args) => cmd::reserve::run(args),
         Command::Send(args) => cmd::send::run(args),
         Command::Recv(args) => cmd::recv::run(args),
+        Command::Flood(args) => cmd::flood::run(args),
         Command::TcConfig(args) => cmd::tc_config::run(args),
         Command::Lab(c) => cmd::lab::run(c),
         Command::Demo(args) => cmd::demo::run(args),

@@ -13,6 +13,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
 
 const PAIR: &str = r#"
@@ -105,4 +107,129 @@ fn the_guarantee_demo_holds_with_transmit_threads() {
     assert_eq!(doc["tx_threads"], true, "{doc}");
     assert_demo_guarantee(&doc, "rtlan with transmit threads");
     assert_eq!(code, Some(0), "demo exit status");
+}
+
+/// a and b on unlimited links, c on a paced one.
+const THREE: &str = r#"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+[[host]]
+name = "c"
+[[switch]]
+name = "s1"
+kind = "rtlan"
+[[link]]
+ends = ["a", "s1"]
+[[link]]
+ends = ["b", "s1"]
+[[link]]
+ends = ["c", "s1"]
+rate = "100mbit"
+"#;
+
+/// `threaded` and GRO of the switch's port `ifname`.
+fn receive_mode(lab: &rtlan_lab::Lab, ifname: &str) -> (bool, bool) {
+    let path = format!("/sys/class/net/{ifname}/threaded");
+    let threaded = exec_ok(lab, "s1", &["cat", &path]).trim() != "0";
+    let features = exec_ok(lab, "s1", &["ethtool", "-k", ifname]);
+    let gro = features
+        .lines()
+        .any(|l| l.trim() == "generic-receive-offload: on");
+    (threaded, gro)
+}
+
+/// Threaded receive (`napi_threads = true`, docs/threads.md "Threaded receive"): the switch
+/// turns threaded NAPI and GRO on for its unpaced ports only, a minimum-size flood (`rtlan
+/// flood`, which waits when the kernel pushes back) crosses the fast path whole — every frame a
+/// sent reaches b, because a receive thread that falls behind stops the sender's queue instead
+/// of dropping — and when the switch stops, both settings are back as they were.
+#[test]
+fn threaded_receive_on_unpaced_ports_loses_nothing_and_is_undone_at_exit() {
+    if !root_or_skip("threaded_receive_on_unpaced_ports_loses_nothing_and_is_undone_at_exit") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let lab = up_str_with(THREE, "nt", |options| options.napi_threads = true);
+    assert_eq!(ctl(&lab, "s1", "config")["napi_threads"], true);
+    let ports = lab.switch_ports("s1").expect("ports");
+    let port_of = |peer: &str| {
+        ports
+            .iter()
+            .find(|(_, p)| p == peer)
+            .map(|(i, _)| i.clone())
+            .expect("port")
+    };
+    let (pa, pb, pc) = (port_of("a"), port_of("b"), port_of("c"));
+    assert_eq!(receive_mode(&lab, &pa), (true, true), "a's port");
+    assert_eq!(receive_mode(&lab, &pb), (true, true), "b's port");
+    assert_eq!(
+        receive_mode(&lab, &pc),
+        (false, false),
+        "c's port is paced: its receive stays in the softirq"
+    );
+
+    ping_ok(&lab, "a", "b");
+    ping_ok(&lab, "b", "a");
+    let b_mac = lab.mac("b", "eth0").expect("mac");
+    let mac = b_mac
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(":");
+    let before_a =
+        rtlan_lab::tools::iface_counters(lab.netns("a").expect("ns"), "eth0").expect("a");
+    let before_b =
+        rtlan_lab::tools::iface_counters(lab.netns("b").expect("ns"), "eth0").expect("b");
+    let report = exec_ok(
+        &lab,
+        "a",
+        &[
+            env!("CARGO_BIN_EXE_rtlan"),
+            "flood",
+            "--iface",
+            "eth0",
+            "--dst-mac",
+            &mac,
+            "--src-ip",
+            &ip(&lab, "a").to_string(),
+            "--dst-ip",
+            &ip(&lab, "b").to_string(),
+            "--duration",
+            "1s",
+            "--json",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_str(&report).expect("flood report");
+    // The last frames may still be on their way.
+    std::thread::sleep(Duration::from_millis(200));
+    let sent = rtlan_lab::tools::iface_counters(lab.netns("a").expect("ns"), "eth0")
+        .expect("a")
+        .since(&before_a)
+        .tx_packets;
+    let got = rtlan_lab::tools::iface_counters(lab.netns("b").expect("ns"), "eth0")
+        .expect("b")
+        .since(&before_b)
+        .rx_packets;
+    eprintln!("threaded receive: a sent {sent}, b received {got}; flood {report}");
+    assert!(
+        report["frames"].as_u64() >= Some(10_000),
+        "a flood, not a trickle: {report}"
+    );
+    assert!(sent >= 10_000, "{sent}");
+    // b's stack may add a frame or two of its own (ARP); the flood's frames all arrive.
+    assert!(got >= sent, "b received {got} of {sent}: {report}");
+
+    // SIGTERM: the switch stops and puts its ports back.
+    let pid = lab.switch_pid("s1").expect("pid");
+    signal(pid, libc::SIGTERM);
+    let (gone, _) = wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true)
+    });
+    assert!(gone, "the switch stopped");
+    assert_eq!(receive_mode(&lab, &pa), (false, false), "a's port restored");
+    assert_eq!(receive_mode(&lab, &pb), (false, false), "b's port restored");
 }

@@ -48,6 +48,13 @@ pub struct ForwardSettings {
     /// The rtlan switches kick their ports' TX rings from threads of their own
     /// (docs/threads.md).
     pub tx_threads: bool,
+    /// What floods: trafgen, or `rtlan flood` (which waits when the kernel pushes back).
+    pub generator: measure::Generator,
+    /// The rtlan switches receive on each port in a kernel thread of its own (`napi_threads`,
+    /// docs/threads.md "Threaded receive").
+    pub napi_threads: bool,
+    /// The Linux bridge's (kernel router's) ports get the same: threaded NAPI, with GRO on.
+    pub napi_threads_baseline: bool,
     /// Leave the labs running afterwards.
     pub keep: bool,
     /// The rtlan executable (the labs' switches).
@@ -151,6 +158,7 @@ fn build(
     data_plane: rtlan_linux::xdp::DataPlane,
     fast_path: bool,
     tx_threads: bool,
+    napi_threads: bool,
 ) -> anyhow::Result<Lab> {
     let name = lab_name(variant);
     let topology = Topology::from_str(&topology_text(variant, switch_cpu), "bench forward")
@@ -159,6 +167,7 @@ fn build(
     options.data_plane = data_plane;
     options.fast_path = fast_path;
     options.tx_threads = tx_threads;
+    options.napi_threads = napi_threads;
     let lab =
         Lab::up(&topology, &name, &options).with_context(|| format!("building lab `{name}`"))?;
     let ping = rtlan_lab::tools::ping(
@@ -173,8 +182,39 @@ fn build(
     Ok(lab)
 }
 
+/// Threaded NAPI on a Linux bridge's (kernel router's) two ports (`p0`, `p1`), what an rtlan
+/// switch with `napi_threads` does for itself: each port's receive — for a flood from a, the
+/// bridge and b's whole stack — runs in a kernel thread (`napi/p0-…`) the scheduler may place
+/// on any CPU, instead of in the softirq of the sending CPU. A veth has NAPI only with GRO on
+/// (or an XDP program), so GRO goes on too.
+fn threaded_receive(lab: &Lab, variant: Variant) -> anyhow::Result<()> {
+    let node = if variant.routed() {
+        measure::ROUTER
+    } else {
+        measure::SWITCH
+    };
+    let ns = lab.netns(node)?;
+    for port in ["p0", "p1"] {
+        let script = format!("ethtool -K {port} gro on && echo 1 > /sys/class/net/{port}/threaded");
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", ns, "sh", "-c", &script])
+            .output()
+            .context("ip netns exec")?;
+        if !out.status.success() {
+            bail!(
+                "threaded NAPI on {node}'s {port}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Builds the labs and measures on each, interleaved run by run.
 pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<ForwardReport> {
+    if args.router && args.napi_threads {
+        bail!("--napi-threads is an rtlan switch option; the rtlan router has no threaded receive");
+    }
     // Signals must be blocked before any thread exists so the cleanup thread receives them.
     rtlan_lab::install_signal_cleanup()?;
     let started = SystemTime::now();
@@ -191,6 +231,9 @@ pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<For
         trafgen_cpu,
         mps: args.mps,
         msg_size: args.msg_size,
+        generator: args.generator,
+        napi_threads: args.napi_threads,
+        napi_threads_baseline: args.napi_threads_baseline,
     };
     let mut variants = if args.router {
         vec![Variant::RtlanRouter, Variant::KernelRouter]
@@ -221,7 +264,11 @@ pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<For
             args.data_plane,
             args.fast_path,
             args.tx_threads,
+            args.napi_threads,
         )?;
+        if args.napi_threads_baseline && !v.is_ours() {
+            threaded_receive(&lab, v)?;
+        }
         results.push(VariantRuns::new(v, lab.name().to_string(), v.offloads()));
         labs.push(lab);
         progress(Step::Advance(1));

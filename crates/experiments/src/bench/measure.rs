@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use rtlan_lab::tools::{
     iface_counters, iperf3_tcp, sockperf_pingpong_with, IfCounters, Iperf3Opts, Iperf3Server,
-    SockperfOpts, SockperfServer, TrafgenUdp,
+    SockperfOpts, SockperfServer, TrafgenRun, TrafgenUdp,
 };
 use rtlan_lab::Lab;
 use serde::Serialize;
@@ -48,6 +48,24 @@ pub(crate) struct Settings {
     pub(crate) mps: u32,
     /// sockperf message (UDP payload) size, bytes.
     pub(crate) msg_size: u32,
+    /// What floods.
+    pub(crate) generator: Generator,
+    /// Whether the rtlan switches' ports receive in threads of their own (threaded NAPI).
+    pub(crate) napi_threads: bool,
+    /// Whether the Linux bridge's (kernel router's) ports do too.
+    pub(crate) napi_threads_baseline: bool,
+}
+
+/// The flood's generator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Generator {
+    /// trafgen (netsniff-ng): fails when the kernel pushes back (retried, see
+    /// [`forwarding_rate`]).
+    #[default]
+    Trafgen,
+    /// `rtlan flood`, this executable: waits for room when the kernel pushes back.
+    RtlanFlood,
 }
 
 /// CPU time split of one CPU over a window, in percent of the window.
@@ -221,15 +239,18 @@ fn forwarding_rate_once(lab: &Lab, settings: &Settings) -> anyhow::Result<PpsRun
     let _sink = super::sink::udp_sink(lab.netns(HOST_B)?, spec.dst_port)?;
 
     std::thread::scope(|scope| -> anyhow::Result<PpsRun> {
-        let flood = scope.spawn(|| rtlan_lab::tools::trafgen_udp(&ns_a, &spec));
+        let flood = scope.spawn(|| match settings.generator {
+            Generator::Trafgen => rtlan_lab::tools::trafgen_udp(&ns_a, &spec),
+            Generator::RtlanFlood => rtlan_flood(&ns_a, &spec),
+        });
         std::thread::sleep(WARM_UP);
         let start = sample(lab, socket.as_deref());
         std::thread::sleep(window);
         let end = sample(lab, socket.as_deref());
         let run = flood
             .join()
-            .map_err(|_| anyhow::anyhow!("the trafgen thread panicked"))?
-            .context("trafgen flood")?;
+            .map_err(|_| anyhow::anyhow!("the flood thread panicked"))?
+            .context("flood")?;
         let (start, end) = (start?, end?);
         let secs = (end.at - start.at).as_secs_f64();
         let b = end.b.since(&start.b);
@@ -251,6 +272,82 @@ fn forwarding_rate_once(lab: &Lab, settings: &Settings) -> anyhow::Result<PpsRun
                 _ => None,
             },
         })
+    })
+}
+
+/// `rtlan flood` (this executable) from namespace `ns` as `spec` asks (pinned with taskset to
+/// `spec.cpu`), reported in trafgen's terms: what the interface sent, and what the tool handed
+/// to the kernel.
+fn rtlan_flood(ns: &str, spec: &TrafgenUdp) -> Result<TrafgenRun, rtlan_lab::tools::ToolError> {
+    use rtlan_lab::tools::{iface_counters, ToolError};
+    let exe = std::env::current_exe().map_err(|source| ToolError::Io {
+        tool: "rtlan flood",
+        source,
+    })?;
+    let mac = |m: &[u8; 6]| {
+        m.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    };
+    let mut argv: Vec<String> = Vec::new();
+    if let Some(cpu) = spec.cpu {
+        argv.extend(["taskset".into(), "-c".into(), cpu.to_string()]);
+    }
+    argv.extend([
+        exe.display().to_string(),
+        "flood".into(),
+        "--iface".into(),
+        spec.ifname.clone(),
+        "--dst-mac".into(),
+        mac(&spec.dst_mac),
+        "--src-ip".into(),
+        spec.src_ip.to_string(),
+        "--dst-ip".into(),
+        spec.dst_ip.to_string(),
+        "--src-port".into(),
+        spec.src_port.to_string(),
+        "--dst-port".into(),
+        spec.dst_port.to_string(),
+        "--size".into(),
+        spec.frame_len.to_string(),
+        "--duration".into(),
+        format!("{}ms", spec.duration.as_millis()),
+        "--json".into(),
+    ]);
+    let before = iface_counters(ns, &spec.ifname)?;
+    let started = Instant::now();
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(&argv)
+        .output()
+        .map_err(|source| ToolError::Io {
+            tool: "rtlan flood",
+            source,
+        })?;
+    let elapsed_secs = started.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(ToolError::InvalidArgument(format!(
+            "rtlan flood in {ns}: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        ToolError::InvalidArgument(format!(
+            "rtlan flood printed no report ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        ))
+    })?;
+    let delta = iface_counters(ns, &spec.ifname)?.since(&before);
+    Ok(TrafgenRun {
+        tx_packets: delta.tx_packets,
+        tx_bytes: delta.tx_bytes,
+        tx_dropped: delta.tx_dropped,
+        trafgen_packets: report["frames"].as_u64(),
+        trafgen_bytes: report["bytes"].as_u64(),
+        elapsed_secs,
+        repins: 0,
     })
 }
 

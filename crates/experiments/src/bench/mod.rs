@@ -9,6 +9,7 @@
 pub mod bwm;
 pub mod forward;
 pub(crate) mod measure;
+pub use measure::Generator;
 pub(crate) mod report;
 pub mod setup;
 mod sink;

@@ -500,7 +500,7 @@ pub(super) fn table(
             |r| r.forwarded_pps,
         ),
         (
-            "offered, Mpps (trafgen at a)",
+            "offered, Mpps (flood at a)",
             |m| m.offered_pps,
             1e6,
             3,
@@ -552,10 +552,22 @@ pub(super) fn table(
     let trafgen_cpu = settings
         .trafgen_cpu
         .map_or_else(|| "not pinned".to_string(), |c| format!("CPU {c}"));
+    let generator = match settings.generator {
+        super::measure::Generator::Trafgen => "trafgen",
+        super::measure::Generator::RtlanFlood => "rtlan flood",
+    };
+    let napi = match (settings.napi_threads, settings.napi_threads_baseline) {
+        (false, false) => "",
+        (true, false) => "; rtlan's ports receive in threads of their own (napi_threads)",
+        (false, true) => "; the baselines' ports receive in threads of their own (threaded NAPI)",
+        (true, true) => {
+            "; every lab's forwarding ports receive in threads of their own (threaded NAPI)"
+        }
+    };
     let _ = writeln!(
         out,
-        "flood: {frame}-byte frames, trafgen on {trafgen_cpu}, b discards them (unread UDP \
-         socket); latency: sockperf ping-pong --full-rtt, {} B messages at {} msg/s",
+        "flood: {frame}-byte frames, {generator} on {trafgen_cpu}, b discards them (unread UDP \
+         socket); latency: sockperf ping-pong --full-rtt, {} B messages at {} msg/s{napi}",
         settings.msg_size, settings.mps
     );
     if vs_offl.is_some() {
@@ -727,6 +739,9 @@ mod tests {
             trafgen_cpu: Some(0),
             mps: 10_000,
             msg_size: 64,
+            generator: super::super::measure::Generator::Trafgen,
+            napi_threads: false,
+            napi_threads_baseline: false,
         }
     }
 

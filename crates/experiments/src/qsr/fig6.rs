@@ -221,6 +221,9 @@ fn measure_points(
         trafgen_cpu,
         mps: 0,
         msg_size: 0,
+        generator: measure::Generator::Trafgen,
+        napi_threads: false,
+        napi_threads_baseline: false,
     };
     for l in labs.iter() {
         measure::forwarding_rate(&l.lab, &settings(64))?;

@@ -192,6 +192,9 @@ pub struct LabOptions {
     /// The rtlan switches kick each AF_PACKET port's TX ring from a thread of the port's own
     /// (`tx_threads`, docs/threads.md); off by default, as in the switch.
     pub tx_threads: bool,
+    /// The rtlan switches receive on each unpaced port in a kernel thread of its own
+    /// (`napi_threads`, docs/threads.md "Threaded receive"); off by default, as in the switch.
+    pub napi_threads: bool,
 }
 
 impl LabOptions {
@@ -203,6 +206,7 @@ impl LabOptions {
             data_plane: rtlan_linux::xdp::DataPlane::AfPacket,
             fast_path: true,
             tx_threads: false,
+            napi_threads: false,
         }
     }
 }

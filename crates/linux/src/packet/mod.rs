@@ -713,6 +713,35 @@ impl PacketPort {
         Ok(())
     }
 
+    /// Sets the socket's send buffer to `bytes`, past `net.core.wmem_max` (`SO_SNDBUFFORCE`,
+    /// needs `CAP_NET_ADMIN`). Frames the TX ring handed to the kernel count against it until
+    /// their buffers are freed — on a veth, until the peer's receive has run, which with
+    /// receive steering is on another CPU's backlog: a flood needs more than the default.
+    pub fn force_send_buffer(&self, bytes: usize) -> Result<(), PacketError> {
+        let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        set_level_option(
+            self.fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            "SO_SNDBUFFORCE",
+            &value,
+        )
+    }
+
+    /// Waits until the TX ring has a free slot and the socket room to send (`POLLOUT`), for at
+    /// most `timeout`; returns whether it has. An interrupted wait returns `false`.
+    pub fn wait_writable(&self, timeout: std::time::Duration) -> bool {
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd for the duration of the call.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        n > 0 && pfd.revents & libc::POLLOUT != 0
+    }
+
     /// Whether the interface is up and has its carrier (`None` if the flags cannot be read,
     /// e.g. the interface is gone).
     pub fn carrier(&self) -> Option<bool> {

@@ -131,6 +131,9 @@ pub struct Config {
     pub tx_threads: bool,
     /// CPUs for those threads, given to the ports in turn; empty = any CPU but `cpu`'s.
     pub tx_cpus: Vec<usize>,
+    /// Each unpaced port receives in a kernel thread of its own (threaded NAPI, with GRO on:
+    /// docs/threads.md "Threaded receive"); paced ports keep the softirq. Default off.
+    pub napi_threads: bool,
     /// A real-time connection with no REFRESH for this long is released; zero = never.
     pub refresh_timeout: Duration,
     /// Share of each output link real-time reservations may book, percent (paper: 60).
@@ -201,6 +204,7 @@ struct RawConfig {
     ring_frames: Option<Spanned<usize>>,
     tx_threads: Option<bool>,
     tx_cpus: Option<Vec<usize>>,
+    napi_threads: Option<bool>,
     refresh_timeout: Option<Spanned<String>>,
     realtime_cap_percent: Option<Spanned<u8>>,
     backplane: Option<Spanned<String>>,
@@ -534,6 +538,7 @@ impl Config {
             ring_frames,
             tx_threads: raw.tx_threads.unwrap_or(false),
             tx_cpus: raw.tx_cpus.unwrap_or_default(),
+            napi_threads: raw.napi_threads.unwrap_or(false),
             refresh_timeout,
             realtime_cap_percent,
             backplane_bps,
@@ -660,6 +665,7 @@ struct ConfigView<'a> {
     tx_threads: bool,
     #[serde(skip_serializing_if = "<[usize]>::is_empty")]
     tx_cpus: &'a [usize],
+    napi_threads: bool,
     refresh_timeout: String,
     realtime_cap_percent: u8,
     backplane: String,
@@ -701,6 +707,7 @@ impl serde::Serialize for Config {
             ring_frames: self.ring_frames,
             tx_threads: self.tx_threads,
             tx_cpus: &self.tx_cpus,
+            napi_threads: self.napi_threads,
             refresh_timeout: format_duration(self.refresh_timeout),
             realtime_cap_percent: self.realtime_cap_percent,
             backplane: self

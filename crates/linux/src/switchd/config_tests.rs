@@ -20,6 +20,7 @@ data_plane = "af_xdp"
 ring_frames = 512
 tx_threads = true
 tx_cpus = [0, 3]
+napi_threads = true
 refresh_timeout = "45s"
 
 [[port]]
@@ -100,6 +101,7 @@ fn minimal_config_takes_defaults() {
     assert_eq!(c.ring_frames, DEFAULT_RING_FRAMES);
     assert!(!c.tx_threads);
     assert!(c.tx_cpus.is_empty());
+    assert!(!c.napi_threads);
     assert_eq!(c.refresh_timeout, Duration::from_secs(30));
 }
 
@@ -109,6 +111,7 @@ fn transmit_threads_take_the_configured_cpus_in_turn_or_avoid_the_data_plane() {
     let full = Config::from_toml_str(FULL).expect("valid");
     assert!(full.tx_threads);
     assert_eq!(full.tx_cpus, [0, 3]);
+    assert!(full.napi_threads);
     let placed: Vec<_> = (0..3)
         .map(|i| super::super::tx_thread_cpu(&full, i))
         .collect();

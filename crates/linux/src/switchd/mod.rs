@@ -53,6 +53,15 @@ pub enum Error {
         #[source]
         source: PacketError,
     },
+    /// A port could not be switched to threaded receive (`napi_threads = true`).
+    #[error("port `{ifname}`: threaded receive (napi_threads): {source}")]
+    ThreadedReceive {
+        /// The interface.
+        ifname: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// An AF_XDP port could not be opened (`data_plane = "af_xdp"`).
     #[error(transparent)]
     Xdp(#[from] crate::xdp::XdpError),
@@ -200,6 +209,8 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         crate::xdp::FastPath::new(config.ports.len() as u32)
     });
     let mut ports = Vec::with_capacity(config.ports.len());
+    // Restored (threaded NAPI and GRO as they were) when the switch stops.
+    let mut threaded_receive = Vec::new();
     for (i, spec) in config.ports.iter().enumerate() {
         let steering = match &maps {
             Some(maps) => Steering::Switch(
@@ -225,6 +236,19 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         )?;
         tracing::info!(ifname = %spec.ifname, kind = port.kind(), "port open");
         ports.push(port);
+        // Like transmit threads, only where no pacer keeps the port's rate: a paced port's
+        // receive stays in the softirq, with no thread's wake-up between a frame and the core.
+        if config.napi_threads && spec.rate_bps.is_none() {
+            let threaded =
+                crate::napi::ThreadedReceive::enable(&spec.ifname).map_err(|source| {
+                    Error::ThreadedReceive {
+                        ifname: spec.ifname.clone(),
+                        source,
+                    }
+                })?;
+            tracing::info!(ifname = %spec.ifname, "threaded receive");
+            threaded_receive.push(threaded);
+        }
     }
     let mirror = maps.map(|maps| fastpath::Mirror::new(maps, &ports));
     check_port_rates(&config.ports);

@@ -106,9 +106,31 @@ pub(crate) struct ForwardArgs {
     /// other than the data plane's (docs/threads.md).
     #[arg(long)]
     tx_threads: bool,
+    /// What floods: `trafgen`, or `rtlan` (`rtlan flood`, which waits for room when the kernel
+    /// pushes back instead of failing, as trafgen does under receive steering).
+    #[arg(long, value_enum, default_value = "trafgen")]
+    generator: GeneratorArg,
+    /// The rtlan switches receive on each port in a kernel thread of its own (`napi_threads`:
+    /// threaded NAPI, with GRO on, as a veth has NAPI only so) instead of in the sender's
+    /// softirq (docs/threads.md "Threaded receive").
+    #[arg(long)]
+    napi_threads: bool,
+    /// The Linux bridge's (kernel router's) ports get the same threaded NAPI, for a like-for-like
+    /// ratio.
+    #[arg(long)]
+    napi_threads_baseline: bool,
     /// Leave the labs running afterwards (remove them with `rtlan lab down --name …`).
     #[arg(long)]
     keep: bool,
+}
+
+/// `--generator`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum GeneratorArg {
+    /// trafgen (netsniff-ng).
+    Trafgen,
+    /// `rtlan flood`.
+    Rtlan,
 }
 
 /// `--data-plane`.
@@ -178,6 +200,12 @@ pub(crate) fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
                 data_plane: args.data_plane.into(),
                 fast_path: !args.no_fast_path,
                 tx_threads: args.tx_threads,
+                generator: match args.generator {
+                    GeneratorArg::Trafgen => rtlan_experiments::bench::Generator::Trafgen,
+                    GeneratorArg::Rtlan => rtlan_experiments::bench::Generator::RtlanFlood,
+                },
+                napi_threads: args.napi_threads,
+                napi_threads_baseline: args.napi_threads_baseline,
                 keep: args.keep,
                 exe: exe()?,
             };

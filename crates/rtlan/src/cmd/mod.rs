@@ -8,6 +8,7 @@ pub(crate) mod completions;
 pub(crate) mod ctl;
 pub(crate) mod demo;
 pub(crate) mod experiment;
+pub(crate) mod flood;
 pub(crate) mod lab;
 pub(crate) mod recv;
 pub(crate) mod reservations;
