@@ -123,27 +123,7 @@ fn setup(request_id: u32, id: u16, rate: u64, src_ip: Ipv4Addr, dst_ip: Ipv4Addr
 
 /// `rtlan recv --port 7000 --json` on `host` for `seconds`.
 fn receiver(lab: &Lab, host: &str, seconds: u64) -> Child {
-    let duration = format!("{seconds}s");
-    let child = lab
-        .exec(
-            host,
-            &[
-                env!("CARGO_BIN_EXE_rtlan"),
-                "recv",
-                "--port",
-                "7000",
-                "--json",
-                "--duration",
-                duration.as_str(),
-            ],
-        )
-        .expect("host")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rtlan recv starts");
-    wait_bound(lab, host, 7000);
-    child
+    spawn_recv(lab, host, 7000, &["--duration", &format!("{seconds}s")])
 }
 
 /// `rtlan send --reserve --json` from `host` to `to`:7000 at `rate`, 1000-byte payloads.

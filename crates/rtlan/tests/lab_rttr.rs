@@ -19,28 +19,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_rtlan");
 
 /// Starts `rtlan recv --json` on `host`:`port`; it stops 1 s after the stream went idle.
 fn start_recv(lab: &Lab, host: &str, port: u16) -> Child {
-    let port_arg = port.to_string();
-    let child = lab
-        .exec(
-            host,
-            &[
-                BIN,
-                "recv",
-                "--port",
-                &port_arg,
-                "--idle",
-                "1s",
-                "--duration",
-                "30s",
-                "--json",
-            ],
-        )
-        .expect("host exists")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("rtlan recv starts");
-    wait_bound(lab, host, port);
-    child
+    spawn_recv(lab, host, port, &["--idle", "1s", "--duration", "30s"])
 }
 
 /// Waits for a `recv` started by [`start_recv`] and parses its report.

@@ -56,6 +56,30 @@ fn up_with(topology: &Topology, tag: &str, edit: impl FnOnce(&mut LabOptions)) -
     Lab::up(topology, &name, &options).expect("lab up")
 }
 
+/// `rtlan recv --port PORT --json EXTRA…` on `host` (stdout and stderr piped), returned once
+/// its socket is bound ([`wait_bound`]).
+#[allow(dead_code)] // not every lab test file starts receivers
+pub fn spawn_recv(lab: &Lab, host: &str, port: u16, extra: &[&str]) -> std::process::Child {
+    let port_arg = port.to_string();
+    let mut args = vec![
+        env!("CARGO_BIN_EXE_rtlan"),
+        "recv",
+        "--port",
+        &port_arg,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let child = lab
+        .exec(host, &args)
+        .expect("host")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rtlan recv starts");
+    wait_bound(lab, host, port);
+    child
+}
+
 /// Waits until a UDP socket on `host` is bound to `port` (an `rtlan recv` just spawned). A
 /// datagram sent before that draws an ICMP port unreachable; the sender's connected socket then
 /// fails a later send, and the receiver counts that sequence number as lost.

@@ -25,27 +25,7 @@ pub fn agent(lab: &Lab, host: &str, req: Value) -> Value {
 /// `rtlan recv --json` on `host` for [`STREAM_PORT`], until it has been idle for 1.5 s; returns
 /// once its socket is bound ([`super::wait_bound`]; one CI run lost a sequence number so).
 pub fn receiver(lab: &Lab, host: &str) -> Child {
-    let port = STREAM_PORT.to_string();
-    let child = lab
-        .exec(
-            host,
-            &[
-                env!("CARGO_BIN_EXE_rtlan"),
-                "recv",
-                "--port",
-                &port,
-                "--json",
-                "--idle",
-                "1500ms",
-            ],
-        )
-        .expect("exec")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("rtlan recv starts");
-    super::wait_bound(lab, host, STREAM_PORT);
-    child
+    super::spawn_recv(lab, host, STREAM_PORT, &["--idle", "1500ms"])
 }
 
 /// `from`'s stream to `to`: 1000-byte datagrams at 1.6 Mbit/s (about an MPEG-I video) for
