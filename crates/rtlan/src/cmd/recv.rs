@@ -1,9 +1,12 @@
 //! `rtlan recv`: receives a probe stream from `rtlan send` and reports delivered rate, loss,
-//! reordering, delay and RFC 3550 jitter ([`rtlan::rttr::stats`]).
+//! reordering, delay and RFC 3550 jitter ([`rtlan::rttr::stats`]). Arrival times are the
+//! kernel's receive timestamps and the receive buffer is sized ([`rtlan::rttr::receiver`]), so
+//! a receiver that waits for a CPU neither adds its wait to the network's delay nor drops what
+//! the network delivered; both are reported (`read_lag_us`, `socket`).
 
 use std::io::ErrorKind;
 use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -11,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use rtlan::rttr::probe::{realtime_ns, ProbeHeader};
+use rtlan::rttr::receiver::RtReceiver;
 use rtlan::rttr::stats::{sliding_rates, Arrival, RecvStats};
 use rtlan::rttr::wire_bytes;
-use rtlan_core::units::{format_rate, parse_duration};
+use rtlan_core::units::{format_rate, parse_duration, parse_size};
 
 /// Arguments of `rtlan recv`.
 #[derive(Debug, Args)]
@@ -30,7 +34,13 @@ Example: receive on port 5004 until the stream has been idle for 2 s, print JSON
 Rates are over the first to the last arrival; wire_bps counts whole frames (a 1000-byte payload
 is 1066 bytes on the wire); loss is counted over the range of sequence numbers seen; delay needs
 sender and receiver clocks to agree (same host or namespaces of one host). Datagrams without the
-RTLN header are ignored and counted.")]
+RTLN header are ignored and counted.
+
+Arrivals are the kernel's receive timestamps: delay_us ends when a probe reached this host;
+read_lag_us is how long probes then waited for this process to read them. The JSON \"socket\"
+object says what the host did: {\"rcvbuf_bytes\", \"drops\" (datagrams discarded because the
+receive buffer was full: part of \"lost\", but the host's loss, not the network's),
+\"unstamped\" (probes the kernel gave no timestamp, whose arrival is their read time)}.")]
 pub(crate) struct RecvArgs {
     /// UDP port to listen on.
     #[arg(long)]
@@ -48,6 +58,10 @@ pub(crate) struct RecvArgs {
     /// --duration nor --count is given).
     #[arg(long, value_parser = parse_duration)]
     idle: Option<Duration>,
+    /// Receive buffer to ask for (`4MiB`): what the host holds while this process waits for a
+    /// CPU. Forced past `net.core.rmem_max` when the process may (CAP_NET_ADMIN).
+    #[arg(long, value_parser = parse_size, default_value = "4MiB")]
+    rcvbuf: u64,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -66,8 +80,18 @@ pub(crate) struct RecvArgs {
 
 pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
     let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM])?;
-    let socket = UdpSocket::bind(SocketAddrV4::new(args.bind, args.port))?;
+    let want = usize::try_from(args.rcvbuf).unwrap_or(usize::MAX);
+    let mut socket = RtReceiver::bind(SocketAddrV4::new(args.bind, args.port), want)?;
     socket.set_read_timeout(Some(Duration::from_millis(50)))?;
+    let granted = socket.receive_buffer()?;
+    // Linux grants twice what is asked (its bookkeeping); less than asked means rmem_max.
+    if (granted as u64) < args.rcvbuf {
+        eprintln!(
+            "rtlan recv: warning: receive buffer {granted} bytes, less than the {} asked for \
+             (net.core.rmem_max, and no CAP_NET_ADMIN to force it)",
+            args.rcvbuf
+        );
+    }
     let idle = args.idle.or_else(|| {
         (args.duration.is_none() && args.count.is_none()).then_some(Duration::from_secs(2))
     });
@@ -88,8 +112,8 @@ pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
             break;
         }
         match socket.recv(&mut buf) {
-            Ok(len) => {
-                let recv_ns = realtime_ns();
+            Ok(got) => {
+                let (len, recv_ns) = (got.len, got.arrival_ns);
                 last_arrival = Some(Instant::now());
                 match ProbeHeader::parse(&buf[..len]) {
                     Ok(header) => {
@@ -100,6 +124,7 @@ pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
                             header,
                             payload_len: len,
                             recv_ns,
+                            read_ns: got.read_ns,
                         })
                     }
                     Err(_) => stats.record_ignored(),
@@ -119,8 +144,20 @@ pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
         out.flush()?;
     }
     let r = stats.report();
+    let drops = socket.drops()?;
+    let unstamped = socket.unstamped();
     if args.json {
         let mut v = serde_json::to_value(&r)?;
+        if let serde_json::Value::Object(map) = &mut v {
+            map.insert(
+                "socket".to_string(),
+                serde_json::json!({
+                    "rcvbuf_bytes": granted,
+                    "drops": drops,
+                    "unstamped": unstamped,
+                }),
+            );
+        }
         if let (Some(window), serde_json::Value::Object(map)) = (args.series, &mut v) {
             let arrivals: Vec<(u64, u64)> = kept
                 .iter()
@@ -168,6 +205,38 @@ pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
             r.delay_us.max,
             r.jitter_us
         );
+        println!(
+            "read lag µs: p50 {:.1} p99 {:.1} max {:.1}; socket: {granted}-byte buffer, {drops} \
+             dropped full, {unstamped} without a kernel timestamp",
+            r.read_lag_us.p50, r.read_lag_us.p99, r.read_lag_us.max,
+        );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use rtlan::rttr::receiver::DEFAULT_RECEIVE_BUFFER;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: RecvArgs,
+    }
+
+    #[test]
+    fn the_receive_buffer_defaults_to_the_librarys_and_takes_units() {
+        let parse = |argv: &[&str]| Cli::try_parse_from(argv).map(|c| c.args.rcvbuf);
+        assert_eq!(
+            parse(&["recv", "--port", "5004"]).unwrap(),
+            DEFAULT_RECEIVE_BUFFER as u64
+        );
+        assert_eq!(
+            parse(&["recv", "--port", "5004", "--rcvbuf", "256KiB"]).unwrap(),
+            256 << 10
+        );
+        assert!(parse(&["recv", "--port", "5004", "--rcvbuf", "256"]).is_err());
+    }
 }

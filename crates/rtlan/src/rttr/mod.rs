@@ -33,6 +33,7 @@
 mod leaky;
 pub mod pace;
 pub mod probe;
+pub mod receiver;
 pub mod stats;
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};

@@ -17,8 +17,12 @@ pub struct Arrival {
     pub header: ProbeHeader,
     /// UDP payload length, header included.
     pub payload_len: usize,
-    /// Arrival time, `CLOCK_REALTIME` nanoseconds.
+    /// Arrival time at the receiving host, `CLOCK_REALTIME` nanoseconds (the kernel's receive
+    /// timestamp where there is one: [`super::receiver`]).
     pub recv_ns: u64,
+    /// When the application read it, `CLOCK_REALTIME` nanoseconds (≥ `recv_ns`; equal when
+    /// the arrival time is the read time).
+    pub read_ns: u64,
 }
 
 /// Accumulates arrivals in arrival order.
@@ -36,6 +40,8 @@ pub struct RecvStats {
     reordered: u64,
     /// One-way delays, bounded whatever the run's length.
     delays: Histogram,
+    /// Read lags (read − arrival): how long probes waited in the socket buffer.
+    read_lags: Histogram,
     /// Previous arrival's (recv, sent) for the jitter estimate.
     previous: Option<(u64, u64)>,
     /// RFC 3550 jitter estimate in nanoseconds.
@@ -80,8 +86,11 @@ pub struct RecvReport {
     pub reordered: u64,
     /// Probes whose sequence number had been seen before.
     pub duplicates: u64,
-    /// One-way delay (receive − send timestamp; the clocks must agree).
+    /// One-way delay (arrival at the receiving host − send timestamp; the clocks must agree).
     pub delay_us: DelaySummary,
+    /// Read lag (the application's read − arrival at the host): the receiving host's own
+    /// scheduling, outside the network's delay. All zero when arrivals are read times.
+    pub read_lag_us: DelaySummary,
     /// RFC 3550 interarrival jitter, microseconds.
     pub jitter_us: f64,
     /// Lowest sequence number seen.
@@ -131,6 +140,7 @@ impl RecvStats {
         self.max_seq = self.max_seq.max(seq);
         self.delays
             .record(a.recv_ns.saturating_sub(a.header.sent_ns));
+        self.read_lags.record(a.read_ns.saturating_sub(a.recv_ns));
         if let Some((r, s)) = self.previous {
             let d = (a.recv_ns as f64 - r as f64) - (a.header.sent_ns as f64 - s as f64);
             self.jitter_ns += (d.abs() - self.jitter_ns) / 16.0;
@@ -173,6 +183,7 @@ impl RecvStats {
             reordered: self.reordered,
             duplicates: self.duplicates,
             delay_us: summarize(&self.delays),
+            read_lag_us: summarize(&self.read_lags),
             jitter_us: self.jitter_ns / 1e3,
             first_seq: self.min_seq,
             last_seq: self.max_seq,
@@ -259,7 +270,24 @@ mod tests {
             },
             payload_len: len,
             recv_ns: recv_us * 1000,
+            read_ns: recv_us * 1000,
         }
+    }
+
+    #[test]
+    fn the_read_lag_is_apart_from_the_delay() {
+        // Two probes that reached the host 100 µs after they were sent; the application read
+        // the second 30 ms late. The delay stays 100 µs; the read lag shows the 30 ms.
+        let mut s = RecvStats::new();
+        s.record(arrival(0, 0, 100, 100));
+        let mut late = arrival(1, 1000, 1100, 100);
+        late.read_ns += 30_000_000;
+        s.record(late);
+        let r = s.report();
+        assert_eq!(r.delay_us.max, 100.0);
+        assert_eq!(r.read_lag_us.min, 0.0);
+        assert_eq!(r.read_lag_us.max, 30_000.0);
+        assert!((r.jitter_us - 0.0).abs() < 1e-12, "{}", r.jitter_us);
     }
 
     #[test]
