@@ -35,6 +35,15 @@ impl FlowHandle {
     pub fn generation(self) -> u32 {
         self.generation
     }
+
+    /// A handle of slot `slot`, generation 0, for tests of code that only carries handles.
+    #[cfg(test)]
+    pub(crate) fn for_tests(slot: u32) -> FlowHandle {
+        FlowHandle {
+            slot,
+            generation: 0,
+        }
+    }
 }
 
 /// Which Integrated Services class a reserved flow is (QSR §3.1): where a [`super::Port`] of

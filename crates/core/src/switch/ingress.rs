@@ -298,15 +298,35 @@ impl Switch {
         buf.copy_from_slice(frame);
         // First-hop policing: a frame beyond the connection's T-SPEC is dropped here, counted,
         // and never reaches a queue (docs/delay.md); later hops find no policer in the entry.
-        let Ok(entry) = rt::forward_policed(
+        // One that conforms within the reshape allowance is held until it does instead, while
+        // the reshaping buffer has room for it.
+        let allowance = if state.reshaper.has_room(frame.len()) {
+            config.rt.reshape_allowance
+        } else {
+            std::time::Duration::ZERO
+        };
+        let Ok(admitted) = rt::forward_regulated(
             buf,
             port,
             &mut state.table,
             &config.rt.plan,
-            (now, &mut stats.rt),
+            (now, allowance, &mut stats.rt),
         ) else {
             return;
         };
+        let entry = admitted.entry;
+        if admitted.release > now {
+            if let Some(flow) = entry.flow {
+                state.reshaper.hold(
+                    admitted.release,
+                    (port, admitted.in_id, entry.request),
+                    (entry.out_port, flow),
+                    buf,
+                );
+                stats.rt.reshaped += 1;
+            }
+            return;
+        }
         let index = usize::from(entry.out_port.0);
         if let (Some(flow), Some(out), Some(port_stats)) =
             (entry.flow, ports.get_mut(index), stats.ports.get_mut(index))
@@ -316,6 +336,35 @@ impl Switch {
             } else {
                 port_stats.rt_drop_queue_full += 1;
                 stats.rt.queue_drops += 1;
+            }
+        }
+    }
+
+    /// Queues the held first-hop frames due at `now` on their connections' queues, each only if
+    /// its connection is still the one it was held for (else counted as an orphan).
+    pub(super) fn release_reshaped(&mut self, now: Instant) {
+        let Switch {
+            rt: state,
+            ports,
+            stats,
+            ..
+        } = self;
+        while let Some(held) = state.reshaper.pop_due(now) {
+            let current = state
+                .table
+                .lookup(held.in_port, held.in_id)
+                .filter(|e| e.request == held.request && e.flow == Some(held.flow));
+            let index = usize::from(held.out_port.0);
+            match (current, ports.get_mut(index), stats.ports.get_mut(index)) {
+                (Some(_), Some(out), Some(port_stats)) => {
+                    if out.sched.enqueue_flow(now, held.flow, &held.frame) {
+                        port_stats.tx_queued += 1;
+                    } else {
+                        port_stats.rt_drop_queue_full += 1;
+                        stats.rt.queue_drops += 1;
+                    }
+                }
+                _ => stats.rt.reshape_orphans += 1,
             }
         }
     }

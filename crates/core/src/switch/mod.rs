@@ -83,6 +83,13 @@ pub const MAX_FRAME_LEN: usize = 2048;
 /// 3.2 ms with three switches, and its topologies declare their own budget (`docs/delay.md`).
 pub const DEFAULT_LATENESS_BUDGET: Duration = Duration::from_micros(400);
 
+/// Default [`RtConfig::reshape_allowance`]: 100 ms, longer than the worst stall of a lab host's
+/// transmit path measured on the 2-core lab machine (≈ 70 ms, docs/delay.md §3).
+pub const DEFAULT_RESHAPE_ALLOWANCE: Duration = Duration::from_millis(100);
+
+/// Default [`RtConfig::reshape_buffer_bytes`]: 4 MiB, 100 ms of 330 Mbit/s of held frames.
+pub const DEFAULT_RESHAPE_BUFFER_BYTES: usize = 4 << 20;
+
 /// Default [`RtConfig::max_frame_bytes`]: an 802.1Q-tagged 1500-byte-MTU frame without FCS.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 1518;
 
@@ -178,6 +185,12 @@ pub struct RtConfig {
     /// every hop's latency (`docs/delay.md`). A send later than this is a guarantee violation,
     /// counted per port.
     pub lateness_budget: Duration,
+    /// How long the first switch may hold a frame that arrived ahead of its connection's T-SPEC
+    /// until it conforms, instead of dropping it (reshaping, `docs/delay.md` §3): what the
+    /// sender's own stack bunched becomes delay, not loss. Zero = police: drop at once.
+    pub reshape_allowance: Duration,
+    /// Bytes of held frames the whole switch keeps at most; a frame beyond is policed.
+    pub reshape_buffer_bytes: usize,
     /// Propagation delay of each output link, part of every hop's latency.
     pub link_delay: Duration,
     /// Largest frame (bytes, without FCS) any class may send on a port: the non-preemptive
@@ -223,6 +236,8 @@ impl Default for RtConfig {
             route_timeout: Duration::from_millis(500),
             refresh_timeout: DEFAULT_REFRESH_TIMEOUT,
             lateness_budget: DEFAULT_LATENESS_BUDGET,
+            reshape_allowance: DEFAULT_RESHAPE_ALLOWANCE,
+            reshape_buffer_bytes: DEFAULT_RESHAPE_BUFFER_BYTES,
             link_delay: Duration::ZERO,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             scheduler: SchedulerKind::Cyclic,
@@ -760,6 +775,7 @@ impl Switch {
             self.timers.next(),
             self.pending.next_expiry(),
             self.rt.next_timeout(),
+            self.rt.reshaper.next_timeout(),
             self.protect.guard.next_timeout(),
             self.stp_poll_timeout(),
         ]
@@ -769,9 +785,12 @@ impl Switch {
         .min()
     }
 
-    /// Runs timers due at `now`: pending-frame expiry, learning-table ageing, HELLOs, SETUP and
+    /// Runs timers due at `now`: reshaped frames' releases, pending-frame expiry, learning-table ageing, HELLOs, SETUP and
     /// TEARDOWN retransmissions, route timeouts and REFRESH expiry.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if !self.rt.reshaper.is_empty() {
+            self.release_reshaped(now);
+        }
         self.stats.drop_pending_timeout += self.pending.expire(now);
         self.signal_timeout(now);
         if !self.rt.draining.is_empty() {

@@ -187,6 +187,8 @@ pub(super) struct RtState {
     pub(super) next_request_id: u32,
     /// Scratch buffer for rewriting a real-time data frame.
     pub(super) scratch: Vec<u8>,
+    /// First-hop frames held until they conform (`reshape_allowance`).
+    pub(super) reshaper: super::rt::Reshaper,
     /// TEARDOWNs sent and not yet acknowledged, oldest first (bounded).
     pub(super) teardowns: Vec<TeardownOut>,
     /// Closed connections whose queued frames are still going out. Bounded: each keeps its
@@ -234,6 +236,7 @@ impl RtState {
             // request finds nothing to match here.
             next_request_id: (config.rt.epoch as u32).max(1),
             scratch: vec![0; MAX_FRAME_LEN],
+            reshaper: super::rt::Reshaper::new(config.rt.reshape_buffer_bytes),
             teardowns: Vec::new(),
             draining: Vec::new(),
             setup_times: SetupTimes::new(count),

@@ -169,6 +169,7 @@ pub fn render(
         ("rt_malformed", rt.malformed_drops),
         ("rt_rewrite", rt.rewrite_drops),
         ("rt_nonconforming", rt.nonconforming_drops),
+        ("rt_reshape_orphan", rt.reshape_orphans),
     ];
     for (reason, n) in switch_drops {
         page.counter(
@@ -195,6 +196,12 @@ pub fn render(
         "Real-time frames forwarded on a connection.",
         labels(&[]),
         rt.forwarded,
+    );
+    page.counter(
+        "rtlan_switch_rt_reshaped_frames",
+        "First-hop frames held until they conformed to their T-SPEC instead of dropped.",
+        labels(&[]),
+        rt.reshaped,
     );
     for (resource, n) in switch.admission().refusals_by_resource().by_resource() {
         page.counter(

@@ -18,7 +18,8 @@ use rtlan_core::switch::rt::{
 use rtlan_core::switch::sched::{DEFAULT_WINDOW, MAX_CYCLE, MIN_CYCLE};
 use rtlan_core::switch::{
     PortConfig, PortRole, PortSecurity, ProtectConfig, RtConfig, SwitchConfig, UnknownUnicast,
-    DEFAULT_LATENESS_BUDGET, DEFAULT_MAX_CONNECTIONS, DEFAULT_REFRESH_TIMEOUT, MAX_NRT_QUEUE_BYTES,
+    DEFAULT_LATENESS_BUDGET, DEFAULT_MAX_CONNECTIONS, DEFAULT_REFRESH_TIMEOUT,
+    DEFAULT_RESHAPE_ALLOWANCE, DEFAULT_RESHAPE_BUFFER_BYTES, MAX_NRT_QUEUE_BYTES,
     MAX_PENDING_CAPACITY,
 };
 pub use rtlan_core::units::format_duration;
@@ -157,6 +158,11 @@ pub struct Config {
     /// How late a frame may be handed out at this hop through late wake-ups (receive and send
     /// together): part of every connection's delay bound (docs/delay.md §4).
     pub lateness_budget: Duration,
+    /// How long the first switch may hold a frame that arrived ahead of its connection's
+    /// T-SPEC until it conforms, instead of dropping it (docs/delay.md §3); zero = police.
+    pub reshape_allowance: Duration,
+    /// Bytes of such held frames the switch keeps at most.
+    pub reshape_buffer_bytes: usize,
     /// Propagation delay of the output links, part of every hop's latency.
     pub link_delay: Duration,
     /// Real-time scheduler of every output port.
@@ -216,6 +222,8 @@ struct RawConfig {
     preemptive_discard: Option<bool>,
     discard_window: Option<Spanned<String>>,
     lateness_budget: Option<Spanned<String>>,
+    reshape_allowance: Option<Spanned<String>>,
+    reshape_buffer_bytes: Option<Spanned<usize>>,
     link_delay: Option<Spanned<String>>,
     scheduler: Option<SchedulerKind>,
     protect: Option<protect_toml::RawProtect>,
@@ -438,6 +446,16 @@ impl Config {
             DEFAULT_LATENESS_BUDGET,
         )?;
         let link_delay = src.duration_or_zero(raw.link_delay, "link_delay", Duration::ZERO)?;
+        // Zero: police only.
+        let reshape_allowance = src.duration_or_zero(
+            raw.reshape_allowance,
+            "reshape_allowance",
+            DEFAULT_RESHAPE_ALLOWANCE,
+        )?;
+        let reshape_buffer_bytes = match &raw.reshape_buffer_bytes {
+            None => DEFAULT_RESHAPE_BUFFER_BYTES,
+            Some(v) => src.bounded(v, "reshape_buffer_bytes", usize::MAX)?,
+        };
         let ageing_time = src.duration(raw.ageing_time, "ageing_time", DEFAULT_AGEING_TIME)?;
         let pending_timeout = src.duration(
             raw.pending_timeout,
@@ -550,6 +568,8 @@ impl Config {
             preemptive_discard: raw.preemptive_discard.unwrap_or(true),
             discard_window,
             lateness_budget,
+            reshape_allowance,
+            reshape_buffer_bytes,
             link_delay,
             scheduler: raw.scheduler.unwrap_or_default(),
             protect,
@@ -614,6 +634,8 @@ impl Config {
                 preemptive_discard: self.preemptive_discard,
                 discard_window: self.discard_window,
                 lateness_budget: self.lateness_budget,
+                reshape_allowance: self.reshape_allowance,
+                reshape_buffer_bytes: self.reshape_buffer_bytes,
                 link_delay: self.link_delay,
                 scheduler: self.scheduler,
                 protect: self.protect.clone(),
@@ -677,6 +699,8 @@ struct ConfigView<'a> {
     preemptive_discard: bool,
     discard_window: String,
     lateness_budget: String,
+    reshape_allowance: String,
+    reshape_buffer_bytes: usize,
     link_delay: String,
     scheduler: SchedulerKind,
     protect: protect_toml::ProtectView<'a>,
@@ -724,6 +748,8 @@ impl serde::Serialize for Config {
             preemptive_discard: self.preemptive_discard,
             discard_window: format_duration(self.discard_window),
             lateness_budget: format_duration(self.lateness_budget),
+            reshape_allowance: format_duration(self.reshape_allowance),
+            reshape_buffer_bytes: self.reshape_buffer_bytes,
             link_delay: format_duration(self.link_delay),
             scheduler: self.scheduler,
             protect: protect_toml::ProtectView::new(&self.protect, &self.ports),

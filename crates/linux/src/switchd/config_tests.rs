@@ -592,3 +592,33 @@ fn stp_errors_name_their_line() {
     assert_eq!(line, 3);
     assert!(msg.contains("stp_cost"), "{msg}");
 }
+
+#[test]
+fn reshape_keys_parse_reach_the_core_and_zero_means_police() {
+    let text = "reshape_allowance = \"20ms\"\nreshape_buffer_bytes = 65536\n\
+                [[port]]\nifname = \"a\"\n";
+    let c = Config::from_toml_str(text).expect("valid");
+    assert_eq!(c.reshape_allowance, Duration::from_millis(20));
+    assert_eq!(c.reshape_buffer_bytes, 65_536);
+    let sc = c.switch_config(&[Address([2, 0, 0, 0, 0, 1])]);
+    assert_eq!(sc.rt.reshape_allowance, Duration::from_millis(20));
+    assert_eq!(sc.rt.reshape_buffer_bytes, 65_536);
+    let back = toml::to_string(&c).expect("serializable");
+    assert_eq!(Config::from_toml_str(&back).expect("round trip"), c);
+    // The defaults, and zero: police only.
+    let d = Config::from_toml_str("[[port]]\nifname = \"a\"\n").expect("valid");
+    assert_eq!(d.reshape_allowance, DEFAULT_RESHAPE_ALLOWANCE);
+    assert_eq!(d.reshape_buffer_bytes, DEFAULT_RESHAPE_BUFFER_BYTES);
+    let z = Config::from_toml_str("reshape_allowance = \"0s\"\n[[port]]\nifname = \"a\"\n")
+        .expect("zero is allowed");
+    assert_eq!(z.reshape_allowance, Duration::ZERO);
+    for (text, key) in [
+        ("reshape_allowance = \"soon\"\n", "reshape_allowance"),
+        ("reshape_buffer_bytes = 0\n", "reshape_buffer_bytes"),
+    ] {
+        let (line, message) =
+            invalid_line(&format!("name = \"x\"\n{text}[[port]]\nifname = \"p0\"\n"));
+        assert_eq!(line, 2, "{text}: {message}");
+        assert!(message.contains(key), "{text}: {message}");
+    }
+}

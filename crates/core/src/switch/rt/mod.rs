@@ -18,6 +18,7 @@ use crate::switch::PortId;
 mod admission;
 mod ids;
 mod police;
+mod reshape;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -29,6 +30,7 @@ pub use admission::{
 };
 pub use ids::{IdAllocator, IdError};
 pub use police::Policer;
+pub use reshape::{HeldFrame, Reshaper};
 pub use table::{ConnectionTable, RequestKey, RtEntry, TableError};
 
 /// Why [`forward_data`] dropped a frame. The frame is left unchanged.
@@ -91,6 +93,11 @@ pub struct RtStats {
     /// Frames the first switch dropped as not conforming to their connection's T-SPEC (token
     /// bucket of its wire rate and burst). Also counted per connection.
     pub nonconforming_drops: u64,
+    /// Frames the first switch held until they conformed (`reshape_allowance`) instead of
+    /// dropping them: the sender's own stack had bunched them (docs/delay.md §3).
+    pub reshaped: u64,
+    /// Held frames whose connection was torn down (or replaced) before their release time.
+    pub reshape_orphans: u64,
 }
 
 impl RtStats {
@@ -144,7 +151,7 @@ pub fn forward_entry<'t>(
 /// ([`RtEntry::policer`]), so a later hop pays nothing for policing. A frame beyond the T-SPEC
 /// is dropped unchanged before any rewrite, counted for the connection
 /// ([`RtEntry::nonconforming`]) and in [`RtStats::nonconforming_drops`]; every other outcome is
-/// [`forward_entry`]'s.
+/// [`forward_entry`]'s. [`forward_regulated`] with no allowance.
 pub fn forward_policed<'t>(
     frame: &mut [u8],
     in_port: PortId,
@@ -152,19 +159,60 @@ pub fn forward_policed<'t>(
     plan: &ProxyMacPlan,
     (now, stats): (crate::time::Instant, &mut RtStats),
 ) -> Result<&'t RtEntry, RtDrop> {
+    forward_regulated(
+        frame,
+        in_port,
+        table,
+        plan,
+        (now, std::time::Duration::ZERO, stats),
+    )
+    .map(|r| r.entry)
+}
+
+/// A frame [`forward_regulated`] let through, rewritten.
+#[derive(Debug, Clone, Copy)]
+pub struct Regulated<'t> {
+    /// Its connection.
+    pub entry: &'t RtEntry,
+    /// The connection id it arrived with (the entry's key with the input port).
+    pub in_id: u16,
+    /// When it may join its queue: the arrival time, or later when the first switch's regulator
+    /// holds it ([`Policer::regulate`]).
+    pub release: crate::time::Instant,
+}
+
+/// [`forward_policed`] with reshaping: a first-hop frame that does not conform yet but will
+/// within `allowance` is rewritten and handed back with the time it may be queued
+/// ([`Regulated::release`]); the caller holds it until then. Only one that would wait longer is
+/// dropped as non-conforming.
+pub fn forward_regulated<'t>(
+    frame: &mut [u8],
+    in_port: PortId,
+    table: &'t mut ConnectionTable,
+    plan: &ProxyMacPlan,
+    (now, allowance, stats): (crate::time::Instant, std::time::Duration, &mut RtStats),
+) -> Result<Regulated<'t>, RtDrop> {
     let result = connection_id(frame, plan).and_then(|id| {
         let entry = table
             .lookup_mut(in_port, id)
             .ok_or(RtDrop::UnknownId { port: in_port, id })?;
+        let mut release = now;
         if let Some(policer) = &mut entry.policer {
             let bits = rtlan_wire::cost::wire_bits(frame.len());
-            if !policer.conforms(now, bits) {
-                entry.nonconforming += 1;
-                return Err(RtDrop::NonConforming { port: in_port, id });
+            match policer.regulate(now, bits, allowance) {
+                Some(at) => release = at,
+                None => {
+                    entry.nonconforming += 1;
+                    return Err(RtDrop::NonConforming { port: in_port, id });
+                }
             }
         }
         let entry = &*entry;
-        rewrite(frame, entry, plan, stats).map(|()| entry)
+        rewrite(frame, entry, plan, stats).map(|()| Regulated {
+            entry,
+            in_id: id,
+            release,
+        })
     });
     match &result {
         Ok(_) => stats.forwarded += 1,

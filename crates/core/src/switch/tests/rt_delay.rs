@@ -11,7 +11,7 @@ use rtlan_calculus::servers::{self, HopTspec};
 use rtlan_wire::control::FailReason;
 
 use super::rt_net::*;
-use super::rt_setup::chain;
+use super::rt_setup::{chain, chain_with};
 use super::*;
 use crate::rtcd::{Reply, Request, RtcdError};
 
@@ -155,9 +155,11 @@ fn a_requirement_below_the_bound_is_refused_by_the_hop_that_exceeds_it() {
     );
 }
 
-#[test]
-fn only_the_first_switch_polices_the_t_spec() {
-    let (mut net, [a, b, _], s) = chain(RATE);
+/// A reservation a → b across three switches, and 20 full frames sent by a at once (far beyond
+/// the bucket S1 polices to: burst + r·(host term + λ of S1's lateness budget)); returns the
+/// network, b, the switches, the bucket's depth and a frame's cost, both in wire bits.
+fn burst_of_twenty(reshape_allowance: Duration) -> (Net, usize, [usize; 3], u64, u64) {
+    let (mut net, [a, b, _], s) = chain_with(RATE, reshape_allowance);
     let ip_b = net.h(b).ip;
     net.announce(b);
     net.run_for(Duration::from_millis(1));
@@ -172,22 +174,28 @@ fn only_the_first_switch_polices_the_t_spec() {
         panic!("expected Opened");
     };
     let (mac_a, ip_a) = (net.h(a).mac, net.h(a).ip);
-    // 20 full frames at once: the bucket (burst + r·(host term + λ of S1's lateness budget))
-    // passes some, the rest do not conform and are dropped at S1, counted; nothing is dropped
-    // later.
     let flow = tspec();
     let lateness = u64::try_from(RtConfig::default().lateness_budget.as_nanos()).unwrap();
     let depth = servers::burst_at_hop(&flow, host_ns() + lateness).expect("depth");
     let frame_bits = rtlan_wire::cost::wire_bits(usize::from(PACKET));
-    let passing = depth / frame_bits;
     for seq in 0..20 {
         let mut frame = udp_frame(mac_a, ip_a, proxy_mac, proxy_ip, seq);
         frame.resize(usize::from(PACKET), 0);
         net.send(a, frame);
     }
+    (net, b, s, depth, frame_bits)
+}
+
+#[test]
+fn only_the_first_switch_polices_the_t_spec() {
+    // No reshaping: what the bucket does not pass is dropped at S1, counted; nothing is dropped
+    // later.
+    let (mut net, b, s, depth, frame_bits) = burst_of_twenty(Duration::ZERO);
+    let passing = depth / frame_bits;
     net.run_for(Duration::from_millis(200));
     let nonconforming = net.sw(s[0]).stats().rt.nonconforming_drops;
     assert_eq!(nonconforming, 20 - passing, "S1 polices to its bucket");
+    assert_eq!(net.sw(s[0]).stats().rt.reshaped, 0);
     assert_eq!(
         net.h(b).received.len() as u64,
         passing,
@@ -198,4 +206,41 @@ fn only_the_first_switch_polices_the_t_spec() {
         assert_eq!(net.sw(*sw).stats().rt.queue_drops, 0);
     }
     assert_eq!(net.sw(s[0]).stats().rt.queue_drops, 0);
+}
+
+#[test]
+fn the_first_switch_reshapes_a_burst_its_allowance_covers_into_the_t_spec() {
+    // With the default 100 ms allowance S1 holds the frames beyond the bucket until they
+    // conform: all 20 arrive, in order, none dropped anywhere; and the last leaves S1 no
+    // earlier than the bucket allows — once it has earned the burst's excess over its depth.
+    let (mut net, b, s, depth, frame_bits) = burst_of_twenty(RtConfig::default().reshape_allowance);
+    let passing = depth / frame_bits;
+    let sent_at = net.now;
+    net.run_for(Duration::from_millis(200));
+    let stats = net.sw(s[0]).stats().rt;
+    assert_eq!(stats.nonconforming_drops, 0);
+    assert_eq!(
+        stats.reshaped,
+        20 - passing,
+        "held: what the bucket did not pass at once"
+    );
+    assert_eq!(stats.reshape_orphans, 0);
+    let host = net.h(b);
+    let got: Vec<_> = host.received_at.iter().zip(&host.received).collect();
+    assert_eq!(got.len(), 20, "every frame arrives");
+    // udp_frame's tag is the low byte of the IP identification.
+    let seqs: Vec<u8> = got.iter().map(|(_, f)| f[19]).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order: {seqs:?}");
+    // The bucket must earn what the burst had beyond its depth before the last frame leaves.
+    let wait_ns = (20 * frame_bits - depth) * 1_000_000_000 / tspec().rate_bps;
+    let last = *got.last().expect("frames").0;
+    assert!(
+        last.saturating_duration_since(sent_at) >= Duration::from_nanos(wait_ns),
+        "the last frame left S1 within the T-SPEC: {:?} after the burst, bucket wait {wait_ns} ns",
+        last.saturating_duration_since(sent_at)
+    );
+    for sw in &s {
+        assert_eq!(net.sw(*sw).stats().rt.queue_drops, 0);
+        assert_eq!(net.sw(*sw).stats().rt.nonconforming_drops, 0);
+    }
 }

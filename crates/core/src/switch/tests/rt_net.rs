@@ -27,6 +27,8 @@ pub(super) struct Host {
     outbox: Vec<Vec<u8>>,
     /// Non-control, non-ARP frames received.
     pub(super) received: Vec<Vec<u8>>,
+    /// When each of `received` arrived.
+    pub(super) received_at: Vec<Instant>,
     /// Control messages received (parsed), whether or not a daemon runs.
     pub(super) control: Vec<Repr>,
     /// Replies the daemon gave its client.
@@ -141,6 +143,7 @@ impl Net {
             rtcd,
             outbox: Vec::new(),
             received: Vec::new(),
+            received_at: Vec::new(),
             control: Vec::new(),
             replies: Vec::new(),
         })));
@@ -393,6 +396,7 @@ impl Host {
             return;
         }
         self.received.push(frame);
+        self.received_at.push(now);
     }
 
     /// Executes the daemon's actions: control frames go out, replies are recorded.

@@ -73,9 +73,19 @@ fn one_switch() -> (Net, usize, usize, usize) {
 
 /// A(daemon) — S1 — S2 — S3 — B, with C(daemon) on S2's port 2; S2's port 1 at `middle_rate`.
 pub(super) fn chain(middle_rate: u64) -> (Net, [usize; 3], [usize; 3]) {
+    chain_with(middle_rate, RtConfig::default().reshape_allowance)
+}
+
+/// [`chain`] with the first switch's reshape allowance set (zero: it only polices).
+pub(super) fn chain_with(
+    middle_rate: u64,
+    reshape_allowance: Duration,
+) -> (Net, [usize; 3], [usize; 3]) {
     let mut net = Net::new();
     let a = net.host(1, true);
-    let s1 = net.switch(&[RATE, RATE]);
+    let s1 = net.switch_with(&[RATE, RATE], |c| {
+        c.rt.reshape_allowance = reshape_allowance
+    });
     let s2 = net.switch(&[RATE, middle_rate, RATE]);
     let s3 = net.switch(&[RATE, RATE]);
     let b = net.host(2, false);
