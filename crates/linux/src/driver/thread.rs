@@ -53,12 +53,17 @@ fn set_realtime_priority(priority: u8) {
     if rc != 0 {
         tracing::warn!(
             priority,
-            "SCHED_FIFO refused ({}); the data plane runs with normal scheduling and may stall \
+            thread = std::thread::current().name().unwrap_or("?"),
+            "SCHED_FIFO refused ({}); the thread runs with normal scheduling and may stall \
              for milliseconds when the host is busy",
             io::Error::last_os_error()
         );
     } else {
-        tracing::info!(priority, "data plane runs under SCHED_FIFO");
+        tracing::info!(
+            priority,
+            thread = std::thread::current().name().unwrap_or("?"),
+            "runs under SCHED_FIFO"
+        );
     }
 }
 

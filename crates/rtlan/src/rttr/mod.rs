@@ -46,6 +46,7 @@ pub use rtlan_core::shaper::wire_bytes;
 use rtlan_core::shaper::{LeakyBucketConfig, LeakyBucketShaper, ShaperError, MAX_UDP_PAYLOAD};
 use rtlan_linux::rtcd::{ClientError, OpenParams, Opened, RtcdClient};
 
+pub use leaky::SHAPER_PRIORITY;
 use leaky::LeakyDriver;
 use pace::TokenPacer;
 
