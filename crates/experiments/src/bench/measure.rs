@@ -321,24 +321,26 @@ fn rtlan_flood(ns: &str, spec: &TrafgenUdp) -> Result<TrafgenRun, rtlan_lab::too
         .args(["netns", "exec", ns])
         .args(&argv)
         .output()
-        .map_err(|source| ToolError::Io {
+        .map_err(|source| ToolError::Spawn {
             tool: "rtlan flood",
             source,
         })?;
     let elapsed_secs = started.elapsed().as_secs_f64();
+    // rtlan flood writes one line of JSON, or one error line: all of it goes in the message.
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).trim().to_string();
     if !out.status.success() {
-        return Err(ToolError::InvalidArgument(format!(
-            "rtlan flood in {ns}: {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(ToolError::Failed {
+            tool: "rtlan flood",
+            status: out.status.to_string(),
+            stderr_tail: text(&out.stderr),
+        });
     }
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
-        ToolError::InvalidArgument(format!(
-            "rtlan flood printed no report ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        ))
-    })?;
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| ToolError::Unparseable {
+            tool: "rtlan flood",
+            reason: e.to_string(),
+            snippet: text(&out.stdout),
+        })?;
     let delta = iface_counters(ns, &spec.ifname)?.since(&before);
     Ok(TrafgenRun {
         tx_packets: delta.tx_packets,
