@@ -46,8 +46,8 @@ pub use rtlan_core::shaper::wire_bytes;
 use rtlan_core::shaper::{LeakyBucketConfig, LeakyBucketShaper, ShaperError, MAX_UDP_PAYLOAD};
 use rtlan_linux::rtcd::{ClientError, OpenParams, Opened, RtcdClient};
 
-pub use leaky::SHAPER_PRIORITY;
 use leaky::LeakyDriver;
+pub use leaky::SHAPER_PRIORITY;
 use pace::TokenPacer;
 
 /// Bytes of an Ethernet frame around a UDP payload, without FCS (Ethernet 14 + IPv4 20 + UDP 8):
