@@ -48,7 +48,8 @@ pub(crate) struct RecvArgs {
     /// Address to bind.
     #[arg(long, default_value = "0.0.0.0")]
     bind: Ipv4Addr,
-    /// Stop after this long (`10s`).
+    /// Stop after this long (`10s`): what reached this host within it counts, also what still
+    /// waits in the receive buffer at the end because this process ran late.
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
     /// Stop after this many probes.
@@ -103,15 +104,26 @@ pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
     let keep = args.series.is_some() || args.arrivals.is_some();
     let mut kept: Vec<(u64, u64, u64, usize)> = Vec::new();
     let mut last_arrival: Option<Instant> = None;
+    // When --duration is up, what reached this host within it but still waits in the receive
+    // buffer (this process ran late) is read without waiting, and counted; the first datagram
+    // that arrived after the window ends the run.
+    let window_end_ns = args
+        .duration
+        .map(|d| start_ns.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)));
+    let mut draining = false;
     loop {
         if stop.load(Ordering::Relaxed)
-            || args.duration.is_some_and(|d| start.elapsed() >= d)
             || args.count.is_some_and(|n| stats.packets() >= n)
             || idle.is_some_and(|i| last_arrival.is_some_and(|t| t.elapsed() >= i))
         {
             break;
         }
+        if !draining && args.duration.is_some_and(|d| start.elapsed() >= d) {
+            socket.socket().set_nonblocking(true)?;
+            draining = true;
+        }
         match socket.recv(&mut buf) {
+            Ok(got) if draining && window_end_ns.is_some_and(|end| got.arrival_ns > end) => break,
             Ok(got) => {
                 let (len, recv_ns) = (got.len, got.arrival_ns);
                 last_arrival = Some(Instant::now());
@@ -130,7 +142,11 @@ pub(crate) fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
                     Err(_) => stats.record_ignored(),
                 }
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if draining {
+                    break;
+                }
+            }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e.into()),
         }
