@@ -78,8 +78,18 @@ fn three_flooded_hops(offloads: bool) {
     let daemon = Daemon::start(&lab, "a");
     let run = Duration::from_secs(SECONDS);
 
-    let receiver = Receiver::start(exe, &lab, "c", 6000, run + Duration::from_secs(2), &[])
-        .expect("rtlan recv");
+    // The receiver ends 1 s after the stream, however late the stream starts: on a loaded
+    // machine the reservation and `rtlan send`'s start took over a second, and a fixed window
+    // cut the stream's end off (10 s is only the safety net).
+    let receiver = Receiver::start(
+        exe,
+        &lab,
+        "c",
+        6000,
+        run + Duration::from_secs(10),
+        &["--idle", "1s"],
+    )
+    .expect("rtlan recv");
     let iperf_server =
         spawn(&lab, "c", &iperf3_server(), "iperf3 server".into()).expect("iperf3 -s");
     std::thread::sleep(Duration::from_millis(300));
