@@ -61,11 +61,7 @@ impl Policer {
         // Held frames took their tokens at their release times: a later arrival is measured
         // from the last of them.
         let from = now.max(self.last);
-        let elapsed = u128::from(from.saturating_duration_since(self.last).as_nanos() as u64);
-        let tokens = self
-            .tokens
-            .saturating_add(elapsed.saturating_mul(u128::from(self.rate_bps)))
-            .min(self.depth);
+        let tokens = self.tokens_at(from);
         let cost = u128::from(bits) * SCALE;
         let wait_ns = if cost <= tokens {
             0
@@ -84,17 +80,22 @@ impl Policer {
         Some(at)
     }
 
+    /// The tokens at `t` (bits × 10⁹): those at `last` plus what `t − last` earned, up to the
+    /// depth; a `t` before `last` earns nothing.
+    fn tokens_at(&self, t: Instant) -> u128 {
+        let elapsed = u128::from(t.saturating_duration_since(self.last).as_nanos() as u64);
+        self.tokens
+            .saturating_add(elapsed.saturating_mul(u128::from(self.rate_bps)))
+            .min(self.depth)
+    }
+
     /// Whether a frame costing `bits` wire bits conforms at `now`; if so its tokens are taken.
     /// Time going backwards adds nothing.
     pub fn conforms(&mut self, now: Instant, bits: u64) -> bool {
-        let elapsed = u128::from(now.saturating_duration_since(self.last).as_nanos() as u64);
+        self.tokens = self.tokens_at(now);
         if now > self.last {
             self.last = now;
         }
-        self.tokens = self
-            .tokens
-            .saturating_add(elapsed.saturating_mul(u128::from(self.rate_bps)))
-            .min(self.depth);
         let cost = u128::from(bits) * SCALE;
         if cost <= self.tokens {
             self.tokens -= cost;
