@@ -15,8 +15,11 @@
 //!
 //! Tolerances and why:
 //! - **stream loss ≤ 0.1 %**, the "≥ 99.9 %" (the reserved stream of
-//!   `lab_router.rs` loses 0 of 4000 in every run, as here); the blast must lose more than a
-//!   quarter of what it sends, so the link the pipe crosses was really overloaded.
+//!   `lab_router.rs` loses 0 of 4000 in every run, as here).
+//! - **the blast loses more than 5 % of what it sends**, so the link the pipe crosses was
+//!   really overloaded. The routers run under SCHED_FIFO ahead of iperf3 and the browser, so
+//!   on this 2-core machine the blaster reaches 95–116 Mbit/s of its 150, losing 14–25 %; a
+//!   blast below the link's rate lost 0.4–0.7 % (measured at 72–77 Mbit/s).
 //! - **the page shows the pipe up within 10 s**: signalling across three routers takes
 //!   milliseconds; the rest is a loaded 2-core machine running a browser.
 //! - **≥ 90 % of the stream classified into the pipe at r1**: iperf3's own control connection
@@ -196,8 +199,16 @@ fn a_pipe_made_on_the_routers_web_page_carries_a_stream_whole_under_a_blast() {
         length: Some(1000),
         ..Iperf3Opts::default()
     };
+    // The blast in the largest datagrams a 1,500-byte MTU carries: the routers run under
+    // SCHED_FIFO ahead of iperf3 on this 2-core machine, and in 1,000-byte datagrams the
+    // CPU-bound blaster reached only 77.5 Mbit/s, too little to overload the r1–r2 link.
+    let blast_opts = Iperf3Opts {
+        length: Some(1472),
+        ..Iperf3Opts::default()
+    };
     let (video, blast) = std::thread::scope(|s| {
-        let blast = s.spawn(|| tools::iperf3_udp(ns("c"), b, 5201, 6, 150_000_000, &opts).unwrap());
+        let blast =
+            s.spawn(|| tools::iperf3_udp(ns("c"), b, 5201, 6, 150_000_000, &blast_opts).unwrap());
         std::thread::sleep(Duration::from_millis(500));
         let video = tools::iperf3_udp(ns("a"), b, 5004, 4, 8_000_000, &opts).unwrap();
         (video, blast.join().unwrap())
@@ -227,7 +238,7 @@ fn a_pipe_made_on_the_routers_web_page_carries_a_stream_whole_under_a_blast() {
         );
     }
     assert!(
-        blast.receiver_bps < 0.75 * blast.sender_bps,
+        blast.receiver_bps < 0.95 * blast.sender_bps,
         "the blast overloads the r1–r2 link: {blast:?}"
     );
     let r1 = ctl_router(&lab, "r1", "pipes");

@@ -19,7 +19,7 @@
 //! - **SIGKILL the bridge**: both segments declare station 4 dead and release its reservations;
 //!   each ring goes on.
 //!
-//! The allowance is lab_rether.rs's 20 ms per segment crossed (each token pass crosses two
+//! The allowance is 20 ms per segment crossed (lab_rether.rs measures the lateness; each token pass crosses two
 //! user-space daemons that may wake late by milliseconds under floods on this 2-core machine),
 //! so 40 ms here: the broken cases miss the deadline by far more, and the tight bound is checked
 //! on virtual time by `crates/core/src/rether/bridge_tests.rs`.

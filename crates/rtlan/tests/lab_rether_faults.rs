@@ -12,7 +12,7 @@
 //!
 //! Through all of it a's stream loses nothing and keeps its deadline: one TRT plus the time the
 //! token may stall while a dead station is found (two acknowledgement timers, TRT + the lab's
-//! 8 ms slack each) plus the lab's 20 ms allowance for late wake-ups (lab_rether.rs).
+//! 8 ms slack each) plus 20 ms for late wake-ups (the daemons' lateness: lab_rether.rs).
 
 mod common;
 

@@ -20,9 +20,15 @@ pub fn prepare(cpu: Option<usize>, realtime_priority: u8) -> Result<(), Affinity
     if let Some(cpu) = cpu {
         pin_to_cpu(cpu)?;
     }
+    prepare_unpinned(realtime_priority);
+    Ok(())
+}
+
+/// [`prepare`] without pinning, which is all that can fail: 1 ns timer slack and SCHED_FIFO at
+/// `realtime_priority` (0: leave it alone), each refusal a warning.
+pub fn prepare_unpinned(realtime_priority: u8) {
     reduce_timer_slack();
     set_realtime_priority(realtime_priority);
-    Ok(())
 }
 
 /// Asks the kernel to fire this thread's timers on time: the default timer slack of 50 µs lets

@@ -64,7 +64,13 @@ impl Exporter {
         let for_thread = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("rtlan-metrics".into())
-            .spawn(move || serve(&listener, &for_thread))
+            .spawn(move || {
+                // Spawned by a data-plane thread: leave its SCHED_FIFO to it.
+                if let Err(e) = crate::driver::thread::normal_scheduling() {
+                    tracing::warn!("metrics thread: normal scheduling refused: {e}");
+                }
+                serve(&listener, &for_thread)
+            })
             .map_err(MetricsError::Thread)?;
         tracing::info!(%addr, "metrics endpoint listening");
         Ok(Exporter {

@@ -8,6 +8,7 @@
 //! rate = "10mbit"                         # every port's segment rate unless the port says
 //! trt = "20ms"                            # every port's TRT unless the port says
 //! table_capacity = 4096                   # MACs learnt (802.1D table)
+//! realtime_priority = 20                  # SCHED_FIFO priority; 0 = normal scheduling
 //! # and the agent's station keys, for every port: t_nrt, nrt_policy, frame_overhead,
 //! # visit_overhead, token_cost, switch_timeout, switch_attempts, ack_slack
 //!
@@ -47,6 +48,9 @@ pub struct RetherBridgeConfig {
     pub ports: Vec<BridgePortConfig>,
     /// Most MACs learnt.
     pub table_capacity: usize,
+    /// SCHED_FIFO priority of the bridge's thread; 0 = normal scheduling (the agent's reason,
+    /// `super::config`).
+    pub realtime_priority: u8,
 }
 
 /// One port: the bridge's station on one segment.
@@ -75,6 +79,7 @@ struct RawBridge {
     switch_attempts: Option<Spanned<i64>>,
     ack_slack: Option<Spanned<String>>,
     table_capacity: Option<Spanned<i64>>,
+    realtime_priority: Option<Spanned<u8>>,
     port: Option<Spanned<Vec<RawPort>>>,
 }
 
@@ -156,6 +161,7 @@ impl RetherBridgeConfig {
             data_plane: raw.data_plane.unwrap_or_default(),
             ports,
             table_capacity,
+            realtime_priority: src.realtime_priority(raw.realtime_priority.as_ref())?,
         })
     }
 
@@ -204,6 +210,7 @@ mod tests {
             assert_eq!(p.station.ack_slack, Duration::from_millis(8));
         }
         assert_eq!(c.table_capacity, 4096);
+        assert_eq!(c.realtime_priority, 20);
         assert_eq!(c.bridge_config().stations.len(), 2);
     }
 
@@ -226,6 +233,11 @@ mod tests {
             (&TWO.replace("\"10ms\"", "\"0s\""), 9, "trt: above 0"),
             (&format!("t_nrt = \"30ms\"\n{TWO}"), 1, "eq. 3"),
             (&format!("table_capacity = 0\n{TWO}"), 1, "table_capacity"),
+            (
+                &format!("realtime_priority = 120\n{TWO}"),
+                1,
+                "realtime_priority",
+            ),
             (&format!("colour = \"red\"\n{TWO}"), 1, "unknown field"),
             (
                 &TWO.replace("id = 2", "id = 2\nhost_port = \"h0\""),

@@ -19,10 +19,15 @@
 //! switch_attempts = 4
 //! ack_slack = "2ms"                       # the drivers' latency in every acknowledgement timer
 //! host_queue = 1024                       # frames waiting for the host
+//! realtime_priority = 20                  # SCHED_FIFO priority; 0 = normal scheduling
 //! ```
 //!
 //! Every key but `id`, `host_port`, `segment_port` and `rate` has the default shown
 //! ([`rtlan_core::rether::Config::new`]).
+//!
+//! `realtime_priority`: RETHER ran in each host's network driver (§3), above every user process.
+//! The agent stands in for that driver, so its one thread runs under SCHED_FIFO like a switch's
+//! data plane: a busy host delays its applications, not the token or the reserved frames.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -54,6 +59,8 @@ pub struct RetherDaemonConfig {
     pub station: Config,
     /// Frames waiting for the host.
     pub host_queue: usize,
+    /// SCHED_FIFO priority of the agent's thread; 0 = normal scheduling.
+    pub realtime_priority: u8,
 }
 
 #[derive(Deserialize)]
@@ -76,6 +83,7 @@ struct RawConfig {
     switch_attempts: Option<Spanned<i64>>,
     ack_slack: Option<Spanned<String>>,
     host_queue: Option<Spanned<i64>>,
+    realtime_priority: Option<Spanned<u8>>,
 }
 
 fn duration(
@@ -263,6 +271,7 @@ impl RetherDaemonConfig {
             data_plane: raw.data_plane.unwrap_or_default(),
             station: c,
             host_queue,
+            realtime_priority: src.realtime_priority(raw.realtime_priority.as_ref())?,
         })
     }
 }
@@ -283,6 +292,10 @@ mod tests {
         assert_eq!(c.station.t_nrt, Duration::from_nanos(3_333_333));
         assert_eq!(c.station.nrt_policy, NrtPolicy::One);
         assert_eq!(c.host_queue, 1024);
+        assert_eq!(
+            c.realtime_priority, 20,
+            "a switch's, the driver it stands in for"
+        );
         assert!(c.control_socket.is_none());
     }
 
@@ -291,7 +304,8 @@ mod tests {
         let text = format!(
             "{MINIMAL}name = \"h1\"\ncontrol_socket = \"/run/x.sock\"\ntrt = \"20ms\"\nnrt_policy = \"at_most:3\"\n\
              frame_overhead = \"7us\"\nvisit_overhead = \"30us\"\ntoken_cost = \"80us\"\nswitch_timeout = \"15ms\"\n\
-             switch_attempts = 2\nack_slack = \"5ms\"\nhost_queue = 64\ndata_plane = \"af_packet\"\n"
+             switch_attempts = 2\nack_slack = \"5ms\"\nhost_queue = 64\ndata_plane = \"af_packet\"\n\
+             realtime_priority = 0\n"
         );
         let c = RetherDaemonConfig::from_toml_str(&text).expect("valid");
         assert_eq!(c.name, "h1");
@@ -305,6 +319,7 @@ mod tests {
         assert_eq!(c.station.switch_attempts, 2);
         assert_eq!(c.station.ack_slack, Duration::from_millis(5));
         assert_eq!(c.host_queue, 64);
+        assert_eq!(c.realtime_priority, 0);
         assert_eq!(c.control_socket, Some(PathBuf::from("/run/x.sock")));
     }
 
@@ -322,6 +337,7 @@ mod tests {
             (&format!("{MINIMAL}nrt_policy = \"at_most:0\"\n"), 5, "nrt_policy"),
             (&format!("{MINIMAL}switch_attempts = 0\n"), 5, "switch_attempts"),
             (&format!("{MINIMAL}host_queue = -1\n"), 5, "host_queue"),
+            (&format!("{MINIMAL}realtime_priority = 100\n"), 5, "realtime_priority"),
             (&format!("{MINIMAL}colour = \"red\"\n"), 5, "unknown field"),
             ("host_port = \"h0\"\nsegment_port = \"s0\"\nrate = \"10mbit\"\n", 1, "missing field `id`"),
             ("id = 1\nhost_port = \"a-very-long-interface\"\nsegment_port = \"s0\"\nrate = \"10mbit\"\n", 2, "host_port"),

@@ -67,6 +67,7 @@ pub struct RunReport {
 /// Runs the agent on the calling thread until `shutdown` becomes true (checked at least every
 /// 100 ms), then reports.
 pub fn run(config: RetherDaemonConfig, shutdown: &AtomicBool) -> Result<RunReport, Error> {
+    crate::driver::thread::prepare_unpinned(config.realtime_priority);
     let mut daemon = daemon::Daemon::new(config)?;
     daemon.run(shutdown)?;
     Ok(daemon.report())
@@ -78,6 +79,7 @@ pub fn run_bridge(
     config: RetherBridgeConfig,
     shutdown: &AtomicBool,
 ) -> Result<BridgeRunReport, Error> {
+    crate::driver::thread::prepare_unpinned(config.realtime_priority);
     let mut daemon = bridged::BridgeDaemon::new(config)?;
     daemon.run(shutdown)?;
     Ok(daemon.report())

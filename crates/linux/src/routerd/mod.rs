@@ -119,6 +119,7 @@ pub fn run(config: RouterDaemonConfig, shutdown: &AtomicBool) -> Result<RunRepor
     if kernel_forwards()? {
         return Err(Error::KernelForwards);
     }
+    crate::driver::thread::prepare_unpinned(config.realtime_priority);
     let mut daemon = daemon::Daemon::new(config)?;
     daemon.run(shutdown)?;
     Ok(daemon.report())

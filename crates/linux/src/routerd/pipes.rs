@@ -397,7 +397,13 @@ impl HttpApi {
         let s = Arc::clone(&server);
         let thread = std::thread::Builder::new()
             .name("router-http".into())
-            .spawn(move || serve(&s, &tx, raw))?;
+            .spawn(move || {
+                // Spawned by the data-plane thread: leave its SCHED_FIFO to it.
+                if let Err(e) = crate::driver::thread::normal_scheduling() {
+                    tracing::warn!("pipe page thread: normal scheduling refused: {e}");
+                }
+                serve(&s, &tx, raw)
+            })?;
         Ok(HttpApi {
             server,
             thread: Some(thread),

@@ -23,7 +23,7 @@ use rtlan_core::units::{parse_duration, parse_rate};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::switchd::config::{Source, DEFAULT_REALTIME_PRIORITY};
+use crate::switchd::config::Source;
 use crate::switchd::ConfigError;
 
 /// Most frames one attachment may hold (a NIC's transmit ring is a few hundred at most).
@@ -122,16 +122,7 @@ impl SegmentDaemonConfig {
                 return Err(src.error(q.span(), format!("queue_frames: 1 to {MAX_QUEUE_FRAMES}")))
             }
         };
-        let realtime_priority = match raw.realtime_priority {
-            None => DEFAULT_REALTIME_PRIORITY,
-            Some(v) if *v.get_ref() > 99 => {
-                return Err(src.error(
-                    v.span(),
-                    "realtime_priority must be 0 (normal scheduling) or 1..=99 (SCHED_FIFO)",
-                ))
-            }
-            Some(v) => *v.get_ref(),
-        };
+        let realtime_priority = src.realtime_priority(raw.realtime_priority.as_ref())?;
         if raw.port.is_empty() {
             return Err(ConfigError::NoPorts);
         }
@@ -180,6 +171,7 @@ impl SegmentDaemonConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::switchd::config::DEFAULT_REALTIME_PRIORITY;
 
     #[test]
     fn a_full_file_parses_and_defaults_follow_the_core() {

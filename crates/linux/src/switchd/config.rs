@@ -312,6 +312,19 @@ impl Source<'_> {
         parse_duration(v.get_ref()).map_err(|e| self.error(v.span(), format!("{key}: {e}")))
     }
 
+    /// The `realtime_priority` key of every data-plane daemon: 0 (normal scheduling) or
+    /// 1..=99 (SCHED_FIFO); [`DEFAULT_REALTIME_PRIORITY`] when absent.
+    pub(crate) fn realtime_priority(&self, value: Option<&Spanned<u8>>) -> Result<u8, ConfigError> {
+        match value {
+            None => Ok(DEFAULT_REALTIME_PRIORITY),
+            Some(v) if *v.get_ref() > 99 => Err(self.error(
+                v.span(),
+                "realtime_priority must be 0 (normal scheduling) or 1..=99 (SCHED_FIFO)",
+            )),
+            Some(v) => Ok(*v.get_ref()),
+        }
+    }
+
     fn bounded(&self, value: &Spanned<usize>, key: &str, max: usize) -> Result<usize, ConfigError> {
         match *value.get_ref() {
             0 => Err(self.error(value.span(), format!("{key} must be greater than zero"))),
@@ -427,17 +440,7 @@ impl Config {
             None => DEFAULT_MAX_CONNECTIONS,
             Some(v) => src.bounded(v, "max_connections", MAX_CONNECTIONS_LIMIT)?,
         };
-        let realtime_priority = match &raw.realtime_priority {
-            None => DEFAULT_REALTIME_PRIORITY,
-            Some(v) if *v.get_ref() > 99 => {
-                return Err(src.error(
-                    v.span(),
-                    "realtime_priority must be 0 (normal scheduling) or 1..=99 (SCHED_FIFO)"
-                        .to_string(),
-                ))
-            }
-            Some(v) => *v.get_ref(),
-        };
+        let realtime_priority = src.realtime_priority(raw.realtime_priority.as_ref())?;
         let discard_window = src.duration(raw.discard_window, "discard_window", DEFAULT_WINDOW)?;
         // Zero is allowed for both: an exact driver, a link without delay.
         let lateness_budget = src.duration_or_zero(
