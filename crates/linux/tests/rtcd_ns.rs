@@ -389,7 +389,7 @@ fn the_hosts_own_egress_tree_comes_back_exactly() {
     );
 
     let socket = std::env::temp_dir().join(format!("{name}.sock"));
-    let snapshot = std::env::temp_dir().join("rtcd-eth0.tc.json");
+    let snapshot = std::env::temp_dir().join(format!("{name}.sock.eth0.tc.json"));
     let _ = std::fs::remove_file(&snapshot);
     let run_daemon = |ns: &Netns| {
         let mut config = Config::new("eth0", &socket);

@@ -110,7 +110,7 @@ pub struct RouterDaemonConfig {
     pub pipes_state: Option<PathBuf>,
     /// SCHED_FIFO priority of the router's thread (a switch's by default); 0 = normal
     /// scheduling. Under normal scheduling on the loaded 2-core lab machine, a pipe's reserved
-    /// queue overflowed at r3 in 2 of 5 runs while its driver waited for a CPU
+    /// queue overflowed at r1 and r3 in 2 of 5 runs while the drivers waited for a CPU
     /// (`tests/lab_pipes.rs`): the queues' `lateness_budget` assumes a driver that wakes on time.
     pub realtime_priority: u8,
 }

@@ -282,12 +282,17 @@ impl TcSnapshot {
         }
     }
 
-    /// Where the snapshot of `ifname` is kept for a daemon whose socket is `socket`.
+    /// Where the snapshot of `ifname` is kept for a daemon whose socket is `socket`: beside
+    /// it, named after it (`rtcd.sock` → `rtcd.sock.eth0.tc.json`), so that daemons in other
+    /// namespaces whose interfaces share a name never take each other's snapshot.
     pub(super) fn file_for(socket: &Path, ifname: &str) -> PathBuf {
+        let stem = socket
+            .file_name()
+            .map_or_else(|| "rtcd".into(), |n| n.to_string_lossy());
         socket
             .parent()
             .unwrap_or(Path::new("."))
-            .join(format!("rtcd-{ifname}.tc.json"))
+            .join(format!("{stem}.{ifname}.tc.json"))
     }
 
     /// Writes the snapshot to `path` (atomically: a temporary file renamed over it).
@@ -902,6 +907,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rtlan-tcsave-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         let path = TcSnapshot::file_for(&dir.join("rtcd.sock"), "eth0");
+        assert_eq!(path, dir.join("rtcd.sock.eth0.tc.json"));
+        assert_ne!(
+            path,
+            TcSnapshot::file_for(&dir.join("other.sock"), "eth0"),
+            "two daemons' eth0 in two namespaces"
+        );
         let snap = TcSnapshot {
             ifname: "eth0".into(),
             kernel_default: false,
