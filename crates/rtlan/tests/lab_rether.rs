@@ -26,9 +26,10 @@
 //! waited for a CPU. With the agents under SCHED_FIFO, six runs under competing load (two
 //! SCHED_FIFO processes busy 8 ms of every 20 on both cores, plus CPU-bound loops) stayed
 //! within 21.0–23.4 ms, where the same load gave 46.4 ms before. The deadline is TRT + 15 ms:
-//! five wake-ups late by the measured 3.2 ms each. A broken token (or plain CSMA/CD, measured
-//! in the same test: 400–570 ms and lost frames) misses it, and the simulator checks the tight
-//! bound (`crates/core/src/rether/agent_tests.rs`: ≤ 10.8 ms at a 10 ms TRT).
+//! five wake-ups (the frame's three, the token pass's two) late by 3.2 ms each. A broken token
+//! (or plain CSMA/CD, measured in the same test: 400–570 ms and lost frames) misses it, and the
+//! simulator checks the tight bound (`crates/core/src/rether/agent_tests.rs`: ≤ 10.8 ms at a
+//! 10 ms TRT).
 
 mod common;
 
