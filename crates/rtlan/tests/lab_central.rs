@@ -240,6 +240,9 @@ fn central_admission_through_an_off_the_shelf_switch() {
         "token",
         "--shaping-interval",
         "1ms",
+        // A real-time application: above normal processes, below the daemons (20).
+        "--realtime-priority",
+        "10",
         "--json",
     ]
     .iter()
@@ -286,14 +289,40 @@ fn central_admission_through_an_off_the_shelf_switch() {
     );
     let report = recv.report().expect("recv report");
     let wire = report["wire_bps"].as_f64().expect("wire_bps");
-    // ±3 %: the token bucket releases r·Ts per wake-up; a late wake-up on a loaded 2-core host
-    // is made good from the bucket (b = r·Ts + M), so the long-run rate stays within a few
-    // hundred kbit/s; a shaper that lost or doubled tokens misses this by far.
+    // The token bucket releases r·Ts per wake-up. A wake-up late by δ is made good from the
+    // bucket only up to M / r = 0.31 ms (b = r·Ts + M, seed 004 §3.1); beyond that the tokens
+    // overflow the full bucket and the rate is lost — the price of conforming to (r, b). CI
+    // once delivered 38.5 Mbit/s here, 3.7 % short; this machine idle shows 2 % (a 1 ms
+    // sleep is 60 µs late at the median, 3.6 ms at p99.9). So the shaper must account for
+    // every token instead: sent + lost (forfeited while a datagram waited, unused while the
+    // sender was held up elsewhere; the offering pacer's forfeit is within the shaper's
+    // unused) = the bucket it started with + r·elapsed, within one bucket and two datagrams
+    // (tokens left at the end, the last wake-up), 0.05 % of the 20 MB a 4 s run earns. A
+    // shaper that lost, doubled or miscounted tokens misses this by far.
+    let sent_n = summary["sent"].as_u64().expect("sent");
+    let counter = |name: &str| {
+        summary["shaper"][name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("the token bucket reports {name}: {summary}"))
+    };
+    let lost = counter("forfeited_wire_bytes") + counter("unused_wire_bytes");
+    let earned = 40e6 / 8.0 * summary["elapsed_s"].as_f64().expect("elapsed");
+    let accounted = (sent_n * 1538 + lost) as f64;
+    let slack = (b + 2 * 1538) as f64;
+    eprintln!("c sent {sent_n} datagrams, lost {lost} B of rate, earned {earned:.0} B");
     assert!(
-        (wire - 40e6).abs() < 1.2e6,
-        "delivered {wire} bit/s: {report}"
+        accounted <= earned + slack && accounted >= earned - slack,
+        "sent + lost {accounted} B vs earned {earned:.0} B ± {slack}: {summary}"
     );
+    // A run this loaded says nothing about shaping: stop rather than pass on 80 % of a stream.
+    assert!(
+        (lost as f64) < 0.2 * earned,
+        "c's sender starved, {lost} B of rate lost: {summary}"
+    );
+    // Every datagram arrived, never above the rate (1 %: the bucket b at the start of 4 s).
     assert_eq!(report["lost"].as_u64(), Some(0), "{report}");
+    assert_eq!(report["packets"].as_u64(), Some(sent_n), "{report}");
+    assert!(wire < 40.4e6, "delivered {wire} bit/s: {report}");
     assert!(
         proxy_neighbours(&lab, "c").is_empty(),
         "no proxy entries on c"

@@ -5,7 +5,9 @@
 
 use std::collections::VecDeque;
 
-use super::{wire_bytes, Rejected, ShaperError, ShaperStats, Transmit, MAX_QUEUED_DATAGRAMS};
+use super::{
+    wire_bytes, Rejected, ShaperError, ShaperStats, Transmit, MAX_QUEUED_DATAGRAMS, NANOS_PER_SEC,
+};
 use crate::time::Instant;
 
 /// One queued datagram.
@@ -26,6 +28,10 @@ pub(super) struct Backlog<T> {
     capacity_bytes: u64,
     max_datagram: usize,
     stats: ShaperStats,
+    /// Forfeited rate in bit·ns (the exact sum behind `stats.forfeited_wire_bytes`).
+    forfeited_scaled: u128,
+    /// Unused rate in bit·ns (behind `stats.unused_wire_bytes`).
+    unused_scaled: u128,
 }
 
 impl<T> Backlog<T> {
@@ -39,6 +45,8 @@ impl<T> Backlog<T> {
             capacity_bytes,
             max_datagram,
             stats: ShaperStats::default(),
+            forfeited_scaled: 0,
+            unused_scaled: 0,
         }
     }
 
@@ -93,6 +101,21 @@ impl<T> Backlog<T> {
             len: entry.len,
             payload: entry.payload,
         })
+    }
+
+    /// Counts `scaled` bit·ns of rate the shaper could not use: forfeit if a datagram waits
+    /// (the shaper woke late), unused if none does (the application sent less).
+    pub(super) fn lose(&mut self, scaled: u128) {
+        let (sum, counter) = if self.ring.is_empty() {
+            (&mut self.unused_scaled, &mut self.stats.unused_wire_bytes)
+        } else {
+            (
+                &mut self.forfeited_scaled,
+                &mut self.stats.forfeited_wire_bytes,
+            )
+        };
+        *sum = sum.saturating_add(scaled);
+        *counter = u64::try_from(*sum / (8 * NANOS_PER_SEC)).unwrap_or(u64::MAX);
     }
 
     /// Whether nothing is queued.

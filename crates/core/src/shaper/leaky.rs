@@ -129,8 +129,8 @@ impl<T> LeakyBucketShaper<T> {
     /// payload back, when `len` exceeds `max_datagram` or the buffer has no room.
     pub fn handle_send(&mut self, now: Instant, len: usize, payload: T) -> Result<(), Rejected<T>> {
         if self.backlog.is_empty() {
-            // The connection was idle: what it did not use is forfeit beyond one datagram.
-            self.credit = self.credit.min(self.carry_cap);
+            // The connection was idle: what it did not use is lost beyond one datagram.
+            self.clip_credit();
         }
         self.backlog.push(now, len, payload)
     }
@@ -138,13 +138,26 @@ impl<T> LeakyBucketShaper<T> {
     /// The timer fired at `now`: credits `T_m × B`, with `T_m = now − previous tick` (capped at
     /// `max_interval`), on top of the leftover credit (capped at one maximum-size datagram).
     pub fn handle_tick(&mut self, now: Instant) {
-        let measured = (now - self.last_tick).min(self.config.max_interval);
+        let elapsed = now - self.last_tick;
+        let measured = elapsed.min(self.config.max_interval);
+        if elapsed > measured {
+            let lost = earned_scaled(self.config.rate_bps, elapsed - measured);
+            self.backlog.lose(lost);
+        }
         self.last_tick = self.last_tick.max(now);
+        self.clip_credit();
         self.credit = self
             .credit
-            .min(self.carry_cap)
             .saturating_add(earned_scaled(self.config.rate_bps, measured));
         self.ticks += 1;
+    }
+
+    /// Caps the carried credit at one maximum-size datagram, counting what goes.
+    fn clip_credit(&mut self) {
+        if self.credit > self.carry_cap {
+            self.backlog.lose(self.credit - self.carry_cap);
+            self.credit = self.carry_cap;
+        }
     }
 
     /// The next datagram whose wire cost the credit covers, in FIFO order; `None` when the buffer

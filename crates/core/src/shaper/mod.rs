@@ -174,6 +174,17 @@ pub struct ShaperStats {
     /// The longest a released datagram waited between `handle_send` and `poll_transmit`.
     #[serde(with = "duration_nanos")]
     pub max_queueing_delay: Duration,
+    /// Wire bytes of rate the shaper could not use because it was woken late while datagrams
+    /// waited (token bucket: tokens that overflowed the full bucket with a datagram queued;
+    /// leaky bucket: a tick interval beyond `max_interval` with a datagram queued). What an
+    /// idle connection does not use is [`unused_wire_bytes`](Self::unused_wire_bytes).
+    pub forfeited_wire_bytes: u64,
+    /// Wire bytes of rate that went unused because nothing waited (the application sent less
+    /// than its rate: token bucket, tokens that overflowed the full bucket while idle; leaky
+    /// bucket, credit beyond one datagram or a tick interval beyond `max_interval` while idle).
+    /// Token bucket: sent + forfeited + unused + the tokens left = the bucket it started with +
+    /// what the rate earned since; leaky bucket: the same without the starting bucket.
+    pub unused_wire_bytes: u64,
 }
 
 /// Serialises a `Duration` as whole nanoseconds (JSON output stays a plain number).

@@ -107,10 +107,43 @@ fn leaky_idle_does_not_build_bursts() {
     s.handle_tick(at(now));
     // 538 carried + 10 000 granted.
     assert_eq!(std::iter::from_fn(|| s.poll_transmit(at(now))).count(), 10);
-    // A tick after a 1 s gap is credited for max_interval = 20 ms only.
+    // A tick after a 1 s gap is credited for max_interval = 20 ms only; the other 980 ms of
+    // rate (1 byte/µs) went unused while datagrams waited: forfeit.
+    assert_eq!(s.stats().forfeited_wire_bytes, 0);
     now += 1_000 * MS;
     s.handle_tick(at(now));
     assert_eq!(std::iter::from_fn(|| s.poll_transmit(at(now))).count(), 20);
+    assert_eq!(s.stats().forfeited_wire_bytes, 980_000);
+}
+
+#[test]
+fn leaky_idle_gaps_are_not_forfeit() {
+    let cfg = LeakyBucketConfig::new(8_000_000, Duration::from_millis(10));
+    let mut s = LeakyBucketShaper::new(cfg, Instant::ZERO).unwrap();
+    // Nothing queued for a second: the skipped ticks lose nothing the connection wanted.
+    s.handle_tick(at(1_000 * MS));
+    s.handle_send(at(1_000 * MS), 934, ()).unwrap();
+    s.handle_tick(at(1_010 * MS));
+    assert!(s.poll_transmit(at(1_010 * MS)).is_some());
+    assert_eq!(s.stats().forfeited_wire_bytes, 0);
+    // Unused: the 980 ms beyond max_interval, then the 20 ms credit beyond one datagram.
+    assert_eq!(s.stats().unused_wire_bytes, 980_000 + 20_000 - 1538);
+}
+
+#[test]
+fn token_bucket_on_time_forfeits_nothing_and_idle_is_not_forfeit() {
+    let (rate, ts) = (40_000_000u64, Duration::from_millis(1));
+    let out = run_greedy_stats(rate, ts, 1472, 0, 1_000 * MS).1;
+    assert_eq!(out.forfeited_wire_bytes, 0, "woken on time: {out:?}");
+    let mut s = TokenBucketShaper::new(TokenBucketConfig::with_interval(rate, ts), at(0)).unwrap();
+    s.handle_send(at(0), 1472, ()).unwrap();
+    assert!(s.poll_transmit(at(0)).is_some());
+    // A second with nothing to send: the bucket overflows, but nobody waited. 5 bytes/µs;
+    // 5000 bytes were left, so all but the 1538 that topped the bucket up went unused.
+    s.handle_send(at(1_000 * MS), 1472, ()).unwrap();
+    assert!(s.poll_transmit(at(1_000 * MS)).is_some());
+    assert_eq!(s.stats().forfeited_wire_bytes, 0);
+    assert_eq!(s.stats().unused_wire_bytes, 5_000_000 - 1538);
 }
 
 #[test]
@@ -243,6 +276,17 @@ fn gated_bucket_must_hold_one_interval() {
 /// A greedy (always backlogged) gated shaper woken exactly at `poll_timeout`, plus `late_ns`
 /// after every wake-up; returns (release time, wire bytes) of everything sent until `end_ns`.
 fn run_greedy(rate: u64, ts: Duration, len: usize, late_ns: u64, end_ns: u64) -> Vec<(u64, u64)> {
+    run_greedy_stats(rate, ts, len, late_ns, end_ns).0
+}
+
+/// [`run_greedy`] with the shaper's counters at the end.
+fn run_greedy_stats(
+    rate: u64,
+    ts: Duration,
+    len: usize,
+    late_ns: u64,
+    end_ns: u64,
+) -> (Vec<(u64, u64)>, ShaperStats) {
     let cfg = TokenBucketConfig::with_interval(rate, ts);
     let mut s = TokenBucketShaper::new(cfg, Instant::ZERO).unwrap();
     let mut out = Vec::new();
@@ -255,7 +299,7 @@ fn run_greedy(rate: u64, ts: Duration, len: usize, late_ns: u64, end_ns: u64) ->
         while s.handle_send(at(now), len, ()).is_ok() {}
         now = s.poll_timeout().expect("backlogged").as_nanos() + late_ns;
     }
-    out
+    (out, *s.stats())
 }
 
 #[test]
@@ -381,6 +425,51 @@ fn leaky_window_bound_with_fixed_ticks() {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// A token bucket woken at random lateness, its application sometimes pausing, accounts for
+    /// every token: sent + forfeited + unused + left in the bucket = the bucket it started with
+    /// + what the rate earned (three counters round down to whole bytes: within 3 bytes). A
+    /// sender that never pauses has nothing unused.
+    #[test]
+    fn token_bucket_accounts_for_every_token(
+        rate in 1_000_000u64..200_000_000,
+        ts_us in 100u64..20_000,
+        len in 24usize..=1472,
+        steps in proptest::collection::vec((0u64..5 * MS, 0u64..4, 0u64..20 * MS), 1..200),
+    ) {
+        let cfg = TokenBucketConfig::with_interval(rate, Duration::from_micros(ts_us));
+        let b = cfg.bucket_bytes;
+        let mut s = TokenBucketShaper::new(cfg, Instant::ZERO).unwrap();
+        let (mut now, mut last, mut sent, mut paused) = (0u64, 0u64, 0u64, false);
+        for (late, pause, gap) in steps {
+            while s.handle_send(at(now), len, ()).is_ok() {}
+            while let Some(t) = s.poll_transmit(at(now)) {
+                sent += wire_bytes(t.len);
+            }
+            last = now;
+            now = s.poll_timeout().expect("backlogged").as_nanos() + late;
+            if pause == 0 {
+                // The application stops offering: drain what is queued, then idle `gap`.
+                while !s.is_idle() {
+                    if let Some(t) = s.poll_transmit(at(now)) {
+                        sent += wire_bytes(t.len);
+                    } else {
+                        now = s.poll_timeout().expect("queued").as_nanos();
+                    }
+                }
+                last = now;
+                now += gap;
+                paused |= gap > 0;
+            }
+        }
+        let st = s.stats();
+        let earned = u64::try_from(u128::from(rate) * u128::from(last) / 8_000_000_000).unwrap();
+        let accounted =
+            sent + st.forfeited_wire_bytes + st.unused_wire_bytes + s.tokens_at(at(last));
+        prop_assert!(accounted <= b + earned, "{accounted} > {b} + {earned}");
+        prop_assert!(accounted + 3 >= b + earned, "{accounted} < {b} + {earned}");
+        prop_assert!(paused || st.unused_wire_bytes == 0, "{st:?}");
+    }
 
     #[test]
     fn leaky_time_windows_with_arrivals_between_ticks(

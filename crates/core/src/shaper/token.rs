@@ -131,7 +131,8 @@ fn min_bucket(rate_bps: u64, ts: Duration, max_datagram: usize) -> u64 {
 /// 4. Arm a timer for [`poll_timeout`](Self::poll_timeout) (the later of "`Ts` after the bucket
 ///    got empty" and "the head datagram's tokens have accrued"; `None` when nothing is queued)
 ///    and go to 3 when it fires. A wake-up late by `δ` may lose up to `r·δ` of tokens (the
-///    bucket is full), never conformance.
+///    bucket is full), never conformance; the loss is counted in
+///    [`ShaperStats::forfeited_wire_bytes`].
 #[derive(Debug, Clone)]
 pub struct TokenBucketShaper<T> {
     config: TokenBucketConfig,
@@ -163,13 +164,23 @@ impl<T> TokenBucketShaper<T> {
     /// Queues a datagram of `len` UDP payload bytes. Fails, counting a drop and handing the
     /// payload back, when `len` exceeds `max_datagram` or the buffer has no room.
     pub fn handle_send(&mut self, now: Instant, len: usize, payload: T) -> Result<(), Rejected<T>> {
+        if self.backlog.is_empty() {
+            // Close the idle stretch: what overflowed while nothing waited is unused, not forfeit.
+            self.refill(now);
+        }
         self.backlog.push(now, len, payload)
     }
 
+    /// Accrues the tokens earned up to `now`; what overflows the full bucket is counted as
+    /// forfeit if a datagram waits (the caller woke late), as unused if none does.
     fn refill(&mut self, now: Instant) {
         if now > self.updated {
             let earned = earned_scaled(self.config.rate_bps, now - self.updated);
-            self.tokens = self.tokens.saturating_add(earned).min(self.depth);
+            let tokens = self.tokens.saturating_add(earned);
+            if tokens > self.depth {
+                self.backlog.lose(tokens - self.depth);
+            }
+            self.tokens = tokens.min(self.depth);
             self.updated = now;
         }
     }

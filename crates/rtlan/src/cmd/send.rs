@@ -17,6 +17,7 @@ use rtlan::rttr::{
     rtcd_socket_path, wire_bytes, Qos, RtConnection, RttrError, Shaping, FRAME_HEADERS,
     MIN_LEAKY_BUFFER,
 };
+use rtlan_core::shaper::ShaperStats;
 use rtlan_core::units::{format_rate, parse_duration, parse_rate};
 
 /// Arguments of `rtlan send`.
@@ -31,9 +32,10 @@ Examples:
     rtlan send --to 198.18.0.3:5004 --rate 20mbit --size 1000 --duration 3s --reserve
 
     # Löser/Härtig: 40 Mbit/s shaped by a token bucket with shaping interval Ts = 1 ms
-    # (bucket r·Ts + M), reserved through a daemon on central admission with a 2 ms requirement
+    # (bucket r·Ts + M), reserved through a daemon on central admission with a 2 ms requirement,
+    # sending under SCHED_FIFO 10 as a real-time application would
     rtlan send --to 198.18.0.2:5004 --rate 40mbit --size 1472 --duration 10s --reserve \\
-               --shaping token --shaping-interval 1ms --delay 2ms --json
+               --shaping token --shaping-interval 1ms --delay 2ms --realtime-priority 10 --json
 
     # the same token bucket on a plain stream, no reservation (a conforming non-real-time host)
     rtlan send --to 198.18.0.2:5004 --rate 40mbit --size 1472 --duration 10s --shaping token --shaping-interval 1ms
@@ -44,7 +46,12 @@ by `rtlan recv`. Rates count whole frames: a 1000-byte payload is 1066 bytes on 
 With --reserve, --json adds \"reservation\" (conn, proxy_ip, id, hops, and the path's
 end-to-end \"delay_bound_us\": the switches' bound, or the bandwidth manager's without switches).
 With --reserve --shaping leaky, --json adds \"tick\": the leaky bucket's measured timer
-intervals T_m (count, mean_ms, stddev_ms, min_ms, p50_ms, p99_ms, max_ms) beside nominal_ms.")]
+intervals T_m (count, mean_ms, stddev_ms, min_ms, p50_ms, p99_ms, max_ms) beside nominal_ms.
+With a shaper (token or leaky bucket), --json adds \"shaper\": its counters, among them
+forfeited_wire_bytes, the rate lost because this process woke later than the bucket covers
+while datagrams waited (a token bucket absorbs a wake-up late by one datagram's time, M / r),
+and unused_wire_bytes, the rate lost while nothing waited (the process was held up elsewhere).
+offer_forfeited_wire_bytes is the offering pacer's forfeit (its bucket spans at least 10 ms).")]
 pub(crate) struct SendArgs {
     /// The receiver, IP:PORT.
     #[arg(long)]
@@ -78,6 +85,12 @@ pub(crate) struct SendArgs {
     #[arg(long = "shaping-interval", alias = "tick", value_name = "TS",
           value_parser = parse_duration, default_value = "1ms")]
     tick: Duration,
+    /// Run the sending thread under SCHED_FIFO at this priority (1..=99; 0: normal scheduling),
+    /// as a real-time application would: the token bucket shapes in this thread, and a wake-up
+    /// later than it absorbs (one datagram's time) loses rate. A refusal is a warning.
+    #[arg(long, value_name = "PRIO", default_value_t = 0,
+          value_parser = clap::value_parser!(u8).range(0..=99))]
+    realtime_priority: u8,
     /// The daemon's socket [default: $RTLAN_RTCD_SOCKET or /run/rtlan/rtcd.sock].
     #[arg(long)]
     socket: Option<PathBuf>,
@@ -122,6 +135,27 @@ impl Sink {
         }
     }
 
+    /// The counters of the stream's shaper (RTTR's token or leaky bucket, or the §3 token
+    /// bucket of a plain shaped stream); `None` without one.
+    fn shaper_stats(&self) -> Option<ShaperStats> {
+        match self {
+            Sink::PlainShaped(_, _, shaper) => Some(*shaper.stats()),
+            Sink::Rt(c, _) => c.shaper_stats(),
+            Sink::Plain(..) | Sink::RtKernel(..) => None,
+        }
+    }
+
+    /// Wire bytes the offering pacer could not offer because this process woke more than its
+    /// bucket (at least 10 ms) late.
+    fn offer_forfeited(&self) -> u64 {
+        match self {
+            Sink::Plain(_, p)
+            | Sink::PlainShaped(_, p, _)
+            | Sink::Rt(_, p)
+            | Sink::RtKernel(_, p) => p.stats().forfeited_wire_bytes,
+        }
+    }
+
     /// Offers `buf` now (RTTR's shaper may still hold it).
     fn send_now(&mut self, buf: &[u8]) -> Result<usize, RttrError> {
         match self {
@@ -135,6 +169,9 @@ impl Sink {
 
 pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
     let stop = super::signals::stop_on(&[libc::SIGINT, libc::SIGTERM])?;
+    // Both pacers sleep in this thread: 1 ns timer slack instead of the default 50 µs, which a
+    // token bucket with a short Ts would otherwise lose as rate (it absorbs only M / r).
+    rtlan_linux::driver::thread::prepare_unpinned(args.realtime_priority);
     let size = usize::from(args.size);
     // The generator's own bucket spans at least 10 ms, so that oversleeping on a loaded host
     // does not lower the offered rate (tokens beyond the bucket would be lost).
@@ -241,6 +278,8 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let elapsed = start.elapsed().as_secs_f64();
+    let shaper = sink.shaper_stats();
+    let offer_forfeited = sink.offer_forfeited();
     drop(sink);
     let bytes = sent * size as u64;
     let wire_bps = if elapsed > 0.0 {
@@ -250,7 +289,11 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
     };
     if args.json {
         let mut v = serde_json::json!({"sent": sent, "errors": errors, "bytes": bytes,
-            "elapsed_s": elapsed, "wire_bps": wire_bps});
+            "elapsed_s": elapsed, "wire_bps": wire_bps,
+            "offer_forfeited_wire_bytes": offer_forfeited});
+        if let (Some(s), serde_json::Value::Object(map)) = (&shaper, &mut v) {
+            map.insert("shaper".to_string(), serde_json::to_value(s)?);
+        }
         if let (Some(r), serde_json::Value::Object(map)) = (reservation, &mut v) {
             map.insert("reservation".to_string(), r);
         }
@@ -269,6 +312,13 @@ pub(crate) fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
              {} offered on the wire",
             format_rate(wire_bps as u64)
         );
+        let lost =
+            shaper.map_or(0, |s| s.forfeited_wire_bytes + s.unused_wire_bytes) + offer_forfeited;
+        if lost > 0 {
+            println!(
+                "{lost} wire bytes of rate lost: this process woke later than its buckets cover"
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant as StdInstant};
 
-use rtlan_core::shaper::{LeakyBucketShaper, ShaperError};
+use rtlan_core::shaper::{LeakyBucketShaper, ShaperError, ShaperStats};
 use rtlan_linux::clock;
 use rtlan_linux::timer::Timer;
 
@@ -147,6 +147,11 @@ impl LeakyDriver {
     /// Socket sends that failed so far.
     pub(super) fn send_errors(&self) -> u64 {
         self.shared.lock().send_errors
+    }
+
+    /// The shaper's counters so far.
+    pub(super) fn stats(&self) -> ShaperStats {
+        *self.shared.lock().shaper.stats()
     }
 
     /// The measured tick intervals `T_m` so far, ns.

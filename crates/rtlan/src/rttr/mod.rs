@@ -43,7 +43,9 @@ use std::time::Duration;
 
 use rtlan_core::rtcd::DaemonShaping;
 pub use rtlan_core::shaper::wire_bytes;
-use rtlan_core::shaper::{LeakyBucketConfig, LeakyBucketShaper, ShaperError, MAX_UDP_PAYLOAD};
+use rtlan_core::shaper::{
+    LeakyBucketConfig, LeakyBucketShaper, ShaperError, ShaperStats, MAX_UDP_PAYLOAD,
+};
 use rtlan_linux::rtcd::{ClientError, OpenParams, Opened, RtcdClient};
 
 use leaky::LeakyDriver;
@@ -238,7 +240,15 @@ impl RtConnection {
             }
         };
         let pacer = match (token, leaky) {
-            (Some(t), _) => Pacer::Token(Box::new(Mutex::new(t))),
+            // The bucket starts full when the connection opens, not when it was validated: the
+            // reservation's round trip would otherwise count as unused rate.
+            (Some(t), _) => match t.restarted() {
+                Ok(t) => Pacer::Token(Box::new(Mutex::new(t))),
+                Err(e) => {
+                    release(&mut client);
+                    return Err(e.into());
+                }
+            },
             (_, Some(shaper)) => match LeakyDriver::start(shaper, Arc::clone(&socket)) {
                 Ok(d) => Pacer::Leaky(d),
                 Err(e) => {
@@ -291,6 +301,18 @@ impl RtConnection {
         match &self.pacer {
             Pacer::Leaky(d) => d.send_errors(),
             _ => 0,
+        }
+    }
+
+    /// The counters of the library's shaper (token or leaky bucket; `None` for kernel and no
+    /// shaping). Its `forfeited_wire_bytes` is the rate lost because the shaper woke late while
+    /// datagrams waited: a token bucket's `b = r·Ts + M` absorbs a wake-up late by at most
+    /// `M / r` (seed 004 §3.1), so a busy host shows here, not as a silent shortfall.
+    pub fn shaper_stats(&self) -> Option<ShaperStats> {
+        match &self.pacer {
+            Pacer::Token(p) => Some(*p.lock().unwrap_or_else(|p| p.into_inner()).stats()),
+            Pacer::Leaky(d) => Some(d.stats()),
+            Pacer::Plain => None,
         }
     }
 

@@ -9,7 +9,7 @@
 use std::net::UdpSocket;
 use std::time::Duration;
 
-use rtlan_core::shaper::{ShaperError, TokenBucketConfig, TokenBucketShaper};
+use rtlan_core::shaper::{ShaperError, ShaperStats, TokenBucketConfig, TokenBucketShaper};
 use rtlan_linux::clock;
 
 /// A token bucket that makes the caller sleep until a datagram's wire cost is covered.
@@ -48,9 +48,22 @@ impl TokenPacer {
         })
     }
 
+    /// The same pacer with a full bucket, an empty queue and fresh counters as of now.
+    pub fn restarted(&self) -> Result<TokenPacer, ShaperError> {
+        Ok(TokenPacer {
+            shaper: TokenBucketShaper::new(self.shaper.config().clone(), clock::now())?,
+        })
+    }
+
     /// The bucket depth in wire bytes: the largest burst this pacer lets out back to back.
     pub fn burst_bytes(&self) -> u64 {
         self.shaper.config().bucket_bytes
+    }
+
+    /// The shaper's counters (sent, and [`ShaperStats::forfeited_wire_bytes`]: rate lost to
+    /// late wake-ups while a datagram waited).
+    pub fn stats(&self) -> &ShaperStats {
+        self.shaper.stats()
     }
 
     /// Sleeps until `len` payload bytes may go; the datagram's tokens are then spent.
