@@ -221,15 +221,68 @@ fn threaded_receive_on_unpaced_ports_loses_nothing_and_is_undone_at_exit() {
     // b's stack may add a frame or two of its own (ARP); the flood's frames all arrive.
     assert!(got >= sent, "b received {got} of {sent}: {report}");
 
-    // SIGTERM: the switch stops and puts its ports back.
-    let pid = lab.switch_pid("s1").expect("pid");
-    signal(pid, libc::SIGTERM);
-    let (gone, _) = wait_until(Duration::from_secs(5), || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| s.contains(") Z "))
-            .unwrap_or(true)
-    });
-    assert!(gone, "the switch stopped");
+    // SIGKILL: nothing is put back, and the settings outlive the process ...
+    crash_switch(&lab, "s1");
+    assert_eq!(
+        receive_mode(&lab, &pa),
+        (true, true),
+        "left by the killed switch"
+    );
+    // ... but the next switch on these ports knows them for what they are (its record, not the
+    // port's own setting): started with the same configuration, it puts them back at exit.
+    let config = lab.state_dir().join("s1.toml");
+    let with_threads = std::fs::read_to_string(&config).expect("s1's config");
+    assert!(
+        with_threads.contains("napi_threads = true"),
+        "{with_threads}"
+    );
+    let second = restart_switch(&lab, "s1");
+    assert_eq!(receive_mode(&lab, &pa), (true, true), "threaded again");
+    stop(second);
     assert_eq!(receive_mode(&lab, &pa), (false, false), "a's port restored");
     assert_eq!(receive_mode(&lab, &pb), (false, false), "b's port restored");
+    assert_eq!(
+        receive_mode(&lab, &pc),
+        (false, false),
+        "c's port untouched"
+    );
+
+    // Killed again, and this time started without threaded receive: it puts the ports back
+    // as it starts.
+    let third = restart_switch(&lab, "s1");
+    assert_eq!(receive_mode(&lab, &pb), (true, true), "threaded again");
+    signal(third.id(), libc::SIGKILL);
+    let mut third = third;
+    let _ = third.wait();
+    assert_eq!(
+        receive_mode(&lab, &pb),
+        (true, true),
+        "left by the killed switch"
+    );
+    std::fs::write(
+        &config,
+        with_threads.replace("napi_threads = true", "napi_threads = false"),
+    )
+    .expect("rewrite s1's config");
+    let fourth = restart_switch(&lab, "s1");
+    assert_eq!(
+        receive_mode(&lab, &pa),
+        (false, false),
+        "a's port restored at start"
+    );
+    assert_eq!(
+        receive_mode(&lab, &pb),
+        (false, false),
+        "b's port restored at start"
+    );
+    ping_ok(&lab, "a", "b");
+    stop(fourth);
+    down_clean(lab);
+}
+
+/// Stops a switch this test started again (SIGTERM by its PID) and reaps it.
+fn stop(mut child: std::process::Child) {
+    signal(child.id(), libc::SIGTERM);
+    let status = child.wait().expect("the switch is reaped");
+    assert!(status.success(), "the switch stopped cleanly: {status}");
 }

@@ -208,6 +208,11 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
     let maps = crate::xdp::fastpath::maps_for(config.fast_path, || {
         crate::xdp::FastPath::new(config.ports.len() as u32)
     });
+    // A switch killed on these ports may have left threaded receive on them (crate::napi):
+    // put it back before anything else, whatever this configuration asks for.
+    for spec in &config.ports {
+        crate::napi::recover(&spec.ifname);
+    }
     let mut ports = Vec::with_capacity(config.ports.len());
     // Restored (threaded NAPI and GRO as they were) when the switch stops.
     let mut threaded_receive = Vec::new();
