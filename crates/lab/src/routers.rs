@@ -46,6 +46,9 @@ struct RouterFile {
     /// `false` only when the lab turns the fast path off (on is the router's default).
     #[serde(skip_serializing_if = "Option::is_none")]
     fast_path: Option<bool>,
+    /// `true` only when the lab asks for threaded receive (off is the router's default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    napi_threads: Option<bool>,
     port: Vec<PortFile>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     route: Vec<RouteFile>,
@@ -98,13 +101,14 @@ struct RouteFile {
 
 /// Renders the `rtlan router` config of `router`: one `[[port]]` per port at its link's rate
 /// (the router paces its own output), its static routes, the kernel table mirrored (BIRD's
-/// routes when it runs OSPF), control socket at `socket`.
+/// routes when it runs OSPF), control socket at `socket`; `fast_path` and `napi_threads` as the
+/// lab's options say.
 pub(crate) fn render_config(
     topology: &Topology,
     router: &Router,
     socket: &Path,
     data_plane: rtlan_linux::xdp::DataPlane,
-    fast_path: bool,
+    (fast_path, napi_threads): (bool, bool),
 ) -> Result<String, DaemonError> {
     let links = topology.interfaces(&router.name);
     let file = RouterFile {
@@ -113,6 +117,7 @@ pub(crate) fn render_config(
         kernel_routes: true,
         data_plane,
         fast_path: (!fast_path).then_some(false),
+        napi_threads: napi_threads.then_some(true),
         port: router
             .ports
             .iter()
@@ -337,24 +342,23 @@ rate = "100mbit"
             r1,
             Path::new("/run/x/r1.sock"),
             rtlan_linux::xdp::DataPlane::AfPacket,
-            true,
+            (true, false),
         )
         .unwrap();
         let v: toml::Value = toml::from_str(&text).unwrap();
         assert!(v.get("fast_path").is_none(), "on is the default");
+        assert!(v.get("napi_threads").is_none(), "off is the default");
         let off = render_config(
             &topo,
             r1,
             Path::new("/run/x/r1.sock"),
             rtlan_linux::xdp::DataPlane::AfXdp,
-            false,
+            (false, true),
         )
         .unwrap();
-        assert!(
-            !rtlan_linux::routerd::RouterDaemonConfig::from_toml_str(&off)
-                .unwrap()
-                .fast_path
-        );
+        let off = rtlan_linux::routerd::RouterDaemonConfig::from_toml_str(&off).unwrap();
+        assert!(!off.fast_path);
+        assert!(off.napi_threads);
         assert_eq!(v["name"].as_str(), Some("r1"));
         assert_eq!(v["control_socket"].as_str(), Some("/run/x/r1.sock"));
         assert_eq!(v["kernel_routes"].as_bool(), Some(true));

@@ -10,6 +10,10 @@
 //!   so kick inline: a first version gave paced ports threads too, and the demo lost 0.04 % of
 //!   the reserved stream with its maximum delay above the bound — a late kick sent the pacer's
 //!   evenly spaced frames as a burst into the link's tbf, which dropped them.
+//! - Threaded receive (`napi_threads = true`) on the switch's unpaced ports: a flood crosses
+//!   without loss; SIGTERM puts the ports back, and after a SIGKILL the next switch does.
+//! - The same option on a router (docs/router.md): unpaced port threaded, paced port not,
+//!   routed both ways; after a SIGKILL, the router started again without it puts the port back.
 
 mod common;
 
@@ -131,9 +135,14 @@ rate = "100mbit"
 
 /// `threaded` and GRO of the switch's port `ifname`.
 fn receive_mode(lab: &rtlan_lab::Lab, ifname: &str) -> (bool, bool) {
+    receive_mode_of(lab, "s1", ifname)
+}
+
+/// `threaded` and GRO of port `ifname` of node `node`.
+fn receive_mode_of(lab: &rtlan_lab::Lab, node: &str, ifname: &str) -> (bool, bool) {
     let path = format!("/sys/class/net/{ifname}/threaded");
-    let threaded = exec_ok(lab, "s1", &["cat", &path]).trim() != "0";
-    let features = exec_ok(lab, "s1", &["ethtool", "-k", ifname]);
+    let threaded = exec_ok(lab, node, &["cat", &path]).trim() != "0";
+    let features = exec_ok(lab, node, &["ethtool", "-k", ifname]);
     let gro = features
         .lines()
         .any(|l| l.trim() == "generic-receive-offload: on");
@@ -285,4 +294,96 @@ fn stop(mut child: std::process::Child) {
     signal(child.id(), libc::SIGTERM);
     let status = child.wait().expect("the switch is reaped");
     assert!(status.success(), "the switch stopped cleanly: {status}");
+}
+
+/// a and b on two subnets, router r1 between them: a's link unpaced, b's paced.
+const ROUTED: &str = r#"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+[[router]]
+name = "r1"
+[[link]]
+ends = ["a", "r1"]
+[[link]]
+ends = ["r1", "b"]
+rate = "100mbit"
+"#;
+
+/// The router's `napi_threads` (docs/router.md): its unpaced port receives in a thread of its
+/// own with GRO on, its paced port keeps the softirq, traffic is routed both ways, and a SIGTERM
+/// puts the port back; after a SIGKILL, the next router puts it back as it starts.
+#[test]
+fn a_router_with_threaded_receive_routes_and_puts_its_ports_back() {
+    if !root_or_skip("a_router_with_threaded_receive_routes_and_puts_its_ports_back") {
+        return;
+    }
+    let _serial = rtlan_lab::serial_lock().expect("lab lock");
+    let lab = up_str_with(ROUTED, "rnt", |options| options.napi_threads = true);
+    let ports = lab.router_ports("r1").expect("ports");
+    let port_of = |peer: &str| {
+        ports
+            .iter()
+            .find(|(_, p)| p == peer)
+            .map(|(i, _)| i.clone())
+            .expect("port")
+    };
+    let (pa, pb) = (port_of("a"), port_of("b"));
+    assert_eq!(receive_mode_of(&lab, "r1", &pa), (true, true), "a's port");
+    assert_eq!(
+        receive_mode_of(&lab, "r1", &pb),
+        (false, false),
+        "b's port is paced: its receive stays in the softirq"
+    );
+    ping_ok(&lab, "a", "b");
+    ping_ok(&lab, "b", "a");
+
+    let pid = lab.router_pid("r1").expect("pid");
+    signal(pid, libc::SIGKILL);
+    let (gone, _) = wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true)
+    });
+    assert!(gone, "the router died");
+    assert_eq!(
+        receive_mode_of(&lab, "r1", &pa),
+        (true, true),
+        "left by the kill"
+    );
+    // The same router started again without threaded receive puts the port back first.
+    let config = lab.state_dir().join("r1.toml");
+    let text = std::fs::read_to_string(&config).expect("r1's config");
+    assert!(text.contains("napi_threads = true"), "{text}");
+    std::fs::write(&config, text.replace("napi_threads = true", "")).expect("rewrite");
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(lab.state_dir().join("r1.log"))
+        .expect("r1's log");
+    let mut again = std::process::Command::new("ip")
+        .args(["netns", "exec", lab.netns("r1").expect("ns")])
+        .arg(env!("CARGO_BIN_EXE_rtlan"))
+        .args(["router", "--config"])
+        .arg(&config)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().expect("dup log"))
+        .stderr(log)
+        .spawn()
+        .expect("the router starts again");
+    let socket = lab.router_socket("r1").expect("socket");
+    let (up, _) = wait_until(Duration::from_secs(10), || {
+        std::os::unix::net::UnixStream::connect(&socket).is_ok()
+    });
+    assert!(up, "the router answers again");
+    assert_eq!(
+        receive_mode_of(&lab, "r1", &pa),
+        (false, false),
+        "put back at start"
+    );
+    ping_ok(&lab, "a", "b");
+    signal(again.id(), libc::SIGTERM);
+    let status = again.wait().expect("reaped");
+    assert!(status.success(), "the router stopped cleanly: {status}");
+    down_clean(lab);
 }

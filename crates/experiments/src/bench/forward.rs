@@ -50,8 +50,8 @@ pub struct ForwardSettings {
     pub tx_threads: bool,
     /// What floods: trafgen, or `rtlan flood` (which waits when the kernel pushes back).
     pub generator: measure::Generator,
-    /// The rtlan switches receive on each port in a kernel thread of its own (`napi_threads`,
-    /// docs/threads.md "Threaded receive").
+    /// The rtlan switches (or router) receive on each port in a kernel thread of its own
+    /// (`napi_threads`, docs/threads.md "Threaded receive").
     pub napi_threads: bool,
     /// The Linux bridge's (kernel router's) ports get the same: threaded NAPI, with GRO on.
     pub napi_threads_baseline: bool,
@@ -212,9 +212,6 @@ fn threaded_receive(lab: &Lab, variant: Variant) -> anyhow::Result<()> {
 
 /// Builds the labs and measures on each, interleaved run by run.
 pub fn run(args: &ForwardSettings, progress: Progress<'_>) -> anyhow::Result<ForwardReport> {
-    if args.router && args.napi_threads {
-        bail!("--napi-threads is an rtlan switch option; the rtlan router has no threaded receive");
-    }
     // Signals must be blocked before any thread exists so the cleanup thread receives them.
     rtlan_lab::install_signal_cleanup()?;
     let started = SystemTime::now();

@@ -192,8 +192,8 @@ pub struct LabOptions {
     /// The rtlan switches kick each AF_PACKET port's TX ring from a thread of the port's own
     /// (`tx_threads`, docs/threads.md); off by default, as in the switch.
     pub tx_threads: bool,
-    /// The rtlan switches receive on each unpaced port in a kernel thread of its own
-    /// (`napi_threads`, docs/threads.md "Threaded receive"); off by default, as in the switch.
+    /// The rtlan switches and routers receive on each unpaced port in a kernel thread of its own
+    /// (`napi_threads`, docs/threads.md "Threaded receive"); off by default, as in them.
     pub napi_threads: bool,
 }
 

@@ -797,7 +797,7 @@ fn start_router(
         r,
         &socket,
         options.data_plane,
-        options.fast_path,
+        (options.fast_path, options.napi_threads),
     )
     .map_err(router_err)?;
     daemon::write_config(&config, &text).map_err(router_err)?;

@@ -9,6 +9,7 @@
 //! data_plane = "auto"                     # or "af_xdp", or "af_packet" (docs/afxdp.md)
 //! fast_path = true                        # best-effort forwarding in XDP or TC (docs/fastpath.md)
 //! realtime_priority = 20                  # SCHED_FIFO priority of the data plane; 0 = normal
+//! napi_threads = false                    # unpaced ports receive in kernel threads (docs/threads.md)
 //!
 //! [[port]]
 //! ifname = "eth1"                         # its IPv4 address is read from the interface
@@ -113,6 +114,10 @@ pub struct RouterDaemonConfig {
     /// queue overflowed at r1 and r3 in 2 of 5 runs while the drivers waited for a CPU
     /// (`tests/lab_pipes.rs`): the queues' `lateness_budget` assumes a driver that wakes on time.
     pub realtime_priority: u8,
+    /// Each unpaced port receives in a kernel thread of its own (threaded NAPI, with GRO on), as
+    /// the switch's `napi_threads` (docs/threads.md "Threaded receive"); paced ports keep the
+    /// softirq.
+    pub napi_threads: bool,
 }
 
 #[derive(Deserialize)]
@@ -125,6 +130,7 @@ struct RawConfig {
     data_plane: Option<crate::xdp::DataPlane>,
     fast_path: Option<bool>,
     realtime_priority: Option<Spanned<u8>>,
+    napi_threads: Option<bool>,
     #[serde(default)]
     port: Vec<RawPort>,
     #[serde(default)]
@@ -329,6 +335,7 @@ impl RouterDaemonConfig {
             pipes,
             pipes_state,
             realtime_priority: src.realtime_priority(raw.realtime_priority.as_ref())?,
+            napi_threads: raw.napi_threads.unwrap_or(false),
         })
     }
 }
@@ -341,7 +348,7 @@ mod tests {
     fn a_full_file_parses() {
         let c = RouterDaemonConfig::from_toml_str(
             "name = \"r1\"\ncontrol_socket = \"/run/r1.sock\"\nanswer_local = true\n\
-             kernel_routes = false\nrealtime_priority = 30\n[[port]]\nifname = \"eth1\"\nrate = \"100mbit\"\n\
+             kernel_routes = false\nrealtime_priority = 30\nnapi_threads = true\n[[port]]\nifname = \"eth1\"\nrate = \"100mbit\"\n\
              [[port]]\nifname = \"eth2\"\n[[route]]\nprefix = \"198.18.9.0/24\"\n\
              gateway = \"198.18.12.2\"\nmetric = 10\n",
         )
@@ -349,6 +356,7 @@ mod tests {
         assert_eq!(c.name, "r1");
         assert!(c.answer_local && !c.kernel_routes);
         assert_eq!(c.realtime_priority, 30);
+        assert!(c.napi_threads);
         assert_eq!(c.ports[0].rate_bps, Some(100_000_000));
         assert_eq!(c.ports[1].rate_bps, None);
         assert_eq!(c.routes[0].prefix.to_string(), "198.18.9.0/24");
@@ -361,6 +369,7 @@ mod tests {
         );
         assert!(d.rsvp.is_none());
         assert_eq!(d.realtime_priority, 20, "a switch's");
+        assert!(!d.napi_threads, "off by default, as in the switch");
         let r = RouterDaemonConfig::from_toml_str(
             "[[port]]\nifname = \"eth1\"\n[rsvp]\nrefresh = \"5s\"\ndefault_floor_percent = 20\ngs_buffer = \"1MiB\"\nlateness_budget = \"4ms\"\n",
         )

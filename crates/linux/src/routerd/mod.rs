@@ -59,6 +59,15 @@ pub enum Error {
     /// An AF_XDP port could not be opened (`data_plane = "af_xdp"`).
     #[error(transparent)]
     Xdp(#[from] crate::xdp::XdpError),
+    /// Threaded receive (`napi_threads`) could not be turned on for a port.
+    #[error("port `{ifname}`: threaded receive (napi_threads): {source}")]
+    ThreadedReceive {
+        /// The interface.
+        ifname: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A port has no IPv4 address.
     #[error("port `{0}` has no IPv4 address: give the interface one (`ip address add … dev {0}`)")]
     NoAddress(String),
@@ -120,6 +129,25 @@ pub fn run(config: RouterDaemonConfig, shutdown: &AtomicBool) -> Result<RunRepor
         return Err(Error::KernelForwards);
     }
     crate::driver::thread::prepare_unpinned(config.realtime_priority);
+    // As the switch does (crate::napi): settings a killed router left on its ports go back
+    // first; then unpaced ports receive in threads of their own if asked, restored on return.
+    for port in &config.ports {
+        crate::napi::recover(&port.ifname);
+    }
+    let mut threaded_receive = Vec::new();
+    if config.napi_threads {
+        for port in config.ports.iter().filter(|p| p.rate_bps.is_none()) {
+            let threaded =
+                crate::napi::ThreadedReceive::enable(&port.ifname).map_err(|source| {
+                    Error::ThreadedReceive {
+                        ifname: port.ifname.clone(),
+                        source,
+                    }
+                })?;
+            tracing::info!(ifname = %port.ifname, "threaded receive");
+            threaded_receive.push(threaded);
+        }
+    }
     let mut daemon = daemon::Daemon::new(config)?;
     daemon.run(shutdown)?;
     Ok(daemon.report())

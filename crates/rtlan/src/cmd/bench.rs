@@ -110,9 +110,9 @@ pub(crate) struct ForwardArgs {
     /// pushes back instead of failing, as trafgen does under receive steering).
     #[arg(long, value_enum, default_value = "trafgen")]
     generator: GeneratorArg,
-    /// The rtlan switches receive on each port in a kernel thread of its own (`napi_threads`:
-    /// threaded NAPI, with GRO on, as a veth has NAPI only so) instead of in the sender's
-    /// softirq (docs/threads.md "Threaded receive").
+    /// The rtlan switches (with --router, the rtlan router) receive on each port in a kernel
+    /// thread of its own (`napi_threads`: threaded NAPI, with GRO on, as a veth has NAPI only
+    /// so) instead of in the sender's softirq (docs/threads.md "Threaded receive").
     #[arg(long)]
     napi_threads: bool,
     /// The Linux bridge's (kernel router's) ports get the same threaded NAPI, for a like-for-like
