@@ -19,10 +19,13 @@
 //! - **SIGKILL the bridge**: both segments declare station 4 dead and release its reservations;
 //!   each ring goes on.
 //!
-//! The allowance is 20 ms per segment crossed (lab_rether.rs measures the lateness; each token pass crosses two
-//! user-space daemons that may wake late by milliseconds under floods on this 2-core machine),
-//! so 40 ms here: the broken cases miss the deadline by far more, and the tight bound is checked
-//! on virtual time by `crates/core/src/rether/bridge_tests.rs`.
+//! The allowance is 15 ms per segment crossed, as in lab_rether.rs (which says what it covers:
+//! each token pass crosses two user-space daemons, under SCHED_FIFO, that may still wake late by
+//! milliseconds under floods on this 2-core machine), so 30 ms here. Measured with two
+//! competing SCHED_FIFO loads spinning 8 ms of every 20 on both CPUs: maximum 38.4 ms against
+//! the bound's 54.0 ms, i.e. within the bound alone. The broken cases miss the deadline by far
+//! more, and the tight bound is checked on virtual time by
+//! `crates/core/src/rether/bridge_tests.rs`.
 
 mod common;
 
@@ -80,7 +83,7 @@ ends = ["br", "s2"]
 
 const TRT: Duration = Duration::from_millis(20);
 /// What the lab's wake-ups may add, per segment crossed (module docs).
-const ALLOWANCE_PER_SEGMENT: Duration = Duration::from_millis(20);
+const ALLOWANCE_PER_SEGMENT: Duration = Duration::from_millis(15);
 /// The stream's largest frame as reserved: 1,000 bytes of payload + UDP, IPv4 and Ethernet
 /// headers (1,042), rounded up.
 const MAX_FRAME: usize = 1100;

@@ -12,7 +12,7 @@
 //!
 //! Through all of it a's stream loses nothing and keeps its deadline: one TRT plus the time the
 //! token may stall while a dead station is found (two acknowledgement timers, TRT + the lab's
-//! 8 ms slack each) plus 20 ms for late wake-ups (the daemons' lateness: lab_rether.rs).
+//! 8 ms slack each) plus 15 ms for late wake-ups (the daemons' lateness: lab_rether.rs).
 
 mod common;
 
@@ -48,7 +48,10 @@ ends = ["d", "seg"]
 "#;
 
 const TRT: Duration = Duration::from_millis(20);
-const ALLOWANCE: Duration = Duration::from_millis(20);
+/// What the lab's wake-ups may add, as in lab_rether.rs (which says what it covers). With two
+/// competing SCHED_FIFO loads spinning 8 ms of every 20 on both CPUs, a's stream across the
+/// pulled cable peaked at 60.5 ms against the 91 ms this allows.
+const ALLOWANCE: Duration = Duration::from_millis(15);
 /// The segment's port towards host b (its link is the segment's second).
 const B_SEGMENT_PORT: &str = "p1";
 
