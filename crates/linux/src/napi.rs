@@ -99,6 +99,23 @@ pub fn recover(ifname: &str) -> bool {
     recover_in(Path::new(RECORD_DIR), ifname)
 }
 
+/// What a switch or router does with its ports at start: [`recover`] each, then threaded
+/// receive for those marked `true`. The guards restore their ports when dropped; on failure the
+/// port's name and the error, with every port enabled so far restored.
+pub fn take_ports<'a>(
+    ports: impl IntoIterator<Item = (&'a str, bool)> + Clone,
+) -> Result<Vec<ThreadedReceive>, (String, io::Error)> {
+    for (ifname, _) in ports.clone() {
+        recover(ifname);
+    }
+    let mut threaded = Vec::new();
+    for (ifname, _) in ports.into_iter().filter(|(_, on)| *on) {
+        threaded.push(ThreadedReceive::enable(ifname).map_err(|e| (ifname.to_string(), e))?);
+        tracing::info!(ifname, "threaded receive");
+    }
+    Ok(threaded)
+}
+
 fn recover_in(dir: &Path, ifname: &str) -> bool {
     let path = match record_path(dir, ifname) {
         Ok(p) => p,

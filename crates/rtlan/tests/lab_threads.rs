@@ -133,6 +133,15 @@ ends = ["c", "s1"]
 rate = "100mbit"
 "#;
 
+/// The port (of `ports`, as `switch_ports`/`router_ports` list them) whose link goes to `peer`.
+fn port_to(ports: &[(String, String)], peer: &str) -> String {
+    ports
+        .iter()
+        .find(|(_, p)| p == peer)
+        .map(|(i, _)| i.clone())
+        .expect("port")
+}
+
 /// `threaded` and GRO of the switch's port `ifname`.
 fn receive_mode(lab: &rtlan_lab::Lab, ifname: &str) -> (bool, bool) {
     receive_mode_of(lab, "s1", ifname)
@@ -163,14 +172,11 @@ fn threaded_receive_on_unpaced_ports_loses_nothing_and_is_undone_at_exit() {
     let lab = up_str_with(THREE, "nt", |options| options.napi_threads = true);
     assert_eq!(ctl(&lab, "s1", "config")["napi_threads"], true);
     let ports = lab.switch_ports("s1").expect("ports");
-    let port_of = |peer: &str| {
-        ports
-            .iter()
-            .find(|(_, p)| p == peer)
-            .map(|(i, _)| i.clone())
-            .expect("port")
-    };
-    let (pa, pb, pc) = (port_of("a"), port_of("b"), port_of("c"));
+    let (pa, pb, pc) = (
+        port_to(&ports, "a"),
+        port_to(&ports, "b"),
+        port_to(&ports, "c"),
+    );
     assert_eq!(receive_mode(&lab, &pa), (true, true), "a's port");
     assert_eq!(receive_mode(&lab, &pb), (true, true), "b's port");
     assert_eq!(
@@ -322,14 +328,7 @@ fn a_router_with_threaded_receive_routes_and_puts_its_ports_back() {
     let _serial = rtlan_lab::serial_lock().expect("lab lock");
     let lab = up_str_with(ROUTED, "rnt", |options| options.napi_threads = true);
     let ports = lab.router_ports("r1").expect("ports");
-    let port_of = |peer: &str| {
-        ports
-            .iter()
-            .find(|(_, p)| p == peer)
-            .map(|(i, _)| i.clone())
-            .expect("port")
-    };
-    let (pa, pb) = (port_of("a"), port_of("b"));
+    let (pa, pb) = (port_to(&ports, "a"), port_to(&ports, "b"));
     assert_eq!(receive_mode_of(&lab, "r1", &pa), (true, true), "a's port");
     assert_eq!(
         receive_mode_of(&lab, "r1", &pb),
@@ -339,14 +338,7 @@ fn a_router_with_threaded_receive_routes_and_puts_its_ports_back() {
     ping_ok(&lab, "a", "b");
     ping_ok(&lab, "b", "a");
 
-    let pid = lab.router_pid("r1").expect("pid");
-    signal(pid, libc::SIGKILL);
-    let (gone, _) = wait_until(Duration::from_secs(5), || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| s.contains(") Z "))
-            .unwrap_or(true)
-    });
-    assert!(gone, "the router died");
+    crash_router(&lab, "r1");
     assert_eq!(
         receive_mode_of(&lab, "r1", &pa),
         (true, true),
@@ -357,25 +349,7 @@ fn a_router_with_threaded_receive_routes_and_puts_its_ports_back() {
     let text = std::fs::read_to_string(&config).expect("r1's config");
     assert!(text.contains("napi_threads = true"), "{text}");
     std::fs::write(&config, text.replace("napi_threads = true", "")).expect("rewrite");
-    let log = std::fs::OpenOptions::new()
-        .append(true)
-        .open(lab.state_dir().join("r1.log"))
-        .expect("r1's log");
-    let mut again = std::process::Command::new("ip")
-        .args(["netns", "exec", lab.netns("r1").expect("ns")])
-        .arg(env!("CARGO_BIN_EXE_rtlan"))
-        .args(["router", "--config"])
-        .arg(&config)
-        .stdin(std::process::Stdio::null())
-        .stdout(log.try_clone().expect("dup log"))
-        .stderr(log)
-        .spawn()
-        .expect("the router starts again");
-    let socket = lab.router_socket("r1").expect("socket");
-    let (up, _) = wait_until(Duration::from_secs(10), || {
-        std::os::unix::net::UnixStream::connect(&socket).is_ok()
-    });
-    assert!(up, "the router answers again");
+    let mut again = restart_router(&lab, "r1");
     assert_eq!(
         receive_mode_of(&lab, "r1", &pa),
         (false, false),

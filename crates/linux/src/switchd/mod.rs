@@ -208,14 +208,20 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
     let maps = crate::xdp::fastpath::maps_for(config.fast_path, || {
         crate::xdp::FastPath::new(config.ports.len() as u32)
     });
-    // A switch killed on these ports may have left threaded receive on them (crate::napi):
-    // put it back before anything else, whatever this configuration asks for.
-    for spec in &config.ports {
-        crate::napi::recover(&spec.ifname);
-    }
+    // A switch killed on these ports may have left threaded receive on them (crate::napi): put
+    // back first, whatever this configuration asks for. Then, like transmit threads, threaded
+    // receive only where no pacer keeps the port's rate: a paced port's receive stays in the
+    // softirq, with no thread's wake-up between a frame and the core. Restored (threaded NAPI
+    // and GRO as they were) when the switch stops.
+    let threaded = config.ports.iter().map(|p| {
+        (
+            p.ifname.as_str(),
+            config.napi_threads && p.rate_bps.is_none(),
+        )
+    });
+    let _threaded_receive = crate::napi::take_ports(threaded)
+        .map_err(|(ifname, source)| Error::ThreadedReceive { ifname, source })?;
     let mut ports = Vec::with_capacity(config.ports.len());
-    // Restored (threaded NAPI and GRO as they were) when the switch stops.
-    let mut threaded_receive = Vec::new();
     for (i, spec) in config.ports.iter().enumerate() {
         let steering = match &maps {
             Some(maps) => Steering::Switch(
@@ -241,19 +247,6 @@ pub fn run(config: Config, shutdown: &AtomicBool) -> Result<RunReport, Error> {
         )?;
         tracing::info!(ifname = %spec.ifname, kind = port.kind(), "port open");
         ports.push(port);
-        // Like transmit threads, only where no pacer keeps the port's rate: a paced port's
-        // receive stays in the softirq, with no thread's wake-up between a frame and the core.
-        if config.napi_threads && spec.rate_bps.is_none() {
-            let threaded =
-                crate::napi::ThreadedReceive::enable(&spec.ifname).map_err(|source| {
-                    Error::ThreadedReceive {
-                        ifname: spec.ifname.clone(),
-                        source,
-                    }
-                })?;
-            tracing::info!(ifname = %spec.ifname, "threaded receive");
-            threaded_receive.push(threaded);
-        }
     }
     let mirror = maps.map(|maps| fastpath::Mirror::new(maps, &ports));
     check_port_rates(&config.ports);

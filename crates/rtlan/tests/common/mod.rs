@@ -618,26 +618,45 @@ pub fn assert_serves_default_topology(lab: &Lab) {
 /// (`ip netns exec NS rtlan switch --config STATE/NAME.toml`, output appended to its log) and
 /// waits until its control socket answers. Returns the child so the test can end it by PID.
 pub fn restart_switch(lab: &Lab, name: &str) -> std::process::Child {
+    let socket = lab.switch_socket(name).expect("socket");
+    let log = lab.switch_log(name).expect("switch log");
+    restart_daemon(lab, name, "switch", (&socket, &log))
+}
+
+/// [`restart_switch`] for router `name` (`rtlan router --config STATE/NAME.toml`).
+pub fn restart_router(lab: &Lab, name: &str) -> std::process::Child {
+    let socket = lab.router_socket(name).expect("socket");
+    let log = lab.router_log(name).expect("router log");
+    restart_daemon(lab, name, "router", (&socket, &log))
+}
+
+/// Starts `rtlan COMMAND --config STATE/NAME.toml` in node `name`'s namespace, output appended
+/// to `log`, and waits until `socket` answers.
+fn restart_daemon(
+    lab: &Lab,
+    name: &str,
+    command: &str,
+    (socket, log): (&std::path::Path, &std::path::Path),
+) -> std::process::Child {
     let config = lab.state_dir().join(format!("{name}.toml"));
     let log = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
-        .open(lab.switch_log(name).expect("switch log"))
-        .expect("open switch log");
+        .open(log)
+        .expect("open the log");
     let child = std::process::Command::new("ip")
         .args(["netns", "exec", lab.netns(name).expect("ns")])
         .arg(env!("CARGO_BIN_EXE_rtlan"))
-        .arg("switch")
+        .arg(command)
         .arg("--config")
         .arg(&config)
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone().expect("dup log"))
         .stderr(log)
         .spawn()
-        .expect("switch starts again");
-    let socket = lab.switch_socket(name).expect("socket");
+        .expect("the daemon starts again");
     let (up, took) = poll_until(Duration::from_secs(10), || {
-        std::os::unix::net::UnixStream::connect(&socket).is_ok()
+        std::os::unix::net::UnixStream::connect(socket).is_ok()
     });
     assert!(up, "restarted {name} did not answer within {took:?}");
     child
@@ -646,7 +665,16 @@ pub fn restart_switch(lab: &Lab, name: &str) -> std::process::Child {
 /// Kills switch `name` with SIGKILL, as a crash would, and waits until it is dead (a zombie of
 /// the lab's until `down` reaps it).
 pub fn crash_switch(lab: &Lab, name: &str) {
-    let pid = lab.switch_pid(name).expect("switch pid");
+    crash(name, lab.switch_pid(name).expect("switch pid"));
+}
+
+/// [`crash_switch`] for router `name`.
+pub fn crash_router(lab: &Lab, name: &str) {
+    crash(name, lab.router_pid(name).expect("router pid"));
+}
+
+/// Kills `name`'s process `pid` with SIGKILL and waits until it is dead.
+fn crash(name: &str, pid: u32) {
     signal(pid, libc::SIGKILL);
     let (gone, _) = wait_until(Duration::from_secs(5), || {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
