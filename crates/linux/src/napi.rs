@@ -20,10 +20,11 @@
 //! threaded with GRO on, and the next switch would take that for the port's own setting and keep
 //! it for ever. So before changing a port the guard writes what it found to a record,
 //! [`RECORD_DIR`]`/<network namespace inode>-<ifname>.json` with the interface's index, and
-//! removes it once it has put the settings back. [`recover`] — called by the switch for every
-//! port before it opens any, whatever its own configuration — puts back what a record names
+//! removes it once it has put the settings back. [`recover`] — called by [`take_ports`], which
+//! the switch and the router call for all their ports before they open any, whatever their own
+//! configuration — puts back what a record names
 //! (if the interface is still the one recorded: same index in the same namespace) and removes
-//! it, with a warning. A record that cannot be written is a warning, not a failure: the switch
+//! it, with a warning. A record that cannot be written is a warning, not a failure: the daemon
 //! then runs as before, without crash recovery.
 
 use std::io;
@@ -110,7 +111,9 @@ pub fn take_ports<'a>(
     }
     let mut threaded = Vec::new();
     for (ifname, _) in ports.into_iter().filter(|(_, on)| *on) {
-        threaded.push(ThreadedReceive::enable(ifname).map_err(|e| (ifname.to_string(), e))?);
+        let guard = ThreadedReceive::enable_in(Path::new(RECORD_DIR), ifname)
+            .map_err(|e| (ifname.to_string(), e))?;
+        threaded.push(guard);
         tracing::info!(ifname, "threaded receive");
     }
     Ok(threaded)
@@ -196,14 +199,10 @@ fn write_threaded(ifname: &str, on: bool) -> io::Result<()> {
 
 impl ThreadedReceive {
     /// Turns GRO (if off) and threaded NAPI on for `ifname` (in the caller's network
-    /// namespace, whose `/sys` must be mounted for it, as `ip netns exec` does). On failure
+    /// namespace, whose `/sys` must be mounted for it, as `ip netns exec` does), recording what
+    /// it found under `dir` first; [`take_ports`] has recovered the port before. On failure
     /// nothing stays changed.
-    pub fn enable(ifname: &str) -> io::Result<ThreadedReceive> {
-        Self::enable_in(Path::new(RECORD_DIR), ifname)
-    }
-
     fn enable_in(dir: &Path, ifname: &str) -> io::Result<ThreadedReceive> {
-        recover_in(dir, ifname);
         let was_threaded = read_threaded(ifname)?;
         let sock = socket()?;
         let fd = sock.as_raw_fd();

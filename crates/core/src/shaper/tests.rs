@@ -108,7 +108,7 @@ fn leaky_idle_does_not_build_bursts() {
     // 538 carried + 10 000 granted.
     assert_eq!(std::iter::from_fn(|| s.poll_transmit(at(now))).count(), 10);
     // A tick after a 1 s gap is credited for max_interval = 20 ms only; the other 980 ms of
-    // rate (1 byte/µs) went unused while datagrams waited: forfeit.
+    // rate (1 byte/µs) were lost while datagrams waited: forfeited.
     assert_eq!(s.stats().forfeited_wire_bytes, 0);
     now += 1_000 * MS;
     s.handle_tick(at(now));

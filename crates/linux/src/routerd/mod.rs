@@ -131,23 +131,14 @@ pub fn run(config: RouterDaemonConfig, shutdown: &AtomicBool) -> Result<RunRepor
     crate::driver::thread::prepare_unpinned(config.realtime_priority);
     // As the switch does (crate::napi): settings a killed router left on its ports go back
     // first; then unpaced ports receive in threads of their own if asked, restored on return.
-    for port in &config.ports {
-        crate::napi::recover(&port.ifname);
-    }
-    let mut threaded_receive = Vec::new();
-    if config.napi_threads {
-        for port in config.ports.iter().filter(|p| p.rate_bps.is_none()) {
-            let threaded =
-                crate::napi::ThreadedReceive::enable(&port.ifname).map_err(|source| {
-                    Error::ThreadedReceive {
-                        ifname: port.ifname.clone(),
-                        source,
-                    }
-                })?;
-            tracing::info!(ifname = %port.ifname, "threaded receive");
-            threaded_receive.push(threaded);
-        }
-    }
+    let ports = config.ports.iter().map(|p| {
+        (
+            p.ifname.as_str(),
+            config.napi_threads && p.rate_bps.is_none(),
+        )
+    });
+    let _threaded_receive = crate::napi::take_ports(ports)
+        .map_err(|(ifname, source)| Error::ThreadedReceive { ifname, source })?;
     let mut daemon = daemon::Daemon::new(config)?;
     daemon.run(shutdown)?;
     Ok(daemon.report())
