@@ -2,10 +2,15 @@
 //! networks (the 1,000-flow / 100-switch leaf–spine of `benches/booking.rs` and a 100-switch
 //! line with 1,000 flows over 2–8 consecutive switches, the shape of `benches/tfa.rs`).
 //!
+//! The LP bound is computed for every flow whose path fits (`LpUse::All`); the time of each
+//! whole analysis is printed with and without it.
+//!
 //! `cargo run --release -p rtlan-calculus --example method_wins`
 
-use rtlan_calculus::analysis::{analyze, Flow, Report};
-use rtlan_calculus::methods::Method;
+use std::time::Instant;
+
+use rtlan_calculus::analysis::{analyze_with, Flow, Report};
+use rtlan_calculus::methods::{LpUse, Method};
 
 #[allow(dead_code)]
 #[path = "../benches/nets/mod.rs"]
@@ -34,20 +39,50 @@ fn summary(name: &str, flows: &[Flow], r: &Report) {
             ratios[ratios.len() / 2],
             ratios[ratios.len() - 1]
         );
+        let mut gains: Vec<f64> = r
+            .flows
+            .iter()
+            .zip(flows)
+            .filter(|(_, f)| f.hops.len() == hops)
+            .filter_map(|(fr, _)| {
+                let b = fr.bounds;
+                let others = [b.tfa, b.fifo_tfa, b.sfa, b.pmoo]
+                    .into_iter()
+                    .flatten()
+                    .min()?;
+                Some(others.to_f64() / b.lp?.to_f64())
+            })
+            .collect();
+        if !gains.is_empty() {
+            gains.sort_by(f64::total_cmp);
+            println!(
+                "  {hops} hop(s), {} flows with an LP bound: best other / LP median {:.4}, max {:.4}, min {:.6}",
+                gains.len(),
+                gains[gains.len() / 2],
+                gains[gains.len() - 1],
+                gains[0]
+            );
+        }
     }
+}
+
+fn timed(topo: &rtlan_calculus::analysis::Topology, flows: &[Flow], lp: LpUse) -> Report {
+    let t = Instant::now();
+    let r = analyze_with(topo, flows, lp).expect("no overflow");
+    println!(
+        "  analysis with {lp:?}: {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    r
 }
 
 fn main() {
     let (topo, flows) = nets::leaf_spine_flows(1_000);
-    summary(
-        "leaf-spine",
-        &flows,
-        &analyze(&topo, &flows).expect("no overflow"),
-    );
+    timed(&topo, &flows, LpUse::Never);
+    let r = timed(&topo, &flows, LpUse::All);
+    summary("leaf-spine", &flows, &r);
     let (topo, flows) = nets::line();
-    summary(
-        "line",
-        &flows,
-        &analyze(&topo, &flows).expect("no overflow"),
-    );
+    timed(&topo, &flows, LpUse::Never);
+    let r = timed(&topo, &flows, LpUse::All);
+    summary("line", &flows, &r);
 }

@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use crate::booking::FastMap;
-use crate::methods::{self, Method, MethodBounds, PortView};
+use crate::methods::{self, LpUse, Method, MethodBounds, PortView};
 use crate::netfile::{FlowSpec, NetFile};
 use crate::network::GRID;
 use crate::rational::{ArithError, Q};
@@ -389,7 +389,12 @@ impl Report {
 
 /// Full analysis of a set of flows (issue 5 item 2).
 pub fn analyze(topo: &Topology, flows: &[Flow]) -> Result<Report, AnalysisError> {
-    Ok(analyze_with_bursts(topo, flows)?.0)
+    analyze_with(topo, flows, LpUse::default())
+}
+
+/// [`analyze`], with the LP bound for the flows `lp` names.
+pub fn analyze_with(topo: &Topology, flows: &[Flow], lp: LpUse) -> Result<Report, AnalysisError> {
+    Ok(analyze_with_bursts(topo, flows, lp)?.0)
 }
 
 /// `[f][h]`: a burst of flow `f` at its `h`-th hop, `None` where not finite.
@@ -399,6 +404,7 @@ pub(crate) type HopBursts = Vec<Vec<Option<Q>>>;
 pub(crate) fn analyze_with_bursts(
     topo: &Topology,
     flows: &[Flow],
+    lp: LpUse,
 ) -> Result<(Report, HopBursts), AnalysisError> {
     let mut report = Report::default();
     // Ports and the (flow, hop) entries at each.
@@ -537,7 +543,7 @@ pub(crate) fn analyze_with_bursts(
             };
         }
         let bounds = match total {
-            Some(tfa) => fifo.flow_bounds(flows, &at, fi, tfa)?,
+            Some(tfa) => fifo.flow_bounds(flows, &at, fi, tfa, lp)?,
             None => MethodBounds::default(),
         };
         let fr = FlowReport::from_bounds(f.name.clone(), bounds);
@@ -650,6 +656,7 @@ impl FifoPass {
         at: &BTreeMap<PortKey, Vec<(usize, usize)>>,
         fi: usize,
         tfa: Q,
+        lp: LpUse,
     ) -> Result<MethodBounds, ArithError> {
         let f = &flows[fi];
         let mut bounds = MethodBounds {
@@ -701,6 +708,25 @@ impl FifoPass {
             .unwrap_or(None);
             assert_eq!(bounds.pmoo, by_runs, "PMOO of flow {}", f.name);
         }
+        if lp.wants(f, &bounds) {
+            let cross: Vec<Vec<(usize, usize)>> = views
+                .iter()
+                .map(|v| {
+                    at.get(&v.key).map_or_else(Vec::new, |e| {
+                        e.iter().copied().filter(|&(g, _)| g != fi).collect()
+                    })
+                })
+                .collect();
+            bounds.lp = methods::lp(
+                f,
+                &views,
+                &own,
+                &cross,
+                |g| flows.get(g),
+                |g, h| self.bursts.get(g)?.get(h).copied().flatten(),
+            )
+            .unwrap_or(None);
+        }
         Ok(bounds)
     }
 }
@@ -749,13 +775,18 @@ pub(crate) fn port_report(
 
 /// Parses nothing: resolves every flow of a file and analyses them.
 pub fn analyze_file(file: &NetFile) -> Result<Report, AnalysisError> {
+    analyze_file_with(file, LpUse::default())
+}
+
+/// [`analyze_file`], with the LP bound for the flows `lp` names.
+pub fn analyze_file_with(file: &NetFile, lp: LpUse) -> Result<Report, AnalysisError> {
     let topo = Topology::from_netfile(file);
     let flows = file
         .flows
         .iter()
         .map(|f| topo.resolve(f))
         .collect::<Result<Vec<_>, _>>()?;
-    analyze(&topo, &flows)
+    analyze_with(&topo, &flows, lp)
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::analysis::{
     check_flow, inflexion_grid, port_bounds, port_report, Flow, FlowReport, PortKey, Report,
     Topology, Violation,
 };
-use crate::methods::{self, MethodBounds, PortView};
+use crate::methods::{self, LpUse, MethodBounds, PortView};
 use crate::network::GRID;
 use crate::rational::{ArithError, Q};
 
@@ -302,12 +302,37 @@ impl Booking {
         }
         // As in `analyze`: an overflow in SFA or PMOO leaves that method out.
         let pmoo = methods::pmoo(f, &views, &b.fbursts, &from_prev).unwrap_or(None);
-        Ok(MethodBounds {
+        let mut bounds = MethodBounds {
             tfa: Some(self.tfa_bound(f)?),
             fifo_tfa: Some(fifo_tfa),
             sfa: methods::sfa(f, &views, &b.fbursts).unwrap_or(None),
             pmoo,
-        })
+            lp: None,
+        };
+        // As `analyze` by default: the LP for a deadline the other methods miss.
+        if LpUse::Deadlines.wants(f, &bounds) {
+            let mut cross: Vec<Vec<(u64, usize)>> = Vec::with_capacity(views.len());
+            for v in &views {
+                let mut at: Vec<(u64, usize)> = self.ports[&v.key]
+                    .flows
+                    .iter()
+                    .filter(|&(&g, _)| g != id)
+                    .map(|(&g, &h)| (g, h))
+                    .collect();
+                at.sort_unstable();
+                cross.push(at);
+            }
+            bounds.lp = methods::lp(
+                f,
+                &views,
+                &b.fbursts,
+                &cross,
+                |g| self.flows.get(&g).map(|x| &x.flow),
+                |g, h| self.flows.get(&g)?.fbursts.get(h).copied(),
+            )
+            .unwrap_or(None);
+        }
+        Ok(bounds)
     }
 
     /// The same report [`crate::analysis::analyze`] gives for the booked flows in id order.

@@ -10,6 +10,8 @@
 //!   feed-forward networks.
 //! - [`methods`]: per-flow bounds beyond TFA on that model — FIFO-aware output bursts, SFA and
 //!   PMOO — and the choice of the tightest.
+//! - [`lp`]: the tightest of them where it fits, a linear program over the flow's tandem with an
+//!   exactly checked dual certificate.
 //! - [`rfc2212`]: the Guaranteed-Service end-to-end delay bound.
 //! - [`netfile`]: the network the analysis takes (read from files by `rtlan_topology`).
 //! - [`analysis`]: per-port closed forms over a whole network, with the admission verdict.
@@ -29,6 +31,7 @@ pub mod curve;
 #[cfg(test)]
 mod fluid;
 pub mod loser;
+pub mod lp;
 pub mod methods;
 pub mod netfile;
 pub mod network;

@@ -28,6 +28,10 @@
 //!   the cross flows i, each entering the path once with burst b_i and leaving it after the run
 //!   P_i (a cross flow that leaves and re-joins counts as one flow per run, with its burst at the
 //!   start of each run). Cross traffic enters as its long-term token bucket (sound for T-SPECs).
+//! - **LP** ([`crate::lp`]): the worst-case delay through the flow's tandem as one linear program
+//!   (Bouillard & Stea's FIFO constraints), the cross runs entering with the same FIFO-aware
+//!   bursts; the tightest where it fits (paths of at most [`crate::lp::MAX_HOPS`] ports), and
+//!   costlier, so it runs where [`LpUse`] asks for it.
 //!
 //! Rounding: θ is rounded up to [`GRID`] before it is propagated or summed, and every returned
 //! bound is rounded up to [`GRID`]; rounding up keeps every bound sound.
@@ -49,19 +53,28 @@ pub enum Method {
     Sfa,
     /// Pay multiplexing only once (blind leftover of the whole path).
     Pmoo,
+    /// The linear program of [`crate::lp`] over the flow's tandem.
+    Lp,
 }
 
 impl Method {
     /// Every method, in the order ties are broken (the first smallest wins).
-    pub const ALL: [Method; 4] = [Method::Tfa, Method::FifoTfa, Method::Sfa, Method::Pmoo];
+    pub const ALL: [Method; 5] = [
+        Method::Tfa,
+        Method::FifoTfa,
+        Method::Sfa,
+        Method::Pmoo,
+        Method::Lp,
+    ];
 
-    /// The short name used in reports (`tfa`, `fifo-tfa`, `sfa`, `pmoo`).
+    /// The short name used in reports (`tfa`, `fifo-tfa`, `sfa`, `pmoo`, `lp`).
     pub fn name(self) -> &'static str {
         match self {
             Method::Tfa => "tfa",
             Method::FifoTfa => "fifo-tfa",
             Method::Sfa => "sfa",
             Method::Pmoo => "pmoo",
+            Method::Lp => "lp",
         }
     }
 }
@@ -84,6 +97,8 @@ pub struct MethodBounds {
     pub sfa: Option<Q>,
     /// [`Method::Pmoo`].
     pub pmoo: Option<Q>,
+    /// [`Method::Lp`] (`None` also where it was not computed, see [`LpUse`]).
+    pub lp: Option<Q>,
 }
 
 impl MethodBounds {
@@ -94,6 +109,7 @@ impl MethodBounds {
             Method::FifoTfa => self.fifo_tfa,
             Method::Sfa => self.sfa,
             Method::Pmoo => self.pmoo,
+            Method::Lp => self.lp,
         }
     }
 
@@ -109,6 +125,98 @@ impl MethodBounds {
         }
         best
     }
+}
+
+/// Which flows get the LP bound ([`crate::lp`]), the costliest method: about a millisecond per
+/// flow where the others take microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LpUse {
+    /// Only flows with a deadline that every other method misses: admission uses the tightest
+    /// bound, and a network that meets its deadlines costs nothing more.
+    #[default]
+    Deadlines,
+    /// Every flow whose path fits.
+    All,
+    /// None.
+    Never,
+}
+
+impl LpUse {
+    /// Whether flow `f`, whose bounds by the other methods are `bounds`, gets the LP.
+    pub(crate) fn wants(self, f: &Flow, bounds: &MethodBounds) -> bool {
+        if f.hops.is_empty() || f.hops.len() > crate::lp::MAX_HOPS {
+            return false;
+        }
+        match self {
+            LpUse::All => true,
+            LpUse::Never => false,
+            LpUse::Deadlines => match (f.deadline, bounds.best()) {
+                (Some(d), Some((b, _))) => b > d,
+                _ => false,
+            },
+        }
+    }
+}
+
+/// A flow other than the flow of interest at one of its ports: a key the caller resolves, and
+/// its hop index there.
+pub(crate) type CrossAt<K> = (K, usize);
+
+/// LP bound (host delay included, rounded up), `None` where it does not fit or gives nothing.
+/// `cross[k]` lists the other flows at `ports[k]`; `flow(key)` resolves one, and
+/// `burst(key, hop)` gives its FIFO-aware burst at a hop. A cross flow joins a run where it
+/// did not come from the previous port of the path, and stays while its hops follow the path.
+pub(crate) fn lp<'a, K: Copy>(
+    f: &Flow,
+    ports: &[PortView],
+    bursts: &[Q],
+    cross: &[Vec<CrossAt<K>>],
+    flow: impl Fn(K) -> Option<&'a Flow>,
+    burst: impl Fn(K, usize) -> Option<Q>,
+) -> Result<Option<Q>, ArithError> {
+    let n = ports.len();
+    let mut tandem = crate::lp::Tandem::new(
+        ports
+            .iter()
+            .map(|p| crate::lp::Server {
+                c: p.c,
+                t_mux: p.t_mux,
+                sum_r: p.sum_r,
+                sum_b: p.sum_b,
+            })
+            .collect(),
+    );
+    let spec = |g: &Flow, h: usize, b: Q| crate::lp::Tspec {
+        p: g.hops[h].peak,
+        m: g.max_packet,
+        r: g.rate,
+        b,
+    };
+    let own: Vec<crate::lp::Tspec> = (0..n).map(|h| spec(f, h, bursts[h])).collect();
+    tandem.add(0, &own);
+    for (j, at) in cross.iter().enumerate().take(n) {
+        for &(key, h) in at {
+            let Some(g) = flow(key) else { continue };
+            if j > 0 && h > 0 && g.hops[h - 1].port == ports[j - 1].key {
+                continue;
+            }
+            let mut run = Vec::new();
+            while j + run.len() < n
+                && h + run.len() < g.hops.len()
+                && g.hops[h + run.len()].port == ports[j + run.len()].key
+            {
+                let Some(b) = burst(key, h + run.len()) else {
+                    return Ok(None);
+                };
+                run.push(spec(g, h + run.len(), b));
+            }
+            tandem.add(j, &run);
+        }
+    }
+    let Some(d) = tandem.delay_bound()? else {
+        return Ok(None);
+    };
+    Ok(Some(d.add(f.host_delay)?.round_up(GRID)?))
 }
 
 /// θ = t_mux + b_c/C of the FIFO leftover β_{C − r_c, θ}, rounded up to [`GRID`], where

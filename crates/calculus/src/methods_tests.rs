@@ -4,9 +4,9 @@
 
 use proptest::prelude::*;
 
-use crate::analysis::{analyze, Flow, Topology};
+use crate::analysis::{analyze, analyze_with, Flow, Topology};
 use crate::fluid;
-use crate::methods::{tspec_delay, Method};
+use crate::methods::{tspec_delay, LpUse, Method};
 use crate::netfile::{FlowSpec, LinkSpec, NetFile, SwitchSpec};
 use crate::rational::Q;
 
@@ -125,37 +125,76 @@ fn three_port_tandem_by_hand() {
     assert!(sim[0] >= q(3), "simulated {}", sim[0]);
 }
 
+/// The three-port tandem above: f and x with the same path, greedy from 0.
+fn tandem_f_x(deadline: Option<Q>) -> (Topology, Vec<Flow>) {
+    let mut file = line(3, 10, 1);
+    for h in ["a", "ax", "zf", "zx"] {
+        let s = if h.starts_with('a') { "s0" } else { "s2" };
+        file.links.push(link(h, s, 10));
+    }
+    file.flows
+        .push(spec("x", &["ax", "s0", "s1", "s2", "zx"], 2, 1, 9));
+    let mut f = spec("f", &["a", "s0", "s1", "s2", "zf"], 2, 1, 5);
+    f.deadline = deadline;
+    file.flows.push(f);
+    resolve(&file)
+}
+
+#[test]
+fn lp_is_tight_on_the_tandem() {
+    // PMOO gives f 39/8 = 4.875 s; the LP gives 3.8 s, and the fluid trajectory with both flows
+    // greedy from 0 reaches exactly 3.8 s: the LP bound is the worst case, to within its
+    // certified tolerance.
+    let (topo, flows) = tandem_f_x(None);
+    let r = analyze_with(&topo, &flows, LpUse::All).unwrap();
+    let f = &r.flows[1];
+    let lp = f.bounds.lp.unwrap();
+    assert!(
+        lp >= frac(38, 10) && lp <= frac(38, 10).add(frac(1, 10_000_000)).unwrap(),
+        "{lp}"
+    );
+    assert_eq!((f.delay_bound, f.method), (Some(lp), Some(Method::Lp)));
+    let sim = fluid::simulate(&topo, &flows, &[Q::ZERO, Q::ZERO], q(10)).unwrap();
+    assert_eq!(sim[1], frac(38, 10));
+    // By default (`LpUse::Deadlines`) a flow without a deadline does not get it.
+    assert_eq!(analyze(&topo, &flows).unwrap().flows[1].bounds.lp, None);
+}
+
 #[test]
 fn admission_uses_the_tightest_bound() {
-    // The tandem above with a deadline on f between its PMOO bound (39/8) and its TFA bound
-    // (103/20): booked and admitted by `analyze`; with a deadline below 39/8, refused by both.
-    for (deadline, fits) in [(q(5), true), (frac(48, 10), false)] {
-        let mut file = line(3, 10, 1);
-        for h in ["a", "ax", "zf", "zx"] {
-            let s = if h.starts_with('a') { "s0" } else { "s2" };
-            file.links.push(link(h, s, 10));
-        }
-        file.flows
-            .push(spec("x", &["ax", "s0", "s1", "s2", "zx"], 2, 1, 9));
-        let mut f = spec("f", &["a", "s0", "s1", "s2", "zf"], 2, 1, 5);
-        f.deadline = Some(deadline);
-        file.flows.push(f);
-        let (topo, flows) = resolve(&file);
-        assert_eq!(analyze(&topo, &flows).unwrap().admitted(), fits);
+    // The tandem above with a deadline on f: above PMOO's 39/8, PMOO settles it and the LP is
+    // not computed; between the LP's 3.8 and 39/8, the LP admits it (booking and `analyze`
+    // alike); below 3.8 (a delay the fluid trajectory reaches) it is refused at the LP bound.
+    for (deadline, fits, lp) in [
+        (q(5), true, false),
+        (q(4), true, true),
+        (frac(37, 10), false, true),
+    ] {
+        let (topo, flows) = tandem_f_x(Some(deadline));
+        let report = analyze(&topo, &flows).unwrap();
+        assert_eq!(report.admitted(), fits, "deadline {deadline}");
+        assert_eq!(report.flows[1].bounds.lp.is_some(), lp);
+        let want = report.flows[1].delay_bound.unwrap();
         let mut booking = crate::booking::Booking::new(topo);
         booking.try_admit(flows[0].clone()).unwrap().unwrap();
         match booking.try_admit(flows[1].clone()).unwrap() {
             Ok(v) => {
                 assert!(fits);
-                assert_eq!(v.delay_bound, frac(39, 8));
+                assert_eq!(v.delay_bound, want);
+                if !lp {
+                    assert_eq!(want, frac(39, 8));
+                }
             }
             Err(refusal) => {
                 assert!(!fits);
                 assert!(matches!(
                     refusal.violations[..],
-                    [crate::analysis::Violation::DeadlineMissed { bound, .. }] if bound == frac(39, 8)
+                    [crate::analysis::Violation::DeadlineMissed { bound, .. }] if bound == want
                 ));
             }
+        }
+        if lp {
+            assert!(want < frac(38, 10).add(frac(1, 10_000_000)).unwrap());
         }
     }
 }
@@ -270,12 +309,14 @@ fn arb_tandem() -> impl Strategy<Value = (NetFile, Vec<Q>)> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
     /// Every method's bound is at least the delay an exact fluid trajectory reaches, the reported
-    /// bound is the smallest of them, and FIFO-aware TFA never exceeds TFA.
+    /// bound is the smallest of them, FIFO-aware TFA never exceeds TFA, and the LP (computed
+    /// for every flow here) is at most every other method's bound, to within its solver's
+    /// tolerance (10⁻⁶ relative, certified upward).
     #[test]
     fn every_method_is_above_a_reachable_delay((file, starts) in arb_tandem()) {
         // Σr ≤ 4·2 < 10 ≤ C: every port is stable.
         let (topo, flows) = resolve(&file);
-        let r = analyze(&topo, &flows).unwrap();
+        let r = analyze_with(&topo, &flows, LpUse::All).unwrap();
         prop_assert!(r.admitted(), "{:?}", r.violations);
         let sim = fluid::simulate(&topo, &flows, &starts, q(12)).unwrap();
         for (fr, lb) in r.flows.iter().zip(&sim) {
@@ -288,6 +329,12 @@ proptest! {
             prop_assert_eq!(fr.bounds.get(fr.method.unwrap()), Some(best));
             prop_assert!(fr.bounds.fifo_tfa.unwrap() <= fr.bounds.tfa.unwrap());
             prop_assert!(fr.bounds.tfa.is_some() && fr.bounds.sfa.is_some() && fr.bounds.pmoo.is_some());
+            let lp = fr.bounds.lp.unwrap();
+            for m in [Method::Tfa, Method::FifoTfa, Method::Sfa, Method::Pmoo] {
+                let v = fr.bounds.get(m).unwrap();
+                let slack = v.mul(Q::new(1, 1_000_000).unwrap()).unwrap();
+                prop_assert!(lp <= v.add(slack).unwrap(), "{}: LP {} above {} {}", fr.name, lp, m, v);
+            }
         }
     }
 
@@ -296,7 +343,7 @@ proptest! {
     #[test]
     fn fifo_output_bursts_cover_the_trajectory((file, starts) in arb_tandem()) {
         let (topo, flows) = resolve(&file);
-        let (_, bursts) = crate::analysis::analyze_with_bursts(&topo, &flows).unwrap();
+        let (_, bursts) = crate::analysis::analyze_with_bursts(&topo, &flows, crate::methods::LpUse::Never).unwrap();
         let (_, inputs) = fluid::simulate_hops(&topo, &flows, &starts, q(12)).unwrap();
         for (i, f) in flows.iter().enumerate() {
             for h in 1..f.hops.len() {
