@@ -21,10 +21,13 @@
 //! optimum bounds every delay it allows; where arrival constraints between incomparable times
 //! are missing the program is a relaxation, still sound.
 //!
-//! **Bounded variables.** Times lie in `[−H, 0]`, `H = Σ_j B_j`, with `B_j` the longest
-//! backlogged period of server `j` (`θ − s(θ) ≤ B_j`: `C·(θ − s − T) ≤ A(u) − A(s) ≤ Σb + Σr·(θ −
-//! s)`), and each run's traffic (pinned to 0 at its first time) within `±(b + r·H)`. These are
-//! constraints of the program too: they hold for every trajectory, and they bound every variable.
+//! **Bounded variables.** The program has the rows `θ − s(θ) ≤ B_j`, with `B_j` the longest
+//! backlogged period of server `j` (`C·(θ − s − T) ≤ A(u) − A(s) ≤ Σb + Σr·(θ − s)`, true of
+//! every trajectory), so its times lie in `[−H, 0]`, `H = Σ_j B_j`. Every input time of a server
+//! is at or before its first one, `u₀` (by induction from `t₀`), so a run's traffic, pinned to 0
+//! at `u₀` of its first server, lies in `[−(b + r·H), 0]` there (monotony and the arrival curve
+//! against `u₀`), and by the FIFO equalities everywhere else. These implied boxes are what the
+//! certificate below needs; they are not rows of the program.
 //!
 //! **Why the bound is exact although the solver is not.** The program is solved in floating
 //! point by `clarabel` (interior point). Its answer is used only through its dual `z`: by weak
@@ -300,11 +303,6 @@ impl Program {
             before[j] = bef;
         }
         p.objective = times[0][0];
-        // Time boxes as rows too (they hold for every trajectory).
-        for v in 1..p.vars {
-            p.le.push((vec![(v, Q::ONE.neg())], h));
-            p.le.push((vec![(v, Q::ONE)], Q::ZERO));
-        }
         p.eq.push((vec![(t0, Q::ONE)], Q::ZERO));
         // Runs: traffic variables at the input times of each server of the run and at the
         // output of its last.
@@ -320,14 +318,10 @@ impl Program {
             let reach = sig.add(rho.mul(h)?)?.round_up(RHS_GRID)?;
             let mut vars: Vec<Vec<usize>> = Vec::new();
             for ts in &times[first..=last + 1] {
-                let v: Vec<usize> = ts.iter().map(|_| p.var(reach.neg(), reach)).collect();
+                let v: Vec<usize> = ts.iter().map(|_| p.var(reach.neg(), Q::ZERO)).collect();
                 vars.push(v);
             }
             p.eq.push((vec![(vars[0][0], Q::ONE)], Q::ZERO));
-            for v in vars.iter().flatten() {
-                p.le.push((vec![(*v, Q::ONE.neg())], reach));
-                p.le.push((vec![(*v, Q::ONE)], reach));
-            }
             for (o, j) in (first..=last + 1).enumerate() {
                 let lines = if j <= last {
                     summed_lines(&specs[j - first], scale)?
