@@ -79,3 +79,44 @@ fn unwritable_export_path_is_an_error_naming_it() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("writing /nonexistent-dir/x.dnc"), "{err}");
 }
+
+fn tandem() -> String {
+    format!(
+        "{}/../../experiments/calculus/tandem-lp.toml",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// f's bound by each `--lp` choice: (delay_bound_us, method, the LP's bound if computed).
+fn flow_f(lp: &str) -> (bool, i64, String, Option<i64>) {
+    let o = rtlan(&["analyze", &tandem(), "--json", "--lp", lp]);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(o.status.success(), r["admitted"].as_bool().unwrap());
+    let f = &r["flows"][1];
+    assert_eq!(f["name"], "f");
+    (
+        r["admitted"].as_bool().unwrap(),
+        f["delay_bound_us"].as_i64().unwrap(),
+        f["method"].as_str().unwrap().to_string(),
+        f["bounds_us"]["lp"].as_i64(),
+    )
+}
+
+#[test]
+fn lp_bound_admits_a_deadline_the_others_miss() {
+    // PMOO gives f 4,875 µs, over its 4 ms deadline; the LP gives 3.8 ms (a delay a fluid
+    // trajectory reaches) plus its certified tolerance (below 1 ns), rounded up to whole µs.
+    assert_eq!(flow_f("never"), (false, 4875, "pmoo".into(), None));
+    for lp in ["deadlines", "all"] {
+        let (admitted, bound, method, by_lp) = flow_f(lp);
+        assert!(
+            admitted && method == "lp" && by_lp == Some(bound),
+            "--lp {lp}"
+        );
+        assert!((3800..=3801).contains(&bound), "--lp {lp}: {bound}");
+    }
+    let o = rtlan(&["analyze", &tandem(), "--lp", "sometimes"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("sometimes"));
+}

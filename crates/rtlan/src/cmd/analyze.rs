@@ -11,6 +11,10 @@
 //! server, each flow its arrival curve and its ports — as plain text for the DiscoDNC driver
 //! `tools/dnc/RtlanDnc.java` (format in `docs/analyze.md` § Export for DiscoDNC);
 //! `--token-buckets` analyses (and exports) every flow as its token bucket γ_{r,b}.
+//!
+//! `--lp WHEN` chooses the flows that also get the LP bound (Bouillard & Stea's FIFO tandem
+//! program, `rtlan_calculus::lp`): by default those with a deadline every other method misses,
+//! as admission does; `all` for every flow whose path fits, `never` for none.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,8 +22,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::Args;
-use rtlan_calculus::analysis::{self, analyze_file, PortKey, Report};
+use clap::{Args, ValueEnum};
+use rtlan_calculus::analysis::{self, analyze_file_with, PortKey, Report};
+use rtlan_calculus::methods::{LpUse, Method, MethodBounds};
 use rtlan_calculus::netfile::NetFile;
 use rtlan_calculus::Q;
 use rtlan_topology::Topology;
@@ -52,6 +57,32 @@ pub(crate) struct AnalyzeArgs {
     /// median of 20 repetitions of the analysis step.
     #[arg(long)]
     timings: bool,
+    /// Which flows also get the LP bound, the tightest and costliest method (1–10 ms per flow,
+    /// paths of at most 4 switch ports): those with a deadline every other method misses (as
+    /// admission does), all, or never.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = LpWhen::Deadlines)]
+    lp: LpWhen,
+}
+
+/// `--lp`: which flows get the LP bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LpWhen {
+    /// Flows with a deadline that every other method misses.
+    Deadlines,
+    /// Every flow whose path fits.
+    All,
+    /// None.
+    Never,
+}
+
+impl From<LpWhen> for LpUse {
+    fn from(w: LpWhen) -> LpUse {
+        match w {
+            LpWhen::Deadlines => LpUse::Deadlines,
+            LpWhen::All => LpUse::All,
+            LpWhen::Never => LpUse::Never,
+        }
+    }
 }
 
 /// Repetitions of the analysis step behind `--timings`.
@@ -70,9 +101,10 @@ pub(crate) fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     if let Some(out) = &args.export_dnc {
         std::fs::write(out, dnc_export(&file)?).with_context(|| format!("writing {out}"))?;
     }
-    let report = analyze_file(&file)?;
+    let lp = LpUse::from(args.lp);
+    let report = analyze_file_with(&file, lp)?;
     if args.timings {
-        eprintln!("{}", timings_line(read, &file)?);
+        eprintln!("{}", timings_line(read, &file, lp)?);
     }
     if args.json {
         println!("{}", to_json_text(&report)?);
@@ -102,11 +134,11 @@ pub(crate) fn as_token_buckets(file: &mut NetFile) {
 
 /// `{"read_us":…,"analysis_us_min":…,"analysis_us_median":…,"repeats":20}`: the read (file to
 /// calculus model) as timed by [`run`], and [`TIMING_REPEATS`] runs of the analysis step.
-fn timings_line(read: Duration, file: &NetFile) -> anyhow::Result<String> {
+fn timings_line(read: Duration, file: &NetFile, lp: LpUse) -> anyhow::Result<String> {
     let mut runs = Vec::with_capacity(TIMING_REPEATS);
     for _ in 0..TIMING_REPEATS {
         let t = Instant::now();
-        std::hint::black_box(analyze_file(std::hint::black_box(file))?);
+        std::hint::black_box(analyze_file_with(std::hint::black_box(file), lp)?);
         runs.push(t.elapsed());
     }
     runs.sort();
@@ -120,7 +152,7 @@ fn timings_line(read: Duration, file: &NetFile) -> anyhow::Result<String> {
     .to_string())
 }
 
-/// The model [`analyze_file`] analyses, as text for DiscoDNC (`tools/dnc/RtlanDnc.java`):
+/// The model [`analyze_file_with`] analyses, as text for DiscoDNC (`tools/dnc/RtlanDnc.java`):
 ///
 /// ```text
 /// rtlan-dnc 1
@@ -175,7 +207,7 @@ pub(crate) fn dnc_export(file: &NetFile) -> anyhow::Result<String> {
 /// Reads and analyses text without a file name (errors start `network file:line:col:`).
 #[cfg(test)]
 fn analyze_text(text: &str) -> anyhow::Result<Report> {
-    Ok(analyze_file(&read_named(text, "network file")?)?)
+    Ok(analysis::analyze_file(&read_named(text, "network file")?)?)
 }
 
 fn ceil_us(q: Option<Q>) -> anyhow::Result<Option<i128>> {
@@ -213,8 +245,21 @@ struct JsonPort<'a> {
 struct JsonFlow<'a> {
     name: &'a str,
     delay_bound_us: Option<i128>,
-    /// The analysis that gave the bound: `tfa`, `fifo-tfa`, `sfa` or `pmoo`.
+    /// The analysis that gave the bound: `tfa`, `fifo-tfa`, `sfa`, `pmoo` or `lp`.
     method: Option<&'static str>,
+    /// Every method's bound (µs, rounded up) where it gave one, by method name.
+    bounds_us: BTreeMap<&'static str, i128>,
+}
+
+/// Every finite bound of `b` in whole µs, rounded up, by method name.
+fn bounds_us(b: &MethodBounds) -> anyhow::Result<BTreeMap<&'static str, i128>> {
+    let mut out = BTreeMap::new();
+    for m in Method::ALL {
+        if let Some(v) = b.get(m) {
+            out.insert(m.name(), v.ceil_micros()?);
+        }
+    }
+    Ok(out)
 }
 
 /// Keys in the documented order: ports, flows, admitted, violations.
@@ -246,6 +291,7 @@ fn json_report(r: &Report) -> anyhow::Result<JsonReport<'_>> {
             name: &f.name,
             delay_bound_us: ceil_us(f.delay_bound)?,
             method: f.method.map(|m| m.name()),
+            bounds_us: bounds_us(&f.bounds)?,
         });
     }
     Ok(JsonReport {
@@ -461,9 +507,9 @@ mod tests {
         // (52112+44112+32112+512) bit / 98.6 Mbit/s + 45 µs = 1351.76… µs (+ 80 µs host delay);
         // with the T-SPECs' peaks it is 1310 µs.
         let mut file = read_named(&load("table4-ts1ms.toml"), "t4").unwrap();
-        let tspec = to_json(&analyze_file(&file).unwrap()).unwrap();
+        let tspec = to_json(&analysis::analyze_file(&file).unwrap()).unwrap();
         as_token_buckets(&mut file);
-        let tb = to_json(&analyze_file(&file).unwrap()).unwrap();
+        let tb = to_json(&analysis::analyze_file(&file).unwrap()).unwrap();
         assert_eq!(tspec["ports"][0]["delay_bound_us"], 1310);
         assert_eq!(tb["ports"][0]["delay_bound_us"], 1352);
         assert_eq!(tb["flows"][0]["delay_bound_us"], 1432);
