@@ -22,7 +22,7 @@ fn summary(name: &str, flows: &[Flow], r: &Report) {
         let wins = r.flows.iter().filter(|f| f.method == Some(m)).count();
         println!("  {m:>8}: tightest for {wins} flows");
     }
-    for hops in [1usize, 2, 3, 5, 8] {
+    for hops in [1usize, 2, 3, 4, 5, 8] {
         let mut ratios: Vec<f64> = flows
             .iter()
             .zip(&r.flows)
@@ -78,11 +78,13 @@ fn timed(topo: &rtlan_calculus::analysis::Topology, flows: &[Flow], lp: LpUse) -
 
 fn main() {
     let (topo, flows) = nets::leaf_spine_flows(1_000);
-    timed(&topo, &flows, LpUse::Never);
-    let r = timed(&topo, &flows, LpUse::All);
-    summary("leaf-spine", &flows, &r);
+    summary(
+        "leaf-spine, no LP",
+        &flows,
+        &timed(&topo, &flows, LpUse::Never),
+    );
+    summary("leaf-spine, LP", &flows, &timed(&topo, &flows, LpUse::All));
     let (topo, flows) = nets::line();
-    timed(&topo, &flows, LpUse::Never);
-    let r = timed(&topo, &flows, LpUse::All);
-    summary("line", &flows, &r);
+    summary("line, no LP", &flows, &timed(&topo, &flows, LpUse::Never));
+    summary("line, LP", &flows, &timed(&topo, &flows, LpUse::All));
 }

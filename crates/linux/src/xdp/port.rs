@@ -4,8 +4,11 @@
 //! - UMEM: [`FRAMES`] frames of [`FRAME_SIZE`] bytes in one anonymous mapping; the first half is
 //!   lent to the kernel for receiving (the fill ring), the second half is ours for sending
 //!   (taken from a free list, returned by the completion ring).
-//! - One socket on receive queue 0 (a veth has one; a multi-queue NIC needs one combined
-//!   channel — `ethtool -L <if> combined 1` — until a socket per queue is built).
+//! - A socket per receive queue, all on the one UMEM: a multi-queue NIC (or a veth made with
+//!   `numrxqueues`) spreads frames over its queues by hash, and the program hands each frame to
+//!   the socket of its queue. The receive half of the UMEM is split between the queues; queue
+//!   0's socket also sends. The queues are read from the driver (`ETHTOOL_GCHANNELS`); more
+//!   than [`MAX_QUEUES`] is refused (an `auto` data plane then falls back to AF_PACKET).
 //! - With [`Steering::Router`] the kernel keeps ARP and the node's own traffic (the program's
 //!   module doc); the node still sees them through a packet socket on the same interface — the
 //!   tap, receive only (it also reads the interface's carrier) — as it does on an AF_PACKET
@@ -37,9 +40,26 @@ const RX_FRAMES: u32 = FRAMES / 2;
 /// Most kicks of one flush: the whole TX ring at 32 frames per kick.
 const MAX_KICKS: u32 = (FRAMES - RX_FRAMES) / 32 + 1;
 
+/// The most receive queues a port opens a socket on: each gets `RX_FRAMES / queues` frames to
+/// receive into (128 at 16).
+pub const MAX_QUEUES: u32 = 16;
+
 /// Why an AF_XDP port could not be opened (the driver then falls back to AF_PACKET).
 #[derive(Debug, thiserror::Error)]
 pub enum XdpError {
+    /// More receive queues than [`MAX_QUEUES`].
+    #[error(
+        "AF_XDP on `{ifname}`: {queues} receive queues, more than the {max} a port serves; \
+         `ethtool -L {ifname} combined {max}` or data_plane = \"af_packet\""
+    )]
+    Queues {
+        /// The interface.
+        ifname: String,
+        /// Its receive queues.
+        queues: u32,
+        /// [`MAX_QUEUES`].
+        max: u32,
+    },
     /// A step of the set-up failed.
     #[error("AF_XDP on `{ifname}`: {what}: {source}")]
     Setup {
@@ -86,6 +106,10 @@ pub struct XdpPort {
     rx: RingRx,
     tx: RingTx,
     device: DeviceQueue,
+    /// The sockets of receive queues 1 and up.
+    queues: Vec<RxQueue>,
+    /// The queue `receive` reads first (turns, so that no queue starves another).
+    next_queue: usize,
     _link: OwnedFd,
     _program: XdpProgram,
     _map: XskMap,
@@ -104,6 +128,62 @@ pub struct XdpPort {
     counters: PortCounters,
     // Last: unmapped after everything that refers to it.
     _area: Area,
+}
+
+/// The socket of one more receive queue: its receive ring and its fill ring (each socket on a
+/// shared UMEM has its own), receive only.
+struct RxQueue {
+    rx: RingRx,
+    device: DeviceQueue,
+    _socket: Socket,
+}
+
+/// The receive queues of `ifname` (`ETHTOOL_GCHANNELS`: rx + combined channels), 1 where the
+/// driver does not say.
+fn rx_queues(ifname: &str) -> u32 {
+    /// `struct ethtool_channels` of `<linux/ethtool.h>`.
+    #[repr(C)]
+    #[derive(Default)]
+    struct Channels {
+        cmd: u32,
+        max_rx: u32,
+        max_tx: u32,
+        max_other: u32,
+        max_combined: u32,
+        rx_count: u32,
+        tx_count: u32,
+        other_count: u32,
+        combined_count: u32,
+    }
+    const ETHTOOL_GCHANNELS: u32 = 0x3c;
+    const SIOCETHTOOL: libc::c_ulong = 0x8946;
+    let mut ch = Channels {
+        cmd: ETHTOOL_GCHANNELS,
+        ..Channels::default()
+    };
+    // SAFETY: a zeroed ifreq, the name copied within its bounds (IFNAMSIZ − 1 at most), the
+    // data pointer to `ch`, which outlives the ioctl; the socket is closed below.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return 1;
+        }
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        for (d, s) in ifr
+            .ifr_name
+            .iter_mut()
+            .zip(ifname.bytes().take(libc::IFNAMSIZ - 1))
+        {
+            *d = s as libc::c_char;
+        }
+        ifr.ifr_ifru.ifru_data = (&mut ch as *mut Channels).cast();
+        let rc = libc::ioctl(fd, SIOCETHTOOL, &mut ifr);
+        libc::close(fd);
+        if rc < 0 {
+            return 1;
+        }
+    }
+    (ch.rx_count + ch.combined_count).max(1)
 }
 
 impl std::fmt::Debug for XdpPort {
@@ -183,6 +263,21 @@ impl XdpPort {
             }
         };
         let (ifindex, mac) = (tap.ifindex(), tap.mac());
+        let nq = rx_queues(ifname);
+        if nq > MAX_QUEUES {
+            return Err(XdpError::Queues {
+                ifname: ifname.to_string(),
+                queues: nq,
+                max: MAX_QUEUES,
+            });
+        }
+        // Receive frames per queue: a power of two, the ring sizes' rule.
+        let per_queue = (RX_FRAMES / nq).next_power_of_two().min(RX_FRAMES);
+        let per_queue = if per_queue * nq > RX_FRAMES {
+            per_queue / 2
+        } else {
+            per_queue
+        };
         let len = (FRAMES * FRAME_SIZE) as usize;
         // SAFETY: an anonymous private mapping of `len` bytes; the result is checked.
         let ptr = unsafe {
@@ -227,7 +322,7 @@ impl XdpPort {
             .rx_tx(
                 &socket,
                 &SocketConfig {
-                    rx_size: NonZeroU32::new(RX_FRAMES),
+                    rx_size: NonZeroU32::new(per_queue),
                     tx_size: NonZeroU32::new(FRAMES - RX_FRAMES),
                     bind_flags: SocketConfig::XDP_BIND_NEED_WAKEUP,
                 },
@@ -241,15 +336,54 @@ impl XdpPort {
             .map_err(|e| setup("mapping the transmit ring")(errno(e)))?;
         umem.bind(&user)
             .map_err(|e| setup("binding the socket")(errno(e)))?;
-        // Lend the receive half to the kernel.
-        {
-            let mut fill = device.fill(RX_FRAMES);
-            fill.insert((0..RX_FRAMES).map(|i| u64::from(i) * u64::from(FRAME_SIZE)));
+        // Lend each queue its share of the receive half.
+        let lend = |device: &mut DeviceQueue, q: u32| {
+            let mut fill = device.fill(per_queue);
+            fill.insert(
+                (q * per_queue..(q + 1) * per_queue).map(|i| u64::from(i) * u64::from(FRAME_SIZE)),
+            );
             fill.commit();
-        }
-        let map = XskMap::new(1).map_err(setup("creating the socket map"))?;
+        };
+        lend(&mut device, 0);
+        let map = XskMap::new(nq).map_err(setup("creating the socket map"))?;
         map.insert(0, user.as_raw_fd())
             .map_err(setup("entering the socket in the map"))?;
+        let mut queues = Vec::with_capacity(nq as usize - 1);
+        for q in 1..nq {
+            let mut info = IfInfo::invalid();
+            info.from_ifindex(ifindex)
+                .map_err(|e| setup("reading the interface")(errno(e)))?;
+            info.set_queue(q);
+            let socket =
+                Socket::new(&info).map_err(|e| setup("creating a queue's socket")(errno(e)))?;
+            let mut device = umem
+                .fq_cq(&socket)
+                .map_err(|e| setup("a queue's fill and completion rings")(errno(e)))?;
+            let user = umem
+                .rx_tx(
+                    &socket,
+                    &SocketConfig {
+                        rx_size: NonZeroU32::new(per_queue),
+                        tx_size: None,
+                        // A socket sharing the UMEM may not name flags: it takes the first's.
+                        bind_flags: 0,
+                    },
+                )
+                .map_err(|e| setup("a queue's receive ring")(errno(e)))?;
+            let rx = user
+                .map_rx()
+                .map_err(|e| setup("mapping a queue's receive ring")(errno(e)))?;
+            umem.bind(&user)
+                .map_err(|e| setup("binding a queue's socket")(errno(e)))?;
+            lend(&mut device, q);
+            map.insert(q, user.as_raw_fd())
+                .map_err(setup("entering a queue's socket in the map"))?;
+            queues.push(RxQueue {
+                rx,
+                device,
+                _socket: socket,
+            });
+        }
         let prog = XdpProgram::load(&program(steering, map.fd(), XDP_PASS), "rtlan_steer")
             .map_err(setup("loading the XDP program"))?;
         let (link, mode) = prog
@@ -268,6 +402,7 @@ impl XdpPort {
         for fd in fds
             .into_iter()
             .chain(control.as_ref().map(AsRawFd::as_raw_fd))
+            .chain(queues.iter().map(|q| q.rx.as_raw_fd()))
         {
             let mut ev = libc::epoll_event {
                 events: libc::EPOLLIN as u32,
@@ -285,12 +420,13 @@ impl XdpPort {
         let copy = if zc { "zero-copy" } else { "copy mode" };
         match mode {
             super::XdpMode::Native => {
-                tracing::info!(ifname, "AF_XDP port open (native XDP, {copy}, queue 0)")
+                tracing::info!(ifname, queues = nq, "AF_XDP port open (native XDP, {copy})")
             }
             super::XdpMode::Generic => tracing::warn!(
                 ifname,
+                queues = nq,
                 "AF_XDP port open on generic XDP (the driver has no native XDP: every frame \
-                 is an skb first, slower than native; {copy}, queue 0)"
+                 is an skb first, slower than native; {copy})"
             ),
         }
         Ok(XdpPort {
@@ -301,6 +437,8 @@ impl XdpPort {
             rx,
             tx,
             device,
+            queues,
+            next_queue: 0,
             _link: link,
             _program: prog,
             _map: map,
@@ -311,7 +449,7 @@ impl XdpPort {
             epoll,
             free_tx,
             unflushed: 0,
-            refill: Vec::with_capacity(RX_FRAMES as usize),
+            refill: Vec::with_capacity(per_queue as usize),
             counters: PortCounters::default(),
             _area: area,
         })
@@ -354,31 +492,67 @@ impl XdpPort {
             n += control.receive(budget, &mut deliver);
         }
         n += self.tap.receive(budget - n, &mut deliver);
-        let want = u32::try_from(budget.saturating_sub(n)).unwrap_or(u32::MAX);
-        if want > 0 {
-            // Frames are handed up straight from the ring (no copy, no allocation) and go back
-            // to the fill ring once handled.
-            let mut reader = self.rx.receive(want);
-            while let Some(d) = reader.read() {
-                // SAFETY: a received frame is ours until it goes back to the fill ring below.
-                match unsafe { umem_frame(&mut self.umem, d.addr, d.len) } {
-                    Some(frame) => {
-                        self.counters.rx_frames += 1;
-                        self.counters.rx_bytes += u64::from(d.len);
-                        deliver(frame);
-                    }
-                    None => self.counters.rx_bad_descriptor += 1,
-                }
-                self.refill.push(d.addr - d.addr % u64::from(FRAME_SIZE));
-                n += 1;
+        // Every queue's socket, starting at a different one each call.
+        let count = 1 + self.queues.len();
+        let first = self.next_queue % count;
+        self.next_queue = self.next_queue.wrapping_add(1);
+        for k in 0..count {
+            let want = u32::try_from(budget.saturating_sub(n)).unwrap_or(u32::MAX);
+            if want == 0 {
+                break;
             }
-            reader.release();
+            let q = (first + k) % count;
+            let (rx, device) = if q == 0 {
+                (&mut self.rx, &mut self.device)
+            } else {
+                let x = &mut self.queues[q - 1];
+                (&mut x.rx, &mut x.device)
+            };
+            n += Self::drain(
+                rx,
+                device,
+                &mut self.umem,
+                &mut self.refill,
+                &mut self.counters,
+                want,
+                &mut deliver,
+            );
         }
-        if !self.refill.is_empty() {
-            let mut fill = self.device.fill(self.refill.len() as u32);
-            let put = fill.insert(self.refill.iter().copied()) as usize;
+        n
+    }
+
+    /// Hands up to `want` frames of one queue's receive ring to `deliver`, straight from the
+    /// ring (no copy, no allocation), and gives them back to that queue's fill ring.
+    fn drain<F: FnMut(&[u8])>(
+        rx: &mut RingRx,
+        device: &mut DeviceQueue,
+        umem: &mut Umem,
+        refill: &mut Vec<u64>,
+        counters: &mut PortCounters,
+        want: u32,
+        deliver: &mut F,
+    ) -> usize {
+        let mut n = 0;
+        let mut reader = rx.receive(want);
+        while let Some(d) = reader.read() {
+            // SAFETY: a received frame is ours until it goes back to the fill ring below.
+            match unsafe { umem_frame(umem, d.addr, d.len) } {
+                Some(frame) => {
+                    counters.rx_frames += 1;
+                    counters.rx_bytes += u64::from(d.len);
+                    deliver(frame);
+                }
+                None => counters.rx_bad_descriptor += 1,
+            }
+            refill.push(d.addr - d.addr % u64::from(FRAME_SIZE));
+            n += 1;
+        }
+        reader.release();
+        if !refill.is_empty() {
+            let mut fill = device.fill(refill.len() as u32);
+            let put = fill.insert(refill.iter().copied()) as usize;
             fill.commit();
-            self.refill.drain(..put);
+            refill.drain(..put);
         }
         n
     }
@@ -530,31 +704,45 @@ impl crate::driver::Port for XdpPort {
 }
 
 impl XdpPort {
-    /// Frames the kernel dropped for want of a fill frame or RX ring room.
+    /// Frames the kernel dropped for want of a fill frame or RX ring room, on every queue.
     fn umem_stats(&self) -> Result<u64, ()> {
-        let mut stats = [0u64; 6];
-        let mut len = std::mem::size_of_val(&stats) as libc::socklen_t;
-        // SAFETY: `stats`/`len` are valid for writes of the sizes given; XDP_STATISTICS fills
-        // `struct xdp_statistics` (six u64 in recent kernels, three in old ones).
-        let rc = unsafe {
-            libc::getsockopt(
-                self.socket_fd(),
-                libc::SOL_XDP,
-                libc::XDP_STATISTICS,
-                stats.as_mut_ptr().cast(),
-                &mut len,
-            )
-        };
-        if rc < 0 {
-            return Err(());
+        let mut total = socket_drops(self.socket_fd())?;
+        for q in &self.queues {
+            total += socket_drops(q.rx.as_raw_fd())?;
         }
-        // rx_dropped + rx_ring_full + rx_fill_ring_empty_descs (the latter two since 5.9).
-        Ok(stats[0] + stats[3] + stats[4])
+        Ok(total)
     }
 
     fn socket_fd(&self) -> RawFd {
         self.rx.as_raw_fd()
     }
+
+    /// The receive queues with a socket.
+    pub fn queues(&self) -> usize {
+        1 + self.queues.len()
+    }
+}
+
+/// The drops `XDP_STATISTICS` reports for one AF_XDP socket.
+fn socket_drops(fd: RawFd) -> Result<u64, ()> {
+    let mut stats = [0u64; 6];
+    let mut len = std::mem::size_of_val(&stats) as libc::socklen_t;
+    // SAFETY: `stats`/`len` are valid for writes of the sizes given; XDP_STATISTICS fills
+    // `struct xdp_statistics` (six u64 in recent kernels, three in old ones).
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_XDP,
+            libc::XDP_STATISTICS,
+            stats.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(());
+    }
+    // rx_dropped + rx_ring_full + rx_fill_ring_empty_descs (the latter two since 5.9).
+    Ok(stats[0] + stats[3] + stats[4])
 }
 
 /// Whether the AF_XDP socket `fd` runs in zero-copy mode (`getsockopt(SOL_XDP, XDP_OPTIONS)`):
@@ -642,6 +830,113 @@ mod tests {
             }
         }
         got
+    }
+
+    /// A veth pair with four queues each way, in a private namespace: the peer's stack spreads
+    /// 256 flows over its four transmit queues (by hash), which are the port's four receive
+    /// queues; every frame reaches the node, whichever queue it came in on. With one socket
+    /// on queue 0 (as before) about three quarters went to the kernel instead.
+    #[test]
+    fn frames_on_every_receive_queue_reach_the_node() {
+        if !root() {
+            eprintln!("skipping: AF_XDP needs root");
+            return;
+        }
+        std::thread::spawn(|| {
+            // SAFETY: unshare(2) with a constant flag; it changes only this thread.
+            assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0);
+            ip(&[
+                "link",
+                "add",
+                "x0",
+                "numtxqueues",
+                "4",
+                "numrxqueues",
+                "4",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "x1",
+                "numtxqueues",
+                "4",
+                "numrxqueues",
+                "4",
+            ]);
+            ip(&["link", "set", "x0", "up"]);
+            ip(&["link", "set", "x1", "up"]);
+            assert_eq!(rx_queues("x0"), 4);
+            let mut node = XdpPort::open("x0", &Steering::Everything).expect("AF_XDP port");
+            assert_eq!(node.queues(), 4);
+            let mut peer = PacketPort::open("x1", &PortOptions::default()).expect("peer");
+            let mac = node.mac();
+            let n = 256;
+            for i in 0..n {
+                let mut f = ipv4_frame(mac, Ipv4Addr::new(198, 18, 9, 9), i as u8);
+                // Another flow each: source port i.
+                f[34..36].copy_from_slice(&(1000 + i as u16).to_be_bytes());
+                send(&mut peer, &f);
+            }
+            let got = collect(|f| node.receive(64, |x| f(x)), n);
+            let ports: std::collections::BTreeSet<u16> = got
+                .iter()
+                .filter(|f| f[12..14] == [8, 0])
+                .map(|f| u16::from_be_bytes([f[34], f[35]]))
+                .collect();
+            assert_eq!(ports.len(), n, "every flow through a socket");
+            assert_eq!(node.counters().rx_frames, n as u64);
+        })
+        .join()
+        .expect("the namespace thread");
+    }
+
+    /// More receive queues than a port serves: refused with the way out, and an `auto` data
+    /// plane falls back to AF_PACKET.
+    #[test]
+    fn too_many_queues_fall_back_to_af_packet() {
+        if !root() {
+            eprintln!("skipping: AF_XDP needs root");
+            return;
+        }
+        std::thread::spawn(|| {
+            // SAFETY: unshare(2) with a constant flag; it changes only this thread.
+            assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0);
+            let q = (MAX_QUEUES + 1).to_string();
+            ip(&[
+                "link",
+                "add",
+                "x0",
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "x1",
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+            ]);
+            ip(&["link", "set", "x0", "up"]);
+            ip(&["link", "set", "x1", "up"]);
+            let err = XdpPort::open("x0", &Steering::Everything).unwrap_err();
+            let text = err.to_string();
+            assert!(matches!(err, XdpError::Queues { queues, .. } if queues == MAX_QUEUES + 1));
+            assert!(text.contains("ethtool -L x0 combined 16"), "{text}");
+            let port = crate::xdp::AnyPort::open(
+                "x0",
+                crate::xdp::DataPlane::Auto,
+                &Steering::Everything,
+                &PortOptions::default(),
+            )
+            .expect("AF_PACKET");
+            assert_eq!(port.kind(), "af_packet");
+        })
+        .join()
+        .expect("the namespace thread");
     }
 
     /// Through a veth pair in a private, unnamed namespace: transit IPv4 reaches the node
