@@ -315,7 +315,11 @@ impl Program {
             let entry = summed_lines(&specs[0], scale)?;
             // Long-term line of the run at its entry: the last (smallest ρ).
             let (sig, rho) = *entry.last().ok_or(ArithError::Overflow)?;
-            let reach = sig.add(rho.mul(h)?)?.round_up(RHS_GRID)?;
+            // As the rows have it: σ rounded up, then ρ·H (the box must hold what they imply).
+            let reach = sig
+                .round_up(RHS_GRID)?
+                .add(rho.mul(h)?)?
+                .round_up(RHS_GRID)?;
             let mut vars: Vec<Vec<usize>> = Vec::new();
             for ts in &times[first..=last + 1] {
                 let v: Vec<usize> = ts.iter().map(|_| p.var(reach.neg(), Q::ZERO)).collect();
