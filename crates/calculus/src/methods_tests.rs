@@ -251,16 +251,16 @@ fn fluid_port_by_hand() {
     assert_eq!(out[1].last().unwrap().t1, q(4));
 }
 
-/// A line of 1–3 switches with per-link rates, and up to four flows over consecutive switches,
+/// A line of 1–4 switches with per-link rates, and up to four flows over consecutive switches,
 /// each from its own host (link rate 10, 20 or 40, so its peak at the first port varies) to its
 /// own host, starting greedily at its own time.
 fn arb_tandem() -> impl Strategy<Value = (NetFile, Vec<Q>)> {
     (
-        prop::collection::vec((0usize..2, 0i64..3), 1..4),
+        prop::collection::vec((0usize..2, 0i64..3), 1..5),
         prop::collection::vec(
             (
-                0usize..3,
-                1usize..4,
+                0usize..4,
+                1usize..5,
                 1i64..3,
                 1i64..4,
                 0i64..10,
