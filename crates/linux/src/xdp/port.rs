@@ -832,6 +832,34 @@ mod tests {
         got
     }
 
+    /// Moves this thread into a private, unnamed network namespace (gone when the thread ends)
+    /// and makes the veth pair x0–x1, up, with `queues` queues each way.
+    fn veth_with_queues(queues: u32) {
+        // SAFETY: unshare(2) with a constant flag; it changes only this thread.
+        assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0);
+        let q = queues.to_string();
+        ip(&[
+            "link",
+            "add",
+            "x0",
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "x1",
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+        ]);
+        ip(&["link", "set", "x0", "up"]);
+        ip(&["link", "set", "x1", "up"]);
+    }
+
     /// A veth pair with four queues each way, in a private namespace: the peer's stack spreads
     /// 256 flows over its four transmit queues (by hash), which are the port's four receive
     /// queues; every frame reaches the node, whichever queue it came in on. With one socket
@@ -843,28 +871,7 @@ mod tests {
             return;
         }
         std::thread::spawn(|| {
-            // SAFETY: unshare(2) with a constant flag; it changes only this thread.
-            assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0);
-            ip(&[
-                "link",
-                "add",
-                "x0",
-                "numtxqueues",
-                "4",
-                "numrxqueues",
-                "4",
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "x1",
-                "numtxqueues",
-                "4",
-                "numrxqueues",
-                "4",
-            ]);
-            ip(&["link", "set", "x0", "up"]);
-            ip(&["link", "set", "x1", "up"]);
+            veth_with_queues(4);
             assert_eq!(rx_queues("x0"), 4);
             let mut node = XdpPort::open("x0", &Steering::Everything).expect("AF_XDP port");
             assert_eq!(node.queues(), 4);
@@ -899,29 +906,7 @@ mod tests {
             return;
         }
         std::thread::spawn(|| {
-            // SAFETY: unshare(2) with a constant flag; it changes only this thread.
-            assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0);
-            let q = (MAX_QUEUES + 1).to_string();
-            ip(&[
-                "link",
-                "add",
-                "x0",
-                "numtxqueues",
-                &q,
-                "numrxqueues",
-                &q,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "x1",
-                "numtxqueues",
-                &q,
-                "numrxqueues",
-                &q,
-            ]);
-            ip(&["link", "set", "x0", "up"]);
-            ip(&["link", "set", "x1", "up"]);
+            veth_with_queues(MAX_QUEUES + 1);
             let err = XdpPort::open("x0", &Steering::Everything).unwrap_err();
             let text = err.to_string();
             assert!(matches!(err, XdpError::Queues { queues, .. } if queues == MAX_QUEUES + 1));
@@ -949,11 +934,7 @@ mod tests {
             return;
         }
         std::thread::spawn(|| {
-            // SAFETY: unshare(2) with a constant flag; it changes only this thread.
-            assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0);
-            ip(&["link", "add", "x0", "type", "veth", "peer", "name", "x1"]);
-            ip(&["link", "set", "x0", "up"]);
-            ip(&["link", "set", "x1", "up"]);
+            veth_with_queues(1);
             let steering = Steering::Router {
                 addresses: vec![(Ipv4Addr::new(198, 18, 1, 1), 24)],
                 fast: None,
