@@ -12,7 +12,7 @@ use rtlan_lab::tools::{self, Iperf3Opts, Iperf3Result, Iperf3Server};
 use rtlan_lab::{Lab, LabOptions, Topology};
 use serde_json::Value;
 
-use super::{Flow, Guarantee, SwitchKind, Traffic};
+use super::{Flow, Guarantee, Run, SwitchKind, Traffic};
 use crate::kit::progress::{Progress, Step};
 use crate::labkit::{Guarded, Receiver, Rtcd, Stream};
 
@@ -27,7 +27,7 @@ pub fn run_both(
     scenario: &Guarantee,
     exe: &Path,
     progress: Progress<'_>,
-) -> anyhow::Result<Vec<(SwitchKind, Vec<Flow>)>> {
+) -> anyhow::Result<Vec<Run>> {
     progress(Step::Length(PROGRESS_STEPS));
     // Measurements on a 2-core machine must not overlap with other labs' (tests, experiments).
     progress(Step::Message(
@@ -37,18 +37,19 @@ pub fn run_both(
     let mut runs = Vec::new();
     for kind in SwitchKind::BOTH {
         progress(Step::Position(0));
-        runs.push((kind, run_one(scenario, exe, kind, progress)?));
+        runs.push(run_one(scenario, exe, kind, progress)?);
     }
     Ok(runs)
 }
 
-/// Builds the lab for `kind`, runs the traffic, tears the lab down.
+/// Builds the lab for `kind`, runs the traffic, reads an rtlan switch's port counters, tears the
+/// lab down.
 pub fn run_one(
     scenario: &Guarantee,
     exe: &Path,
     kind: SwitchKind,
     progress: Progress<'_>,
-) -> anyhow::Result<Vec<Flow>> {
+) -> anyhow::Result<Run> {
     let mut topology = Topology::from_str(&scenario.topology_text(kind)?, "guarantee topology")?;
     topology.offloads |= scenario.offloads;
     let suffix = if kind == SwitchKind::Rtlan { 'r' } else { 'b' };
@@ -61,8 +62,23 @@ pub fn run_one(
     options.tx_threads = scenario.tx_threads;
     let lab = Lab::up(&topology, &name, &options)?;
     let flows = traffic(scenario, exe, &lab, kind, progress);
+    // The switch's own account of its ports (rtlan only): a failure to read it is reported
+    // and leaves the counters out; it does not lose the measurement.
+    let ports = lab.switch_socket("s1").and_then(|socket| {
+        match rtlan_linux::ctl::request(&socket, "stats") {
+            Ok(stats) => Some(super::port_counters(&stats)),
+            Err(e) => {
+                tracing::warn!("reading s1's counters: {e}");
+                None
+            }
+        }
+    });
     lab.down()?;
-    flows
+    Ok(Run {
+        switch: kind,
+        flows: flows?,
+        ports,
+    })
 }
 
 /// A started flow and what it needs to be read.

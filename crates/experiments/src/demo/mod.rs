@@ -108,10 +108,10 @@ pub struct Criterion {
 
 impl Criterion {
     /// Whether the reserved flow of the judged switch's run met the criterion.
-    pub fn held(&self, runs: &[(SwitchKind, Vec<Flow>)]) -> bool {
+    pub fn held(&self, runs: &[Run]) -> bool {
         runs.iter()
-            .filter(|(kind, _)| *kind == self.switch)
-            .flat_map(|(_, flows)| flows.iter())
+            .filter(|r| r.switch == self.switch)
+            .flat_map(|r| r.flows.iter())
             .find(|f| f.reserved_bps.is_some())
             .is_some_and(|f| {
                 (f.delivered_bps - self.rate_bps).abs() <= self.tolerance * self.rate_bps
@@ -273,6 +273,53 @@ pub struct Flow {
     pub bound_us: Option<f64>,
 }
 
+/// One switch kind's run: what every flow got, and (rtlan in the lab) the switch's own account
+/// of each port.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// The switch.
+    pub switch: SwitchKind,
+    /// The flows, in the scenario's order.
+    pub flows: Vec<Flow>,
+    /// Per switch port, after the traffic: [`port_counters`] of the switch's `stats` (rtlan in
+    /// the lab; `None` for the bridge and the simulator).
+    pub ports: Option<Value>,
+}
+
+/// The counters of each port of an rtlan switch's `stats` reply that say why a guarantee held
+/// or not: what its scheduler sent and dropped of reserved and best-effort traffic, what the
+/// policer dropped, and how late the pacer woke. Names are those of `stats` (docs/switch.md).
+/// Read after the traffic, when the reservations are already released (so no booked rates).
+pub fn port_counters(stats: &Value) -> Value {
+    let shell = stats["shell"]["ports"].as_array();
+    let ports: Vec<Value> = stats["sched_ports"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            let i = p["port"].as_u64().unwrap_or(u64::MAX);
+            let ifname = shell
+                .and_then(|s| s.get(usize::try_from(i).ok()?))
+                .map_or(Value::Null, |s| s["ifname"].clone());
+            let sched = &p["sched"];
+            json!({
+                "port": p["port"],
+                "ifname": ifname,
+                "rt_frames_sent": sched["rt_frames_sent"],
+                "rt_frames_dropped": sched["rt_frames_dropped"],
+                "nrt_frames_sent": sched["nrt_frames_sent"],
+                "nrt_frames_dropped": sched["nrt_frames_dropped"],
+                "policer_dropped_frames": p["meter"]["dropped_frames"],
+                "deadline_misses": sched["deadline_misses"],
+                "late_sends": sched["late_sends"],
+                "late_max_ns": sched["late_max_ns"],
+            })
+        })
+        .collect();
+    Value::Array(ports)
+}
+
 /// Runs `scenario` on `backend`, once per switch kind (rtlan first, then the bridge). The lab
 /// runner needs root and the rtlan executable `exe`; the simulator runs only the rtlan switch
 /// (the Linux bridge is not modelled), with seed 1.
@@ -281,7 +328,7 @@ pub fn run(
     scenario: &Guarantee,
     exe: &Path,
     progress: Progress<'_>,
-) -> anyhow::Result<Vec<(SwitchKind, Vec<Flow>)>> {
+) -> anyhow::Result<Vec<Run>> {
     if backend == Backend::Sim {
         return sim::run(scenario, 1);
     }
@@ -290,12 +337,13 @@ pub fn run(
 }
 
 /// `{"runs":[{"switch":…,"flows":[{"name","reserved_bps","delivered_bps","loss_pct",
-/// "max_delay_us","bound_us"}]}]}`.
-pub fn results_json(runs: &[(SwitchKind, Vec<Flow>)]) -> Value {
+/// "max_delay_us","bound_us"}],"ports":[…] or null}]}` (`ports`: [`port_counters`]).
+pub fn results_json(runs: &[Run]) -> Value {
     let runs: Vec<Value> = runs
         .iter()
-        .map(|(kind, flows)| {
-            let flows: Vec<Value> = flows
+        .map(|run| {
+            let flows: Vec<Value> = run
+                .flows
                 .iter()
                 .map(|f| {
                     json!({
@@ -308,7 +356,11 @@ pub fn results_json(runs: &[(SwitchKind, Vec<Flow>)]) -> Value {
                     })
                 })
                 .collect();
-            json!({"switch": kind.name(), "flows": flows})
+            json!({
+                "switch": run.switch.name(),
+                "flows": flows,
+                "ports": run.ports.clone().unwrap_or(Value::Null),
+            })
         })
         .collect();
     json!({ "runs": runs })
@@ -360,14 +412,19 @@ mod tests {
     #[test]
     fn the_guarantee_needs_the_rate_within_3_percent_and_no_loss() {
         let criterion = Guarantee::new(10).criterion;
-        let held = |f: Flow| criterion.held(&[(SwitchKind::Rtlan, vec![f])]);
+        let run = |switch, f: Flow| Run {
+            switch,
+            flows: vec![f],
+            ports: None,
+        };
+        let held = |f: Flow| criterion.held(&[run(SwitchKind::Rtlan, f)]);
         assert!(held(flow(Some(50e6), 49.0e6, 0.0)));
         assert!(!held(flow(Some(50e6), 48.0e6, 0.0)));
         assert!(!held(flow(Some(50e6), 52.0e6, 0.0)));
         assert!(!held(flow(Some(50e6), 50.0e6, 0.01)));
         // Only the rtlan run counts, and only its reserved flow.
         assert!(!held(flow(None, 50e6, 0.0)));
-        assert!(!criterion.held(&[(SwitchKind::Bridge, vec![flow(Some(50e6), 50e6, 0.0)])]));
+        assert!(!criterion.held(&[run(SwitchKind::Bridge, flow(Some(50e6), 50e6, 0.0))]));
     }
 
     #[test]
@@ -375,11 +432,16 @@ mod tests {
         let mut tcp = flow(None, 20e6, 0.0);
         tcp.loss_pct = None;
         tcp.max_delay_us = None;
-        let doc = results_json(&[(SwitchKind::Bridge, vec![flow(None, 20e6, 60.0), tcp])]);
+        let doc = results_json(&[Run {
+            switch: SwitchKind::Bridge,
+            flows: vec![flow(None, 20e6, 60.0), tcp],
+            ports: None,
+        }]);
         let keys: Vec<&String> = doc.as_object().expect("an object").keys().collect();
         assert_eq!(keys, ["runs"]);
         let run = &doc["runs"][0];
         assert_eq!(run["switch"], "linux-bridge");
+        assert!(run["ports"].is_null(), "the bridge has no counters of ours");
         let f = run["flows"][1].as_object().expect("a flow object");
         let mut keys: Vec<&str> = f.keys().map(String::as_str).collect();
         keys.sort_unstable();

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::{Flow, Guarantee, SwitchKind, Traffic};
+use super::{Flow, Guarantee, Run, SwitchKind, Traffic};
 
 /// How long after the reserved stream starts the measuring window opens.
 const SETTLE: Duration = Duration::from_millis(200);
@@ -70,7 +70,7 @@ pub fn scenario_text(scenario: &Guarantee, seed: u64) -> anyhow::Result<String> 
 }
 
 /// Runs the rtlan half of the demo in the simulator.
-pub fn run(scenario: &Guarantee, seed: u64) -> anyhow::Result<Vec<(SwitchKind, Vec<Flow>)>> {
+pub fn run(scenario: &Guarantee, seed: u64) -> anyhow::Result<Vec<Run>> {
     let text = scenario_text(scenario, seed)?;
     let sim = rtlan_sim::Scenario::from_str(&text, "demo (simulated)")?;
     let outcome = rtlan_sim::run(&sim, &rtlan_sim::RunOptions::default(), &mut |_, _| {})?;
@@ -100,7 +100,11 @@ pub fn run(scenario: &Guarantee, seed: u64) -> anyhow::Result<Vec<(SwitchKind, V
             })
         })
         .collect::<anyhow::Result<Vec<Flow>>>()?;
-    Ok(vec![(SwitchKind::Rtlan, flows)])
+    Ok(vec![Run {
+        switch: SwitchKind::Rtlan,
+        flows,
+        ports: None,
+    }])
 }
 
 #[cfg(test)]
@@ -115,7 +119,7 @@ mod tests {
         let scenario = Guarantee::new(2);
         let runs = run(&scenario, 1).expect("the simulated demo runs");
         assert!(scenario.criterion.held(&runs), "{runs:?}");
-        let flows = &runs[0].1;
+        let flows = &runs[0].flows;
         let flood = flows.iter().find(|f| f.name == "b→d flood").expect("flood");
         assert!(flood.delivered_bps < 60e6, "{flood:?}");
         assert!(flood.loss_pct.is_some_and(|l| l > 20.0), "{flood:?}");

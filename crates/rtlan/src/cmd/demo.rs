@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use rtlan_experiments::demo::{self, Flow, Guarantee, SwitchKind};
+use rtlan_experiments::demo::{self, Guarantee, Run};
 
 use super::bench::DataPlaneArg;
 use super::runner::{bar, draw, BackendArg};
@@ -124,12 +124,17 @@ fn or_dash(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map_or_else(|| "–".to_string(), f)
 }
 
-fn print_tables(runs: &[(SwitchKind, Vec<Flow>)]) {
+fn print_tables(runs: &[Run]) {
     println!(
         "rtlan demo — a, b, c, d on one switch, 100 Mbit/s links; a → d 50 Mbit/s while b and c \
          flood d and c sends TCP to d\n(rates in Mbit/s of whole frames on the wire)"
     );
-    for (kind, flows) in runs {
+    for Run {
+        switch: kind,
+        flows,
+        ports,
+    } in runs
+    {
         println!("\n  switch: {}", kind.name());
         println!(
             "  {:<11} {:>8} {:>8} {:>10} {:>8} {:>13} {:>13} {:>9}",
@@ -155,5 +160,42 @@ fn print_tables(runs: &[(SwitchKind, Vec<Flow>)]) {
                 or_dash(f.bound_us, |d| format!("{d:.0}")),
             );
         }
+        print_ports(ports.as_ref());
+    }
+}
+
+/// The switch's own account of each port (frames sent and dropped, reserved and best effort;
+/// the policer's drops; the pacer's latest wake-up), under its flows.
+fn print_ports(ports: Option<&serde_json::Value>) {
+    let Some(ports) = ports.and_then(|p| p.as_array()) else {
+        return;
+    };
+    println!(
+        "  {:<11} {:>14} {:>14} {:>16} {:>16} {:>10} {:>13}",
+        "port",
+        "rt sent",
+        "rt dropped",
+        "best-eff. sent",
+        "best-eff. drop",
+        "policed",
+        "late max µs"
+    );
+    let n = |v: &serde_json::Value| {
+        v.as_u64()
+            .map_or_else(|| "–".to_string(), |x| x.to_string())
+    };
+    for p in ports {
+        println!(
+            "  {:<11} {:>14} {:>14} {:>16} {:>16} {:>10} {:>13}",
+            p["ifname"].as_str().unwrap_or("?"),
+            n(&p["rt_frames_sent"]),
+            n(&p["rt_frames_dropped"]),
+            n(&p["nrt_frames_sent"]),
+            n(&p["nrt_frames_dropped"]),
+            n(&p["policer_dropped_frames"]),
+            p["late_max_ns"]
+                .as_u64()
+                .map_or_else(|| "–".to_string(), |ns| format!("{:.0}", ns as f64 / 1e3)),
+        );
     }
 }

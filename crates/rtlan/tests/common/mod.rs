@@ -544,6 +544,28 @@ pub fn assert_demo_guarantee(doc: &serde_json::Value, what: &str) {
         Some(0.0),
         "{what}: reserved flow lost datagrams: {rt}"
     );
+    // The switch's own account: reserved frames left by d's port only, none dropped, while
+    // the floods' excess was dropped there.
+    let run = doc["runs"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["switch"] == "rtlan"))
+        .expect("an rtlan run");
+    let ports = run["ports"].as_array().expect("the switch's port counters");
+    let carrying: Vec<_> = ports
+        .iter()
+        .filter(|p| p["rt_frames_sent"].as_u64().unwrap_or(0) > 0)
+        .collect();
+    assert_eq!(
+        carrying.len(),
+        1,
+        "{what}: reserved frames left by d's port only: {ports:?}"
+    );
+    let d = carrying[0];
+    assert_eq!(d["rt_frames_dropped"], 0, "{what}: {d}");
+    assert!(
+        d["nrt_frames_dropped"].as_u64().unwrap_or(0) > 0,
+        "{what}: the floods' excess was not dropped at d's port: {d}"
+    );
 }
 
 /// The `rtlan demo --json` document's a → d flow of the run on `switch` (`rtlan` or
