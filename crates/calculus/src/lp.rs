@@ -40,8 +40,8 @@
 //! certificate; the rest of the program's construction is ours because it is the method.
 //!
 //! "Where it fits": the number of times doubles per hop, so the program is built for paths of at
-//! most [`MAX_HOPS`] servers, and each run keeps at most four lines of its summed curve per
-//! server (dropping constraints only relaxes the program).
+//! most [`MAX_HOPS`] servers, and each run keeps at most `MAX_LINES` (16) lines of its summed
+//! curve per server (dropping constraints only relaxes the program).
 
 use std::collections::BTreeMap;
 
