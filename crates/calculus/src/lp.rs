@@ -50,6 +50,7 @@ use clarabel::solver::{
     DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
 };
 
+use crate::methods::PortView;
 use crate::network::GRID;
 use crate::rational::{ArithError, Q};
 
@@ -65,16 +66,6 @@ const MAX_LINES: usize = 16;
 const RHS_GRID: i128 = 1 << 30;
 const DUAL_GRID: i128 = 1 << 40;
 
-/// One server (switch output port) of the tandem: rate `C` (bit/s), latency `T` (s), and Σr, Σb
-/// of every flow at it (for the backlogged period).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Server {
-    pub c: Q,
-    pub t_mux: Q,
-    pub sum_r: Q,
-    pub sum_b: Q,
-}
-
 /// A T-SPEC `min(p·t + M, r·t + b)` at one server.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Tspec {
@@ -87,14 +78,16 @@ pub(crate) struct Tspec {
 /// The tandem of a flow of interest: its servers and its traffic by run.
 #[derive(Debug, Clone)]
 pub(crate) struct Tandem {
-    servers: Vec<Server>,
+    /// The servers (switch output ports), with Σr and Σb of every flow at each (for the
+    /// backlogged period).
+    servers: Vec<PortView>,
     /// `(first, last)` server of a run → per server of the run, the T-SPECs of its flows.
     runs: BTreeMap<(usize, usize), Vec<Vec<Tspec>>>,
 }
 
 impl Tandem {
     /// An empty tandem over `servers` (at most [`MAX_HOPS`] of them for a bound).
-    pub(crate) fn new(servers: Vec<Server>) -> Tandem {
+    pub(crate) fn new(servers: Vec<PortView>) -> Tandem {
         Tandem {
             servers,
             runs: BTreeMap::new(),

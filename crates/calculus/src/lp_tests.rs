@@ -11,8 +11,9 @@ fn frac(n: i64, d: i64) -> Q {
     Q::new(n as i128, d as i128).unwrap()
 }
 
-fn server(c: i64, t: Q, sum_r: Q, sum_b: Q) -> Server {
-    Server {
+fn server(c: i64, t: Q, sum_r: Q, sum_b: Q) -> PortView {
+    PortView {
+        key: crate::analysis::PortKey { switch: 0, to: 1 },
         c: q(c),
         t_mux: t,
         sum_r,

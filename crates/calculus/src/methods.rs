@@ -175,17 +175,7 @@ pub(crate) fn lp<'a, K: Copy>(
     burst: impl Fn(K, usize) -> Option<Q>,
 ) -> Result<Option<Q>, ArithError> {
     let n = ports.len();
-    let mut tandem = crate::lp::Tandem::new(
-        ports
-            .iter()
-            .map(|p| crate::lp::Server {
-                c: p.c,
-                t_mux: p.t_mux,
-                sum_r: p.sum_r,
-                sum_b: p.sum_b,
-            })
-            .collect(),
-    );
+    let mut tandem = crate::lp::Tandem::new(ports.to_vec());
     let spec = |g: &Flow, h: usize, b: Q| crate::lp::Tspec {
         p: g.hops[h].peak,
         m: g.max_packet,

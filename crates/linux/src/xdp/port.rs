@@ -271,13 +271,8 @@ impl XdpPort {
                 max: MAX_QUEUES,
             });
         }
-        // Receive frames per queue: a power of two, the ring sizes' rule.
-        let per_queue = (RX_FRAMES / nq).next_power_of_two().min(RX_FRAMES);
-        let per_queue = if per_queue * nq > RX_FRAMES {
-            per_queue / 2
-        } else {
-            per_queue
-        };
+        // Receive frames per queue: the largest power of two (the ring sizes' rule) that fits.
+        let per_queue = 1 << (RX_FRAMES / nq).ilog2();
         let len = (FRAMES * FRAME_SIZE) as usize;
         // SAFETY: an anonymous private mapping of `len` bytes; the result is checked.
         let ptr = unsafe {
